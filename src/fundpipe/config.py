@@ -1,0 +1,117 @@
+"""Typed configuration, read from `FUNDPIPE_*` environment variables and an optional `.env`.
+
+Settings are built at the entry points (CLI commands, flows) and passed down; nothing reads the
+environment deep inside a function. With no `FUNDPIPE_BASE_URL`, fundpipe runs against the
+embedded sandbox (see `fundpipe.embedded`) with the demo client's credentials.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+#: Every scope the pipeline uses; a real deployment may narrow it with FUNDPIPE_SCOPES.
+DEFAULT_SCOPES = (
+    "organizations:read",
+    "vehicles:read",
+    "financial_accounts:read",
+    "distributions:*",
+    "entities:*",
+    "contacts:*",
+)
+
+#: Credentials of the embedded sandbox's demo organization (not secrets: the sandbox seeds them).
+DEMO_CLIENT_ID = "demo-client"
+DEMO_CLIENT_SECRET = "demo-secret"  # noqa: S105 - public demo credential of the local sandbox
+DEMO_ORG_ID = "org_demo"
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one fundpipe process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="FUNDPIPE_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+    )
+
+    # --- the service -------------------------------------------------------------------------
+    base_url: str | None = Field(
+        default=None,
+        description="Service base URL; unset → start the embedded sandbox on loopback.",
+    )
+    token_url: str | None = Field(
+        default=None, description="Token endpoint host; defaults to the base URL."
+    )
+    client_id: str | None = Field(default=None, description="OAuth client id.")
+    client_secret: SecretStr | None = Field(default=None, description="OAuth client secret.")
+    org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
+    scopes: Annotated[tuple[str, ...], NoDecode] = Field(default=DEFAULT_SCOPES, description="OAuth scopes to request.")
+
+    # --- HTTP behaviour ----------------------------------------------------------------------
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 30.0
+    token_leeway_s: float = 60.0
+    max_attempts: int = Field(default=6, ge=1)
+    retry_deadline_s: float = Field(default=120.0, gt=0)
+    retry_after_cap_s: float = Field(default=60.0, gt=0)
+    backoff_initial_s: float = Field(default=0.2, gt=0)
+    backoff_max_s: float = Field(default=10.0, gt=0)
+    rate_limit_per_s: float = Field(default=9.0, gt=0, description="Client-side request rate.")
+    max_concurrency: int = Field(default=8, ge=1, description="Concurrent requests in flight.")
+
+    # --- local state -------------------------------------------------------------------------
+    data_dir: Path = Path("data")
+    warehouse_path: Path | None = None
+    ledger_path: Path | None = None
+    require_funds: bool = False
+    log_level: str = "INFO"
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _split_scopes(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(s for s in value.replace(",", " ").split() if s)
+        return value
+
+    @property
+    def embedded(self) -> bool:
+        """True when no service is configured and the embedded sandbox is used."""
+        return not self.base_url
+
+    @property
+    def effective_token_url(self) -> str | None:
+        """Where tokens are fetched: `token_url`, else the base URL."""
+        return self.token_url or self.base_url
+
+    @property
+    def warehouse_file(self) -> Path:
+        """The DuckDB warehouse file."""
+        return self.warehouse_path or self.data_dir / "warehouse.duckdb"
+
+    @property
+    def ledger_file(self) -> Path:
+        """The DuckDB submission ledger file."""
+        return self.ledger_path or self.data_dir / "ledger.duckdb"
+
+    def with_service(self, base_url: str) -> Settings:
+        """A copy pointed at `base_url`, filling the demo credentials where none are set."""
+        return self.model_copy(
+            update={
+                "base_url": base_url,
+                "client_id": self.client_id or DEMO_CLIENT_ID,
+                "client_secret": self.client_secret or SecretStr(DEMO_CLIENT_SECRET),
+                "org_id": self.org_id or DEMO_ORG_ID,
+            }
+        )
+
+    def redacted(self) -> dict[str, Any]:
+        """The settings as a dict with every secret replaced by `**********`."""
+        out = self.model_dump(mode="json")
+        if self.client_secret is not None:
+            out["client_secret"] = "**********"  # noqa: S105 - the redaction marker itself
+        return out
