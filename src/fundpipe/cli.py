@@ -1,17 +1,322 @@
-"""Command-line interface: parses arguments, calls library functions, renders results."""
+"""Command-line interface: parses arguments, calls library functions, renders results.
+
+Exit codes (the same for every command):
+
+| code | meaning |
+|---|---|
+| 0 | success; every file valid |
+| 1 | a file was rejected, or a distribution needs a person (conflict, funding refusal) |
+| 2 | usage error, or an input that can't be read at all |
+| 3 | the service failed or refused us (authentication, permission, network, retries exhausted) |
+| 4 | another fundpipe process holds the inbox lock or the warehouse |
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
 
-app = typer.Typer(help="fundpipe: fund distribution sheets to the Fund Distribution Service, reconciled.")
+from fundpipe.config import Settings
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_USAGE = 2
+EXIT_SERVICE = 3
+EXIT_LOCKED = 4
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success · 1 a file rejected or a distribution needs a person · "
+    "2 usage error or unreadable input · 3 service error · 4 lock held by another process."
+)
+
+app = typer.Typer(
+    help="fundpipe: fund distribution sheets → the Fund Distribution Service, exactly once, "
+    "reconciled in DuckDB.\n\n" + EXIT_CODES_HELP,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+console = Console()
+err_console = Console(stderr=True)
 
 
-@app.callback()
-def _root() -> None:
-    """fundpipe command group."""
+def _prefect_defaults() -> None:
+    """Sensible Prefect defaults for a local run (overridable by the environment)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def _settings(data_dir: Path | None = None) -> Settings:
+    settings = Settings()
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    return settings
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
+    from fundpipe.errors import UserFacingError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except UserFacingError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        code, message = _classify(exc)
+        err_console.print(f"[bold red]error:[/] {message}")
+        raise typer.Exit(code) from None
+
+
+def _classify(exc: BaseException) -> tuple[int, str]:
+    """Map library exceptions to an exit code and a redacted message."""
+    try:
+        from fundpipe.client.errors import FundServiceError
+    except ImportError:  # pragma: no cover - the client is part of the package
+        FundServiceError = ()  # type: ignore[assignment,misc]  # noqa: N806
+    if FundServiceError and isinstance(exc, FundServiceError):
+        return EXIT_SERVICE, f"the service refused the request: {exc}"
+    import httpx
+
+    if isinstance(exc, httpx.HTTPError):
+        return EXIT_SERVICE, f"could not reach the service: {type(exc).__name__}"
+    return EXIT_SERVICE, f"unexpected failure ({type(exc).__name__}): {exc}"
+
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data directory (inbox, ledger, warehouse, reports)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+@app.command("config")
+def config_command(json_out: JsonOption = False) -> None:
+    """Print the effective configuration, with secrets redacted."""
+    with _user_errors():
+        settings = _settings()
+        values = settings.redacted()
+        values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        if json_out:
+            print(json.dumps(values, indent=2, default=str))
+            return
+        from rich.table import Table
+
+        table = Table(title="fundpipe configuration", show_header=True)
+        table.add_column("setting")
+        table.add_column("value")
+        for key, value in values.items():
+            table.add_row(key, "" if value is None else str(value))
+        console.print(table)
+
+
+@app.command("sandbox")
+def sandbox_command(
+    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite state file (default: a temporary one).")
+    ] = None,
+    seed: Annotated[str, typer.Option(help="Initial state: demo or empty.")] = "demo",
+) -> None:
+    """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it)."""
+    if seed not in {"demo", "empty"}:
+        err_console.print("[bold red]error:[/] --seed must be demo or empty")
+        raise typer.Exit(EXIT_USAGE)
+    with _user_errors():
+        from fundpipe.sandbox import run_server
+
+        console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
+        run_server(host=host, port=port, db_path=db, seed=seed)
+
+
+@app.command("validate")
+def validate_command(
+    files: Annotated[list[Path], typer.Argument(help="Sheets to validate (CSV, XLSX, Parquet).")],
+    output_format: Annotated[
+        str, typer.Option("--format", help="table (default) or json.")
+    ] = "table",
+) -> None:
+    """Validate sheets offline and report every problem by file, sheet, row and column.
+
+    Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
+    """
+    if output_format not in {"table", "json"}:
+        err_console.print("[bold red]error:[/] --format must be table or json")
+        raise typer.Exit(EXIT_USAGE)
+    with _user_errors():
+        from fundpipe.validate import render_json, render_table, validate_exit_code, validate_files
+
+        reports = validate_files(files)
+        if output_format == "json":
+            print(json.dumps(render_json(reports), indent=2, default=str))
+        else:
+            render_table(reports, console)
+        raise typer.Exit(validate_exit_code(reports))
+
+
+@app.command("ingest")
+def ingest_command(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Sheets to submit; default: every ready file in the inbox."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and send nothing.")
+    ] = False,
+    require_funds: Annotated[
+        bool,
+        typer.Option("--require-funds", help="Refuse distributions the depository can't cover."),
+    ] = False,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Validate sheets and create their entities, contacts and distributions exactly once."""
+    with _user_errors():
+        from fundpipe.embedded import service
+        from fundpipe.ingest import ingest
+
+        settings = _settings(data_dir)
+        with service(settings) as live:
+            result = ingest(
+                live,
+                files or None,
+                dry_run=dry_run,
+                require_funds=require_funds or None,
+                console=None if json_out else console,
+            )
+        if json_out:
+            print(json.dumps(result.to_dict(), indent=2, default=str))
+        raise typer.Exit(result.exit_code)
+
+
+@app.command("sync")
+def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
+    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
+    with _user_errors():
+        from fundpipe.embedded import service
+        from fundpipe.sync import sync
+
+        settings = _settings(data_dir)
+        with service(settings) as live:
+            result = sync(live)
+        _print_result(result, json_out)
+
+
+@app.command("reconcile")
+def reconcile_command(
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Report date, YYYY-MM-DD (default: today).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Report directory (default data/reports/<date>).")
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
+    with _user_errors():
+        from fundpipe.reconcile import reconcile, render_summary
+
+        report_date = _parse_date(as_of)
+        settings = _settings(data_dir)
+        result = reconcile(settings, as_of=report_date, out_dir=out)
+        if json_out:
+            print(json.dumps(result.to_dict(), indent=2, default=str))
+        else:
+            render_summary(result, console)
+
+
+@app.command("run")
+def run_command(
+    samples: Annotated[
+        bool,
+        typer.Option("--samples", help="First copy the clean sample sheets into the inbox."),
+    ] = False,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Report date, YYYY-MM-DD (default: today).")
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
+    _prefect_defaults()
+    with _user_errors():
+        from fundpipe.pipeline import load_flows
+
+        report_date = _parse_date(as_of)
+        flows = load_flows()
+        summary = flows.nightly(
+            samples=samples,
+            as_of=report_date.isoformat() if report_date else None,
+            data_dir=str(data_dir) if data_dir else None,
+        )
+        if json_out:
+            print(json.dumps(summary, indent=2, default=str))
+        else:
+            from fundpipe.pipeline import render_run_summary
+
+            render_run_summary(summary, console)
+        raise typer.Exit(summary.get("exit_code", EXIT_OK))
+
+
+@app.command("serve")
+def serve_command() -> None:
+    """Serve the `nightly` (cron) and `inbox` (every few minutes) deployments locally."""
+    _prefect_defaults()
+    with _user_errors():
+        from fundpipe.pipeline import load_flows
+
+        load_flows().serve_all()
+
+
+def _parse_date(text: str | None) -> date | None:
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        err_console.print(f"[bold red]error:[/] --as-of {text!r} is not a date like 2026-11-30")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _print_result(result: Any, json_out: bool) -> None:
+    payload = result.to_dict() if hasattr(result, "to_dict") else result
+    if json_out:
+        print(json.dumps(payload, indent=2, default=str))
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in payload.items():
+        table.add_row(str(key), str(value))
+    console.print(table)
 
 
 def main() -> None:
     """Entry point of the `fundpipe` console script."""
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        sys.exit(exc.code)

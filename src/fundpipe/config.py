@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     backoff_max_s: float = Field(default=10.0, gt=0)
     rate_limit_per_s: float = Field(default=9.0, gt=0, description="Client-side request rate.")
     max_concurrency: int = Field(default=8, ge=1, description="Concurrent requests in flight.")
+    ca_bundle: Path | None = Field(
+        default=None,
+        description="Extra CA bundle (PEM) to verify the service's TLS certificate; "
+        "verification itself cannot be turned off.",
+    )
 
     # --- local state -------------------------------------------------------------------------
     data_dir: Path = Path("data")

@@ -1,0 +1,35 @@
+"""The embedded default: with no `FUNDPIPE_BASE_URL`, run against a local sandbox.
+
+`service(settings)` starts `fundpipe.sandbox` on a free loopback port with its state in
+`<data_dir>/sandbox/sandbox.sqlite` (seeded with the demo organization the first time), yields
+settings pointed at it with the demo client's credentials, and stops it afterwards. With a base
+URL configured it yields the settings unchanged and never starts a sandbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from fundpipe.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def service(settings: Settings) -> Iterator[Settings]:
+    """Yield settings for a running service: the configured one, or an embedded sandbox."""
+    if not settings.embedded:
+        yield settings
+        return
+
+    # Imported here: the pipeline touches the sandbox only to start it.
+    from fundpipe.sandbox import SandboxConfig, SandboxServer
+
+    state_dir = settings.data_dir / "sandbox"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    config = SandboxConfig(db_path=state_dir / "sandbox.sqlite", seed="demo")
+    with SandboxServer(config, host="127.0.0.1", port=0) as server:
+        log.info("embedded sandbox listening on %s", server.base_url)
+        yield settings.with_service(server.base_url)
