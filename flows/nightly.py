@@ -1,0 +1,176 @@
+"""Prefect flows for fundpipe: thin orchestration over `fundpipe` (the logic lives in src/).
+
+Flows: `nightly` (ingest the inbox → sync → reconcile), and `ingest_file`, `sync`, `reconcile`,
+`inbox` as flows of their own. One task per file and per step, never per row. No task retries:
+the service client already retries what is safe to retry (one retry layer only). Parameters
+carry no secrets (credentials come from the environment / `.env`, or a Prefect Secret block
+named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
+
+`serve_all()` serves the `nightly` (cron, explicit timezone) and `inbox` (every few minutes)
+deployments in this process; `prefect.yaml` declares the same for a Prefect server + work pool.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from fundpipe.config import Settings
+from fundpipe.embedded import service
+from fundpipe.pipeline import copy_samples
+
+NIGHTLY_CRON = os.environ.get("FUNDPIPE_NIGHTLY_CRON", "30 1 * * *")
+NIGHTLY_TIMEZONE = os.environ.get("FUNDPIPE_NIGHTLY_TIMEZONE", "America/New_York")
+INBOX_INTERVAL_S = int(os.environ.get("FUNDPIPE_INBOX_INTERVAL_S", "300"))
+
+_TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+def _settings(data_dir: str | None) -> Settings:
+    settings = Settings()
+    if data_dir:
+        settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+    if settings.client_secret is None and (block := os.environ.get("FUNDPIPE_CLIENT_SECRET_BLOCK")):
+        from prefect.blocks.system import Secret
+        from pydantic import SecretStr
+
+        secret = Secret.load(block).get()
+        settings = settings.model_copy(update={"client_secret": SecretStr(str(secret))})
+    return settings
+
+
+# --- tasks: one per file and per step --------------------------------------------------------
+
+
+@task(name="list-inbox", **_TASK_OPTIONS)
+def list_inbox(settings: Settings) -> list[str]:
+    """Files in the inbox that are complete (not still being written) and not temporary."""
+    from fundpipe.ingest import ready_files
+
+    return [str(p) for p in ready_files(settings)]
+
+
+@task(name="ingest-file", **_TASK_OPTIONS)
+def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
+    """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
+    from fundpipe.ingest import ingest
+
+    return ingest(settings, [Path(path)]).to_dict()
+
+
+@task(name="sync", **_TASK_OPTIONS)
+def sync_step(settings: Settings) -> dict[str, Any]:
+    """Pull the service's state into the warehouse."""
+    from fundpipe.sync import sync as run_sync
+
+    return run_sync(settings).to_dict()
+
+
+@task(name="reconcile", **_TASK_OPTIONS)
+def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
+    """Build the reconciliation views and write the reports."""
+    from fundpipe.reconcile import reconcile as run_reconcile
+
+    report_date = date.fromisoformat(as_of) if as_of else None
+    return run_reconcile(settings, as_of=report_date, out_dir=None).to_dict()
+
+
+@task(name="publish-artifacts", **_TASK_OPTIONS)
+def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]]) -> None:
+    """A markdown summary and a table of exceptions, attached to the flow run."""
+    from fundpipe.run_summary import summary_markdown
+
+    create_markdown_artifact(
+        markdown=summary_markdown(summary),
+        key="fundpipe-run-summary",
+        description="fundpipe nightly run: files, distributions, totals, exceptions",
+    )
+    create_table_artifact(
+        table=exceptions or [{"reason": "no exceptions"}],
+        key="fundpipe-exceptions",
+        description="Reconciliation exceptions that need a person",
+    )
+
+
+# --- flows --------------------------------------------------------------------------------------
+
+
+@flow(name="ingest_file", log_prints=True)
+def ingest_file(path: str, data_dir: str | None = None) -> dict[str, Any]:
+    """Ingest one sheet (validate → plan → submit exactly once)."""
+    settings = _settings(data_dir)
+    with service(settings) as live:
+        return ingest_one(live, path)
+
+
+@flow(name="sync")
+def sync(data_dir: str | None = None) -> dict[str, Any]:
+    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
+    settings = _settings(data_dir)
+    with service(settings) as live:
+        return sync_step(live)
+
+
+@flow(name="reconcile")
+def reconcile(as_of: str | None = None, data_dir: str | None = None) -> dict[str, Any]:
+    """Write the reconciliation reports for `as_of` (default today) from the warehouse."""
+    return reconcile_step(_settings(data_dir), as_of)
+
+
+@flow(name="inbox")
+def inbox(data_dir: str | None = None) -> dict[str, Any]:
+    """Ingest whatever complete files wait in the inbox (the every-few-minutes deployment)."""
+    settings = _settings(data_dir)
+    with service(settings) as live:
+        results = [ingest_one(live, path) for path in list_inbox(live)]
+    return {"files": results}
+
+
+@flow(name="nightly")
+def nightly(
+    samples: bool = False, as_of: str | None = None, data_dir: str | None = None
+) -> dict[str, Any]:
+    """The nightly job: ingest every ready inbox file, sync the service, reconcile, report."""
+    from fundpipe.run_summary import build_summary
+
+    settings = _settings(data_dir)
+    if samples:
+        copy_samples(settings)
+    with service(settings) as live:
+        ingests = [ingest_one(live, path) for path in list_inbox(live)]
+        synced = sync_step(live)
+    reconciled = reconcile_step(settings, as_of)
+    summary = build_summary(ingests, synced, reconciled)
+    publish(summary, reconciled.get("exceptions_rows", []))
+    return summary
+
+
+def serve_all() -> None:
+    """Serve the `nightly` and `inbox` deployments from this process until interrupted."""
+    from prefect import serve
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+    from prefect.schedules import Cron, Interval
+
+    # A nightly run that would overlap the previous one is not started: one at a time.
+    one_at_a_time = ConcurrencyLimitConfig(
+        limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+    )
+    nightly_deployment = nightly.to_deployment(
+        name="nightly",
+        schedules=[Cron(NIGHTLY_CRON, timezone=NIGHTLY_TIMEZONE)],
+        concurrency_limit=one_at_a_time,
+        description=f"Nightly at {NIGHTLY_CRON} ({NIGHTLY_TIMEZONE})",
+    )
+    inbox_deployment = inbox.to_deployment(
+        name="inbox",
+        schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
+        concurrency_limit=one_at_a_time,
+        description=f"Ingest complete inbox files every {INBOX_INTERVAL_S} s",
+    )
+    serve(nightly_deployment, inbox_deployment)
