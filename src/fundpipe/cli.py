@@ -234,10 +234,11 @@ def reconcile_command(
     json_out: JsonOption = False,
 ) -> None:
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
+    report_date = _parse_date(as_of)
     with _user_errors():
-        from fundpipe.reconcile import reconcile, render_summary
+        from fundpipe.reconcile import reconcile
+        from fundpipe.summary import render_summary
 
-        report_date = _parse_date(as_of)
         settings = _settings(data_dir)
         result = reconcile(settings, as_of=report_date, out_dir=out)
         if json_out:
@@ -259,11 +260,11 @@ def run_command(
     json_out: JsonOption = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
+    report_date = _parse_date(as_of)
     _prefect_defaults()
     with _user_errors():
         from fundpipe.pipeline import load_flows
 
-        report_date = _parse_date(as_of)
         flows = load_flows()
         summary = flows.nightly(
             samples=samples,

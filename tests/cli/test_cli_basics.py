@@ -1,0 +1,69 @@
+"""The CLI's surface: every command documented, help for each, configuration redacted."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fundpipe.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = ["run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "config"]
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+    # the help says what the command does, not just its options
+    assert len(result.output.split("Options")[0].strip().splitlines()) >= 2
+
+
+def test_top_level_help_lists_every_command_and_exit_codes() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+    assert "Exit codes" in result.output
+
+
+def test_readme_documents_every_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for command in COMMANDS:
+        assert re.search(rf"`fundpipe {command}\b", readme), f"README lacks `fundpipe {command}`"
+    assert "make run" in readme
+    assert "make test" in readme
+
+
+def test_config_redacts_the_client_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "s3cr3t-value-never-shown")
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", "https://api.example.com")
+    for args in (["config"], ["config", "--json"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert "s3cr3t-value-never-shown" not in result.output
+        assert "**********" in result.output
+    values = json.loads(runner.invoke(app, ["config", "--json"]).output)
+    assert values["base_url"] == "https://api.example.com"
+    assert values["mode"] == "configured service"
+
+
+def test_config_without_base_url_uses_the_embedded_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FUNDPIPE_BASE_URL", raising=False)
+    values = json.loads(runner.invoke(app, ["config", "--json"]).output)
+    assert values["mode"] == "embedded sandbox"
+
+
+def test_bad_option_values_are_usage_errors_not_tracebacks() -> None:
+    result = runner.invoke(app, ["reconcile", "--as-of", "30/11/2026"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    result = runner.invoke(app, ["sandbox", "--seed", "nonsense"])
+    assert result.exit_code == 2
