@@ -1,7 +1,8 @@
 """Prefect flows for fundpipe: thin orchestration over `fundpipe` (the logic lives in src/).
 
 Flows: `nightly` (ingest the inbox → sync → reconcile), and `ingest_file`, `sync`, `reconcile`,
-`inbox` as flows of their own. One task per file and per step, never per row. No task retries:
+`inbox` as flows of their own. One task per step (a drop of files is ingested together: see `ingest_drop`), never per
+row. No task retries:
 the service client already retries what is safe to retry (one retry layer only). Parameters
 carry no secrets (credentials come from the environment / `.env`, or a Prefect Secret block
 named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
@@ -48,37 +49,46 @@ def _settings(data_dir: str | None) -> Settings:
 # --- tasks: one per file and per step --------------------------------------------------------
 
 
-@task(name="list-inbox", **_TASK_OPTIONS)
-def list_inbox(settings: Settings) -> list[str]:
-    """Files in the inbox that are complete (not still being written) and not temporary."""
-    from fundpipe.ingest import ready_files
+@task(name="ingest-inbox", **_TASK_OPTIONS)
+def ingest_drop(settings: Settings) -> dict[str, Any]:
+    """Ingest every complete file waiting in the inbox as one drop.
 
-    return [str(p) for p in ready_files(settings)]
+    One task for the drop, not one per file: a distribution sheet may name entities by the
+    `external_reference` of a roster dropped with it, so the files of a drop are validated and
+    planned together. The per-file outcomes are in the result (and the run's artifacts).
+    """
+    from fundpipe.ingest import ingest
+    from fundpipe.run_summary import ingest_dict
+
+    return ingest_dict(ingest(settings, None))
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
 def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
     """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
     from fundpipe.ingest import ingest
+    from fundpipe.run_summary import ingest_dict
 
-    return ingest(settings, [Path(path)]).to_dict()
+    return ingest_dict(ingest(settings, [Path(path)]))
 
 
 @task(name="sync", **_TASK_OPTIONS)
 def sync_step(settings: Settings) -> dict[str, Any]:
     """Pull the service's state into the warehouse."""
+    from fundpipe.run_summary import sync_dict
     from fundpipe.sync import sync as run_sync
 
-    return run_sync(settings).to_dict()
+    return sync_dict(run_sync(settings))
 
 
 @task(name="reconcile", **_TASK_OPTIONS)
 def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
     """Build the reconciliation views and write the reports."""
     from fundpipe.reconcile import reconcile as run_reconcile
+    from fundpipe.run_summary import reconcile_dict
 
     report_date = date.fromisoformat(as_of) if as_of else None
-    return run_reconcile(settings, as_of=report_date, out_dir=None).to_dict()
+    return reconcile_dict(run_reconcile(settings, as_of=report_date, out_dir=None))
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
@@ -128,8 +138,7 @@ def inbox(data_dir: str | None = None) -> dict[str, Any]:
     """Ingest whatever complete files wait in the inbox (the every-few-minutes deployment)."""
     settings = _settings(data_dir)
     with service(settings) as live:
-        results = [ingest_one(live, path) for path in list_inbox(live)]
-    return {"files": results}
+        return ingest_drop(live)
 
 
 @flow(name="nightly")
@@ -143,7 +152,7 @@ def nightly(
     if samples:
         copy_samples(settings)
     with service(settings) as live:
-        ingests = [ingest_one(live, path) for path in list_inbox(live)]
+        ingests = [ingest_drop(live)]
         synced = sync_step(live)
     reconciled = reconcile_step(settings, as_of)
     summary = build_summary(ingests, synced, reconciled)

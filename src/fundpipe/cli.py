@@ -50,11 +50,19 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def _prefect_defaults() -> None:
-    """Sensible Prefect defaults for a local run (overridable by the environment)."""
+def _prefect_defaults(verbose: bool = False) -> None:
+    """Sensible Prefect defaults for a local run (each overridable by the environment).
+
+    Prefect's console handlers would print a failing task's traceback; a person gets the CLI's
+    one-line message instead (the full log still reaches the Prefect API). `--verbose` shows it.
+    """
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    level = "INFO" if verbose else "CRITICAL"
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", level)
 
 
 def _settings(data_dir: Path | None = None) -> Settings:
@@ -79,7 +87,7 @@ def _user_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None
-    except Exception as exc:
+    except Exception as exc:  # every failure becomes a message, never a traceback
         code, message = _classify(exc)
         err_console.print(f"[bold red]error:[/] {message}")
         raise typer.Exit(code) from None
@@ -87,14 +95,16 @@ def _user_errors() -> Iterator[None]:
 
 def _classify(exc: BaseException) -> tuple[int, str]:
     """Map library exceptions to an exit code and a redacted message."""
-    try:
-        from fundpipe.client.errors import FundServiceError
-    except ImportError:  # pragma: no cover - the client is part of the package
-        FundServiceError = ()  # type: ignore[assignment,misc]  # noqa: N806
-    if FundServiceError and isinstance(exc, FundServiceError):
-        return EXIT_SERVICE, f"the service refused the request: {exc}"
     import httpx
 
+    from fundpipe.client.errors import FundServiceError
+    from fundpipe.inbox import InboxBusyError
+    from fundpipe.warehouse import WarehouseLockedError
+
+    if isinstance(exc, InboxBusyError | WarehouseLockedError):
+        return EXIT_LOCKED, str(exc)
+    if isinstance(exc, FundServiceError):
+        return EXIT_SERVICE, f"the service refused the request: {exc}"
     if isinstance(exc, httpx.HTTPError):
         return EXIT_SERVICE, f"could not reach the service: {type(exc).__name__}"
     return EXIT_SERVICE, f"unexpected failure ({type(exc).__name__}): {exc}"
@@ -205,7 +215,11 @@ def ingest_command(
                 console=None if json_out else console,
             )
         if json_out:
-            print(json.dumps(result.to_dict(), indent=2, default=str))
+            from fundpipe.run_summary import ingest_dict
+
+            print(json.dumps(ingest_dict(result), indent=2, default=str))
+        elif not result.files:
+            console.print("nothing to ingest: no complete sheet in the inbox")
         raise typer.Exit(result.exit_code)
 
 
@@ -219,7 +233,13 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
         settings = _settings(data_dir)
         with service(settings) as live:
             result = sync(live)
-        _print_result(result, json_out)
+        from fundpipe.run_summary import sync_dict
+
+        payload = sync_dict(result)
+        if json_out:
+            print(json.dumps(payload, indent=2, default=str))
+        else:
+            _print_counts("synced", payload["counts"])
 
 
 @app.command("reconcile")
@@ -242,7 +262,11 @@ def reconcile_command(
         settings = _settings(data_dir)
         result = reconcile(settings, as_of=report_date, out_dir=out)
         if json_out:
-            print(json.dumps(result.to_dict(), indent=2, default=str))
+            from fundpipe.run_summary import reconcile_dict
+
+            payload = reconcile_dict(result)
+            payload.pop("exceptions_rows", None)
+            print(json.dumps(payload, indent=2, default=str))
         else:
             render_summary(result, console)
 
@@ -258,10 +282,13 @@ def run_command(
     ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Show Prefect's own logs (and tracebacks).")
+    ] = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
     report_date = _parse_date(as_of)
-    _prefect_defaults()
+    _prefect_defaults(verbose)
     with _user_errors():
         from fundpipe.pipeline import load_flows
 
@@ -300,18 +327,14 @@ def _parse_date(text: str | None) -> date | None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def _print_result(result: Any, json_out: bool) -> None:
-    payload = result.to_dict() if hasattr(result, "to_dict") else result
-    if json_out:
-        print(json.dumps(payload, indent=2, default=str))
-        return
+def _print_counts(title: str, counts: dict[str, Any]) -> None:
     from rich.table import Table
 
-    table = Table(show_header=True)
+    table = Table(title=title, show_header=True)
     table.add_column("what")
-    table.add_column("value", justify="right")
-    for key, value in payload.items():
-        table.add_row(str(key), str(value))
+    table.add_column("rows", justify="right")
+    for key, value in counts.items():
+        table.add_row(str(key), f"{value:,}" if isinstance(value, int) else str(value))
     console.print(table)
 
 
