@@ -49,8 +49,15 @@ class Settings(BaseSettings):
     )
     client_id: str | None = Field(default=None, description="OAuth client id.")
     client_secret: SecretStr | None = Field(default=None, description="OAuth client secret.")
+    client_secret_block: str | None = Field(
+        default=None,
+        description="Name of a Prefect Secret block holding the client secret, used when "
+        "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.client.with_prefect_secret).",
+    )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
-    scopes: Annotated[tuple[str, ...], NoDecode] = Field(default=DEFAULT_SCOPES, description="OAuth scopes to request.")
+    scopes: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=DEFAULT_SCOPES, description="OAuth scopes to request."
+    )
 
     # --- HTTP behaviour ----------------------------------------------------------------------
     connect_timeout_s: float = 10.0
@@ -65,8 +72,8 @@ class Settings(BaseSettings):
     max_concurrency: int = Field(default=8, ge=1, description="Concurrent requests in flight.")
     ca_bundle: Path | None = Field(
         default=None,
-        description="Extra CA bundle (PEM) to verify the service's TLS certificate; "
-        "verification itself cannot be turned off.",
+        description="CA bundle (PEM) that replaces the default trust store to verify the "
+        "service's TLS certificate; verification itself cannot be turned off.",
     )
 
     # --- local state -------------------------------------------------------------------------

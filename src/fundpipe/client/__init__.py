@@ -1,0 +1,36 @@
+"""The Fund Distribution Service client: the only code in fundpipe that speaks HTTP to it.
+
+```python
+async with FundClient(settings) as client:
+    created = await client.create_distributions([...])      # deterministic Idempotency-Key
+    async for account in client.list_financial_accounts():   # lazy pagination
+        ...
+```
+
+Public surface: `FundClient`, `Paginator`, `Page`, `idempotency_key`, `canonical_json`,
+`redact`, `with_prefect_secret`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
+"""
+
+from fundpipe.client import errors, models
+from fundpipe.client._client import DEFAULT_PAGE_SIZE, FundClient
+from fundpipe.client._errors import FundServiceError
+from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
+from fundpipe.client._pagination import Page, Paginator
+from fundpipe.client._prefect import with_prefect_secret
+from fundpipe.client._redact import REDACTED, redact
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "KEY_PREFIX",
+    "REDACTED",
+    "FundClient",
+    "FundServiceError",
+    "Page",
+    "Paginator",
+    "canonical_json",
+    "errors",
+    "idempotency_key",
+    "models",
+    "redact",
+    "with_prefect_secret",
+]

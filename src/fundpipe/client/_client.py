@@ -1,0 +1,262 @@
+"""`FundClient`: the async client of the Fund Distribution Service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from fundpipe.client._models import (
+    Contact,
+    Distribution,
+    DistributionNotification,
+    DistributionPayment,
+    Entity,
+    EntityPaymentInstructions,
+    FinancialAccount,
+    Organization,
+    PaymentInstructions,
+    Vehicle,
+)
+from fundpipe.client._pagination import Paginator
+from fundpipe.client._pipeline import Pipeline
+from fundpipe.config import Settings
+
+#: Page size the list operations ask for (the interface's maximum).
+DEFAULT_PAGE_SIZE = 100
+
+CreateElements = Sequence[Mapping[str, Any] | BaseModel]
+
+
+def _segment(value: str) -> str:
+    """A path segment from an id: percent-encoded so an id can never change the path."""
+    if not value:
+        msg = "an id must not be empty"
+        raise ValueError(msg)
+    return quote(value, safe="")
+
+
+class FundClient:
+    """Async client of the Fund Distribution Service; use as `async with FundClient(s) as c:`.
+
+    Operations (lists return a lazy `Paginator`, creates a list of the created records):
+
+    - distributions: `create_distributions`, `list_distributions`, `get_distribution`,
+      `list_distribution_payments`, `list_payment_notifications`
+    - entities: `create_entities`, `list_entities`, `get_entity`, `associate_contacts`,
+      `list_entity_payment_instructions`
+    - contacts: `create_contacts`, `list_contacts`, `get_contact`
+    - payment instructions: `create_payment_instructions`, `get_payment_instructions`
+    - financial accounts: `list_financial_accounts` (organization, optional `ids` filter),
+      `list_vehicle_financial_accounts`, `get_financial_account`
+    - vehicles and organizations: `list_vehicles`, `get_vehicle`, `list_organizations`,
+      `get_organization`
+    - bulk reads: `raw_pages(path, params)` yields the raw JSON pages of any list.
+
+    Every request is authorized by the client-credentials flow, carries `X-Organization-Id`
+    when `settings.org_id` is set, waits for the client-side rate limit and concurrency bound,
+    and is retried by the policy in `fundpipe.client._retry`. Creates send a deterministic
+    `Idempotency-Key` (`idempotency_key(org_id, "POST", path, body)`) unless one is passed.
+    `transport` replaces the network (tests pass `httpx.ASGITransport(app=create_app())`);
+    `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """Configure the client from `settings`; no network I/O happens before the first call."""
+        self.settings = settings
+        self._pipeline = Pipeline(settings, transport=transport, clock=clock)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        """Enter the client's context; connections are opened on demand."""
+        await self._pipeline.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close every pooled connection."""
+        await self._pipeline.aclose()
+
+    async def aclose(self) -> None:
+        """Close every pooled connection (for use without `async with`)."""
+        await self._pipeline.aclose()
+
+    @property
+    def token_fetches(self) -> int:
+        """How many access tokens this client has fetched so far."""
+        return self._pipeline.auth.fetch_count
+
+    def raw_pages(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
+
+        For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
+        are fetched one at a time as they are consumed.
+        """
+        return self._pipeline.raw_pages(path, params)
+
+    # --- distributions -----------------------------------------------------------------------
+
+    async def create_distributions(
+        self, elements: CreateElements, *, idempotency_key: str | None = None
+    ) -> list[Distribution]:
+        """Create distributions atomically (`POST /v1/distributions`, 1–100 elements).
+
+        Elements are dicts or `DistributionCreate` models; amounts are integer cents.
+        """
+        return await self._pipeline.create(
+            "/v1/distributions", elements, Distribution, idempotency_key
+        )
+
+    def list_distributions(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Distribution]:
+        """The organization's distributions, newest first."""
+        return self._pipeline.paginate("/v1/distributions", Distribution, {"limit": limit})
+
+    async def get_distribution(self, dst_id: str) -> Distribution:
+        """One distribution by id."""
+        return await self._pipeline.get_object(
+            f"/v1/distributions/{_segment(dst_id)}", Distribution
+        )
+
+    def list_distribution_payments(
+        self, dst_id: str, *, limit: int = DEFAULT_PAGE_SIZE
+    ) -> Paginator[DistributionPayment]:
+        """The payments of one distribution."""
+        path = f"/v1/distributions/{_segment(dst_id)}/payments"
+        return self._pipeline.paginate(path, DistributionPayment, {"limit": limit})
+
+    def list_payment_notifications(
+        self, dpmt_id: str, *, limit: int = DEFAULT_PAGE_SIZE
+    ) -> Paginator[DistributionNotification]:
+        """The notifications of one distribution payment."""
+        path = f"/v1/distribution_payments/{_segment(dpmt_id)}/notifications"
+        return self._pipeline.paginate(path, DistributionNotification, {"limit": limit})
+
+    # --- entities, contacts, payment instructions --------------------------------------------
+
+    async def create_entities(
+        self, elements: CreateElements, *, idempotency_key: str | None = None
+    ) -> list[Entity]:
+        """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models."""
+        return await self._pipeline.create("/v1/entities", elements, Entity, idempotency_key)
+
+    def list_entities(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Entity]:
+        """The organization's entities."""
+        return self._pipeline.paginate("/v1/entities", Entity, {"limit": limit})
+
+    async def get_entity(self, ent_id: str) -> Entity:
+        """One entity by id (with its payment-instructions URLs)."""
+        return await self._pipeline.get_object(f"/v1/entities/{_segment(ent_id)}", Entity)
+
+    def list_entity_payment_instructions(
+        self, ent_id: str, *, limit: int = DEFAULT_PAGE_SIZE
+    ) -> Paginator[PaymentInstructions]:
+        """The payment instructions of one entity."""
+        path = f"/v1/entities/{_segment(ent_id)}/payment_instructions"
+        return self._pipeline.paginate(path, PaymentInstructions, {"limit": limit})
+
+    async def associate_contacts(
+        self,
+        ent_id: str,
+        contact_ids: Sequence[str],
+        *,
+        idempotency_key: str | None = None,
+    ) -> list[Contact]:
+        """Associate 1–100 contacts with an entity (`POST /v1/entities/{ent_id}/contacts`)."""
+        body = [{"id": contact_id} for contact_id in contact_ids]
+        path = f"/v1/entities/{_segment(ent_id)}/contacts"
+        return await self._pipeline.create(path, body, Contact, idempotency_key)
+
+    async def create_contacts(
+        self, elements: CreateElements, *, idempotency_key: str | None = None
+    ) -> list[Contact]:
+        """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models."""
+        return await self._pipeline.create("/v1/contacts", elements, Contact, idempotency_key)
+
+    def list_contacts(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Contact]:
+        """The organization's contacts."""
+        return self._pipeline.paginate("/v1/contacts", Contact, {"limit": limit})
+
+    async def get_contact(self, cnt_id: str) -> Contact:
+        """One contact by id."""
+        return await self._pipeline.get_object(f"/v1/contacts/{_segment(cnt_id)}", Contact)
+
+    async def create_payment_instructions(
+        self, elements: CreateElements, *, idempotency_key: str | None = None
+    ) -> list[EntityPaymentInstructions]:
+        """Create payment instructions for entities (`POST /v1/payment_instructions`).
+
+        Elements are `{entity, payment_instructions: [...]}` dicts or
+        `PaymentInstructionsCreate` models. Account numbers are sent, never logged.
+        """
+        return await self._pipeline.create(
+            "/v1/payment_instructions", elements, EntityPaymentInstructions, idempotency_key
+        )
+
+    async def get_payment_instructions(self, pmi_id: str) -> PaymentInstructions:
+        """One payment instructions record by id (`GET /v1/payment_instructions/{id}`)."""
+        return await self._pipeline.get_object(
+            f"/v1/payment_instructions/{_segment(pmi_id)}", PaymentInstructions
+        )
+
+    # --- financial accounts, vehicles, organizations -----------------------------------------
+
+    def list_financial_accounts(
+        self, ids: Sequence[str] | None = None, *, limit: int = DEFAULT_PAGE_SIZE
+    ) -> Paginator[FinancialAccount]:
+        """The organization's financial accounts, newest first; `ids` filters (1–100 ids)."""
+        params: dict[str, Any] = {"limit": limit}
+        if ids is not None:
+            if not 1 <= len(ids) <= 100:
+                msg = "ids filters on 1 to 100 financial account ids"
+                raise ValueError(msg)
+            params["ids"] = list(ids)
+        return self._pipeline.paginate("/v1/financial_accounts", FinancialAccount, params)
+
+    def list_vehicle_financial_accounts(
+        self, veh_id: str, *, limit: int = DEFAULT_PAGE_SIZE
+    ) -> Paginator[FinancialAccount]:
+        """The financial accounts of one vehicle."""
+        path = f"/v1/vehicles/{_segment(veh_id)}/financial_accounts"
+        return self._pipeline.paginate(path, FinancialAccount, {"limit": limit})
+
+    async def get_financial_account(self, fa_id: str) -> FinancialAccount:
+        """One financial account (with its balance) by id."""
+        return await self._pipeline.get_object(
+            f"/v1/financial_accounts/{_segment(fa_id)}", FinancialAccount
+        )
+
+    def list_vehicles(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Vehicle]:
+        """The organization's vehicles."""
+        return self._pipeline.paginate("/v1/vehicles", Vehicle, {"limit": limit})
+
+    async def get_vehicle(self, veh_id: str) -> Vehicle:
+        """One vehicle by id."""
+        return await self._pipeline.get_object(f"/v1/vehicles/{_segment(veh_id)}", Vehicle)
+
+    def list_organizations(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Organization]:
+        """The organizations this client may act on."""
+        return self._pipeline.paginate("/v1/organizations", Organization, {"limit": limit})
+
+    async def get_organization(self, org_id: str) -> Organization:
+        """One organization by id."""
+        return await self._pipeline.get_object(
+            f"/v1/organizations/{_segment(org_id)}", Organization
+        )

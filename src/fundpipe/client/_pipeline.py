@@ -1,0 +1,412 @@
+"""The request pipeline behind `FundClient`: auth, rate gate, retries, decoding, pagination.
+
+One `Pipeline` per client. `send` runs one logical request: the stamina retry loop around
+attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
+flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
+into a typed error when the answer is not a success.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import httpx
+import stamina
+from pydantic import BaseModel, ValidationError
+
+from fundpipe import __version__
+from fundpipe.client._auth import ClientCredentialsAuth
+from fundpipe.client._errors import (
+    APIError,
+    ConfigurationError,
+    RateLimitError,
+    ResponseDecodeError,
+    ServiceConnectionError,
+    error_from_response,
+    request_id_of,
+)
+from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
+from fundpipe.client._pagination import Paginator, iter_raw_pages
+from fundpipe.client._ratelimit import RateGate
+from fundpipe.client._redact import redact
+from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
+from fundpipe.config import Settings
+
+logger = logging.getLogger("fundpipe.client")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_url(name: str, url: str, *, transport_injected: bool) -> httpx.URL:
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        msg = f"{name} must be an absolute http(s) URL, got {redact(url)!r}"
+        raise ConfigurationError(msg)
+    if parsed.scheme == "http" and not _is_loopback(parsed.host) and not transport_injected:
+        # Credentials and tokens must never cross a network in clear text.
+        msg = f"{name} uses plain http to a non-loopback host ({parsed.host}); use https"
+        raise ConfigurationError(msg)
+    return parsed
+
+
+def _token_endpoint(token_url: str) -> str:
+    if token_url.rstrip("/").endswith("/oauth/token"):
+        return token_url.rstrip("/")
+    return token_url.rstrip("/") + "/oauth/token"
+
+
+def _account_numbers(body: Any) -> tuple[str, ...]:
+    """Every account number in a request body, to scrub them from error messages."""
+    found: list[str] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if "account_number" in key and isinstance(value, str) and value:
+                    found.append(value)
+                else:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return tuple(found)
+
+
+class Pipeline:
+    """Everything between a typed operation and the network, for one client."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        """Check `settings` and build the HTTP client; no network I/O happens here."""
+        if not settings.base_url:
+            msg = (
+                "no service configured (FUNDPIPE_BASE_URL is unset): start the embedded sandbox "
+                "and pass settings.with_service(url)"
+            )
+            raise ConfigurationError(msg)
+        if not settings.client_id or settings.client_secret is None:
+            msg = "FUNDPIPE_CLIENT_ID and FUNDPIPE_CLIENT_SECRET are required"
+            if settings.client_secret_block:
+                msg += " (load the Prefect Secret block first: await with_prefect_secret(settings))"
+            raise ConfigurationError(msg)
+        injected = transport is not None
+        base_url = _check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)
+        token_url = _check_url(
+            "FUNDPIPE_TOKEN_URL",
+            settings.effective_token_url or settings.base_url,
+            transport_injected=injected,
+        )
+        self.settings = settings
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self.auth = ClientCredentialsAuth(
+            token_url=_token_endpoint(str(token_url)),
+            client_id=settings.client_id,
+            client_secret=settings.client_secret.get_secret_value(),
+            scopes=settings.scopes,
+            leeway_s=settings.token_leeway_s,
+            clock=self._clock,
+        )
+        self.gate = RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self._retry = RetryPolicy(
+            max_attempts=settings.max_attempts,
+            deadline_s=settings.retry_deadline_s,
+            backoff_initial_s=settings.backoff_initial_s,
+            backoff_max_s=settings.backoff_max_s,
+            retry_after_cap_s=settings.retry_after_cap_s,
+        )
+        headers = {
+            "Accept": "application/json",
+            "User-Agent": f"fundpipe/{__version__} httpx/{httpx.__version__}",
+        }
+        if settings.org_id:
+            headers["X-Organization-Id"] = settings.org_id
+        verify: ssl.SSLContext | bool = True
+        if settings.ca_bundle is not None:
+            verify = ssl.create_default_context(cafile=str(settings.ca_bundle))
+        self.http = httpx.AsyncClient(
+            base_url=base_url,
+            auth=self.auth,
+            headers=headers,
+            timeout=httpx.Timeout(
+                settings.read_timeout_s,
+                connect=settings.connect_timeout_s,
+                pool=settings.read_timeout_s,
+            ),
+            limits=httpx.Limits(
+                max_connections=settings.max_concurrency,
+                max_keepalive_connections=settings.max_concurrency,
+            ),
+            http1=True,
+            http2=False,
+            verify=verify,
+            transport=transport,
+            follow_redirects=False,
+        )
+        self._base_url = base_url
+
+    async def __aenter__(self) -> None:
+        """Open the HTTP client."""
+        await self.http.__aenter__()
+
+    async def aclose(self) -> None:
+        """Close every pooled connection."""
+        await self.http.aclose()
+
+    # --- the request pipeline ----------------------------------------------------------------
+
+    def _log(self, level: int, msg: str, *args: Any) -> None:
+        if logger.isEnabledFor(level):
+            secrets = self.auth.known_secrets
+            logger.log(level, msg, *(redact(a, secrets) for a in args))
+
+    async def _attempt(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        attempt: int,
+        secrets: tuple[str, ...],
+    ) -> httpx.Response:
+        async with self.gate.slot():
+            started = time.perf_counter()
+            try:
+                response = await self.http.request(
+                    method, url, params=params, content=content, headers=headers
+                )
+            except httpx.TransportError as exc:
+                path = httpx.URL(url).path
+                self._log(
+                    logging.INFO,
+                    "%s %s -> %s (attempt %d, %.0f ms)",
+                    method,
+                    path,
+                    type(exc).__name__,
+                    attempt,
+                    (time.perf_counter() - started) * 1000,
+                )
+                # Our own exception (redacted text, raw httpx error as __cause__), so that no
+                # logger of the retry machinery renders the transport's message unredacted.
+                text = redact(
+                    f"{method} {path}: {type(exc).__name__}: {exc}", self.auth.known_secrets
+                )
+                failure = ServiceConnectionError(str(text), attempt=attempt)
+                failure.retryable = isinstance(exc, RETRYABLE_TRANSPORT_ERRORS)
+                raise failure from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        request_id = request_id_of(response)
+        replayed = response.headers.get("idempotent-replayed") == "true"
+        self._log(
+            logging.DEBUG if response.is_success else logging.INFO,
+            "%s %s -> %d (request_id=%s, attempt %d, %.0f ms%s)",
+            method,
+            response.request.url.path,
+            response.status_code,
+            request_id,
+            attempt,
+            latency_ms,
+            ", idempotent replay" if replayed else "",
+        )
+        if response.is_success:
+            return response
+        retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+        error = error_from_response(
+            response, retry_after=retry_after, secrets=secrets + self.auth.known_secrets
+        )
+        if isinstance(error, RateLimitError):
+            # Every request of this client waits, not only the one that was refused.
+            pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
+            self.gate.penalize(min(pause, self.settings.retry_after_cap_s))
+        raise error
+
+    def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
+        def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
+            """Log a retry: method, path, cause, retry number and wait."""
+            if isinstance(exc, APIError):
+                reason = f"{exc.status} {exc.code or ''}".strip()
+            else:  # a ServiceConnectionError: name the transport failure behind it
+                reason = type(exc.__cause__ or exc).__name__
+            self._log(
+                logging.WARNING,
+                "%s %s failed (%s); retry %d in %.2f s",
+                method,
+                path,
+                reason,
+                retry_number,
+                delay,
+            )
+
+        return log_retry
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> httpx.Response:
+        """Send one request with retries; the successful response, or a typed error."""
+        path = httpx.URL(url).path
+        hook = self._retry.hook(self._on_retry(method, path))
+        async for attempt in stamina.retry_context(
+            on=hook,
+            attempts=self.settings.max_attempts,
+            timeout=self.settings.retry_deadline_s,
+            wait_initial=self.settings.backoff_initial_s,
+            wait_max=self.settings.backoff_max_s,
+        ):
+            with attempt:
+                return await self._attempt(
+                    method,
+                    url,
+                    params=params,
+                    content=content,
+                    headers=headers or {},
+                    attempt=attempt.num,
+                    secrets=secrets,
+                )
+        raise AssertionError("unreachable")  # pragma: no cover - stamina returns or raises
+
+    @staticmethod
+    def _json(response: httpx.Response) -> Any:
+        try:
+            return json.loads(response.content)
+        except (ValueError, UnicodeDecodeError):
+            raise ResponseDecodeError(
+                f"{response.request.method} {response.request.url.path}: "
+                f"answer {response.status_code} is not valid JSON",
+                status=response.status_code,
+                request_id=request_id_of(response),
+                body=response.content,
+            ) from None
+
+    @staticmethod
+    def _parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            # Only locations and messages: the offending input values stay out of the error.
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
+            )
+            raise ResponseDecodeError(
+                f"unexpected {model.__name__} record ({exc.error_count()} problems: {problems})",
+                status=response.status_code if response is not None else 200,
+                request_id=request_id_of(response) if response is not None else None,
+                body=response.content if response is not None else b"",
+            ) from None
+
+    async def get_object(self, path: str, model: type[M]) -> M:
+        """GET one record at `path` as a `model`."""
+        response = await self.send("GET", path)
+        return self._parse(model, self._json(response), response)
+
+    async def create(
+        self,
+        path: str,
+        body: Any,
+        model: type[M],
+        idempotency_key_: str | None,
+    ) -> list[M]:
+        """POST a create body (list) with a derived or given Idempotency-Key; the created records."""
+        json_body = to_json_value(body)
+        if not isinstance(json_body, list) or not json_body:
+            msg = "a create takes a non-empty list of elements"
+            raise ValueError(msg)
+        key = idempotency_key_ or idempotency_key(self.settings.org_id, "POST", path, json_body)
+        response = await self.send(
+            "POST",
+            path,
+            content=dumps_plain(json_body).encode("ascii"),
+            headers={"Content-Type": "application/json", "Idempotency-Key": key},
+            secrets=_account_numbers(json_body),
+        )
+        envelope = self._json(response)
+        data = envelope.get("data") if isinstance(envelope, dict) else None
+        if not isinstance(data, list):
+            raise ResponseDecodeError(
+                f"POST {path}: answer is not a list envelope",
+                status=response.status_code,
+                request_id=request_id_of(response),
+                body=response.content,
+            )
+        return [self._parse(model, item, response) for item in data]
+
+    def _resolve_page_url(self, url: str) -> str:
+        target = httpx.URL(url)
+        if target.is_absolute_url:
+            same_origin = (target.scheme, target.host, target.port) == (
+                self._base_url.scheme,
+                self._base_url.host,
+                self._base_url.port,
+            )
+            if not same_origin:
+                # The bearer token must never be sent to a host named by a response.
+                msg = f"pagination URL points to another origin: {target.host}"
+                raise ResponseDecodeError(msg, status=200, request_id=None, body=b"")
+            base_path = self._base_url.raw_path.decode("ascii").rstrip("/")
+            relative = target.raw_path.decode("ascii")
+            if base_path and relative.startswith(base_path + "/"):
+                relative = relative[len(base_path) :]
+            return relative
+        return url
+
+    async def fetch_page(self, url: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """GET one list page (relative URL or same-origin absolute URL) as its JSON object."""
+        target = self._resolve_page_url(url)
+        if params and "?" in target:
+            # httpx's `params=` would replace the cursor URL's query: merge instead.
+            target = str(httpx.URL(target).copy_merge_params(dict(params)))
+            params = None
+        response = await self.send("GET", target, params=params)
+        page = self._json(response)
+        if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+            raise ResponseDecodeError(
+                f"GET {response.request.url.path}: answer is not a list envelope",
+                status=response.status_code,
+                request_id=request_id_of(response),
+                body=response.content,
+            )
+        return page
+
+    def paginate(
+        self, path: str, model: type[M], params: Mapping[str, Any] | None = None
+    ) -> Paginator[M]:
+        """A lazy `Paginator` over the list at `path`, records parsed as `model`."""
+        return Paginator(self.fetch_page, path, params, lambda item: self._parse(model, item))
+
+    def raw_pages(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
+
+        For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
+        are fetched one at a time as they are consumed.
+        """
+        return iter_raw_pages(self.fetch_page, path, params)

@@ -1,0 +1,40 @@
+"""Configuration of one sandbox instance (`SandboxConfig`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+SeedName = Literal["demo", "empty"]
+
+#: Host of the web application that `sender_url` / `recipient_url` point at (interface 1.6.0).
+DEFAULT_APP_URL = "https://app.sandbox.fundservice.example"
+
+
+@dataclass(slots=True)
+class SandboxConfig:
+    """Everything a sandbox instance needs; see docs/architecture.md ("Sandbox").
+
+    - `db_path`: SQLite file for durable state; None → private in-memory state.
+    - `seed`: what a *new* database is filled with (`demo` or `empty`); an existing file keeps
+      its state.
+    - `token_lifetime_s`, `rate_limit_requests`, `rate_limit_window_s`: initial settings (the
+      control route `PUT /_sandbox/settings` changes them at run time).
+    - `control_routes`: serve `/_sandbox/*` (404 when False).
+    - `app_url`: host of `sender_url` / `recipient_url`.
+    - `clock`: injectable source of "now" (aware UTC); the control routes advance on top of it.
+    - `max_body_bytes`: request bodies above this get 413.
+    """
+
+    db_path: Path | None = None
+    seed: SeedName = "demo"
+    token_lifetime_s: int = 3600
+    rate_limit_requests: int = 100
+    rate_limit_window_s: float = 10.0
+    control_routes: bool = True
+    app_url: str = DEFAULT_APP_URL
+    clock: Callable[[], datetime] | None = None
+    max_body_bytes: int = 10 * 1024 * 1024

@@ -1,0 +1,129 @@
+"""Per-client rate limiting and fault injection (both in memory, per app instance)."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RateLimiter:
+    """Fixed-window limiter: at most `requests` per `window_s` seconds per key.
+
+    `check` returns None when the request may proceed, else the whole seconds (≥ 1) until the
+    key's window resets — the `Retry-After` value.
+    """
+
+    def __init__(
+        self, requests: int, window_s: float, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        """Limit to `requests` per `window_s` seconds, timed by `monotonic`."""
+        self.requests = requests
+        self.window_s = window_s
+        self._monotonic = monotonic
+        self._windows: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def configure(self, requests: int, window_s: float) -> None:
+        """Change the quota; every window restarts."""
+        with self._lock:
+            self.requests = requests
+            self.window_s = window_s
+            self._windows.clear()
+
+    def reset(self) -> None:
+        """Forget every window."""
+        with self._lock:
+            self._windows.clear()
+
+    def check(self, key: str) -> int | None:
+        """Count one request for `key`; None if allowed, else seconds until the window resets."""
+        now = self._monotonic()
+        with self._lock:
+            start, count = self._windows.get(key, (now, 0))
+            if now - start >= self.window_s:
+                start, count = now, 0
+            if count >= self.requests:
+                return max(1, math.ceil(start + self.window_s - now))
+            self._windows[key] = (start, count + 1)
+            return None
+
+
+FAULT_STATUSES = (500, 502, 503, 429)
+
+
+@dataclass
+class FaultSettings:
+    """What `PUT /_sandbox/faults` sets (all off by default)."""
+
+    error_rate: float = 0.0
+    statuses: list[int] = field(default_factory=lambda: [500, 502, 503, 429])
+    retry_after_s: int = 1
+    latency_ms: int = 0
+    drop_after_commit_rate: float = 0.0
+    seed: int | None = None
+    path_prefix: str = "/v1/"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form answered by the control route."""
+        return {
+            "error_rate": self.error_rate,
+            "statuses": list(self.statuses),
+            "retry_after_s": self.retry_after_s,
+            "latency_ms": self.latency_ms,
+            "drop_after_commit_rate": self.drop_after_commit_rate,
+            "seed": self.seed,
+            "path_prefix": self.path_prefix,
+        }
+
+
+class Faults:
+    """Decides, per request, whether to inject an error, latency or a dropped connection."""
+
+    def __init__(self) -> None:
+        """Start with every fault off."""
+        self.settings = FaultSettings()
+        self._rng = random.Random()
+        self._lock = threading.Lock()
+
+    def configure(self, settings: FaultSettings) -> None:
+        """Replace the fault settings (seeding the sampler when a seed is given)."""
+        with self._lock:
+            self.settings = settings
+            self._rng = random.Random(settings.seed)
+
+    def clear(self) -> None:
+        """Turn every fault off."""
+        self.configure(FaultSettings())
+
+    def applies(self, path: str) -> bool:
+        """True when `path` is subject to faults (never the control routes)."""
+        return not path.startswith("/_sandbox") and path.startswith(self.settings.path_prefix)
+
+    def error_status(self, path: str) -> int | None:
+        """A status to answer instead of running the request, or None."""
+        current = self.settings
+        if current.error_rate <= 0 or not current.statuses or not self.applies(path):
+            return None
+        with self._lock:
+            if self._rng.random() >= current.error_rate:
+                return None
+            return self._rng.choice(current.statuses)
+
+    def latency_s(self, path: str) -> float:
+        """Seconds of added latency for `path`."""
+        if self.settings.latency_ms <= 0 or not self.applies(path):
+            return 0.0
+        return self.settings.latency_ms / 1000
+
+    def drop(self, path: str) -> bool:
+        """True when this committed create should lose its response."""
+        current = self.settings
+        if current.drop_after_commit_rate <= 0 or not self.applies(path):
+            return False
+        with self._lock:
+            return self._rng.random() < current.drop_after_commit_rate

@@ -1,0 +1,280 @@
+"""Rows → the service's JSON records (bulk: one query per level, never one per row)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from fundpipe.sandbox._pagination import NESTED_LIMIT, encode_cursor, list_envelope
+from fundpipe.sandbox._store import chunks, placeholders, ts_to_iso
+from fundpipe.timerules import render_in_zone
+
+JSON = dict[str, Any]
+
+
+def _in_zone(ts: float | None, zone: str) -> str | None:
+    if ts is None:
+        return None
+    return render_in_zone(datetime.fromtimestamp(ts, UTC), zone)
+
+
+def organization(row: sqlite3.Row) -> JSON:
+    """An organization record."""
+    return {
+        "object": "organization",
+        "livemode": False,
+        "id": row["id"],
+        "name": row["name"],
+        "created_at": ts_to_iso(row["created_at"]),
+        "updated_at": ts_to_iso(row["updated_at"]),
+    }
+
+
+def vehicle(row: sqlite3.Row) -> JSON:
+    """A vehicle record."""
+    return {
+        "object": "vehicle",
+        "livemode": False,
+        "id": row["id"],
+        "organization": row["org"],
+        "name": row["name"],
+        "created_at": ts_to_iso(row["created_at"]),
+        "updated_at": ts_to_iso(row["updated_at"]),
+    }
+
+
+def financial_account(row: sqlite3.Row) -> JSON:
+    """A financial account with its balance (integer cents)."""
+    return {
+        "object": "financial_account",
+        "livemode": False,
+        "id": row["id"],
+        "vehicle": row["vehicle"],
+        "name": row["name"],
+        "type": row["type"],
+        "bank_name": row["bank_name"],
+        "account_number_last_four": row["last_four"],
+        "balance": {
+            "total": row["total"],
+            "available": row["available"],
+            "total_end_of_last_month": row["total_eolm"],
+            "currency": row["currency"],
+        },
+        "created_at": ts_to_iso(row["created_at"]),
+        "updated_at": ts_to_iso(row["updated_at"]),
+    }
+
+
+def _children(
+    conn: sqlite3.Connection, table: str, column: str, parents: list[str], columns: str = "*"
+) -> dict[str, list[sqlite3.Row]]:
+    out: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    for part in chunks(parents):
+        rows = conn.execute(
+            f"SELECT {columns} FROM {table} WHERE {column} IN ({placeholders(len(part))}) "
+            "ORDER BY seq",
+            tuple(part),
+        ).fetchall()
+        for row in rows:
+            out[row[column]].append(row)
+    return out
+
+
+def _first_pages(
+    conn: sqlite3.Connection, table: str, column: str, parents: list[str]
+) -> dict[str, list[sqlite3.Row]]:
+    """Per parent, its first NESTED_LIMIT + 1 children in request order.
+
+    One small indexed range scan per parent: cheaper than a window function over every child
+    when parents have many children, and as cheap when they have few.
+    """
+    sql = f"SELECT * FROM {table} WHERE {column} = ? ORDER BY seq LIMIT {NESTED_LIMIT + 1}"
+    return {parent: conn.execute(sql, (parent,)).fetchall() for parent in parents}
+
+
+def _nested(path: str, rows: list[JSON], more: bool, last_seq: int | None) -> JSON:
+    next_url = (
+        f"{path}?limit={NESTED_LIMIT}&page={encode_cursor(last_seq)}"
+        if more and last_seq is not None
+        else None
+    )
+    return list_envelope(rows, path, next_url, None)
+
+
+def notification(row: sqlite3.Row) -> JSON:
+    """A distribution notification."""
+    return {
+        "object": "distribution_notification",
+        "livemode": False,
+        "id": row["id"],
+        "contact": row["contact"],
+    }
+
+
+def payments(
+    conn: sqlite3.Connection, rows: list[sqlite3.Row], zones: dict[str, str]
+) -> list[JSON]:
+    """Distribution payments with their nested notification lists.
+
+    `zones` maps each payment's distribution id to its time zone (for the override date).
+    """
+    ids = [row["id"] for row in rows]
+    # A payment holds at most 100 notifications (validation), so one IN query returns them all.
+    notes = _children(conn, "notifications", "payment", ids)
+    out: list[JSON] = []
+    for row in rows:
+        mine = notes.get(row["id"], [])
+        more = len(mine) > NESTED_LIMIT
+        mine = mine[:NESTED_LIMIT]
+        zone = zones[row["distribution"]]
+        out.append(
+            {
+                "object": "distribution_payment",
+                "livemode": False,
+                "id": row["id"],
+                "distribution": row["distribution"],
+                "amount": row["amount"],
+                "currency": row["currency"],
+                "distribution_date_override": _in_zone(row["override_ts"], zone),
+                "status": row["status"],
+                "recipient_confirmed_at": ts_to_iso(row["recipient_confirmed_at"]),
+                "verified_at": ts_to_iso(row["verified_at"]),
+                "disbursed_at": ts_to_iso(row["disbursed_at"]),
+                "failed_at": ts_to_iso(row["failed_at"]),
+                "failure_reason": row["failure_reason"],
+                "entity": row["entity"],
+                "payment_instructions": row["payment_instructions"],
+                "notifications": _nested(
+                    f"/v1/distribution_payments/{row['id']}/notifications",
+                    [notification(n) for n in mine],
+                    more,
+                    mine[-1]["seq"] if mine else None,
+                ),
+            }
+        )
+    return out
+
+
+def payment_zones(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> dict[str, str]:
+    """Distribution id → time zone, for the distributions of `rows` (payments)."""
+    ids = sorted({row["distribution"] for row in rows})
+    zones: dict[str, str] = {}
+    for part in chunks(ids):
+        for dst in conn.execute(
+            f"SELECT id, timezone FROM distributions WHERE id IN ({placeholders(len(part))})",
+            tuple(part),
+        ):
+            zones[dst["id"]] = dst["timezone"]
+    return zones
+
+
+def distributions(conn: sqlite3.Connection, rows: list[sqlite3.Row], app_url: str) -> list[JSON]:
+    """Distributions with their first page of payments (request order, 100 per page)."""
+    ids = [row["id"] for row in rows]
+    zones = {row["id"]: row["timezone"] for row in rows}
+    pays = _first_pages(conn, "payments", "distribution", ids)
+    rendered_pays = payments(conn, [p for i in ids for p in pays.get(i, [])[:NESTED_LIMIT]], zones)
+    by_dst: dict[str, list[JSON]] = defaultdict(list)
+    for pay in rendered_pays:
+        by_dst[pay["distribution"]].append(pay)
+    out: list[JSON] = []
+    for row in rows:
+        mine = pays.get(row["id"], [])
+        zone = row["timezone"]
+        out.append(
+            {
+                "object": "distribution",
+                "livemode": False,
+                "id": row["id"],
+                "name": row["name"],
+                "vehicle": row["vehicle"],
+                "external_reference": row["external_reference"],
+                "distribution_date": _in_zone(row["date_ts"], zone),
+                "distribution_timezone": zone,
+                "short_id": row["short_id"],
+                "status": row["status"],
+                "published_at": ts_to_iso(row["published_at"]),
+                "approved_at": ts_to_iso(row["approved_at"]),
+                "executed_at": ts_to_iso(row["executed_at"]),
+                "cancelled_at": ts_to_iso(row["cancelled_at"]),
+                "created_at": ts_to_iso(row["created_at"]),
+                "updated_at": ts_to_iso(row["updated_at"]),
+                "sender_url": f"{app_url}/distributions/{row['id']}/sender",
+                "recipient_url": f"{app_url}/distributions/{row['id']}/recipient",
+                "payments": _nested(
+                    f"/v1/distributions/{row['id']}/payments",
+                    by_dst.get(row["id"], []),
+                    len(mine) > NESTED_LIMIT,
+                    mine[NESTED_LIMIT - 1]["seq"] if len(mine) > NESTED_LIMIT else None,
+                ),
+            }
+        )
+    return out
+
+
+def entities(
+    conn: sqlite3.Connection, rows: list[sqlite3.Row], *, by_id: bool = False
+) -> list[JSON]:
+    """Entities with their payment instruction ids (and, read by id, the two URLs)."""
+    pmis = _children(
+        conn, "payment_instructions", "entity", [r["id"] for r in rows], "id, entity, seq"
+    )
+    out: list[JSON] = []
+    for row in rows:
+        record: JSON = {
+            "object": "entity",
+            "livemode": False,
+            "id": row["id"],
+            "name": row["name"],
+            "type": row["type"],
+            "external_type": row["external_type"],
+            "external_reference": row["external_reference"],
+            "payment_instructions": [p["id"] for p in pmis.get(row["id"], [])],
+            "created_at": ts_to_iso(row["created_at"]),
+            "updated_at": ts_to_iso(row["updated_at"]),
+        }
+        if by_id:
+            url = f"/v1/entities/{row['id']}/payment_instructions"
+            record["sender_payment_instructions_url"] = url
+            record["recipient_payment_instructions_url"] = url
+        out.append(record)
+    return out
+
+
+def contacts(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[JSON]:
+    """Contacts with the ids of the entities they are associated with."""
+    links = _children(conn, "entity_contacts", "contact", [r["id"] for r in rows])
+    return [
+        {
+            "object": "contact",
+            "livemode": False,
+            "id": row["id"],
+            "name": row["name"],
+            "email": row["email"],
+            "external_reference": row["external_reference"],
+            "entities": [link["entity"] for link in links.get(row["id"], [])],
+            "created_at": ts_to_iso(row["created_at"]),
+            "updated_at": ts_to_iso(row["updated_at"]),
+        }
+        for row in rows
+    ]
+
+
+def payment_instruction(row: sqlite3.Row) -> JSON:
+    """A payment instructions record (never the full account number)."""
+    return {
+        "object": "payment_instructions",
+        "livemode": False,
+        "id": row["id"],
+        "entity": row["entity"],
+        "type": row["type"],
+        "beneficiary_name": row["beneficiary_name"],
+        "bank_name": row["bank_name"],
+        "routing_number": row["routing_number"],
+        "account_number_last_four": row["last_four"],
+        "branch_code": row["branch_code"],
+        "external_reference": row["external_reference"],
+        "created_at": ts_to_iso(row["created_at"]),
+    }

@@ -1,0 +1,189 @@
+"""Seeds: `demo` (the demo organization of docs/architecture.md) and `empty`; bulk helpers."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from fundpipe.sandbox._auth import EVERY_SCOPE, READ_SCOPES, upsert_client
+from fundpipe.sandbox._store import new_id, set_meta
+
+BANK_NAME = "Sandbox Partner Bank, N.A."
+
+# (id suffix, name, depository total, depository end of last month, brokerage total, brokerage eolm)
+_VEHICLES = (
+    ("1", "Demo Growth Fund I", 500_000_000, 487_250_000, 1_250_000_000, 1_198_400_000),
+    ("2", "Demo Income Fund II", 250_000_000, 246_100_000, 640_000_000, 633_750_000),
+    ("3", "Demo Real Assets III", 75_000_000, 78_900_000, 190_000_000, 186_200_000),
+)
+_ENTITIES = (
+    ("Avery Family Trust", "trust", "LP"),
+    ("Brightwater Capital LLC", "llc", "LP"),
+    ("Carmen Ortiz", "individual", "LP"),
+    ("Dunmore Foundation", "foundation", "LP"),
+    ("Eastgate Pension Plan", "employee_benefit_plan", "LP"),
+)
+_CONTACTS = ("Alex Avery", "Bea Brightwater", "Carmen Ortiz", "Dana Dunmore", "Eli Eastgate")
+
+
+def add_organization(conn: sqlite3.Connection, org_id: str, name: str, now_ts: float) -> None:
+    """Insert an organization."""
+    conn.execute(
+        "INSERT INTO organizations (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        (org_id, name, now_ts, now_ts),
+    )
+
+
+def add_vehicle(
+    conn: sqlite3.Connection,
+    org_id: str,
+    name: str,
+    now_ts: float,
+    *,
+    vehicle_id: str | None = None,
+    depository: tuple[int, int] = (0, 0),
+    brokerage: tuple[int, int] = (0, 0),
+    account_ids: tuple[str, str] | None = None,
+) -> tuple[str, list[str]]:
+    """Insert a vehicle with a depository and a brokerage account; returns (veh id, fa ids).
+
+    `depository` / `brokerage` are (total, total_end_of_last_month) in cents; available = total.
+    """
+    veh = vehicle_id or new_id("veh_")
+    conn.execute(
+        "INSERT INTO vehicles (id, org, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        (veh, org_id, name, now_ts, now_ts),
+    )
+    ids = list(account_ids or (new_id("fa_"), new_id("fa_")))
+    for fa, kind, (total, eolm), digits in zip(
+        ids, ("depository", "brokerage"), (depository, brokerage), ("4821", "9377"), strict=True
+    ):
+        add_account(
+            conn, org_id, veh, fa, f"{name} {kind.title()}", kind, total, eolm, digits, now_ts
+        )
+    return veh, ids
+
+
+def add_account(
+    conn: sqlite3.Connection,
+    org_id: str,
+    vehicle_id: str,
+    account_id: str,
+    name: str,
+    kind: str,
+    total: int,
+    eolm: int,
+    last_four: str,
+    now_ts: float,
+) -> None:
+    """Insert one financial account (available = total)."""
+    conn.execute(
+        "INSERT INTO financial_accounts (id, org, vehicle, name, type, bank_name, last_four, "
+        "total, available, total_eolm, currency, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'USD', ?, ?)",
+        (
+            account_id,
+            org_id,
+            vehicle_id,
+            name,
+            kind,
+            BANK_NAME,
+            last_four,
+            total,
+            total,
+            eolm,
+            now_ts,
+            now_ts,
+        ),
+    )
+
+
+def seed_demo(conn: sqlite3.Connection, now_ts: float) -> None:
+    """The demo organization, its vehicles, accounts, entities, contacts and clients."""
+    add_organization(conn, "org_demo", "Demo Fund Administration", now_ts)
+    for suffix, vehicle_name, dep, dep_eolm, brk, brk_eolm in _VEHICLES:
+        add_vehicle(
+            conn,
+            "org_demo",
+            vehicle_name,
+            now_ts,
+            vehicle_id=f"veh_demo{suffix}",
+            depository=(dep, dep_eolm),
+            brokerage=(brk, brk_eolm),
+            account_ids=(f"fa_demo{suffix}dep", f"fa_demo{suffix}brk"),
+        )
+    for n, (name, kind, external_type) in enumerate(_ENTITIES, start=1):
+        conn.execute(
+            "INSERT INTO entities (id, org, name, type, external_type, external_reference, "
+            "created_at, updated_at) VALUES (?, 'org_demo', ?, ?, ?, ?, ?, ?)",
+            (f"ent_demo{n}", name, kind, external_type, f"DEMO-E{n}", now_ts, now_ts),
+        )
+        conn.execute(
+            "INSERT INTO payment_instructions (id, org, entity, type, beneficiary_name, bank_name, "
+            "routing_number, last_four, branch_code, external_reference, created_at) "
+            "VALUES (?, 'org_demo', ?, 'ach', ?, 'First Example Bank', '021000021', ?, NULL, ?, ?)",
+            (f"pmi_demo{n}", f"ent_demo{n}", name, f"{1000 + n * 111}", f"DEMO-PMI{n}", now_ts),
+        )
+    for n, name in enumerate(_CONTACTS, start=1):
+        conn.execute(
+            "INSERT INTO contacts (id, org, name, email, external_reference, created_at, updated_at) "
+            "VALUES (?, 'org_demo', ?, ?, ?, ?, ?)",
+            (f"cnt_demo{n}", name, f"investor{n}@example.com", f"DEMO-C{n}", now_ts, now_ts),
+        )
+        conn.execute(
+            "INSERT INTO entity_contacts (entity, contact) VALUES (?, ?)",
+            (f"ent_demo{n}", f"cnt_demo{n}"),
+        )
+    upsert_client(conn, "demo-client", "demo-secret", EVERY_SCOPE, ["org_demo"])
+    upsert_client(conn, "demo-reader", "reader-secret", READ_SCOPES, ["org_demo"])
+
+
+def apply_seed(conn: sqlite3.Connection, seed: str, now_ts: float) -> None:
+    """Fill an empty database with `seed` and remember that it was seeded."""
+    if seed == "demo":
+        seed_demo(conn, now_ts)
+    elif seed != "empty":
+        raise ValueError(f"unknown seed {seed!r}")
+    set_meta(conn, "seed", seed)
+
+
+def bulk_accounts(
+    conn: sqlite3.Connection, org_id: str, vehicles: int, per_vehicle: int, now_ts: float
+) -> tuple[list[str], int]:
+    """Many vehicles with many accounts each (for benchmarks); returns (vehicle ids, count)."""
+    vehicle_rows = []
+    account_rows = []
+    vehicle_ids: list[str] = []
+    for v in range(vehicles):
+        veh = new_id("veh_")
+        vehicle_ids.append(veh)
+        vehicle_rows.append((veh, org_id, f"Bulk Vehicle {v + 1}", now_ts, now_ts))
+        for a in range(per_vehicle):
+            kind = "depository" if a % 2 == 0 else "brokerage"
+            total = 1_000_000 * (a + 1)
+            account_rows.append(
+                (
+                    new_id("fa_"),
+                    org_id,
+                    veh,
+                    f"Bulk Account {v + 1}.{a + 1}",
+                    kind,
+                    BANK_NAME,
+                    f"{(v * 31 + a) % 10000:04d}",
+                    total,
+                    total,
+                    total,
+                    now_ts,
+                    now_ts,
+                )
+            )
+    conn.executemany(
+        "INSERT INTO vehicles (id, org, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        vehicle_rows,
+    )
+    conn.executemany(
+        "INSERT INTO financial_accounts (id, org, vehicle, name, type, bank_name, last_four, "
+        "total, available, total_eolm, currency, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'USD', ?, ?)",
+        account_rows,
+    )
+    return vehicle_ids, len(account_rows)

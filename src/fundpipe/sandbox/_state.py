@@ -1,0 +1,74 @@
+"""The running state of one sandbox app: store, clock, settings, limiter, faults, in-flight keys."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+from fundpipe.sandbox._clock import SandboxClock
+from fundpipe.sandbox._config import SandboxConfig
+from fundpipe.sandbox._limits import Faults, RateLimiter
+from fundpipe.sandbox._seed import apply_seed
+from fundpipe.sandbox._store import Store, get_meta, set_meta, wipe
+
+
+class Sandbox:
+    """Everything one app instance holds; built by `create_app`, reached via `app.state`."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        """Open the store; seed a new database with `config.seed`; restore the clock offset."""
+        self.config = config
+        self.store = Store(config.db_path)
+        self.clock = SandboxClock(config.clock)
+        self.token_lifetime_s = config.token_lifetime_s
+        self.limiter = RateLimiter(config.rate_limit_requests, config.rate_limit_window_s)
+        self.faults = Faults()
+        self._inflight: set[tuple[str, str, str]] = set()
+        self._inflight_lock = threading.Lock()
+        with self.store.write() as conn:
+            seeded = get_meta(conn, "seed")
+            if seeded is None:
+                apply_seed(conn, config.seed, self.now_ts())
+            offset = get_meta(conn, "clock_offset_s")
+        if offset is not None:
+            self.clock.set_offset(float(offset))
+
+    def now(self) -> datetime:
+        """The sandbox time."""
+        return self.clock.now()
+
+    def now_ts(self) -> float:
+        """The sandbox time in epoch seconds."""
+        return self.clock.now().timestamp()
+
+    def reset(self, seed: str) -> None:
+        """Wipe all state, restart the clock offset, re-seed; faults and settings back to the config."""
+        with self.store.write() as conn:
+            wipe(conn)
+            self.clock.set_offset(0.0)
+            apply_seed(conn, seed, self.now_ts())
+        self.limiter.configure(self.config.rate_limit_requests, self.config.rate_limit_window_s)
+        self.faults.clear()
+        self.token_lifetime_s = self.config.token_lifetime_s
+
+    def save_clock(self) -> None:
+        """Persist the clock offset (so a restarted sandbox keeps its time)."""
+        with self.store.write() as conn:
+            set_meta(conn, "clock_offset_s", repr(self.clock.offset_s))
+
+    def claim(self, key: tuple[str, str, str]) -> bool:
+        """Mark an idempotency key in flight; False when it already is."""
+        with self._inflight_lock:
+            if key in self._inflight:
+                return False
+            self._inflight.add(key)
+            return True
+
+    def release(self, key: tuple[str, str, str]) -> None:
+        """Clear an in-flight idempotency key."""
+        with self._inflight_lock:
+            self._inflight.discard(key)
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()

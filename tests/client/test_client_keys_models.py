@@ -1,0 +1,391 @@
+"""Idempotency keys, models, pagination and configuration safety of the client."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from datetime import UTC, datetime, timedelta, timezone
+
+import httpx
+import pytest
+from fundclient_helpers import BASE_URL, ORG, envelope, make_settings
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from fundpipe.client import (
+    FundClient,
+    canonical_json,
+    errors,
+    idempotency_key,
+    models,
+    with_prefect_secret,
+)
+
+BODY = [
+    {
+        "name": "Q4",
+        "vehicle": "veh_demo1",
+        "distribution_date": "2026-12-15T09:00:00-05:00",
+        "payments": [{"amount": 125000, "currency": "USD", "entity": "ent_demo1"}],
+        "external_reference": "Ré-1",
+    }
+]
+# Pinned: this value must never change, or re-runs after a crash would send new keys.
+GOLDEN_KEY = "fp1_1e4fe89b064082d2bfeefc1b48ff76efdefce682d4690ecaa20c47d951d09765"
+
+
+# --- idempotency keys ------------------------------------------------------------------------
+
+
+def test_key_recipe_is_pinned():
+    assert idempotency_key("org_demo", "post", "/v1/distributions", BODY) == GOLDEN_KEY
+    canonical = canonical_json(["fp1", "org_demo", "POST", "/v1/distributions", BODY])
+    assert canonical.startswith(
+        '["fp1","org_demo","POST","/v1/distributions",[{"distribution_date"'
+    )
+    assert "R\\u00e9-1" in canonical  # ensure_ascii
+    assert "fp1_" + hashlib.sha256(canonical.encode()).hexdigest() == GOLDEN_KEY
+
+
+@given(st.permutations(list(BODY[0].items())))
+def test_key_ignores_dict_key_order(items):
+    assert idempotency_key("org_demo", "POST", "/v1/distributions", [dict(items)]) == GOLDEN_KEY
+
+
+def test_key_depends_on_org_method_path_and_body():
+    other_amount = [
+        {**BODY[0], "payments": [{"amount": 125001, "currency": "USD", "entity": "ent_demo1"}]}
+    ]
+    keys = {
+        GOLDEN_KEY,
+        idempotency_key("org_other", "POST", "/v1/distributions", BODY),
+        idempotency_key("org_demo", "PUT", "/v1/distributions", BODY),
+        idempotency_key("org_demo", "POST", "/v1/entities", BODY),
+        idempotency_key("org_demo", "POST", "/v1/distributions", other_amount),
+    }
+    assert len(keys) == 5
+
+
+def test_key_of_a_model_equals_key_of_its_dict():
+    model = models.DistributionCreate.model_validate(BODY[0])
+    assert idempotency_key("org_demo", "POST", "/v1/distributions", [model]) == GOLDEN_KEY
+
+
+def test_float_money_is_refused():
+    body = [{**BODY[0], "payments": [{"amount": 1250.0, "currency": "USD", "entity": "ent_demo1"}]}]
+    with pytest.raises(TypeError, match="integer cents"):
+        idempotency_key("org_demo", "POST", "/v1/distributions", body)
+
+
+async def test_create_sends_canonical_body_and_derived_key(client, service):
+    route = service.post("/v1/distributions").mock(
+        return_value=httpx.Response(201, json=envelope([{"id": "dst_1", "payments": envelope([])}]))
+    )
+    await client.create_distributions([models.DistributionCreate.model_validate(BODY[0])])
+    request = route.calls.last.request
+    assert request.headers["Idempotency-Key"] == idempotency_key(
+        ORG, "POST", "/v1/distributions", BODY
+    )
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.content == canonical_json(BODY).encode()
+
+
+async def test_empty_create_is_refused_before_sending(client, service):
+    route = service.post("/v1/entities")
+    with pytest.raises(ValueError, match="non-empty"):
+        await client.create_entities([])
+    assert route.call_count == 0
+
+
+# --- models ----------------------------------------------------------------------------------
+
+
+def test_distribution_accepts_offset_and_z_dates_and_ignores_unknown_fields():
+    offset = models.Distribution.model_validate(
+        {"id": "dst_1", "distribution_date": "2026-12-15T09:00:00-05:00", "new_field": 1}
+    )
+    zulu = models.Distribution.model_validate(
+        {"id": "dst_1", "distribution_date": "2026-12-15T14:00:00Z"}
+    )
+    assert offset.distribution_date == zulu.distribution_date
+    assert offset.distribution_date.utcoffset() == timedelta(hours=-5)
+    assert zulu.distribution_date.tzinfo is not None
+    assert not hasattr(offset, "new_field")
+
+
+def test_naive_datetimes_are_refused():
+    with pytest.raises(ValidationError):
+        models.Vehicle.model_validate({"id": "veh_1", "created_at": "2026-12-15T09:00:00"})
+
+
+def test_money_is_integer_cents():
+    account = models.FinancialAccount.model_validate(
+        {
+            "id": "fa_1",
+            "vehicle": "veh_1",
+            "balance": {
+                "total": 500_000_000,
+                "available": 499_999_999,
+                "total_end_of_last_month": 1,
+                "currency": "USD",
+            },
+        }
+    )
+    assert account.balance.total == 500_000_000
+    assert isinstance(account.balance.available, int)
+    with pytest.raises(ValidationError):
+        models.DistributionPayment.model_validate(
+            {"id": "dpmt_1", "amount": 10.5, "currency": "USD"}
+        )
+    with pytest.raises(ValidationError):
+        models.PaymentCreate(amount=10.0, entity="ent_1")  # type: ignore[arg-type]
+
+
+def test_create_models_refuse_unknown_fields():
+    with pytest.raises(ValidationError):
+        models.EntityCreate.model_validate({"name": "A", "type": "llc", "nmae": "typo"})
+
+
+def test_entity_payment_instruction_ids_accept_a_list_envelope():
+    epi = models.EntityPaymentInstructions.model_validate(
+        {
+            "entity": "ent_1",
+            "payment_instructions": {"object": "list", "data": ["pmi_1", {"id": "pmi_2"}]},
+        }
+    )
+    assert epi.payment_instructions == ["pmi_1", "pmi_2"]
+
+
+# --- pagination ------------------------------------------------------------------------------
+
+
+def vehicle(i: int) -> dict[str, object]:
+    return {
+        "object": "vehicle",
+        "id": f"veh_{i}",
+        "name": f"V{i}",
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
+async def test_lists_follow_next_page_url_lazily(client, service):
+    route = service.get("/v1/vehicles").mock(
+        side_effect=[
+            httpx.Response(
+                200, json=envelope([vehicle(1), vehicle(2)], "/v1/vehicles?limit=2&page=page_b")
+            ),
+            httpx.Response(200, json=envelope([vehicle(3)], "/v1/vehicles?limit=2&page=page_c")),
+            httpx.Response(200, json=envelope([vehicle(4)], None)),
+        ]
+    )
+    paginator = client.list_vehicles(limit=2)
+    assert route.call_count == 0  # nothing fetched before iteration
+    seen = []
+    async for v in paginator:
+        seen.append(v.id)
+        if v.id == "veh_2":
+            assert route.call_count == 1  # the next page is not fetched before it is needed
+    assert seen == ["veh_1", "veh_2", "veh_3", "veh_4"]
+    assert route.calls[0].request.url.params["limit"] == "2"
+    assert route.calls[1].request.url.params["page"] == "page_b"
+    assert "limit=2&page=page_c" in str(route.calls[2].request.url)
+
+
+async def test_pages_expose_cursors(client, service):
+    service.get("/v1/contacts").mock(
+        side_effect=[
+            httpx.Response(200, json=envelope([{"id": "cnt_1"}], "/v1/contacts?page=page_2")),
+            httpx.Response(200, json=envelope([{"id": "cnt_2"}], None)),
+        ]
+    )
+    pages = [page async for page in client.list_contacts().pages()]
+    assert [[c.id for c in p.data] for p in pages] == [["cnt_1"], ["cnt_2"]]
+    assert pages[0].next_page_url == "/v1/contacts?page=page_2"
+    assert pages[1].next_page_url is None
+
+
+async def test_financial_account_filter_survives_pagination(client, service):
+    fa = {
+        "id": "fa_1",
+        "vehicle": "veh_1",
+        "balance": {"total": 1, "available": 1, "total_end_of_last_month": 1, "currency": "USD"},
+    }
+    route = service.get("/v1/financial_accounts").mock(
+        side_effect=[
+            httpx.Response(
+                200, json=envelope([fa], "/v1/financial_accounts?limit=100&page=page_2")
+            ),
+            httpx.Response(200, json=envelope([fa], None)),
+        ]
+    )
+    accounts = await client.list_financial_accounts(ids=["fa_1", "fa_2"]).to_list()
+    assert len(accounts) == 2
+    assert route.calls[0].request.url.params.get_list("ids") == ["fa_1", "fa_2"]
+    assert route.calls[1].request.url.params.get_list("ids") == ["fa_1", "fa_2"]
+    assert route.calls[1].request.url.params["page"] == "page_2"
+
+
+async def test_raw_pages_yield_the_json_pages(client, service):
+    service.get("/v1/financial_accounts").mock(
+        side_effect=[
+            httpx.Response(
+                200, json=envelope([{"id": "fa_1"}], "/v1/financial_accounts?page=page_2")
+            ),
+            httpx.Response(200, json=envelope([{"id": "fa_2"}], None)),
+        ]
+    )
+    pages = [p async for p in client.raw_pages("/v1/financial_accounts", {"limit": 100})]
+    assert [p["data"][0]["id"] for p in pages] == ["fa_1", "fa_2"]
+
+
+async def test_pagination_never_sends_the_token_to_another_host(client, service):
+    service.get("/v1/vehicles").mock(
+        return_value=httpx.Response(
+            200, json=envelope([vehicle(1)], "https://evil.example/v1/vehicles?page=page_2")
+        )
+    )
+    other = service.get("https://evil.example/v1/vehicles")
+    with pytest.raises(errors.ResponseDecodeError, match="another origin"):
+        await client.list_vehicles().to_list()
+    assert other.call_count == 0
+
+
+async def test_absolute_same_origin_next_page_url_is_followed(client, service):
+    service.get("/v1/vehicles").mock(
+        side_effect=[
+            httpx.Response(200, json=envelope([vehicle(1)], f"{BASE_URL}/v1/vehicles?page=page_2")),
+            httpx.Response(200, json=envelope([vehicle(2)], None)),
+        ]
+    )
+    assert [v.id for v in await client.list_vehicles().to_list()] == ["veh_1", "veh_2"]
+
+
+async def test_ids_cannot_change_the_path(client, service):
+    route = service.get(url__regex=r".*").mock(return_value=httpx.Response(404, json={}))
+    with pytest.raises(errors.NotFoundError):
+        await client.get_entity("../organizations/org_x")
+    assert route.calls.last.request.url.raw_path == b"/v1/entities/..%2Forganizations%2Forg_x"
+
+
+# --- configuration safety --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["http://fund.example.com", "ftp://fund.example.com", "not a url"])
+def test_insecure_or_invalid_service_urls_are_refused(url):
+    with pytest.raises(errors.ConfigurationError):
+        FundClient(make_settings(base_url=url))
+
+
+def test_plain_http_token_url_to_a_remote_host_is_refused():
+    with pytest.raises(errors.ConfigurationError, match="TOKEN_URL"):
+        FundClient(make_settings(token_url="http://auth.example.com"))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "http://[::1]:8000",
+        "https://fund.example.com",
+    ],
+)
+async def test_loopback_http_and_https_are_accepted(url):
+    client = FundClient(make_settings(base_url=url))
+    await client.aclose()
+
+
+def test_missing_base_url_or_credentials_is_a_configuration_error():
+    with pytest.raises(errors.ConfigurationError, match="FUNDPIPE_BASE_URL"):
+        FundClient(make_settings(base_url=None))
+    with pytest.raises(errors.ConfigurationError, match="CLIENT_SECRET"):
+        FundClient(make_settings(client_secret=None))
+
+
+def test_retry_after_parsing():
+    from fundpipe.client._retry import parse_retry_after
+
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    assert parse_retry_after("3", now) == 3.0
+    assert parse_retry_after("Mon, 23 Nov 2026 12:00:10 GMT", now) == 10.0
+    assert parse_retry_after("Mon, 23 Nov 2026 11:00:00 GMT", now) == 0.0
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after(None, now) is None
+    assert parse_retry_after("-5", now.astimezone(timezone(timedelta(hours=2)))) == 0.0
+
+
+def test_full_jitter_stays_within_the_exponential_ceiling():
+    import random
+
+    from fundpipe.client._retry import RetryPolicy
+
+    policy = RetryPolicy(
+        max_attempts=6,
+        deadline_s=60,
+        backoff_initial_s=0.2,
+        backoff_max_s=1.0,
+        retry_after_cap_s=5,
+        rng=random.Random(7),
+    )
+    samples = {n: [policy.jitter(n) for _ in range(200)] for n in (1, 2, 3, 6)}
+    assert all(0 <= s <= 0.2 for s in samples[1])
+    assert all(0 <= s <= 0.4 for s in samples[2])
+    assert max(samples[3]) > 0.4  # the ceiling grows...
+    assert all(0 <= s <= 1.0 for s in samples[6])  # ...up to backoff_max_s
+    assert min(samples[6]) < 0.2  # full jitter: can be close to zero
+
+
+async def test_client_secret_can_come_from_a_prefect_secret_block(monkeypatch):
+    # A stand-in for prefect.blocks.system (importing Prefect costs seconds): same API,
+    # `await Secret.aload(name)` then `.get()`.
+    loaded: list[str] = []
+
+    class Secret:
+        def __init__(self, value: str) -> None:
+            self._value = value
+
+        @classmethod
+        async def aload(cls, name: str) -> Secret:
+            loaded.append(name)
+            return cls("from-the-block")
+
+        def get(self) -> str:
+            return self._value
+
+    system = types.ModuleType("prefect.blocks.system")
+    system.Secret = Secret  # type: ignore[attr-defined]
+    for name, module in (
+        ("prefect", types.ModuleType("prefect")),
+        ("prefect.blocks", types.ModuleType("prefect.blocks")),
+        ("prefect.blocks.system", system),
+    ):
+        monkeypatch.setitem(sys.modules, name, module)
+    sys.modules["prefect"].blocks = sys.modules["prefect.blocks"]  # type: ignore[attr-defined]
+    sys.modules["prefect.blocks"].system = system  # type: ignore[attr-defined]
+
+    settings = make_settings(client_secret=None, client_secret_block="fundpipe-client-secret")
+    with pytest.raises(errors.ConfigurationError, match="with_prefect_secret"):
+        FundClient(settings)
+    resolved = await with_prefect_secret(settings)
+    assert loaded == ["fundpipe-client-secret"]
+    assert resolved.client_secret is not None
+    assert resolved.client_secret.get_secret_value() == "from-the-block"
+    explicit = make_settings(client_secret_block="fundpipe-client-secret")
+    assert await with_prefect_secret(explicit) is explicit  # an explicit secret wins
+    assert loaded == ["fundpipe-client-secret"]
+
+
+@pytest.mark.parametrize("ca_bundle", [None, "certifi"])
+async def test_tls_certificates_and_host_names_are_always_verified(ca_bundle):
+    import ssl
+
+    import certifi
+
+    bundle = certifi.where() if ca_bundle else None
+    client = FundClient(make_settings(base_url="https://fund.example.com", ca_bundle=bundle))
+    context = client._pipeline.http._transport._pool._ssl_context
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    await client.aclose()

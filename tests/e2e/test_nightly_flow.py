@@ -1,0 +1,194 @@
+"""The nightly Prefect flow end to end: samples plus one broken file, on the embedded sandbox.
+
+What an analyst and the on-call engineer would check after a night: the distributions exist at
+the service exactly as the sheets say, the broken file sits in `rejected/` with its report, the
+workbook's Summary adds up, and the run left its summary and exceptions as Prefect artifacts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+
+from fundpipe.config import Settings
+from fundpipe.embedded import service
+from fundpipe.pipeline import load_flows
+from fundpipe.validate import validate_files
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "data" / "samples"
+BROKEN = SAMPLES / "broken" / "negative_amount.csv"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def prefect_harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=240):
+        yield
+
+
+@pytest.fixture(scope="module")
+def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One nightly run over a fresh data directory: the clean samples and one broken sheet."""
+    data_dir = tmp_path_factory.mktemp("night")
+    shutil.copytree(SAMPLES, data_dir / "samples", ignore=shutil.ignore_patterns("broken"))
+    (data_dir / "inbox").mkdir()
+    shutil.copyfile(BROKEN, data_dir / "inbox" / "q4_typo.csv")
+    flows = load_flows()
+    summary = flows.nightly(samples=True, data_dir=str(data_dir))
+    return {"data_dir": data_dir, "summary": summary}
+
+
+def _expected_from_samples() -> dict[str, int]:
+    """Per external_reference, the sum of cents the clean sample sheets ask for."""
+    clean = sorted(p for p in SAMPLES.iterdir() if p.is_file() and p.suffix != ".md")
+    reports = validate_files(clean)
+    assert all(r.valid for r in reports), [r.errors for r in reports if not r.valid]
+    expected: dict[str, int] = {}
+    for report in reports:
+        if report.distributions is None:
+            continue
+        sums = report.distributions.groupby("external_reference")["amount_cents"].sum()
+        for ref, cents in sums.items():
+            expected[str(ref)] = expected.get(str(ref), 0) + int(cents)
+    return expected
+
+
+async def _service_distributions(settings: Settings) -> dict[str, list[int]]:
+    from fundpipe.client import FundClient
+
+    found: dict[str, list[int]] = {}
+    async with FundClient(settings) as client:
+        async for distribution in client.list_distributions():
+            amounts = [p.amount async for p in client.list_distribution_payments(distribution.id)]
+            found.setdefault(distribution.external_reference or "", []).append(sum(amounts))
+    return found
+
+
+def test_the_service_holds_exactly_the_sheets_distributions(night: dict[str, Any]) -> None:
+    settings = Settings(data_dir=night["data_dir"])
+    with service(settings) as live:
+        found = asyncio.run(_service_distributions(live))
+    expected = _expected_from_samples()
+    # each external_reference exactly once, with every cent the sheets asked for
+    assert dict(found.items()) == {ref: [cents] for ref, cents in expected.items()}
+
+
+def test_the_broken_file_is_rejected_with_an_actionable_report(night: dict[str, Any]) -> None:
+    data_dir: Path = night["data_dir"]
+    rejected = data_dir / "rejected"
+    assert (rejected / "q4_typo.csv").exists()
+    reports = sorted(rejected.glob("q4_typo*.csv"))
+    report = next(p for p in reports if p.name != "q4_typo.csv")
+    rows = list(csv.DictReader(report.open(encoding="utf-8-sig")))
+    assert rows, "the error report lists the problems"
+    first = rows[0]
+    assert first["row"].isdigit()
+    assert int(first["row"]) >= 2
+    assert "amount" in first["column"].lower()
+    assert "negative" in first["reason"].lower()
+    # the rejected file created nothing: it is neither processed nor in the inbox any more
+    assert not (data_dir / "processed" / "q4_typo.csv").exists()
+    assert not (data_dir / "inbox" / "q4_typo.csv").exists()
+    rejected_names = [Path(item["file"]).name for item in night["summary"]["rejected_files"]]
+    assert rejected_names == ["q4_typo.csv"]
+
+
+def test_the_workbook_summary_adds_up(night: dict[str, Any]) -> None:
+    summary = night["summary"]
+    workbook = openpyxl.load_workbook(summary["reports"]["workbook"], read_only=True)
+    cells = {
+        row[0]: row[1]
+        for row in workbook["Summary"].iter_rows(values_only=True)
+        if row and row[0] is not None
+    }
+    total_cents = sum(_expected_from_samples().values())
+    # nothing has executed yet: every submitted cent is an open obligation
+    assert round(float(cells["Open obligations"]) * 100) == total_cents
+    assert cells["Sheet rows (ledger)"] == cells["Service payments"] == cells["Payments matching"]
+    assert summary["facts"]["files rejected"] == 1
+    assert summary["facts"]["distributions submitted"] == len(_expected_from_samples())
+
+
+def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
+    night: dict[str, Any],
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        TaskRunFilter,
+    )
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    async def read(key: str) -> list[Any]:
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])),
+                flow_run_filter=FlowRunFilter(),
+                task_run_filter=TaskRunFilter(),
+                sort=ArtifactSort.CREATED_DESC,
+                limit=5,
+            )
+
+    markdown = asyncio.run(read("fundpipe-run-summary"))
+    table = asyncio.run(read("fundpipe-exceptions"))
+    assert markdown
+    assert table
+    text = str(markdown[0].data)
+    assert "files rejected | 1" in text
+    assert "q4_typo.csv" in text
+
+
+def _make_run_command() -> list[str]:
+    """The command of the Makefile's `run` target, with `$(BIN)` pointing at this venv."""
+    recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    line = next(ln.strip() for ln in recipe.splitlines()[1:] if "fundpipe" in ln)
+    return shlex.split(line.replace("$(BIN)", str(Path(sys.executable).parent)))
+
+
+def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    shutil.copytree(SAMPLES, tmp_path / "data" / "samples")
+    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    env.pop("FUNDPIPE_BASE_URL", None)
+    outputs = []
+    for _ in range(2):
+        done = subprocess.run(
+            _make_run_command(),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Traceback" not in done.stdout + done.stderr
+        outputs.append(done.stdout)
+    assert "reconciliation.xlsx" in outputs[0]  # it says where the reports are
+    # the second run recognised every file and submitted nothing
+    assert re.search(r"distributions submitted\s*│\s*0\b", outputs[1]), outputs[1]
+
+    settings = Settings(data_dir=tmp_path / "data")
+    with service(settings) as live:
+        found = asyncio.run(_service_distributions(live))
+    assert all(len(totals) == 1 for totals in found.values()), found
+    assert set(found) == set(_expected_from_samples())
