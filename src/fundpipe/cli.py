@@ -147,16 +147,35 @@ def sandbox_command(
         Path | None, typer.Option(help="SQLite state file (default: a temporary one).")
     ] = None,
     seed: Annotated[str, typer.Option(help="Initial state: demo or empty.")] = "demo",
+    allow_non_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-loopback",
+            help="Allow binding beyond loopback (its /_sandbox/ control routes have no auth).",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it)."""
+    """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it).
+
+    Clients: demo-client / demo-secret (every scope) and demo-reader / reader-secret (read only)
+    act for org_demo. /_sandbox/ control routes reset it, advance its clock and inject faults.
+    """
     if seed not in {"demo", "empty"}:
         err_console.print("[bold red]error:[/] --seed must be demo or empty")
+        raise typer.Exit(EXIT_USAGE)
+    if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
+        err_console.print(
+            f"[bold red]error:[/] refusing to serve on {host}: the sandbox's control routes "
+            "are unauthenticated; pass --allow-non-loopback if you mean it"
+        )
         raise typer.Exit(EXIT_USAGE)
     with _user_errors():
         from fundpipe.sandbox import run_server
 
         console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
-        run_server(host=host, port=port, db_path=db, seed=seed)
+        run_server(
+            host=host, port=port, db_path=db, seed=seed, allow_non_loopback=allow_non_loopback
+        )
 
 
 @app.command("validate")

@@ -67,3 +67,9 @@ def test_bad_option_values_are_usage_errors_not_tracebacks() -> None:
     assert "Traceback" not in result.output
     result = runner.invoke(app, ["sandbox", "--seed", "nonsense"])
     assert result.exit_code == 2
+
+
+def test_sandbox_refuses_a_public_interface_unless_asked() -> None:
+    result = runner.invoke(app, ["sandbox", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "--allow-non-loopback" in result.output
