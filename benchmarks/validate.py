@@ -1,0 +1,343 @@
+"""Benchmark: read + validate a 1,000,000-row distribution sheet (1 % bad rows) and a 100k-row XLSX.
+
+Compares, in the same run and each in its own subprocess (so peak RSS is honest):
+
+- ``fundpipe``: `fundpipe.validate.validate_files` (readers + pandera models + cross-row rules);
+- ``hand``: a hand-vectorised pandas implementation of the same checks;
+- ``pydantic``: a row-wise pydantic model over csv records.
+
+Prints read + validate time, rows/s and peak RSS per approach, then ``target <name>: <measured>
+vs <goal> — met|short`` lines. Usage: ``python benchmarks/validate.py [--rows N] [--xlsx-rows N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HEADER = [
+    "Distribution Name",
+    "Vehicle",
+    "External Reference",
+    "Payment Date",
+    "Timezone",
+    "Entity ID",
+    "Amount ($)",
+    "Currency",
+]
+ZONES = ["America/New_York", "UTC", "America/Chicago", "Europe/London"]
+BAD = [
+    (6, "(1.00)"),
+    (6, "1.234,56"),
+    (6, "12.345"),
+    (6, "abc"),
+    (1, "veh-x"),
+    (3, "2026-03-08 02:30"),
+    (6, "€5"),
+]
+
+
+def generate_rows(n: int, seed: int = 7) -> list[list[str]]:
+    """Rows of 1,000-payment distributions; 1 % of rows carry one bad cell."""
+    rng = random.Random(seed)
+    rows: list[list[str]] = []
+    for i in range(n):
+        d = i // 1000
+        zone = ZONES[d % len(ZONES)]
+        cents = rng.randint(1, 5_000_000_00)
+        amount = (
+            f"${cents // 100:,}.{cents % 100:02d}" if i % 2 else f"{cents // 100}.{cents % 100:02d}"
+        )
+        row = [
+            f"Distribution {d}",
+            f"veh_bench{d % 50}",
+            f"BENCH-{d}",
+            f"2026-12-{1 + d % 28:02d} 09:00",
+            zone,
+            f"ent_bench{i % 1000}x{d}",
+            amount,
+            "USD",
+        ]
+        if i % 100 == 37:
+            col, value = BAD[(i // 100) % len(BAD)]
+            row[col] = value
+        rows.append(row)
+    return rows
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(HEADER)
+        writer.writerows(rows)
+
+
+def write_xlsx(path: Path, rows: list[list[str]]) -> None:
+    import xlsxwriter
+
+    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True})
+    ws = workbook.add_worksheet("Distributions")
+    ws.write_row(0, 0, HEADER)
+    for r, row in enumerate(rows, start=1):
+        ws.write_row(r, 0, row)
+    workbook.close()
+
+
+# ------------------------------------------------------------------------------- approaches
+
+
+def run_fundpipe(path: Path) -> dict[str, object]:
+    from fundpipe.sheets.readers import ReadLimits
+    from fundpipe.validate import validate_files
+
+    # Warm up once on the clean sample: pandera registers its backends lazily on first use,
+    # a one-off cost per process that is not per-sheet work.
+    validate_files([Path(__file__).resolve().parents[1] / "data/samples/distributions_q4.csv"])
+    start = time.perf_counter()
+    [report] = validate_files([path], limits=ReadLimits(max_file_bytes=1 << 30))
+    seconds = time.perf_counter() - start
+    bad_rows = len({e.row for e in report.errors if e.row is not None})
+    return {"seconds": seconds, "rows": report.rows, "bad_rows": bad_rows}
+
+
+def run_read_xlsx(path: Path) -> dict[str, object]:
+    from fundpipe.sheets.readers import read_file
+
+    start = time.perf_counter()
+    result = read_file(path)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "rows": sum(len(s.body) for s in result.sheets), "bad_rows": 0}
+
+
+def run_hand(path: Path) -> dict[str, object]:
+    """The same checks written directly in pandas: the yardstick."""
+    from zoneinfo import ZoneInfo
+
+    import pandas as pd
+
+    start = time.perf_counter()
+    df = pd.read_csv(path, engine="pyarrow", dtype=str, keep_default_na=False, na_values=[""])
+    df.columns = ["name", "vehicle", "ref", "date", "zone", "entity", "amount", "currency"]
+    bad = pd.Series(False, index=df.index)
+    for col in df.columns:
+        bad |= df[col].isna() & (col not in ("zone", "currency"))
+    bad |= ~df["vehicle"].str.fullmatch(r"veh_[A-Za-z0-9]+").fillna(False)
+    bad |= ~df["entity"].str.fullmatch(r"ent_[A-Za-z0-9]+").fillna(True) & df[
+        "entity"
+    ].str.startswith("ent_")
+    bad |= df["name"].str.len().gt(255).fillna(False)
+    amount = df["amount"].str.replace(r"^\$", "", regex=True)
+    parts = amount.str.extract(r"^(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?$")
+    bad |= parts[0].isna()
+    cents = parts[0].fillna("0").str.replace(",", "").astype("int64") * 100 + parts[1].fillna(
+        "0"
+    ).str.pad(2, side="right", fillchar="0").astype("int64")
+    bad |= cents.le(0)
+    bad |= df["currency"].fillna("USD").ne("USD")
+    zone = df["zone"].fillna("UTC")
+    valid_zone = {z: True for z in zone.unique() if ZoneInfo(z)}
+    bad |= ~zone.map(valid_zone).fillna(False).astype(bool)
+    for z, idx in zone.groupby(zone).groups.items():
+        naive = pd.to_datetime(df.loc[idx, "date"], format="%Y-%m-%d %H:%M", errors="coerce")
+        local = naive.dt.tz_localize(z, nonexistent="NaT", ambiguous="NaT")
+        bad.loc[idx] |= local.isna()
+    group = pd.factorize(df["ref"])[0]
+    for col in ("name", "vehicle", "date", "zone"):
+        codes = pd.factorize(df[col])[0]
+        counts = pd.DataFrame({"g": group, "v": codes}).value_counts(sort=True).reset_index()
+        majority = counts.drop_duplicates("g").set_index("g")["v"]
+        bad |= codes != majority.reindex(group).to_numpy()
+    bad |= df.duplicated(["ref", "entity"])
+    bad |= df["ref"].map(df["ref"].value_counts()).gt(1000)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "rows": len(df),
+        "bad_rows": int(bad.sum()),
+        "cents": int(cents[~bad].sum()),
+    }
+
+
+def run_pydantic(path: Path) -> dict[str, object]:
+    """Row-wise: a pydantic model per record (the approach the design rejects)."""
+    import re
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    money = re.compile(r"^\$?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?$")
+
+    class Payment(BaseModel):
+        name: str
+        vehicle: str
+        ref: str
+        date: str
+        zone: str
+        entity: str
+        amount: str
+        currency: str
+
+        @field_validator("vehicle")
+        @classmethod
+        def _vehicle(cls, v: str) -> str:
+            if not re.fullmatch(r"veh_[A-Za-z0-9]+", v):
+                raise ValueError("vehicle")
+            return v
+
+        @field_validator("amount")
+        @classmethod
+        def _amount(cls, v: str) -> str:
+            m = money.match(v)
+            if (
+                not m
+                or int(m.group(1).replace(",", "")) * 100 + int((m.group(2) or "0").ljust(2, "0"))
+                <= 0
+            ):
+                raise ValueError("amount")
+            return v
+
+        @field_validator("date")
+        @classmethod
+        def _date(cls, v: str) -> str:
+            datetime.strptime(v, "%Y-%m-%d %H:%M")
+            return v
+
+        @field_validator("zone")
+        @classmethod
+        def _zone(cls, v: str) -> str:
+            ZoneInfo(v)
+            return v
+
+    start = time.perf_counter()
+    bad = 0
+    rows = 0
+    seen: dict[str, dict[str, str]] = {}
+    pairs: set[tuple[str, str]] = set()
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader)
+        keys = ["name", "vehicle", "ref", "date", "zone", "entity", "amount", "currency"]
+        for record in reader:
+            rows += 1
+            try:
+                p = Payment(**dict(zip(keys, record, strict=True)))
+            except ValidationError:
+                bad += 1
+                continue
+            first = seen.setdefault(p.ref, {"name": p.name, "vehicle": p.vehicle, "date": p.date})
+            if (
+                first != {"name": p.name, "vehicle": p.vehicle, "date": p.date}
+                or (p.ref, p.entity) in pairs
+            ):
+                bad += 1
+            pairs.add((p.ref, p.entity))
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "rows": rows, "bad_rows": bad}
+
+
+APPROACHES = {
+    "fundpipe": run_fundpipe,
+    "hand": run_hand,
+    "pydantic": run_pydantic,
+    "read_xlsx": run_read_xlsx,
+}
+
+
+def child(name: str, path: Path) -> None:
+    out = APPROACHES[name](path)
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def measure(name: str, path: Path) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", name, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode:
+        raise SystemExit(f"{name} failed:\n{proc.stderr}")
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    rows = float(result["rows"])
+    print(
+        f"{name:<10} {rows:>10,.0f} rows  {result['seconds']:7.2f} s  {rows / result['seconds']:>12,.0f} rows/s"
+        f"  peak RSS {result['peak_rss_mib']:8.0f} MiB  bad rows {result['bad_rows']:,}"
+    )
+    return result
+
+
+def target(
+    name: str, measured: float, goal: float, unit: str, *, lower_is_better: bool = True
+) -> None:
+    met = measured <= goal if lower_is_better else measured >= goal
+    sign = "≤" if lower_is_better else "≥"
+    print(
+        f"target {name}: {measured:.2f}{unit} vs {sign} {goal:g}{unit} — {'met' if met else 'short'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--xlsx-rows", type=int, default=100_000)
+    parser.add_argument(
+        "--pydantic-rows",
+        type=int,
+        default=200_000,
+        help="rows for the row-wise pydantic run (it is compared by rows/s; 0 = all rows)",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="keep (and reuse) the generated files here"
+    )
+    parser.add_argument("--child", nargs=2, metavar=("APPROACH", "PATH"))
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], Path(args.child[1]))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.data_dir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        sub_rows = args.pydantic_rows or args.rows
+        csv_path = folder / f"payments_{args.rows}.csv"
+        sub_path = folder / f"payments_{sub_rows}.csv"
+        xlsx_path = folder / f"payments_{args.xlsx_rows}.xlsx"
+        t = time.perf_counter()
+        if not (csv_path.exists() and sub_path.exists() and xlsx_path.exists()):
+            rows = generate_rows(max(args.rows, args.xlsx_rows, sub_rows))
+            write_csv(csv_path, rows[: args.rows])
+            write_csv(sub_path, rows[:sub_rows])
+            write_xlsx(xlsx_path, rows[: args.xlsx_rows])
+            del rows
+        print(
+            f"{args.rows:,}-row CSV ({csv_path.stat().st_size / 2**20:.0f} MiB) and "
+            f"{args.xlsx_rows:,}-row XLSX ready in {time.perf_counter() - t:.1f} s\n"
+        )
+        fundpipe = measure("fundpipe", csv_path)
+        hand = measure("hand", csv_path)
+        pydantic = measure("pydantic", sub_path)
+        xlsx = measure("read_xlsx", xlsx_path)
+        print()
+        target(
+            "fundpipe/hand-vectorised time ratio", fundpipe["seconds"] / hand["seconds"], 1.5, "×"
+        )
+        # compared by throughput, so a shorter pydantic run is still a fair comparison
+        speed_up = (fundpipe["rows"] / fundpipe["seconds"]) / (
+            pydantic["rows"] / pydantic["seconds"]
+        )
+        target("fundpipe/row-wise pydantic speed-up", speed_up, 5, "×", lower_is_better=False)
+        target(f"peak RSS at {args.rows:,} rows", fundpipe["peak_rss_mib"] / 1024, 2, " GiB")
+        target(f"{args.xlsx_rows:,}-row XLSX read", xlsx["seconds"], 2, " s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""Sheet date-times → ISO 8601 strings carrying the distribution zone's offset.
+
+What analysts type is normalised to ISO first: ``2026-12-15`` (midnight), ``2026-12-15 9:00``,
+``2026-12-15T09:00:00-05:00``, ``12/15/2026 9:00 AM`` (US month/day order) and, for cells read
+from XLSX, Excel date serials (``46371.375``). The service's rules then apply through
+`fundpipe.timerules` (shared with the sandbox): a naive time is wall-clock in the zone and must
+exist exactly once there; an explicit offset must be the zone's offset at that instant; ``Z`` only
+where the zone is at +00:00.
+
+Work is done once per distinct (text, zone) pair and mapped back onto the column, so a
+million-row sheet with a handful of distribution dates costs a handful of parses.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fundpipe import timerules
+
+_ISO_LOOSE = re.compile(
+    r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
+    r"\s*(Z|z|[+-]\d{2}:?\d{2})?$"
+)
+_US = re.compile(
+    r"^(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$"
+)
+_SERIAL = re.compile(r"^\d{1,6}(?:\.\d+)?$")
+_EXCEL_EPOCH = datetime(1899, 12, 30)
+
+#: check name → reason template (``{zone}`` and ``{detail}`` are filled in)
+DATETIME_CHECKS = {
+    "datetime_required": "the date is blank",
+    "datetime_invalid": "not a date-time fundpipe can read ({detail}); write e.g. 2026-12-15 09:00",
+    "datetime_nonexistent": "{detail}",
+    "datetime_ambiguous": "{detail}",
+    "datetime_offset_mismatch": "{detail}",
+}
+
+
+class _Invalid(Exception):
+    """Text that cannot be normalised to ISO."""
+
+
+def _to_iso(text: str, *, excel_serials: bool) -> str:
+    """Normalise one analyst-typed date-time to an ISO 8601 string timerules can read."""
+    m = _ISO_LOOSE.match(text)
+    if m:
+        y, mo, d, h, mi, s, frac, off = m.groups()
+        core = f"{y}-{int(mo):02d}-{int(d):02d}T{int(h or 0):02d}:{mi or '00'}:{s or '00'}"
+        if frac:
+            core += "." + frac[:6]
+        return core + (off or "")
+    m = _US.match(text)
+    if m:
+        mo, d, y, h, mi, s, ampm = m.groups()
+        hour = int(h or 0)
+        if ampm:
+            if not 1 <= hour <= 12:
+                raise _Invalid("the hour must be 1-12 with AM/PM")
+            hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
+        if int(mo) > 12:
+            raise _Invalid("dates with slashes are read month/day/year")
+        return f"{y}-{int(mo):02d}-{int(d):02d}T{hour:02d}:{mi or '00'}:{s or '00'}"
+    if excel_serials and _SERIAL.match(text):
+        serial = float(text)
+        if not 1 <= serial < 2958466:
+            raise _Invalid("the number is not an Excel date")
+        value = _EXCEL_EPOCH + timedelta(days=serial)
+        # Excel keeps times to the millisecond; round away float noise to the second.
+        value = (value + timedelta(microseconds=500_000)).replace(microsecond=0)
+        return value.isoformat()
+    raise _Invalid("unrecognised format")
+
+
+def _resolve(text: str, zone: str, *, excel_serials: bool) -> tuple[str | None, str | None, str]:
+    """(iso, check, reason) for one distinct pair; iso None when the pair is rejected."""
+    try:
+        iso = _to_iso(text, excel_serials=excel_serials)
+        instant = timerules.resolve_in_zone(iso, zone)
+    except _Invalid as exc:
+        return None, "datetime_invalid", DATETIME_CHECKS["datetime_invalid"].format(detail=exc)
+    except timerules.NonexistentTimeError as exc:
+        return None, "datetime_nonexistent", str(exc)
+    except timerules.AmbiguousTimeError as exc:
+        return None, "datetime_ambiguous", str(exc)
+    except timerules.OffsetMismatchError as exc:
+        reason = str(exc)
+        if text.rstrip().endswith(("Z", "z")):
+            reason += "; Z is only allowed where the zone is at +00:00"
+        return None, "datetime_offset_mismatch", reason
+    except timerules.UnknownTimeZoneError as exc:
+        return None, "known_time_zone", str(exc)
+    except timerules.TimeRuleError as exc:
+        return None, "datetime_invalid", DATETIME_CHECKS["datetime_invalid"].format(detail=exc)
+    return timerules.render_in_zone(instant, zone), None, ""
+
+
+#: Above this many distinct (text, zone) pairs the pandas path is used (see `resolve_many`).
+VECTORISE_ABOVE = 2000
+
+_ISO_NAMED = (
+    r"^(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})"
+    r"(?:[T ](?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?)?"
+    r"\s*(?P<off>Z|z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+def resolve_many(
+    texts: list[str], zones: list[str], *, excel_serials: bool, vectorised: bool | None = None
+) -> list[tuple[str | None, str | None, str]]:
+    """(iso, check, reason) for each distinct (text, zone) pair.
+
+    Few pairs (the usual sheet: a handful of distribution dates) go through `fundpipe.timerules`
+    one by one. Many pairs take a pandas path per zone — ``tz_localize`` with
+    ``nonexistent="NaT"`` and both ``ambiguous`` answers to find gaps and folds, ``tz_convert``
+    to check explicit offsets — and only the rows it cannot settle (other formats, errors whose
+    reason must be spelled out) fall back to the scalar rules, so both paths agree exactly.
+    """
+    if vectorised is None:
+        vectorised = len(texts) > VECTORISE_ABOVE
+    if not vectorised:
+        return [
+            _resolve(t, z, excel_serials=excel_serials) for t, z in zip(texts, zones, strict=True)
+        ]
+    out: list[tuple[str | None, str | None, str] | None] = [None] * len(texts)
+    parts = pa.array(texts, type=pa.string())
+    fields = pc.extract_regex(parts, _ISO_NAMED)
+    matched = np.asarray(pc.is_valid(fields).to_numpy(zero_copy_only=False), dtype=bool)
+    frame = pd.DataFrame(
+        {
+            name: pd.Series(pc.struct_field(fields, name).to_pandas(), dtype="str")
+            for name in ("y", "mo", "d", "h", "mi", "s", "off")
+        }
+    )
+    numbers = frame[["y", "mo", "d", "h", "mi", "s"]].replace("", "0").fillna("0")
+    naive = pd.to_datetime(
+        pd.DataFrame(
+            {
+                "year": numbers["y"].astype("int64"),
+                "month": numbers["mo"].astype("int64"),
+                "day": numbers["d"].astype("int64"),
+                "hour": numbers["h"].astype("int64"),
+                "minute": numbers["mi"].astype("int64"),
+                "second": numbers["s"].astype("int64"),
+            }
+        ),
+        errors="coerce",
+    )
+    off = frame["off"].fillna("")
+    has_off = off.ne("").to_numpy()
+    sign = np.where(off.str.startswith("-").to_numpy(), -1, 1)
+    digits = off.str.replace(r"[^0-9]", "", regex=True).str.pad(4, side="right", fillchar="0")
+    off_minutes = sign * (
+        digits.str.slice(0, 2).astype("int64").to_numpy() * 60
+        + digits.str.slice(2, 4).astype("int64").to_numpy()
+    )
+    zone_series = pd.Series(zones)
+    in_range = (
+        numbers["h"].astype("int64").le(23)
+        & numbers["mi"].astype("int64").le(59)
+        & numbers["s"].astype("int64").le(59)
+    ).to_numpy()
+    usable = matched & in_range & naive.notna().to_numpy()
+    for zone, index in zone_series[usable].groupby(zone_series[usable]).groups.items():
+        rows = np.asarray(index)
+        local = _localize_group(naive.iloc[rows], off_minutes[rows], has_off[rows], str(zone))
+        if local is None:
+            continue
+        rendered = _render(local, naive.iloc[rows])
+        for row, iso in zip(rows, rendered, strict=True):
+            if isinstance(iso, str):
+                out[row] = (iso, None, "")
+    return [
+        done if done is not None else _resolve(t, z, excel_serials=excel_serials)
+        for done, t, z in zip(out, texts, zones, strict=True)
+    ]
+
+
+def _render(local: pd.Series, naive: pd.Series) -> pd.Series:
+    """ISO text with the zone's offset (as `timerules.render_in_zone` writes it); <NA> where NaT."""
+    wall = pd.Series(
+        np.datetime_as_string(naive.to_numpy(dtype="datetime64[s]"), unit="s"), index=naive.index
+    )
+    seconds = (
+        local.dt.tz_localize(None) - local.dt.tz_convert("UTC").dt.tz_localize(None)
+    ).dt.total_seconds()
+    labels = {
+        v: timerules.format_offset(timedelta(seconds=int(v))) for v in seconds.dropna().unique()
+    }
+    rendered: pd.Series = (wall + seconds.map(labels)).where(local.notna())
+    return rendered
+
+
+def _localize_group(
+    naive: pd.Series, off_minutes: np.ndarray, has_off: np.ndarray, zone: str
+) -> pd.Series | None:
+    """Aware times in ``zone`` for one zone's rows; NaT where a rule fails (scalar path explains)."""
+    if not timerules.is_valid_zone(zone):
+        return None
+    count = len(naive)
+    early = naive.dt.tz_localize(zone, ambiguous=np.ones(count, dtype=bool), nonexistent="NaT")
+    late = naive.dt.tz_localize(zone, ambiguous=np.zeros(count, dtype=bool), nonexistent="NaT")
+    plain_ok = early.notna() & early.eq(late)
+    instant = (
+        (naive - pd.to_timedelta(off_minutes, unit="m")).dt.tz_localize("UTC").dt.tz_convert(zone)
+    )
+    offset_ok = instant.dt.tz_localize(None).eq(naive)
+    plain = pd.Series(~has_off, index=naive.index)
+    local: pd.Series = early.where(plain & plain_ok, instant.where(~plain & offset_ok))
+    return local
+
+
+def parse_datetimes(
+    text: pd.Series, zones: pd.Series, *, excel_serials: bool = False, required: bool = True
+) -> pd.DataFrame:
+    """Resolve a column of date-times, each in the zone on the same row.
+
+    ``zones`` must already hold a zone name per row (blank → ``UTC`` is the caller's default)
+    and rows whose zone is unknown must be <NA> there: they get no date and no date error
+    (the zone itself is the error). Returns a frame on ``text``'s index with ``iso`` (ISO 8601
+    with the zone's offset), ``check`` and ``reason`` (<NA> when fine).
+    """
+    values = text.astype("str").str.strip()
+    blank = values.isna() | values.eq("")
+    text_codes, text_names = pd.factorize(values)
+    zone_codes, zone_names = pd.factorize(zones.astype("str"))
+    live = (text_codes >= 0) & (zone_codes >= 0) & ~blank.to_numpy()
+    # One code per distinct (text, zone) pair, without building tuples per row.
+    pair = text_codes.astype(np.int64) * (len(zone_names) + 1) + zone_codes
+    distinct, codes = np.unique(pair[live], return_inverse=True)
+    width = len(zone_names) + 1
+    resolved = resolve_many(
+        [str(text_names[p // width]) for p in distinct],
+        [str(zone_names[p % width]) for p in distinct],
+        excel_serials=excel_serials,
+    )
+    iso = pd.Series(pd.NA, index=text.index, dtype="str")
+    check = pd.Series(pd.NA, index=text.index, dtype="str")
+    reason = pd.Series(pd.NA, index=text.index, dtype="str")
+    if resolved:
+        table = pd.DataFrame(resolved, columns=["iso", "check", "reason"]).astype("str")
+        rows = np.flatnonzero(live)
+        iso.iloc[rows] = table["iso"].to_numpy()[codes]
+        check.iloc[rows] = table["check"].to_numpy()[codes]
+        reason.iloc[rows] = table["reason"].where(table["check"].notna()).to_numpy()[codes]
+    if required:
+        check[blank] = "datetime_required"
+        reason[blank] = DATETIME_CHECKS["datetime_required"]
+    return pd.DataFrame({"iso": iso, "check": check, "reason": reason}, index=text.index)
+
+
+def known_zones(zones: pd.Series) -> pd.Series:
+    """Boolean per row: is the zone a known IANA zone (checked once per distinct name)."""
+    distinct = zones.dropna().unique()
+    verdict = {z: timerules.is_valid_zone(str(z)) for z in distinct}
+    return zones.map(verdict).fillna(False).astype(bool)

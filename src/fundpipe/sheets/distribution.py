@@ -1,0 +1,191 @@
+"""The distribution template: text frame → canonical payment rows, with every row-level issue.
+
+Order of work: money and date-times are parsed (their own checks), the pandera model checks ids,
+lengths, ranges and zones, then the cross-row rules: rows sharing an ``external_reference`` agree
+on name, vehicle, date and zone; no entity twice in one distribution; at most 1,000 payments per
+distribution. Entity resolution needs every file of the drop and happens in `fundpipe.validate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fundpipe.sheets.collect import IssueCollector
+from fundpipe.sheets.datetimes import known_zones, parse_datetimes
+from fundpipe.sheets.models import ENTITY_ID, DistributionSheetModel, failure_issues
+from fundpipe.sheets.money import MONEY_REASONS, parse_money
+
+#: Most payments one distribution may hold (service decision).
+MAX_PAYMENTS_PER_DISTRIBUTION = 1000
+
+#: Columns of the canonical payment frame, in order (docs/architecture.md).
+CANONICAL_COLUMNS = [
+    "source_file",
+    "sheet",
+    "row",
+    "distribution_name",
+    "vehicle",
+    "external_reference",
+    "distribution_date",
+    "distribution_timezone",
+    "entity",
+    "entity_is_ref",
+    "amount_cents",
+    "currency",
+    "distribution_date_override",
+    "notify",
+]
+
+_AGREEING = ("distribution_name", "vehicle", "distribution_date", "distribution_timezone")
+
+
+def check_distributions(
+    frame: pd.DataFrame, issues: IssueCollector, *, excel: bool
+) -> pd.DataFrame:
+    """Parse and check a canonical-named text frame (index = Excel row); return the parsed frame.
+
+    The returned frame has every canonical column except ``source_file``/``sheet``/``row`` and
+    still holds failing rows (their parsed values are <NA>).
+    """
+    out = pd.DataFrame(index=frame.index)
+    for column in ("distribution_name", "vehicle", "external_reference", "entity"):
+        out[column] = frame[column]
+    out["amount"] = frame["amount"]
+
+    money = parse_money(frame["amount"])
+    bad_money = money["check"].notna()
+    failed = money["check"][bad_money]
+    issues.add(bad_money, "amount", frame["amount"], failed, failed.map(MONEY_REASONS))
+    out["amount_cents"] = money["cents"]
+
+    currency = frame["currency"].str.upper().fillna("USD")
+    out["currency"] = currency.where(frame["currency"].notna(), "USD")
+    out["currency_written"] = frame["currency"]
+
+    zone = frame["distribution_timezone"].fillna("UTC")
+    zone_ok = known_zones(zone)
+    out["distribution_timezone"] = zone
+    issues.add(
+        ~zone_ok,
+        "distribution_timezone",
+        zone,
+        "known_time_zone",
+        "not a known IANA time zone (e.g. America/New_York, UTC)",
+    )
+    usable_zone = zone.where(zone_ok)
+
+    dates = parse_datetimes(frame["distribution_date"], usable_zone, excel_serials=excel)
+    issues.add(
+        dates["check"].notna(),
+        "distribution_date",
+        frame["distribution_date"],
+        dates["check"],
+        dates["reason"],
+    )
+    out["distribution_date"] = dates["iso"]
+
+    override = parse_datetimes(
+        frame["distribution_date_override"], usable_zone, excel_serials=excel, required=False
+    )
+    issues.add(
+        override["check"].notna(),
+        "distribution_date_override",
+        frame["distribution_date_override"],
+        override["check"],
+        override["reason"],
+    )
+    out["distribution_date_override"] = override["iso"]
+
+    notify = frame["notify"].str.strip().str.replace(r"\s*[;,]\s*", "; ", regex=True)
+    notify = notify.str.strip("; ")
+    out["notify"] = notify.mask(notify.eq(""))
+
+    entity = frame["entity"]
+    out["entity_is_ref"] = ~entity.str.fullmatch(ENTITY_ID).fillna(False).astype(bool)
+
+    checked = out.drop(columns=["currency"]).assign(
+        currency=frame["currency"].str.strip().str.upper()
+    )
+    failure_issues(DistributionSheetModel, checked, issues)
+    _cross_row(out, issues)
+    return out
+
+
+def _majority_disagreement(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: does its value differ from its group's most common value, and that value's code.
+
+    ``group`` and ``value`` are integer codes (-1 = missing, never flagged). Ties go to the value
+    seen first, so a single odd row in a group of two or more is the one flagged.
+    """
+    live = (group >= 0) & (value >= 0)
+    majority = np.full(int(group.max()) + 1 if len(group) else 0, -1, dtype=np.int64)
+    if live.any():
+        width = int(value.max()) + 1
+        key = group[live].astype(np.int64) * width + value[live]
+        distinct, first_seen, counts = np.unique(key, return_index=True, return_counts=True)
+        groups, values = distinct // width, distinct % width
+        # per group: most rows first, then the value seen first
+        order = np.lexsort((first_seen, -counts, groups))
+        ordered = groups[order]
+        leader = np.r_[True, ordered[1:] != ordered[:-1]]
+        majority[ordered[leader]] = values[order][leader]
+    expected = np.where(group >= 0, majority[np.maximum(group, 0)], -1)
+    return live & (value != expected), expected
+
+
+def _cross_row(out: pd.DataFrame, issues: IssueCollector) -> None:
+    ref = out["external_reference"]
+    group, ref_names = pd.factorize(ref)
+    if not len(ref_names):
+        return
+    for column in _AGREEING:
+        values = out[column]
+        codes, names = pd.factorize(values)
+        disagree, expected = _majority_disagreement(group, codes)
+        if disagree.any():
+            mask = pd.Series(disagree, index=out.index)
+            where = np.flatnonzero(disagree)
+            reason = pd.Series(pd.NA, index=out.index, dtype="str")
+            reason.iloc[where] = [
+                f"rows of distribution {ref_names[g]} disagree on {column}; most say {names[e]}"
+                for g, e in zip(group[where], expected[where], strict=True)
+            ]
+            issues.add(mask, column, values, "distribution_rows_agree", reason)
+
+    entity_codes, _ = pd.factorize(out["entity"])
+    live = (group >= 0) & (entity_codes >= 0)
+    key = pd.Series(group.astype(np.int64) * (entity_codes.max() + 1) + entity_codes)
+    twice = key.duplicated(keep="first").to_numpy() & live
+    if twice.any():
+        mask = pd.Series(twice, index=out.index)
+        reason = pd.Series(pd.NA, index=out.index, dtype="str")
+        where = np.flatnonzero(twice)
+        reason.iloc[where] = [
+            f"entity appears more than once in distribution {ref_names[g]}" for g in group[where]
+        ]
+        issues.add(mask, "entity", out["entity"], "entity_once_per_distribution", reason)
+
+    sizes = np.bincount(group[group >= 0], minlength=len(ref_names))
+    for code in np.flatnonzero(sizes > MAX_PAYMENTS_PER_DISTRIBUTION):
+        name, size = ref_names[int(code)], int(sizes[code])
+        issues.add_sheet_level(
+            "external_reference",
+            str(name),
+            "payments_per_distribution",
+            f"distribution {name} has {size:,} payments; at most "
+            f"{MAX_PAYMENTS_PER_DISTRIBUTION:,} are allowed — split it",
+        )
+
+
+def canonical_payments(out: pd.DataFrame, *, source_file: str, sheet: str | None) -> pd.DataFrame:
+    """The canonical payment frame (docs/architecture.md) from a fully valid parsed frame."""
+    frame = out.assign(
+        source_file=source_file,
+        sheet=sheet,
+        row=out.index.astype("int64"),
+    )
+    frame = frame[CANONICAL_COLUMNS].reset_index(drop=True)
+    frame["amount_cents"] = frame["amount_cents"].astype("int64")
+    frame["entity_is_ref"] = frame["entity_is_ref"].astype(bool)
+    return frame

@@ -1,0 +1,87 @@
+"""The shapes readers produce (`RawSheet`, `ReadResult`), their bounds (`ReadLimits`), and the
+shared clean-up of a sheet body (trim cells, blanks → null, drop trailing empty columns/rows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Bounds applied before parsing (all configurable)."""
+
+    #: largest file accepted (CSV, XLSX or Parquet), in bytes
+    max_file_bytes: int = 100 * MiB
+    #: largest total uncompressed size of an XLSX's parts, in bytes
+    max_xlsx_uncompressed_bytes: int = 512 * MiB
+    #: largest compression ratio of any part of an XLSX (zip bombs compress thousands-fold)
+    max_xlsx_ratio: float = 200.0
+    #: most data rows in one sheet
+    max_rows: int = 2_000_000
+
+
+@dataclass
+class RawSheet:
+    """One sheet as text: its header as written and its body indexed by Excel row number."""
+
+    name: str | None
+    header: list[str]
+    #: columns ``c0…cN`` (position in the header), dtype ``str``, index = Excel row number
+    body: pd.DataFrame
+    #: True for spreadsheet sources whose numeric cells may be Excel date serials
+    excel: bool = False
+    #: row-level problems found while reading: (row, column position, check, reason)
+    cell_errors: list[tuple[int, int, str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ReadResult:
+    """What a reader found in one file."""
+
+    sheets: list[RawSheet] = field(default_factory=list)
+    #: file-level errors: (check, reason, sheet)
+    errors: list[tuple[str, str, str | None]] = field(default_factory=list)
+    warnings: list[tuple[str, str, str | None]] = field(default_factory=list)
+    sha256: str | None = None
+
+
+def clean_table(columns: list[Any], names: list[str]) -> pd.DataFrame:
+    """Trim cells and turn blanks into nulls in Arrow (cheap), then hand pandas the frame."""
+    cleaned = []
+    for column in columns:
+        trimmed = pc.utf8_trim_whitespace(column)
+        cleaned.append(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed))
+    frame: pd.DataFrame = pa.table(cleaned, names=names).to_pandas()
+    frame.index = pd.RangeIndex(2, 2 + len(frame))
+    frame.attrs["clean"] = True
+    return frame
+
+
+def finish_sheet(
+    name: str | None,
+    header: list[Any],
+    body: pd.DataFrame,
+    *,
+    excel: bool,
+    cell_errors: list[tuple[int, int, str, str]],
+) -> RawSheet:
+    """Trim trailing empty columns and all-empty rows; strip cells."""
+    header = ["" if h is None else str(h).strip() for h in header]
+    if len(body.columns) and not body.attrs.get("clean"):
+        body = body.apply(lambda col: col.str.strip()).replace("", pd.NA)
+    keep = len(header)
+    while keep and not header[keep - 1] and body[f"c{keep - 1}"].isna().all():
+        keep -= 1
+    header = header[:keep]
+    body = body[[f"c{i}" for i in range(keep)]]
+    filled = body.notna().any(axis=1)
+    if not filled.all():
+        body = body[filled]
+    return RawSheet(name=name, header=header, body=body, excel=excel, cell_errors=cell_errors)

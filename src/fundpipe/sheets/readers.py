@@ -1,0 +1,270 @@
+"""Read CSV, XLSX and Parquet files into text frames, never raising on bad input.
+
+Every reader returns a `ReadResult`: the sheets it found (`RawSheet`: the header row as written
+and the body as text, indexed by Excel row number — header = row 1) plus file-level errors and
+warnings. Nothing is type-guessed: leading zeros and long ids survive. Bounds (`ReadLimits`) are
+checked before any parsing, so an oversized CSV or a zip bomb is refused in bounded time and
+memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
+from fundpipe.sheets.money import format_spreadsheet_number
+from fundpipe.sheets.xlsx import read_xlsx
+
+__all__ = ["MiB", "RawSheet", "ReadLimits", "ReadResult", "read_file"]
+
+
+def read_file(path: Path, limits: ReadLimits | None = None) -> ReadResult:
+    """Read ``path`` by its extension (``.csv``/``.txt``/``.tsv``, ``.xlsx``/``.xlsm``, ``.parquet``).
+
+    Never raises for bad input: an unreadable file comes back with a file-level error.
+    """
+    limits = limits or ReadLimits()
+    result = ReadResult()
+    suffix = path.suffix.lower()
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        result.errors.append(
+            ("file_unreadable", f"the file cannot be opened ({exc.strerror})", None)
+        )
+        return result
+    if size > limits.max_file_bytes:
+        result.errors.append(
+            (
+                "file_too_large",
+                f"the file is {size / MiB:.1f} MiB, over the {limits.max_file_bytes / MiB:.0f} MiB "
+                "limit; split it into smaller files",
+                None,
+            )
+        )
+        return result
+    try:
+        if suffix in {".csv", ".txt", ".tsv"}:
+            _read_csv(path, limits, result)
+        elif suffix in {".xlsx", ".xlsm"}:
+            read_xlsx(path, limits, result)
+        elif suffix == ".parquet":
+            _read_parquet(path, limits, result)
+        else:
+            result.errors.append(
+                (
+                    "file_type_unknown",
+                    f"files ending {suffix or '(none)'} are not read; use CSV, XLSX or Parquet",
+                    None,
+                )
+            )
+    except MemoryError:
+        result.sheets.clear()
+        result.errors.append(("file_too_large", "the file is too large to read in memory", None))
+    except Exception as exc:  # a reader must never take the run down; report the file instead
+        result.sheets.clear()
+        result.errors.append(
+            ("file_unreadable", f"the file cannot be read ({type(exc).__name__})", None)
+        )
+    return result
+
+
+# --------------------------------------------------------------------------------------- CSV
+
+
+def _decode(data: bytes, result: ReadResult) -> str | None:
+    """Decode CSV bytes: UTF-8 (± BOM), UTF-16 with BOM, else cp1252 with a warning."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            result.errors.append(
+                ("file_encoding", "the file claims UTF-16 but is not valid UTF-16", None)
+            )
+            return None
+    head = data[:65536]
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13))
+    if b"\x00" in head or controls > len(head) // 100:
+        result.errors.append(
+            (
+                "file_not_text",
+                "the file is not text (binary data); export the sheet as CSV or XLSX",
+                None,
+            )
+        )
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        result.errors.append(
+            (
+                "file_encoding",
+                "the file is neither UTF-8 nor Windows-1252 text; export it as UTF-8 CSV",
+                None,
+            )
+        )
+        return None
+    result.warnings.append(
+        (
+            "file_encoding_cp1252",
+            "the file is not UTF-8; it was read as Windows-1252 (cp1252) — check accented names, "
+            "or export as 'CSV UTF-8'",
+            None,
+        )
+    )
+    return text
+
+
+def _sniff_delimiter(first_line: str) -> str:
+    counts = {d: first_line.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
+    data = path.read_bytes()
+    result.sha256 = hashlib.sha256(data).hexdigest()
+    if not data[:65536].strip() and not data.strip():
+        result.errors.append(("file_empty", "the file is empty", None))
+        return
+    text = _decode(data, result)
+    if text is None:
+        return
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        result.errors.append(("file_empty", "the file is empty", None))
+        return
+    first_line = text.split("\n", 1)[0]
+    delimiter = _sniff_delimiter(first_line)
+    header = next(csv.reader(io.StringIO(text[:1_048_576]), delimiter=delimiter), [])
+    raw = (
+        data.removeprefix(b"\xef\xbb\xbf")
+        if not result.warnings and not data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        else text.encode("utf-8")
+    )
+    body = _csv_fast(raw, delimiter, len(header))
+    cell_errors: list[tuple[int, int, str, str]] = []
+    if body is None:
+        body, cell_errors = _csv_slow(text, delimiter, len(header))
+    sheet = finish_sheet(None, header, body, excel=False, cell_errors=cell_errors)
+    if len(sheet.body) > limits.max_rows:
+        result.errors.append(
+            (
+                "file_too_many_rows",
+                f"the file has {len(sheet.body):,} rows, over the {limits.max_rows:,} limit",
+                None,
+            )
+        )
+        return
+    result.sheets.append(sheet)
+
+
+_BLANK_LINE = re.compile(rb"\n[ \t]*\r?\n")
+
+
+def _csv_fast(data: bytes, delimiter: str, width: int) -> pd.DataFrame | None:
+    """pyarrow's reader on UTF-8 bytes; None when the file needs the careful reader.
+
+    The careful reader takes over for blank lines (pyarrow skips them, which would shift Excel
+    row numbers) and ragged rows (reported per row).
+    """
+    if width == 0 or _BLANK_LINE.search(data.rstrip()):
+        return None
+    names = [f"c{i}" for i in range(width)]
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(skip_rows=1, column_names=names, block_size=16 * MiB),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()),
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowException):
+        return None
+    return clean_table(list(table.columns), names)
+
+
+def _csv_slow(
+    text: str, delimiter: str, width: int
+) -> tuple[pd.DataFrame, list[tuple[int, int, str, str]]]:
+    """The standard-library reader: exact row numbers, ragged rows reported per row."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    next(reader, None)
+    rows: list[list[str]] = []
+    numbers: list[int] = []
+    errors: list[tuple[int, int, str, str]] = []
+    for record in reader:
+        number = len(numbers) + 2  # Excel numbering: one row per record, header = row 1
+        if not any(cell.strip() for cell in record):
+            numbers.append(number)
+            rows.append([""] * width)
+            continue
+        if len(record) > width and any(c.strip() for c in record[width:]):
+            errors.append(
+                (
+                    number,
+                    width,
+                    "row_too_many_cells",
+                    f"the row has {len(record)} cells but the header has {width}",
+                )
+            )
+        record = (record + [""] * width)[:width]
+        rows.append(record)
+        numbers.append(number)
+    frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(width)], index=numbers, dtype="str")
+    return frame.replace("", pd.NA), errors
+
+
+# ----------------------------------------------------------------------------------- Parquet
+
+
+def _read_parquet(path: Path, limits: ReadLimits, result: ReadResult) -> None:
+    result.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    try:
+        meta = pq.read_metadata(path)
+    except Exception:
+        result.errors.append(("parquet_corrupt", "the file is not a valid Parquet file", None))
+        return
+    if meta.num_rows > limits.max_rows:
+        result.errors.append(
+            (
+                "file_too_many_rows",
+                f"the file has {meta.num_rows:,} rows, over the {limits.max_rows:,} limit",
+                None,
+            )
+        )
+        return
+    table = pq.read_table(path)
+    header = list(table.column_names)
+    columns: dict[str, pd.Series] = {}
+    for i, column in enumerate(table.columns):
+        if pa.types.is_floating(column.type):
+            values = [
+                None if v is None else format_spreadsheet_number(v) for v in column.to_pylist()
+            ]
+            columns[f"c{i}"] = pd.Series(values, dtype="str")
+        elif pa.types.is_timestamp(column.type):
+            values = [None if v is None else v.isoformat() for v in column.to_pylist()]
+            columns[f"c{i}"] = pd.Series(values, dtype="str")
+        else:
+            columns[f"c{i}"] = column.cast(pa.string()).to_pandas().astype("str")
+    body = pd.DataFrame(columns)
+    body.index = pd.RangeIndex(2, 2 + len(body))
+    result.sheets.append(finish_sheet(None, header, body, excel=False, cell_errors=[]))

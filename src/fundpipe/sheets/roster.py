@@ -1,0 +1,166 @@
+"""The roster template: text frame → entities, contacts and payment instructions.
+
+One row per entity, contact or payment instruction; rows for the same entity repeat its entity
+columns and must agree on them. The full account number is kept only in
+``payment_instructions["account_number_secret"]``; issues show ``****`` and the last four.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fundpipe.sheets.collect import IssueCollector
+from fundpipe.sheets.issues import mask_account_number
+from fundpipe.sheets.models import RosterSheetModel, failure_issues
+
+_CONTACT = ("contact_name", "contact_email", "contact_external_reference")
+_PAYMENT = (
+    "payment_type",
+    "beneficiary_name",
+    "bank_name",
+    "routing_number",
+    "account_number",
+    "branch_code",
+    "payment_external_reference",
+)
+
+
+def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
+    """Check a canonical-named roster text frame (index = Excel row); return it normalised."""
+    out = frame.copy()
+    out["entity_type"] = (
+        frame["entity_type"].str.strip().str.lower().str.replace(r"[\s-]+", "_", regex=True)
+    )
+    out["payment_type"] = (
+        frame["payment_type"].str.strip().str.lower().str.replace(r"[\s-]+", "_", regex=True)
+    )
+    out["account_number"] = frame["account_number"].str.replace(r"[\s-]", "", regex=True)
+    failure_issues(RosterSheetModel, out, issues)
+
+    ref = out["entity_external_reference"]
+    for column in ("entity_name", "entity_type", "entity_external_type"):
+        values = out[column].fillna("")
+        known = ref.notna()
+        first = values[known].groupby(ref[known]).transform("first")
+        disagree = values[known].ne(first).reindex(out.index, fill_value=False)
+        reason = (
+            "rows of entity "
+            + ref.astype("str")
+            + f" disagree on {column}; the first says "
+            + first.reindex(out.index).astype("str")
+        ).where(disagree)
+        issues.add(disagree, column, out[column], "entity_rows_agree", reason)
+
+    has_contact = out[list(_CONTACT)].notna().any(axis=1)
+    for column in ("contact_name", "contact_email"):
+        issues.add(
+            has_contact & out[column].isna(),
+            column,
+            out[column],
+            "contact_complete",
+            "a contact needs both a name and an email",
+        )
+    has_payment = out[list(_PAYMENT)].notna().any(axis=1)
+    issues.add(
+        has_payment & out["payment_type"].isna(),
+        "payment_type",
+        out["payment_type"],
+        "payment_complete",
+        "payment instructions need a payment type (ach, domestic_wire or international_wire)",
+    )
+    issues.add(
+        has_payment & out["account_number"].isna(),
+        "account_number",
+        None,
+        "payment_complete",
+        "payment instructions need an account number",
+    )
+    domestic = out["payment_type"].isin(["ach", "domestic_wire"])
+    issues.add(
+        has_payment & domestic & out["routing_number"].isna(),
+        "routing_number",
+        None,
+        "payment_complete",
+        "ach and domestic wires need a routing number",
+    )
+    return out
+
+
+def roster_frames(
+    out: pd.DataFrame, *, source_file: str, sheet: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(entities, contacts, payment_instructions) frames from a fully valid roster frame."""
+    base = out.assign(source_file=source_file, sheet=sheet, row=out.index.astype("int64"))
+    entities = (
+        base.drop_duplicates("entity_external_reference")[
+            [
+                "source_file",
+                "sheet",
+                "row",
+                "entity_name",
+                "entity_type",
+                "entity_external_type",
+                "entity_external_reference",
+            ]
+        ]
+        .rename(
+            columns={
+                "entity_name": "name",
+                "entity_type": "type",
+                "entity_external_type": "external_type",
+                "entity_external_reference": "external_reference",
+            }
+        )
+        .reset_index(drop=True)
+    )
+    has_contact = base[list(_CONTACT)].notna().any(axis=1)
+    contacts = (
+        base[has_contact][
+            [
+                "source_file",
+                "sheet",
+                "row",
+                "contact_name",
+                "contact_email",
+                "contact_external_reference",
+                "entity_external_reference",
+            ]
+        ]
+        .rename(
+            columns={
+                "contact_name": "name",
+                "contact_email": "email",
+                "contact_external_reference": "external_reference",
+            }
+        )
+        .drop_duplicates(["entity_external_reference", "email"])
+        .reset_index(drop=True)
+    )
+    has_payment = base[list(_PAYMENT)].notna().any(axis=1)
+    payments = base[has_payment][
+        [
+            "source_file",
+            "sheet",
+            "row",
+            "entity_external_reference",
+            "payment_type",
+            "beneficiary_name",
+            "bank_name",
+            "routing_number",
+            "account_number",
+            "branch_code",
+            "payment_external_reference",
+        ]
+    ].rename(
+        columns={
+            "payment_type": "type",
+            "account_number": "account_number_secret",
+            "payment_external_reference": "external_reference",
+        }
+    )
+    payments.insert(
+        9,
+        "account_number_last_four",
+        payments["account_number_secret"].map(lambda v: mask_account_number(v)[-4:]),
+    )
+    return entities, contacts, payments.reset_index(drop=True)

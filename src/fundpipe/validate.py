@@ -1,0 +1,321 @@
+"""Validate dropped sheets: each file is accepted whole or rejected whole with its `Issue`s.
+
+`validate_files(paths)` reads every file (`fundpipe.sheets.readers`), matches each sheet's header
+to a template (distribution or roster), parses money and date-times, runs the template's pandera
+model and the cross-row rules, and finally resolves every distribution's entities across the
+whole drop. It never raises on bad input: problems are data (`FileReport.errors`).
+
+Rendering for the CLI: `render_json`, `render_table`, `validate_exit_code`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from fundpipe.sheets.collect import IssueCollector
+from fundpipe.sheets.distribution import canonical_payments, check_distributions
+from fundpipe.sheets.issues import FileReport, Issue, mask_account_number
+from fundpipe.sheets.readers import RawSheet, ReadLimits, read_file
+from fundpipe.sheets.roster import check_roster, roster_frames
+from fundpipe.sheets.templates import best_match, load_templates
+
+__all__ = [
+    "FileReport",
+    "Issue",
+    "ReadLimits",
+    "mask_account_number",
+    "render_json",
+    "render_table",
+    "validate_exit_code",
+    "validate_files",
+]
+
+#: Most row-level issues kept per sheet (the rest are counted in one extra issue).
+MAX_ISSUES_PER_SHEET = 50_000
+
+_UNREADABLE = {
+    "file_unreadable",
+    "file_not_text",
+    "file_encoding",
+    "file_too_large",
+    "file_type_unknown",
+    "xlsx_corrupt",
+    "xlsx_protected",
+    "xlsx_too_large",
+    "parquet_corrupt",
+}
+
+
+def validate_files(
+    paths: Iterable[Path | str],
+    *,
+    known_entity_refs: Iterable[str] | None = None,
+    limits: ReadLimits | None = None,
+) -> list[FileReport]:
+    """Validate every file of one drop; one `FileReport` per path, in order.
+
+    ``known_entity_refs``: external references of entities that already exist at the service.
+    When None, a distribution row naming an entity reference that no roster in this drop
+    defines gets a warning ("will be looked up at the service"); when given, it is an error.
+    """
+    reports = [_validate_one(Path(p), limits or ReadLimits()) for p in paths]
+    roster_refs: set[str] = set()
+    for report in reports:
+        if report.valid and report.entities is not None:
+            roster_refs.update(report.entities["external_reference"].dropna().astype(str))
+    known = None if known_entity_refs is None else set(known_entity_refs)
+    for report in reports:
+        _resolve_entities(report, roster_refs, known)
+    return reports
+
+
+def _validate_one(path: Path, limits: ReadLimits) -> FileReport:
+    report = FileReport(file=str(path))
+    result = read_file(path, limits)
+    report.content_sha256 = result.sha256
+    for check, reason, sheet in result.warnings:
+        report.file_warning(check, reason, sheet=sheet)
+    for check, reason, sheet in result.errors:
+        report.file_error(check, reason, sheet=sheet)
+        report.unreadable = report.unreadable or check in _UNREADABLE
+    if result.errors:
+        return report
+    if not result.sheets:
+        report.file_error("file_empty", "the workbook has no sheets")
+        return report
+    recognised = 0
+    several = len(result.sheets) > 1
+    for raw in result.sheets:
+        if raw.name is not None:
+            report.sheets.append(raw.name)
+        try:
+            recognised += _validate_sheet(report, raw, several=several)
+        except Exception as exc:  # a bug must reject the file, never take the whole drop down
+            report.file_error(
+                "validation_failed",
+                f"fundpipe could not validate this sheet ({type(exc).__name__}); the file is "
+                "rejected — please report it",
+                sheet=raw.name,
+            )
+            return report
+    if recognised == 0 and report.valid:
+        report.file_error(
+            "template_unknown",
+            "no sheet has a distribution or roster header in row 1 "
+            "(see schemas/templates/distribution_sheet.md and roster_sheet.md)",
+        )
+    return report
+
+
+def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
+    """Validate one sheet into ``report``; 1 if it matched a template, else 0."""
+    sheet = raw.name
+    if not any(raw.header):
+        if several:
+            report.file_warning(
+                "sheet_ignored",
+                f"sheet {sheet!r} is empty or has no header in row 1; ignored",
+                sheet=sheet,
+            )
+        else:
+            report.file_error("file_empty", "the file is empty (no header row)", sheet=sheet)
+            return 1
+        return 0
+    match = best_match(raw.header, load_templates())
+    if match.score[0] == 0 or (several and match.missing and match.score[0] < 0.5):
+        if several:
+            report.file_warning(
+                "sheet_ignored",
+                f"sheet {sheet!r} is not a distribution or roster sheet; ignored",
+                sheet=sheet,
+            )
+            return 0
+        expected = ", ".join(load_templates()["distribution"].required)
+        report.file_error(
+            "template_unknown",
+            f"the header is not a distribution or roster header; a distribution sheet needs {expected}",
+            sheet=sheet,
+        )
+        return 1
+    report.templates[sheet or ""] = match.template.name
+    if match.missing:
+        report.file_error(
+            "required_columns",
+            f"missing required column(s) for a {match.template.title.lower()}: "
+            + ", ".join(match.missing),
+            sheet=sheet,
+        )
+    for name, spellings in match.duplicates.items():
+        report.file_error(
+            "duplicate_columns",
+            f"columns {', '.join(map(repr, spellings))} all mean {name}; keep one",
+            sheet=sheet,
+        )
+    for _pos, text in match.unknown:
+        if text:
+            report.warnings.append(
+                Issue(
+                    report.file,
+                    sheet,
+                    1,
+                    text,
+                    None,
+                    "unknown_column",
+                    "this column is not part of the template and was ignored",
+                )
+            )
+    if match.missing or match.duplicates:
+        return 1
+    body = raw.body
+    report.rows += len(body)
+    if body.empty:
+        report.file_error("no_rows", "the sheet has a header but no data rows", sheet=sheet)
+        return 1
+    frame = pd.DataFrame(index=body.index)
+    for column in match.template.column_names:
+        pos = match.positions.get(column)
+        frame[column] = (
+            body[f"c{pos}"] if pos is not None else pd.Series(pd.NA, index=body.index, dtype="str")
+        )
+    issues = IssueCollector()
+    for row, pos, check, reason in raw.cell_errors:
+        cell_column = next((c for c, p in match.positions.items() if p == pos), None)
+        if cell_column is None and check == "formula_without_value":
+            continue  # a formula in a column the template ignores
+        mask = pd.Series(body.index == row, index=body.index)
+        issues.add(mask, cell_column, None, check, reason)
+    if match.template.name == "distribution":
+        parsed = check_distributions(frame, issues, excel=raw.excel)
+    else:
+        parsed = check_roster(frame, issues)
+    headers = dict(match.headers)
+    report.headers[sheet or ""] = headers
+    found = issues.to_issues(report.file, sheet, headers, limit=MAX_ISSUES_PER_SHEET)
+    if len(issues) > MAX_ISSUES_PER_SHEET:
+        found.append(
+            Issue(
+                report.file,
+                sheet,
+                None,
+                None,
+                None,
+                "too_many_issues",
+                f"{len(issues) - MAX_ISSUES_PER_SHEET:,} more problems were not listed; fix the ones above first",
+            )
+        )
+    for issue in found:
+        report.add_error(issue)
+    if found:
+        return 1
+    source: str = report.file
+    if match.template.name == "distribution":
+        payments = canonical_payments(parsed, source_file=source, sheet=sheet)
+        report.distributions = _concat(report.distributions, payments)
+    else:
+        entities, contacts, instructions = roster_frames(parsed, source_file=source, sheet=sheet)
+        report.entities = _concat(report.entities, entities)
+        report.contacts = _concat(report.contacts, contacts)
+        report.payment_instructions = _concat(report.payment_instructions, instructions)
+    return 1
+
+
+def _concat(current: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    return new if current is None else pd.concat([current, new], ignore_index=True)
+
+
+def _resolve_entities(report: FileReport, roster_refs: set[str], known: set[str] | None) -> None:
+    payments = report.distributions
+    if payments is None:
+        return
+    refs = payments[payments["entity_is_ref"]]
+    if refs.empty:
+        return
+    unresolved = refs[~refs["entity"].isin(roster_refs | (known or set()))]
+    header = "entity"
+    for sheet, row, entity in unresolved[["sheet", "row", "entity"]].itertuples(
+        index=False, name=None
+    ):
+        name = None if sheet is None else str(sheet)
+        written = report.headers.get(name or "", {}).get("entity", header)
+        where = (report.file, name, int(row), written, str(entity))
+        if known is None:
+            report.warnings.append(
+                Issue(
+                    *where,
+                    "entity_resolvable",
+                    "no roster in this drop defines this entity reference; it will be looked up at the service",
+                )
+            )
+        else:
+            report.add_error(
+                Issue(
+                    *where,
+                    "entity_resolvable",
+                    "no entity has this external reference, neither in this drop's roster nor at the service",
+                )
+            )
+    if not report.valid:
+        report.distributions = None
+
+
+def validate_exit_code(reports: Sequence[FileReport]) -> int:
+    """CLI exit code: 0 all valid, 1 any rejected, 2 any input unreadable."""
+    if any(r.unreadable for r in reports):
+        return 2
+    return 0 if all(r.valid for r in reports) else 1
+
+
+def render_json(reports: Sequence[FileReport]) -> dict[str, Any]:
+    """``{"files": [{"file", "sheet", "valid", "rows", "errors": [...], "warnings": [...]}]}``."""
+    return {
+        "files": [
+            {
+                "file": r.file,
+                "sheet": ", ".join(r.sheets) if r.sheets else None,
+                "valid": r.valid,
+                "rows": r.rows,
+                "errors": [i.as_dict() for i in r.errors],
+                "warnings": [i.as_dict() for i in r.warnings],
+            }
+            for r in reports
+        ]
+    }
+
+
+def render_table(reports: Sequence[FileReport], console: Console, *, max_issues: int = 50) -> None:
+    """Print a readable verdict per file and a table of its issues to ``console``."""
+    for report in reports:
+        verdict = (
+            "[green]valid[/]"
+            if report.valid
+            else ("[red]unreadable[/]" if report.unreadable else "[red]rejected[/]")
+        )
+        console.print(
+            f"[bold]{report.file}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
+        )
+        issues = [*report.errors, *report.warnings]
+        if not issues:
+            continue
+        table = Table(show_lines=False)
+        for title in ("", "sheet", "row", "column", "value", "check", "reason"):
+            table.add_column(title, overflow="fold")
+        for issue in issues[:max_issues]:
+            kind = "[red]error[/]" if issue in report.errors else "[yellow]warning[/]"
+            table.add_row(
+                kind,
+                issue.sheet or "",
+                "" if issue.row is None else str(issue.row),
+                issue.column or "",
+                issue.value or "",
+                issue.check,
+                issue.reason,
+            )
+        console.print(table)
+        if len(issues) > max_issues:
+            console.print(f"… and {len(issues) - max_issues:,} more (use --format json for all)")
