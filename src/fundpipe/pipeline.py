@@ -69,7 +69,8 @@ def copy_samples(settings: Settings) -> list[Path]:
     for sheet in sorted(samples.glob("*")):
         if sheet.is_file() and sheet.suffix.lower() in SHEET_SUFFIXES:
             target = inbox / sheet.name
-            shutil.copyfile(sheet, target)
+            # copy2 keeps the sample's modification time: a complete file, not one being written
+            shutil.copy2(sheet, target)
             copied.append(target)
     return copied
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "samples"
 BROKEN = SAMPLES / "broken" / "negative_amount.csv"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> di
     data_dir = tmp_path_factory.mktemp("night")
     shutil.copytree(SAMPLES, data_dir / "samples", ignore=shutil.ignore_patterns("broken"))
     (data_dir / "inbox").mkdir()
-    shutil.copyfile(BROKEN, data_dir / "inbox" / "q4_typo.csv")
+    shutil.copy2(BROKEN, data_dir / "inbox" / "q4_typo.csv")  # keeps its mtime: a settled file
     flows = load_flows()
     summary = flows.nightly(samples=True, data_dir=str(data_dir))
     return {"data_dir": data_dir, "summary": summary}
