@@ -29,7 +29,7 @@ typecheck: install
 # temporary server (SQLite) times out when it has to fight the parallel suite for the CPU.
 unit: install
 	$(BIN)/pytest -n 2 --dist loadfile -m "not e2e"
-	$(BIN)/pytest -m e2e
+	$(BIN)/pytest -m e2e tests/e2e
 
 test: lint typecheck unit ## install, lint, type-check and run the whole suite
 

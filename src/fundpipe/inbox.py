@@ -1,0 +1,212 @@
+"""The inbox: ``data/inbox`` → ``processing/`` → ``processed/`` or ``rejected/``.
+
+- Files still being written are left alone: office lock and temporary names (``~$x.xlsx``,
+  ``.~lock.x#``, ``*.part``, ``*.tmp``, dot files) and files whose size or modification time
+  changes while they are watched, or that changed less than ``settle_s`` ago.
+- Every move is one ``os.rename`` inside the data directory (one filesystem: atomic). Names are
+  sanitised to ``[A-Za-z0-9._-]`` and checked to stay inside the data directory; a name already
+  taken gets a numeric suffix, so nothing is ever overwritten.
+- :class:`InboxLock` is an exclusive ``fcntl`` lock on ``<data>/.ingest.lock``: a second
+  ``fundpipe ingest`` fails at once with the holder's pid, host and start time. The kernel drops
+  the lock when its process dies, even by SIGKILL, so a crash never leaves the inbox locked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+#: File suffixes the readers understand.
+SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
+_TRANSIENT_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial", ".swp")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME = 120
+
+
+class InboxBusyError(RuntimeError):
+    """Another process holds the inbox lock."""
+
+
+class UnsafePathError(ValueError):
+    """A path would leave the data directory."""
+
+
+@dataclass(frozen=True)
+class InboxDirs:
+    """The directories of one data directory."""
+
+    data_dir: Path
+
+    @property
+    def inbox(self) -> Path:
+        """Where analysts drop files."""
+        return self.data_dir / "inbox"
+
+    @property
+    def processing(self) -> Path:
+        """Files being submitted (left here by a crash, picked up first by the next run)."""
+        return self.data_dir / "processing"
+
+    @property
+    def processed(self) -> Path:
+        """Files fully submitted."""
+        return self.data_dir / "processed"
+
+    @property
+    def rejected(self) -> Path:
+        """Files refused, each with its error report beside it."""
+        return self.data_dir / "rejected"
+
+    def create(self) -> None:
+        """Create every directory."""
+        for d in (self.inbox, self.processing, self.processed, self.rejected):
+            d.mkdir(parents=True, exist_ok=True)
+
+
+def is_transient_name(name: str) -> bool:
+    """True for names of files that are still being written or are not sheets."""
+    lower = name.lower()
+    return (
+        name.startswith(("~$", ".~lock", ".", "~"))
+        or lower.endswith(_TRANSIENT_SUFFIXES)
+        or lower.endswith("#")
+        or Path(lower).suffix not in SHEET_SUFFIXES
+    )
+
+
+def sanitize_name(name: str) -> str:
+    """A safe file name: the base name only, ``[A-Za-z0-9._-]``, no leading dot, bounded."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    clean = _UNSAFE.sub("_", base).lstrip(".") or "file"
+    if clean in {".", ".."}:
+        clean = "file"
+    if len(clean) > _MAX_NAME:
+        suffix = Path(clean).suffix[:10]
+        clean = clean[: _MAX_NAME - len(suffix)] + suffix
+    return clean
+
+
+def _inside(path: Path, root: Path) -> Path:
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise UnsafePathError("path leaves the data directory")
+    return resolved
+
+
+def move_into(src: Path, dest_dir: Path, data_dir: Path, name: str | None = None) -> Path:
+    """Rename ``src`` into ``dest_dir`` under a sanitised, unused name; returns the new path."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    _inside(dest_dir, data_dir)
+    clean = sanitize_name(name or src.name)
+    stem, suffix = Path(clean).stem, Path(clean).suffix
+    target = dest_dir / clean
+    n = 1
+    while target.exists():
+        target = dest_dir / f"{stem}-{n}{suffix}"
+        n += 1
+    _inside(target, data_dir)
+    src.rename(target)  # one filesystem: os.rename, atomic
+    return target
+
+
+def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
+    """Sheet files in ``directory`` that are not being written, sorted by name.
+
+    A file qualifies when its name is not transient, it was last modified at least ``settle_s``
+    seconds ago, and its size and modification time do not change while it is watched for
+    ``watch_s`` seconds (capped at ``settle_s``; 0 disables both). A file that does not
+    qualify is simply left for the next run.
+    """
+    if not directory.is_dir():
+        return []
+
+    def look() -> dict[Path, tuple[int, int]]:
+        out = {}
+        for p in directory.iterdir():
+            if is_transient_name(p.name) or not p.is_file() or p.is_symlink():
+                continue
+            st = p.stat()
+            out[p] = (st.st_size, st.st_mtime_ns)
+        return out
+
+    first = look()
+    if settle_s > 0 and first:
+        time.sleep(min(settle_s, watch_s))
+    second = look()
+    now = time.time()
+    return sorted(
+        (p for p, sig in first.items() if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s),
+        key=lambda p: p.name,
+    )
+
+
+class InboxLock:
+    """An exclusive, non-blocking lock on ``<data_dir>/.ingest.lock`` naming its holder."""
+
+    def __init__(self, data_dir: Path) -> None:
+        """Prepare the lock for ``data_dir`` (nothing is locked yet)."""
+        self.path = data_dir / ".ingest.lock"
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`InboxBusyError` naming the holder."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = _describe_holder(handle.read())
+            handle.close()
+            raise InboxBusyError(f"another fundpipe ingest is running ({holder})") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            )
+        )
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        """Release the lock (the holder note stays; it is rewritten by the next holder)."""
+        if self._file is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> Self:
+        """Acquire on entry."""
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Release on exit."""
+        self.release()
+
+
+def _describe_holder(text: str) -> str:
+    try:
+        info = json.loads(text)
+        return f"pid {info['pid']} on {info['host']} since {info['since']}"
+    except (ValueError, KeyError, TypeError):
+        return "holder unknown"

@@ -1,0 +1,575 @@
+"""The submission ledger: a DuckDB file of intents and outcomes (``Settings.ledger_file``).
+
+Tables (the first two are the seam the warehouse copies; see docs/architecture.md):
+
+- ``ledger_files``     one row per file content hash: ``processing | processed | rejected |
+                       conflict``, rows, distributions, total cents (+ ``message``, ``updated_at``).
+- ``ledger_payments``  one row per sheet payment row: the distribution it belongs to, its state
+                       ``planned | sent | created | linked | conflict | failed`` and, once
+                       known, its ``dst_``/``dpmt_`` ids (+ ``request_key``).
+- ``ledger_requests``  one row per request (keyed by its Idempotency-Key): the intent written
+                       *before* sending (``state = 'sent'``, body with account numbers masked),
+                       the outcome written after (``succeeded | failed | unknown | settled``,
+                       HTTP status, request id, service ids, error).
+
+A request whose row still says ``sent`` or ``unknown`` when a run starts was interrupted: the
+next run settles it (looking distributions up by ``external_reference``) before sending anything.
+Every write is its own transaction, so a SIGKILL loses at most the write in progress.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
+
+Clock = Callable[[], datetime]
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS ledger_files (
+    file_hash VARCHAR PRIMARY KEY,
+    source_file VARCHAR,
+    received_at TIMESTAMPTZ,
+    state VARCHAR,
+    rows INTEGER,
+    distributions INTEGER,
+    total_cents BIGINT,
+    message VARCHAR,
+    updated_at TIMESTAMPTZ
+);
+CREATE TABLE IF NOT EXISTS ledger_payments (
+    file_hash VARCHAR,
+    source_file VARCHAR,
+    sheet VARCHAR,
+    row INTEGER,
+    distribution_external_reference VARCHAR,
+    distribution_name VARCHAR,
+    vehicle VARCHAR,
+    entity VARCHAR,
+    amount_cents BIGINT,
+    currency VARCHAR,
+    distribution_id VARCHAR,
+    payment_id VARCHAR,
+    state VARCHAR,
+    updated_at TIMESTAMPTZ,
+    request_key VARCHAR,
+    position INTEGER
+);
+CREATE TABLE IF NOT EXISTS ledger_requests (
+    key VARCHAR PRIMARY KEY,
+    phase VARCHAR,
+    method VARCHAR,
+    path VARCHAR,
+    label VARCHAR,
+    file_hashes VARCHAR,
+    distribution_refs VARCHAR,
+    body VARCHAR,
+    state VARCHAR,
+    attempts INTEGER,
+    status INTEGER,
+    request_id VARCHAR,
+    service_ids VARCHAR,
+    error VARCHAR,
+    intent_at TIMESTAMPTZ,
+    outcome_at TIMESTAMPTZ
+);
+"""
+
+_PAYMENT_SCHEMA = pa.schema(
+    [
+        ("file_hash", pa.string()),
+        ("source_file", pa.string()),
+        ("sheet", pa.string()),
+        ("row", pa.int32()),
+        ("distribution_external_reference", pa.string()),
+        ("distribution_name", pa.string()),
+        ("vehicle", pa.string()),
+        ("entity", pa.string()),
+        ("amount_cents", pa.int64()),
+        ("currency", pa.string()),
+        ("distribution_id", pa.string()),
+        ("payment_id", pa.string()),
+        ("state", pa.string()),
+        ("updated_at", pa.timestamp("us", tz="UTC")),
+        ("request_key", pa.string()),
+        ("position", pa.int32()),
+    ]
+)
+_OUTCOME_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("state", pa.string()),
+        ("status", pa.int32()),
+        ("request_id", pa.string()),
+        ("service_ids", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+_MARK_SCHEMA = pa.schema(
+    [
+        ("file_hash", pa.string()),
+        ("ref", pa.string()),
+        ("position", pa.int32()),
+        ("state", pa.string()),
+        ("request_key", pa.string()),
+        ("distribution_id", pa.string()),
+        ("payment_id", pa.string()),
+        ("entity", pa.string()),
+    ]
+)
+
+#: Payment states that are final: nothing more will be sent for the row.
+FINAL_PAYMENT_STATES = frozenset({"created", "linked", "conflict", "failed"})
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """A ledger row of ``ledger_requests``."""
+
+    key: str
+    phase: str
+    path: str
+    state: str
+    file_hashes: tuple[str, ...]
+    distribution_refs: tuple[str, ...]
+    attempts: int
+    status: int | None
+    intent_at: datetime | None
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ledger:
+    """An open ledger. Use :func:`open_ledger` (a context manager) to get one."""
+
+    def __init__(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        clock: Clock = _utcnow,
+        *,
+        read_only: bool = False,
+    ) -> None:
+        """Wrap an open DuckDB connection; creates the tables when missing (unless read-only)."""
+        self._con = connection
+        self._clock = clock
+        self._depth = 0
+        self._marks: list[dict[str, Any]] | None = None
+        self._outcomes: list[dict[str, Any]] | None = None
+        if not read_only:
+            self._con.execute(_DDL)
+
+    # ------------------------------------------------------------------------ files
+
+    def file_state(self, file_hash: str) -> str | None:
+        """The recorded state of a file content hash, or None when never seen."""
+        row = self._con.execute(
+            "SELECT state FROM ledger_files WHERE file_hash = ?", [file_hash]
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def record_file(
+        self,
+        file_hash: str,
+        source_file: str,
+        state: str,
+        *,
+        rows: int | None = None,
+        distributions: int | None = None,
+        total_cents: int | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Insert or update one file's row (counts kept when not given)."""
+        now = self._clock()
+        self._con.execute(
+            """
+            INSERT INTO ledger_files AS f VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (file_hash) DO UPDATE SET
+                source_file = excluded.source_file,
+                state = excluded.state,
+                rows = coalesce(excluded.rows, f.rows),
+                distributions = coalesce(excluded.distributions, f.distributions),
+                total_cents = coalesce(excluded.total_cents, f.total_cents),
+                message = excluded.message,
+                updated_at = excluded.updated_at
+            """,
+            [
+                file_hash,
+                source_file,
+                now,
+                state,
+                rows,
+                distributions,
+                total_cents,
+                message,
+                now,
+            ],
+        )
+
+    def files(self) -> list[dict[str, Any]]:
+        """Every file row, oldest first."""
+        cur = self._con.execute("SELECT * FROM ledger_files ORDER BY received_at, file_hash")
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    # ------------------------------------------------------------------------ payments
+
+    def record_distributions(self, distributions: Iterable[PlannedDistribution]) -> None:
+        """Record every sheet row of ``distributions`` once (later calls update states only).
+
+        ``create`` rows start ``planned``, ``link`` rows ``linked`` (with the existing id),
+        ``conflict`` rows ``conflict``. Rows already created or linked are left alone.
+        """
+        now = self._clock()
+        rows = []
+        for d in distributions:
+            state = {"create": "planned", "link": "linked", "conflict": "conflict"}[d.action]
+            for position, p in enumerate(d.payments):
+                rows.append(
+                    {
+                        "file_hash": d.file_hash,
+                        "source_file": p.source_file,
+                        "sheet": p.sheet,
+                        "row": p.row,
+                        "distribution_external_reference": d.external_reference,
+                        "distribution_name": d.name,
+                        "vehicle": d.vehicle,
+                        "entity": p.entity if isinstance(p.entity, str) else None,
+                        "amount_cents": p.amount_cents,
+                        "currency": p.currency,
+                        "distribution_id": d.existing_id if d.action == "link" else None,
+                        "payment_id": None,
+                        "state": state,
+                        "updated_at": now,
+                        "request_key": None,
+                        "position": position,
+                    }
+                )
+        if not rows:
+            return
+        incoming = pa.Table.from_pylist(rows, schema=_PAYMENT_SCHEMA)
+        with self.transaction():
+            self._con.register("_incoming", incoming)
+            try:
+                self._con.execute(
+                    """
+                    INSERT INTO ledger_payments
+                    SELECT i.* FROM _incoming i
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM ledger_payments p
+                        WHERE p.file_hash = i.file_hash AND p.sheet IS NOT DISTINCT FROM i.sheet
+                          AND p.row = i.row)
+                    """
+                )
+                # rows seen before and not final: take the new classification
+                self._con.execute(
+                    """
+                    UPDATE ledger_payments p SET
+                        state = CASE WHEN i.state = 'planned' AND p.state = 'sent' THEN 'sent'
+                                     ELSE i.state END,
+                        distribution_id = coalesce(i.distribution_id, p.distribution_id),
+                        updated_at = i.updated_at
+                    FROM _incoming i
+                    WHERE p.file_hash = i.file_hash AND p.sheet IS NOT DISTINCT FROM i.sheet
+                      AND p.row = i.row AND p.state NOT IN ('created', 'linked')
+                    """
+                )
+            finally:
+                self._con.unregister("_incoming")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes into one commit (nested calls join the outer transaction)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self._con.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self._con.execute("COMMIT")
+
+    def mark_distributions(
+        self,
+        file_hash: str,
+        refs: Sequence[str],
+        state: str,
+        *,
+        request_key: str | None = None,
+        distribution_ids: Mapping[str, str] | None = None,
+        payment_ids: Mapping[str, Sequence[str | None]] | None = None,
+        entities: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        """Set the state (and, when known, ids) of every row of the given distributions.
+
+        ``payment_ids[ref]`` lists the ``dpmt_`` ids in request order (the sheet's row order);
+        ``entities[ref]`` the resolved ``ent_`` ids in the same order. Inside :meth:`batched`
+        the change is applied when the batch ends.
+        """
+        marks = []
+        for ref in refs:
+            ids = list((payment_ids or {}).get(ref) or ())
+            ents = list((entities or {}).get(ref) or ())
+            dst = (distribution_ids or {}).get(ref)
+            for position in range(max(len(ids), len(ents), 1)):
+                marks.append(
+                    {
+                        "file_hash": file_hash,
+                        "ref": ref,
+                        "position": position if (ids or ents) else None,
+                        "state": state,
+                        "request_key": request_key,
+                        "distribution_id": dst,
+                        "payment_id": ids[position] if position < len(ids) else None,
+                        "entity": ents[position] if position < len(ents) else None,
+                    }
+                )
+        if self._marks is not None:
+            self._marks.extend(marks)
+        elif marks:
+            with self.transaction():
+                self._apply_marks(marks)
+
+    def _apply_marks(self, marks: list[dict[str, Any]]) -> None:
+        # one row per target: the last mark wins; a positional mark supersedes a whole-
+        # distribution one for the same reference
+        last: dict[tuple[str, str, int | None], dict[str, Any]] = {}
+        for m in marks:
+            if m["position"] is not None:
+                last.pop((m["file_hash"], m["ref"], None), None)
+            elif any(k[:2] == (m["file_hash"], m["ref"]) and k[2] is not None for k in last):
+                last = {k: v for k, v in last.items() if k[:2] != (m["file_hash"], m["ref"])}
+            last[(m["file_hash"], m["ref"], m["position"])] = m
+        table = pa.Table.from_pylist(list(last.values()), schema=_MARK_SCHEMA)
+        self._con.register("_marks", table)
+        try:
+            self._con.execute(
+                """
+                UPDATE ledger_payments p SET
+                    state = m.state, updated_at = $now,
+                    request_key = coalesce(m.request_key, p.request_key),
+                    distribution_id = coalesce(m.distribution_id, p.distribution_id),
+                    payment_id = coalesce(m.payment_id, p.payment_id),
+                    entity = coalesce(m.entity, p.entity)
+                FROM _marks m
+                WHERE p.file_hash = m.file_hash
+                  AND p.distribution_external_reference = m.ref
+                  AND (m.position IS NULL OR p.position = m.position)
+                """,
+                {"now": self._clock()},
+            )
+        finally:
+            self._con.unregister("_marks")
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Collect outcomes and payment marks; apply them in one transaction at the end."""
+        if self._marks is not None:
+            yield
+            return
+        self._marks, self._outcomes = [], []
+        try:
+            yield
+            marks, outcomes = self._marks, self._outcomes
+        finally:
+            self._marks = self._outcomes = None
+        if not (marks or outcomes):
+            return
+        with self.transaction():
+            if outcomes:
+                self._apply_outcomes(outcomes)
+            if marks:
+                self._apply_marks(marks)
+
+    def payment_states(self, file_hash: str | None = None) -> dict[str, int]:
+        """Count of payment rows per state (for one file, or all)."""
+        sql = "SELECT state, count(*) FROM ledger_payments"
+        params: list[Any] = []
+        if file_hash is not None:
+            sql += " WHERE file_hash = ?"
+            params.append(file_hash)
+        rows = self._con.execute(sql + " GROUP BY state", params).fetchall()
+        return {str(s): int(n) for s, n in rows}
+
+    def payments(self, file_hash: str | None = None) -> list[dict[str, Any]]:
+        """Payment rows (for one file, or all), in file and row order."""
+        sql = "SELECT * FROM ledger_payments"
+        params: list[Any] = []
+        if file_hash is not None:
+            sql += " WHERE file_hash = ?"
+            params.append(file_hash)
+        cur = self._con.execute(sql + " ORDER BY file_hash, sheet, row", params)
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def sent_refs(self, file_hash: str) -> set[str]:
+        """References of this file's distributions that a request of ours carried."""
+        rows = self._con.execute(
+            "SELECT file_hashes, distribution_refs FROM ledger_requests "
+            "WHERE phase = 'distributions' AND contains(file_hashes, ?)",
+            [json.dumps(file_hash)],
+        ).fetchall()
+        out: set[str] = set()
+        for hashes, refs in rows:
+            if file_hash in json.loads(hashes or "[]"):
+                out.update(json.loads(refs or "[]"))
+        return out
+
+    # ------------------------------------------------------------------------ requests
+
+    def record_intent(self, request: ResolvedRequest) -> None:
+        """Write the intent of ``request`` before it is sent (state ``sent``)."""
+        now = self._clock()
+        body = _stored_body(request)
+        # One statement, one commit: the intent is durable before anything is sent. The rows of
+        # ledger_payments follow with the outcome (a crash in between leaves the request open,
+        # and the next run settles it by looking the distributions up).
+        self._record_intent(request, body, now)
+
+    def record_intents(self, requests: Sequence[ResolvedRequest]) -> None:
+        """Write several intents in one commit (requests about to be sent together)."""
+        now = self._clock()
+        with self.transaction():
+            for request in requests:
+                body = _stored_body(request)
+                self._record_intent(request, body, now)
+
+    def _record_intent(self, request: ResolvedRequest, body: str, now: datetime) -> None:
+        self._con.execute(
+            """
+            INSERT INTO ledger_requests AS r VALUES
+                (?, ?, ?, ?, ?, ?, ?, ?, 'sent', 1, NULL, NULL, NULL, NULL, ?, NULL)
+            ON CONFLICT (key) DO UPDATE SET
+                state = 'sent', attempts = r.attempts + 1, intent_at = excluded.intent_at
+            """,
+            [
+                request.key,
+                request.phase,
+                request.method,
+                request.path,
+                request.label,
+                json.dumps(list(request.file_hashes)),
+                json.dumps(list(request.distribution_refs)),
+                body,
+                now,
+            ],
+        )
+
+    def record_outcome(
+        self,
+        key: str,
+        state: str,
+        *,
+        status: int | None = None,
+        request_id: str | None = None,
+        service_ids: Sequence[str] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Write a request's outcome: ``succeeded``, ``failed``, ``unknown`` or ``settled``."""
+        outcome = {
+            "key": key,
+            "state": state,
+            "status": status,
+            "request_id": request_id,
+            "service_ids": json.dumps(list(service_ids)) if service_ids is not None else None,
+            "error": error,
+        }
+        if self._outcomes is not None:
+            self._outcomes.append(outcome)
+        else:
+            self._apply_outcomes([outcome])
+
+    def _apply_outcomes(self, outcomes: list[dict[str, Any]]) -> None:
+        table = pa.Table.from_pylist(outcomes, schema=_OUTCOME_SCHEMA)
+        self._con.register("_outcomes", table)
+        try:
+            self._con.execute(
+                """
+                UPDATE ledger_requests r SET state = o.state, status = o.status,
+                    request_id = o.request_id, service_ids = o.service_ids, error = o.error,
+                    outcome_at = $now
+                FROM _outcomes o WHERE r.key = o.key
+                """,
+                {"now": self._clock()},
+            )
+        finally:
+            self._con.unregister("_outcomes")
+
+    def settle_open(self, keep: set[str]) -> int:
+        """Mark open requests not in ``keep`` as ``settled`` (what they asked for exists)."""
+        open_keys = [r.key for r in self.open_requests() if r.key not in keep]
+        for key in open_keys:
+            self.record_outcome(key, "settled")
+        return len(open_keys)
+
+    def open_requests(self) -> list[RequestRecord]:
+        """Requests whose outcome is not known (``sent`` or ``unknown``), oldest first."""
+        return [r for r in self.requests() if r.state in {"sent", "unknown"}]
+
+    def requests(self) -> list[RequestRecord]:
+        """Every request row, oldest intent first."""
+        rows = self._con.execute(
+            "SELECT key, phase, path, state, file_hashes, distribution_refs, attempts, status, "
+            "intent_at FROM ledger_requests ORDER BY intent_at, key"
+        ).fetchall()
+        return [
+            RequestRecord(
+                key=str(r[0]),
+                phase=str(r[1]),
+                path=str(r[2]),
+                state=str(r[3]),
+                file_hashes=tuple(json.loads(r[4] or "[]")),
+                distribution_refs=tuple(json.loads(r[5] or "[]")),
+                attempts=int(r[6] or 0),
+                status=None if r[7] is None else int(r[7]),
+                intent_at=r[8],
+            )
+            for r in rows
+        ]
+
+    def request_state(self, key: str) -> str | None:
+        """The recorded state of one request key, or None."""
+        row = self._con.execute("SELECT state FROM ledger_requests WHERE key = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def close(self) -> None:
+        """Close the connection (checkpointing the file)."""
+        self._con.close()
+
+
+def _stored_body(request: ResolvedRequest) -> str:
+    """The body as the ledger keeps it: account numbers masked (only instructions carry any)."""
+    body: Any = request.body
+    if request.phase == "payment_instructions":
+        body = display_body(body)
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@contextmanager
+def open_ledger(path: Path, *, clock: Clock = _utcnow) -> Iterator[Ledger]:
+    """Open (creating when needed) the ledger at ``path`` for writing; closed on exit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger = Ledger(duckdb.connect(str(path)), clock)
+    try:
+        yield ledger
+    finally:
+        ledger.close()

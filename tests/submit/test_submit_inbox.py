@@ -1,0 +1,104 @@
+"""The inbox: names, moves, files still being written, the lock; resuming from the ledger."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from submit_worlds import World, write_sheet
+
+from fundpipe.client import idempotency_key
+from fundpipe.inbox import (
+    InboxBusyError,
+    InboxLock,
+    UnsafePathError,
+    is_transient_name,
+    move_into,
+    sanitize_name,
+    stable_files,
+)
+from fundpipe.ingest import ingest
+from fundpipe.ledger import open_ledger
+from fundpipe.plan import ResolvedRequest
+
+
+@pytest.mark.parametrize(
+    ("name", "clean"),
+    [
+        ("../../etc/passwd.csv", "passwd.csv"),
+        ("..\\..\\boot.ini.csv", "boot.ini.csv"),
+        ("Q4 payments (final).xlsx", "Q4_payments_final_.xlsx"),
+        (".hidden.csv", "hidden.csv"),
+        ("..", "file"),
+        ("ä€$;rm -rf.csv", "_rm_-rf.csv"),
+    ],
+)
+def test_names_are_sanitised(name: str, clean: str) -> None:
+    assert sanitize_name(name) == clean
+
+
+def test_moves_stay_inside_the_data_dir_and_never_overwrite(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "inbox").mkdir(parents=True)
+    for content in ("one", "two"):
+        (data / "inbox" / "q4.csv").write_text(content)
+        move_into(data / "inbox" / "q4.csv", data / "processed", data)
+    assert sorted(p.read_text() for p in (data / "processed").iterdir()) == ["one", "two"]
+    (data / "inbox" / "x.csv").write_text("x")
+    with pytest.raises(UnsafePathError):
+        move_into(data / "inbox" / "x.csv", tmp_path / "elsewhere", data)
+    assert (data / "inbox" / "x.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["~$q4.xlsx", ".~lock.q4.xlsx#", "q4.csv.part", "q4.csv.tmp", ".gitkeep", "notes.txt"]
+)
+def test_temporary_and_foreign_names_are_not_picked_up(name: str) -> None:
+    assert is_transient_name(name)
+
+
+def test_only_files_at_rest_are_picked_up(tmp_path: Path) -> None:
+    old, fresh = tmp_path / "old.csv", tmp_path / "fresh.csv"
+    old.write_text("a")
+    fresh.write_text("b")
+    past = time.time() - 60
+    os.utime(old, (past, past))
+    assert stable_files(tmp_path, settle_s=5, watch_s=0.01) == [old]
+    assert stable_files(tmp_path, settle_s=0) == [fresh, old]
+
+
+def test_the_lock_names_its_holder(tmp_path: Path) -> None:
+    busy = pytest.raises(InboxBusyError, match=rf"pid {os.getpid()} on .+ since \d{{4}}-")
+    with InboxLock(tmp_path), busy:
+        InboxLock(tmp_path).acquire()
+    with InboxLock(tmp_path):  # released on exit
+        pass
+
+
+def test_a_crash_between_intent_and_send_is_resumed_with_the_same_key(world: World) -> None:
+    write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100, 200])])
+    # first run: dry, to learn the request it will send
+    planned = ingest(world.settings, transport=world.transport, settle_s=0, dry_run=True)
+    assert planned.plan is not None
+    (request,) = planned.plan.requests
+    body = list(request.body)
+    key = idempotency_key("org_demo", "POST", "/v1/distributions", body)
+    # a run wrote its intent, then died before sending (the file was already in processing/)
+    (world.data_dir / "processing").mkdir()
+    (world.inbox / "q4.csv").rename(world.data_dir / "processing" / "q4.csv")
+    with open_ledger(world.settings.ledger_file) as ledger:
+        ledger.record_intent(
+            ResolvedRequest(
+                "distributions", "POST", "/v1/distributions", body, key, ("h",), ("R-1",), "x"
+            )
+        )
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in result.files] == ["processed"]
+    assert result.submit is not None
+    assert result.submit.keys_sent == {key}
+    assert world.amounts() == {"R-1": [100, 200]}
+    with open_ledger(world.settings.ledger_file) as ledger:
+        (record,) = ledger.requests()
+    assert (record.key, record.state, record.attempts) == (key, "succeeded", 2)

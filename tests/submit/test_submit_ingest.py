@@ -1,0 +1,211 @@
+"""`ingest` against the in-process sandbox: what an operations team would notice."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+from rich.console import Console
+from submit_worlds import World, write_sheet
+
+from fundpipe.ingest import ingest
+from fundpipe.ledger import open_ledger
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+
+
+def _drop(world: World, name: str, rows: list[tuple[str, str, list[int]]]) -> dict[str, list[int]]:
+    return write_sheet(world.inbox / name, rows)
+
+
+def test_a_dropped_file_is_created_once_and_moved_to_processed(world: World) -> None:
+    truth = _drop(
+        world, "q4.csv", [("A-1", "veh_demo1", [100_00, 250_01]), ("A-2", "veh_demo2", [5])]
+    )
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [(f.state, f.payment_states) for f in result.files] == [("processed", {"created": 3})]
+    assert world.amounts() == {k: sorted(v) for k, v in truth.items()}
+    assert (world.data_dir / "processed" / "q4.csv").exists()
+    assert not list(world.inbox.iterdir())
+    with open_ledger(world.settings.ledger_file) as ledger:
+        rows = ledger.payments()
+    assert {
+        (r["distribution_external_reference"], r["amount_cents"], r["state"]) for r in rows
+    } == {
+        ("A-1", 10000, "created"),
+        ("A-1", 25001, "created"),
+        ("A-2", 5, "created"),
+    }
+    assert all(r["payment_id"].startswith("dpmt_") and r["distribution_id"] for r in rows)
+
+
+def test_redropped_file_creates_nothing(world: World) -> None:
+    _drop(world, "q4.csv", [("A-1", "veh_demo1", [100, 200])])
+    shutil.copy(world.inbox / "q4.csv", world.data_dir / "q4-copy.csv")
+    ingest(world.settings, transport=world.transport, settle_s=0)
+    before = world.distributions()
+    shutil.copy(world.data_dir / "q4-copy.csv", world.inbox / "q4 (copy).csv")
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in result.files] == ["duplicate"]
+    assert result.submit is None  # not even planned
+    assert len(world.distributions()) == len(before) == 1
+    assert sorted(p.name for p in (world.data_dir / "processed").iterdir()) == [
+        "q4.csv",
+        "q4_copy_.csv",
+    ]
+
+
+def test_redropped_edited_file_is_a_conflict_and_creates_nothing(world: World) -> None:
+    _drop(world, "q4.csv", [("A-1", "veh_demo1", [100, 200])])
+    ingest(world.settings, transport=world.transport, settle_s=0)
+    # the analyst edits one amount and adds a distribution, then drops the file again
+    _drop(world, "q4.csv", [("A-1", "veh_demo1", [100, 201]), ("A-2", "veh_demo1", [7])])
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    (outcome,) = result.files
+    assert outcome.state == "conflict"
+    assert result.exit_code == 1
+    assert world.amounts() == {"A-1": [100, 200]}  # A-2 not created either
+    rejected = world.data_dir / "rejected"
+    report = (rejected / "q4.csv.errors.csv").read_text(encoding="utf-8-sig")
+    assert "distribution_conflict" in report
+    assert "A-1" in report
+    with open_ledger(world.settings.ledger_file) as ledger:
+        assert ledger.payment_states(outcome.file_hash) == {"conflict": 3}
+        assert {f["state"] for f in ledger.files()} == {"processed", "conflict"}
+
+
+def test_unknown_outcome_after_25_hours_is_settled_by_lookup_not_resent(world: World) -> None:
+    _drop(world, "q4.csv", [("A-1", "veh_demo1", [100, 200]), ("A-2", "veh_demo1", [300])])
+    # the service commits, then the connection drops; the client gives up at once
+    world.control(
+        "PUT", "faults", {"drop_after_commit_rate": 1.0, "path_prefix": "/v1/distributions"}
+    )
+    stuck = world.settings.model_copy(update={"max_attempts": 1})
+    first = ingest(stuck, transport=world.transport, settle_s=0)
+    assert [f.state for f in first.files] == ["incomplete"]
+    assert first.exit_code == 3
+    assert (world.data_dir / "processing" / "q4.csv").exists()
+    world.control("DELETE", "faults")
+    world.control("POST", "clock/advance", {"seconds": 25 * 3600})  # the key is forgotten
+    second = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in second.files] == ["processed"]
+    assert second.submit is not None
+    assert second.submit.requests_sent == 0
+    assert world.amounts() == {"A-1": [100, 200], "A-2": [300]}
+    with open_ledger(world.settings.ledger_file) as ledger:
+        assert ledger.payment_states() == {"created": 3}
+        assert [r.state for r in ledger.requests()] == ["settled"]
+
+
+def test_dry_run_prints_the_plan_and_sends_nothing(world: World) -> None:
+    shutil.copy(SAMPLES / "roster_new_investors.xlsx", world.inbox)
+    shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
+    entities_before = len(world.entities())
+    out = io.StringIO()
+    result = ingest(
+        world.settings,
+        transport=world.transport,
+        settle_s=0,
+        dry_run=True,
+        console=Console(file=out, width=250),
+    )
+    printed = out.getvalue()
+    assert result.plan is not None
+    assert result.plan.counts()["distributions_create"] == 3
+    assert "445,276.50" in printed  # total of veh_demo1
+    assert "POST /v1/distributions" in printed
+    assert "****6789" in printed
+    assert "000123456789" not in printed
+    assert world.distributions() == []
+    assert len(world.entities()) == entities_before
+    assert sorted(p.name for p in world.inbox.iterdir()) == [
+        "distributions_q4.csv",
+        "roster_new_investors.xlsx",
+    ]
+    assert not world.settings.ledger_file.exists()
+
+
+def test_require_funds_refuses_an_underfunded_distribution(world: World) -> None:
+    # veh_demo3 has 750,000.00 available
+    _drop(world, "big.csv", [("BIG-1", "veh_demo3", [700_000_00, 60_000_00])])
+    result = ingest(world.settings, transport=world.transport, settle_s=0, require_funds=True)
+    (outcome,) = result.files
+    assert outcome.state == "refused"
+    assert "760,000.00 USD" in (outcome.message or "")
+    assert world.distributions() == []
+    report = (world.data_dir / "rejected" / "big.csv.errors.csv").read_text(encoding="utf-8-sig")
+    assert "funds_available" in report
+    # without --require-funds the same shortfall is only a warning
+    _drop(world, "big2.csv", [("BIG-2", "veh_demo3", [700_000_00, 60_000_00])])
+    warned = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in warned.files] == ["processed"]
+    assert warned.preflight is not None
+    assert [i.check for i in warned.preflight.warnings] == ["funds_available"]
+    assert set(world.amounts()) == {"BIG-2"}
+
+
+def test_files_still_being_written_are_left_in_the_inbox(world: World) -> None:
+    _drop(world, "q4.csv.part", [("P-1", "veh_demo1", [1])])
+    _drop(world, "~$q4.xlsx", [("P-2", "veh_demo1", [1])])
+    _drop(world, "fresh.csv", [("P-3", "veh_demo1", [1])])
+    result = ingest(world.settings, transport=world.transport, settle_s=30)
+    assert result.files == []
+    assert world.distributions() == []
+    assert len(list(world.inbox.iterdir())) == 3
+
+
+def test_roster_objects_are_created_and_account_numbers_stay_out_of_the_ledger(
+    world: World,
+) -> None:
+    shutil.copy(SAMPLES / "roster_new_investors.xlsx", world.inbox)
+    shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert {f.state for f in result.files} == {"processed"}
+    by_ref = {e.external_reference: e for e in world.entities()}
+    assert {"NEW-E1", "NEW-E2", "NEW-E3"} <= set(by_ref)
+    assert by_ref["NEW-E1"].payment_instructions  # instructions were created
+    with open_ledger(world.settings.ledger_file) as ledger:
+        phases = [r.phase for r in ledger.requests()]
+        rows = ledger.payments()
+    assert phases.count("distributions") == 1
+    assert {"entities", "contacts", "associations", "payment_instructions"} <= set(phases)
+    new_entity_rows = [r for r in rows if r["entity"] == by_ref["NEW-E1"].id]
+    assert new_entity_rows  # sheet references resolved to the created ent_ id
+    raw = world.settings.ledger_file.read_bytes()
+    wal = world.settings.ledger_file.with_name(world.settings.ledger_file.name + ".wal")
+    raw += wal.read_bytes() if wal.exists() else b""
+    assert b"000123456789" not in raw
+
+
+def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
+    with open_ledger(world.settings.ledger_file) as ledger:
+        payments = ledger._con.execute("DESCRIBE ledger_payments").fetchall()
+        files = ledger._con.execute("DESCRIBE ledger_files").fetchall()
+    seam_payments = [
+        ("file_hash", "VARCHAR"),
+        ("source_file", "VARCHAR"),
+        ("sheet", "VARCHAR"),
+        ("row", "INTEGER"),
+        ("distribution_external_reference", "VARCHAR"),
+        ("distribution_name", "VARCHAR"),
+        ("vehicle", "VARCHAR"),
+        ("entity", "VARCHAR"),
+        ("amount_cents", "BIGINT"),
+        ("currency", "VARCHAR"),
+        ("distribution_id", "VARCHAR"),
+        ("payment_id", "VARCHAR"),
+        ("state", "VARCHAR"),
+        ("updated_at", "TIMESTAMP WITH TIME ZONE"),
+    ]
+    seam_files = [
+        ("file_hash", "VARCHAR"),
+        ("source_file", "VARCHAR"),
+        ("received_at", "TIMESTAMP WITH TIME ZONE"),
+        ("state", "VARCHAR"),
+        ("rows", "INTEGER"),
+        ("distributions", "INTEGER"),
+        ("total_cents", "BIGINT"),
+    ]
+    assert [(c[0], c[1]) for c in payments][: len(seam_payments)] == seam_payments
+    assert [(c[0], c[1]) for c in files][: len(seam_files)] == seam_files
