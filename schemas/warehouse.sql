@@ -1,0 +1,473 @@
+-- fundpipe warehouse (DuckDB): what the service holds, the ledger's copy, and the reconciliation
+-- views. Applied by fundpipe.warehouse as ordered migrations: each `-- migration: NNN name`
+-- section runs once, in its own transaction, and is recorded in `_migrations`. Never edit an
+-- applied section; add a new one.
+--
+-- Conventions: money is BIGINT cents (`*_cents`); instants are TIMESTAMPTZ (the connection runs
+-- with TimeZone = 'UTC'); `last_seen_at` / `seen_at` is the sync's clock when the row was pulled.
+
+-- migration: 001 service tables
+CREATE TABLE syncs (
+    sync_id VARCHAR PRIMARY KEY,
+    started_at TIMESTAMPTZ NOT NULL,
+    finished_at TIMESTAMPTZ,
+    vehicles BIGINT,
+    financial_accounts BIGINT,
+    distributions BIGINT,
+    payments BIGINT,
+    notifications BIGINT,
+    entities BIGINT,
+    contacts BIGINT,
+    status_changes BIGINT,
+    ledger_payments BIGINT
+);
+
+CREATE TABLE vehicles (
+    id VARCHAR PRIMARY KEY,
+    organization VARCHAR,
+    name VARCHAR,
+    livemode BOOLEAN,
+    created_at TIMESTAMPTZ,
+    updated_at TIMESTAMPTZ,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE financial_accounts (
+    id VARCHAR PRIMARY KEY,
+    vehicle VARCHAR NOT NULL,
+    name VARCHAR,
+    type VARCHAR NOT NULL,               -- depository | brokerage
+    bank_name VARCHAR,
+    account_number_last_four VARCHAR,    -- never exported to reports
+    currency VARCHAR,
+    livemode BOOLEAN,
+    created_at TIMESTAMPTZ,
+    updated_at TIMESTAMPTZ,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+-- Append-only: one row per account per sync; never updated or deleted.
+CREATE TABLE balance_snapshots (
+    sync_id VARCHAR NOT NULL,
+    seen_at TIMESTAMPTZ NOT NULL,
+    financial_account VARCHAR NOT NULL,
+    vehicle VARCHAR NOT NULL,
+    type VARCHAR NOT NULL,
+    total_cents BIGINT NOT NULL,
+    available_cents BIGINT NOT NULL,
+    total_end_of_last_month_cents BIGINT NOT NULL,
+    currency VARCHAR NOT NULL,
+    account_updated_at TIMESTAMPTZ
+);
+
+CREATE TABLE distributions (
+    id VARCHAR PRIMARY KEY,
+    name VARCHAR,
+    vehicle VARCHAR,
+    external_reference VARCHAR,
+    distribution_date TIMESTAMPTZ,
+    distribution_date_text VARCHAR,      -- as rendered, with the zone's offset
+    distribution_timezone VARCHAR,
+    short_id VARCHAR,
+    status VARCHAR,
+    published_at TIMESTAMPTZ,
+    approved_at TIMESTAMPTZ,
+    executed_at TIMESTAMPTZ,
+    cancelled_at TIMESTAMPTZ,
+    created_at TIMESTAMPTZ,
+    updated_at TIMESTAMPTZ,
+    sender_url VARCHAR,
+    recipient_url VARCHAR,
+    livemode BOOLEAN,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE distribution_payments (
+    id VARCHAR PRIMARY KEY,
+    distribution VARCHAR NOT NULL,
+    amount_cents BIGINT,
+    currency VARCHAR,
+    distribution_date_override TIMESTAMPTZ,
+    status VARCHAR,
+    recipient_confirmed_at TIMESTAMPTZ,
+    verified_at TIMESTAMPTZ,
+    disbursed_at TIMESTAMPTZ,
+    failed_at TIMESTAMPTZ,
+    failure_reason VARCHAR,
+    entity VARCHAR,
+    payment_instructions VARCHAR,
+    livemode BOOLEAN,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE distribution_notifications (
+    id VARCHAR PRIMARY KEY,
+    payment VARCHAR NOT NULL,
+    contact VARCHAR,
+    livemode BOOLEAN,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+-- One row each time a sync sees a distribution or payment in a status it did not have before
+-- (the first sighting included, with previous_status NULL).
+CREATE TABLE status_history (
+    object VARCHAR NOT NULL,             -- distribution | distribution_payment
+    id VARCHAR NOT NULL,
+    previous_status VARCHAR,
+    status VARCHAR,
+    seen_at TIMESTAMPTZ NOT NULL,
+    sync_id VARCHAR NOT NULL
+);
+
+CREATE TABLE entities (
+    id VARCHAR PRIMARY KEY,
+    name VARCHAR,
+    type VARCHAR,
+    external_type VARCHAR,
+    external_reference VARCHAR,
+    payment_instructions VARCHAR[],
+    livemode BOOLEAN,
+    created_at TIMESTAMPTZ,
+    updated_at TIMESTAMPTZ,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE contacts (
+    id VARCHAR PRIMARY KEY,
+    name VARCHAR,
+    email VARCHAR,
+    external_reference VARCHAR,
+    entities VARCHAR[],
+    livemode BOOLEAN,
+    created_at TIMESTAMPTZ,
+    updated_at TIMESTAMPTZ,
+    last_seen_at TIMESTAMPTZ NOT NULL
+);
+
+-- The ledger's tables (docs/architecture.md, "Ledger ↔ warehouse seam"), replaced wholesale by
+-- each sync from the ledger file; empty when there is no ledger yet.
+CREATE TABLE ledger_payments (
+    file_hash VARCHAR,
+    source_file VARCHAR,
+    sheet VARCHAR,
+    "row" INTEGER,
+    distribution_external_reference VARCHAR,
+    distribution_name VARCHAR,
+    vehicle VARCHAR,
+    entity VARCHAR,
+    amount_cents BIGINT,
+    currency VARCHAR,
+    distribution_id VARCHAR,
+    payment_id VARCHAR,
+    state VARCHAR,                       -- planned | sent | created | linked | conflict | failed
+    updated_at TIMESTAMPTZ
+);
+
+CREATE TABLE ledger_files (
+    file_hash VARCHAR,
+    source_file VARCHAR,
+    received_at TIMESTAMPTZ,
+    state VARCHAR,                       -- processing | processed | rejected | conflict
+    "rows" INTEGER,
+    distributions INTEGER,
+    total_cents BIGINT
+);
+
+-- migration: 002 reconciliation views
+-- The as-of date is the session variable `as_of` (SET VARIABLE as_of = DATE '...'); unset means
+-- today (UTC). Views only read, so they work on a read-only connection.
+CREATE MACRO reconcile_as_of() AS coalesce(TRY_CAST(getvariable('as_of') AS DATE), current_date);
+
+-- First instant after the as-of date (UTC midnight): balances seen before it count.
+CREATE MACRO reconcile_cutoff() AS timezone('UTC', CAST(reconcile_as_of() + 1 AS TIMESTAMP));
+
+-- Exact decimal dollars and a display string for reasons.
+CREATE MACRO dollars(cents) AS CAST(CAST(cents AS DECIMAL(18, 0)) * 0.01 AS DECIMAL(18, 2));
+CREATE MACRO usd(cents) AS
+    CASE WHEN cents IS NULL THEN 'n/a'
+         WHEN cents < 0 THEN '-$' || format('{:,.2f}', dollars(-cents))
+         ELSE '$' || format('{:,.2f}', dollars(cents)) END;
+
+-- The latest balance of every account seen before the cutoff.
+CREATE VIEW balances_as_of AS
+SELECT *
+FROM balance_snapshots
+WHERE seen_at < reconcile_cutoff()
+QUALIFY row_number() OVER (PARTITION BY financial_account ORDER BY seen_at DESC) = 1;
+
+-- Every service payment with its distribution and the date it pays (override, else the
+-- distribution's date) as a calendar date in the distribution's timezone.
+CREATE VIEW payments_effective AS
+SELECT
+    p.*,
+    d.vehicle,
+    d.name AS distribution_name,
+    d.external_reference AS distribution_external_reference,
+    d.status AS distribution_status,
+    coalesce(p.distribution_date_override, d.distribution_date) AS effective_at,
+    CAST(timezone(coalesce(d.distribution_timezone, 'UTC'),
+                  coalesce(p.distribution_date_override, d.distribution_date)) AS DATE)
+        AS effective_date
+FROM distribution_payments p
+LEFT JOIN distributions d ON d.id = p.distribution;
+
+-- funding: per vehicle, depository `available` against obligations — payments not yet
+-- disbursed, failed or cancelled — accumulated by distribution date, and the shortfall.
+CREATE VIEW funding AS
+WITH dep AS (
+    SELECT vehicle,
+           CAST(sum(available_cents) AS BIGINT) AS available_cents,
+           CAST(sum(total_cents) AS BIGINT) AS total_cents,
+           max(seen_at) AS balance_seen_at
+    FROM balances_as_of
+    WHERE type = 'depository'
+    GROUP BY vehicle
+), open_by_date AS (
+    SELECT vehicle, effective_date, CAST(sum(amount_cents) AS BIGINT) AS cents, count(*) AS payments
+    FROM payments_effective
+    WHERE status NOT IN ('disbursed', 'failed', 'cancelled')
+    GROUP BY vehicle, effective_date
+), cumulative AS (
+    SELECT o.*,
+           CAST(sum(o.cents) OVER (PARTITION BY o.vehicle ORDER BY o.effective_date
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS cumulative_cents
+    FROM open_by_date o
+), obligations AS (
+    SELECT c.vehicle,
+           CAST(sum(c.payments) AS BIGINT) AS open_payments,
+           CAST(sum(c.cents) AS BIGINT) AS obligations_cents,
+           CAST(coalesce(sum(c.cents) FILTER (WHERE c.effective_date <= reconcile_as_of()), 0)
+                AS BIGINT) AS obligations_due_cents,
+           min(c.effective_date) AS next_distribution_date,
+           min(c.effective_date) FILTER (WHERE c.cumulative_cents > coalesce(dep.available_cents, 0))
+               AS first_short_date
+    FROM cumulative c
+    LEFT JOIN dep ON dep.vehicle = c.vehicle
+    GROUP BY c.vehicle
+), ids AS (
+    SELECT id AS vehicle FROM vehicles
+    UNION SELECT vehicle FROM dep
+    UNION SELECT vehicle FROM obligations
+)
+SELECT
+    ids.vehicle,
+    v.name AS vehicle_name,
+    coalesce(dep.available_cents, 0) AS available_cents,
+    coalesce(dep.total_cents, 0) AS total_cents,
+    coalesce(o.open_payments, 0) AS open_payments,
+    coalesce(o.obligations_cents, 0) AS obligations_cents,
+    coalesce(o.obligations_due_cents, 0) AS obligations_due_cents,
+    o.next_distribution_date,
+    o.first_short_date,
+    greatest(coalesce(o.obligations_cents, 0) - coalesce(dep.available_cents, 0), 0)
+        AS shortfall_cents,
+    dep.balance_seen_at
+FROM ids
+LEFT JOIN vehicles v ON v.id = ids.vehicle
+LEFT JOIN dep ON dep.vehicle = ids.vehicle
+LEFT JOIN obligations o ON o.vehicle = ids.vehicle;
+
+-- sheet vs service: every ledger row against the service's payment, and every service payment
+-- no ledger row points to. match: ok | missing | extra | amount_mismatch | status_mismatch.
+CREATE VIEW sheet_vs_service AS
+WITH joined AS (
+    SELECT
+        l.file_hash, l.source_file, l.sheet, l."row",
+        l.state AS ledger_state,
+        l.amount_cents AS sheet_amount_cents,
+        l.payment_id AS ledger_payment_id,
+        l.distribution_id AS ledger_distribution_id,
+        l.distribution_external_reference AS ledger_external_reference,
+        l.distribution_name AS ledger_distribution_name,
+        l.vehicle AS ledger_vehicle,
+        l.entity AS ledger_entity,
+        s.id AS service_payment_id,
+        s.distribution AS service_distribution_id,
+        s.distribution_external_reference AS service_external_reference,
+        s.distribution_name AS service_distribution_name,
+        s.vehicle AS service_vehicle,
+        s.entity AS service_entity,
+        s.amount_cents AS service_amount_cents,
+        s.status AS service_status,
+        s.effective_date,
+        s.disbursed_at,
+        s.failure_reason,
+        (l.file_hash IS NOT NULL OR l.source_file IS NOT NULL OR l.state IS NOT NULL) AS in_ledger
+    FROM ledger_payments l
+    FULL OUTER JOIN payments_effective s ON s.id = l.payment_id
+), classified AS (
+    SELECT *,
+        CASE
+            WHEN NOT in_ledger THEN 'extra'
+            WHEN service_payment_id IS NULL THEN 'missing'
+            WHEN sheet_amount_cents IS DISTINCT FROM service_amount_cents THEN 'amount_mismatch'
+            WHEN ledger_state NOT IN ('created', 'linked')
+                 OR service_status IN ('failed', 'cancelled') THEN 'status_mismatch'
+            ELSE 'ok'
+        END AS match
+    FROM joined
+)
+SELECT
+    match,
+    CASE match
+        WHEN 'extra' THEN 'service payment of ' || usd(service_amount_cents)
+            || ' (' || coalesce(service_status, '?') || ') is in no sheet'
+        WHEN 'missing' THEN 'sheet row of ' || usd(sheet_amount_cents) || ' (ledger '
+            || coalesce(ledger_state, '?') || ') has no payment at the service'
+            || CASE WHEN ledger_payment_id IS NOT NULL THEN ' (' || ledger_payment_id || ' not found)'
+                    ELSE '' END
+        WHEN 'amount_mismatch' THEN 'sheet ' || usd(sheet_amount_cents) || ' vs service '
+            || usd(service_amount_cents)
+        WHEN 'status_mismatch' THEN 'ledger ' || coalesce(ledger_state, '?') || ' vs service '
+            || coalesce(service_status, '?')
+            || coalesce(' (' || failure_reason || ')', '')
+        ELSE ''
+    END AS reason,
+    coalesce(service_vehicle, ledger_vehicle) AS vehicle,
+    coalesce(service_distribution_id, ledger_distribution_id) AS distribution_id,
+    coalesce(ledger_external_reference, service_external_reference) AS distribution_external_reference,
+    coalesce(ledger_distribution_name, service_distribution_name) AS distribution_name,
+    coalesce(service_payment_id, ledger_payment_id) AS payment_id,
+    coalesce(service_entity, ledger_entity) AS entity,
+    sheet_amount_cents,
+    service_amount_cents,
+    service_amount_cents - sheet_amount_cents AS difference_cents,
+    ledger_state,
+    service_status,
+    effective_date,
+    disbursed_at,
+    failure_reason,
+    source_file,
+    sheet,
+    "row",
+    file_hash
+FROM classified;
+
+-- balance movement: each account's latest `total` against `total_end_of_last_month` and the
+-- payments disbursed between that month end and the moment the balance was seen. Disbursements
+-- debit the vehicle's depository account (the earliest created one when a vehicle has several).
+CREATE VIEW balance_movement AS
+WITH debited AS (
+    SELECT b.financial_account, b.vehicle, b.seen_at
+    FROM balances_as_of b
+    LEFT JOIN financial_accounts fa ON fa.id = b.financial_account
+    WHERE b.type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY b.vehicle ORDER BY fa.created_at, b.financial_account) = 1
+), disbursed AS (
+    SELECT d.financial_account, CAST(sum(p.amount_cents) AS BIGINT) AS cents, count(*) AS payments
+    FROM debited d
+    JOIN payments_effective p
+      ON p.vehicle = d.vehicle
+     AND p.status = 'disbursed'
+     AND p.disbursed_at >= timezone('UTC', date_trunc('month', timezone('UTC', d.seen_at)))
+     AND p.disbursed_at <= d.seen_at
+    GROUP BY d.financial_account
+)
+SELECT
+    b.financial_account,
+    fa.name AS account_name,
+    b.vehicle,
+    v.name AS vehicle_name,
+    b.type,
+    b.seen_at AS balance_seen_at,
+    b.total_end_of_last_month_cents,
+    coalesce(d.cents, 0) AS disbursed_this_month_cents,
+    coalesce(d.payments, 0) AS disbursed_payments,
+    b.total_end_of_last_month_cents - coalesce(d.cents, 0) AS expected_total_cents,
+    b.total_cents,
+    b.available_cents,
+    b.total_cents - (b.total_end_of_last_month_cents - coalesce(d.cents, 0)) AS unexplained_cents
+FROM balances_as_of b
+LEFT JOIN financial_accounts fa ON fa.id = b.financial_account
+LEFT JOIN vehicles v ON v.id = b.vehicle
+LEFT JOIN disbursed d ON d.financial_account = b.financial_account;
+
+-- exceptions: everything above that needs a person, with a reason.
+CREATE VIEW exceptions AS
+SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+       NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+       shortfall_cents AS amount_cents,
+       'depository available ' || usd(available_cents) || ' is short of open obligations '
+           || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
+           || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason
+FROM funding
+WHERE shortfall_cents > 0
+UNION ALL
+SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+       coalesce(difference_cents, service_amount_cents, sheet_amount_cents), reason
+FROM sheet_vs_service
+WHERE match <> 'ok'
+UNION ALL
+SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+       unexplained_cents,
+       'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+           || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+           || usd(unexplained_cents) || ' unexplained'
+FROM balance_movement
+WHERE unexplained_cents <> 0
+UNION ALL
+SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL, total_cents,
+       'file ' || state || ': needs a decision'
+FROM ledger_files
+WHERE state IN ('rejected', 'conflict');
+
+-- migration: 003 effective dates per distribution
+-- The distribution's local date is computed once per distribution rather than once per payment
+-- (time-zone conversion is the costly part over millions of payments); only payments with an
+-- override convert their own instant.
+CREATE OR REPLACE VIEW payments_effective AS
+WITH d AS (
+    SELECT
+        id, vehicle, name, external_reference, status, distribution_date,
+        coalesce(distribution_timezone, 'UTC') AS tz,
+        CAST(timezone(coalesce(distribution_timezone, 'UTC'), distribution_date) AS DATE)
+            AS local_date
+    FROM distributions
+)
+SELECT
+    p.*,
+    d.vehicle,
+    d.name AS distribution_name,
+    d.external_reference AS distribution_external_reference,
+    d.status AS distribution_status,
+    coalesce(p.distribution_date_override, d.distribution_date) AS effective_at,
+    CASE
+        WHEN p.distribution_date_override IS NULL THEN d.local_date
+        ELSE CAST(timezone(coalesce(d.tz, 'UTC'), p.distribution_date_override) AS DATE)
+    END AS effective_date
+FROM distribution_payments p
+LEFT JOIN d ON d.id = p.distribution;
+
+-- migration: 004 exception amounts
+-- An exception's amount is the money at stake: the difference for an amount mismatch, else the
+-- payment's amount (the service's, or the sheet's when the service has none).
+CREATE OR REPLACE VIEW exceptions AS
+SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+       NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+       shortfall_cents AS amount_cents,
+       'depository available ' || usd(available_cents) || ' is short of open obligations '
+           || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
+           || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason
+FROM funding
+WHERE shortfall_cents > 0
+UNION ALL
+SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+       CASE WHEN match = 'amount_mismatch' THEN difference_cents
+            ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
+       reason
+FROM sheet_vs_service
+WHERE match <> 'ok'
+UNION ALL
+SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+       unexplained_cents,
+       'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+           || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+           || usd(unexplained_cents) || ' unexplained'
+FROM balance_movement
+WHERE unexplained_cents <> 0
+UNION ALL
+SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL, total_cents,
+       'file ' || state || ': needs a decision'
+FROM ledger_files
+WHERE state IN ('rejected', 'conflict');

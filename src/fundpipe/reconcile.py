@@ -1,0 +1,235 @@
+"""Reconciliation: run the warehouse views for an as-of date, export them, summarise.
+
+`reconcile()` opens the warehouse read-only just long enough to stream each view
+(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, exceptions) into typed
+Parquet files; everything after — the summary and the workbook — reads those files, so the
+warehouse is free again while the workbook is written.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from fundpipe.config import Settings
+from fundpipe.reports import SheetSource, WorkbookSummary, export_query, write_workbook
+from fundpipe.warehouse import Warehouse
+
+__all__ = ["VIEWS", "ReconcileResult", "ReconcileSummary", "export_views", "reconcile"]
+
+#: The views exported, with the order their rows are written in (None: the warehouse's order —
+#: sheet_vs_service has a row per payment, millions, and its exceptions are sorted in
+#: `exceptions` anyway).
+VIEWS: dict[str, str | None] = {
+    "exceptions": 'kind, vehicle NULLS FIRST, object_id, source_file, "row"',
+    "funding": "shortfall_cents DESC, vehicle",
+    "balance_movement": "vehicle, type DESC, financial_account",
+    "sheet_vs_service": None,
+}
+
+#: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
+#: directory.
+MEMORY_LIMIT = "4GB"
+
+#: Workbook tabs after Summary: (sheet name, view).
+SHEETS: tuple[tuple[str, str], ...] = (
+    ("Exceptions", "exceptions"),
+    ("Funding", "funding"),
+    ("Balances", "balance_movement"),
+    ("Payments", "sheet_vs_service"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileSummary:
+    """The run's facts, totals and exception counts (what the CLI table and Summary sheet show)."""
+
+    as_of: date
+    run_at: datetime
+    last_sync_id: str | None
+    last_sync_at: datetime | None
+    vehicles: int
+    vehicles_short: int
+    available_cents: int
+    obligations_cents: int
+    shortfall_cents: int
+    unexplained_cents: int
+    sheet_rows: int
+    service_payments: int
+    payments_ok: int
+    exception_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exceptions(self) -> int:
+        """Every exception, whatever its kind."""
+        return sum(self.exception_counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileResult:
+    """Where a reconciliation wrote its reports, and its summary."""
+
+    summary: ReconcileSummary
+    out_dir: Path
+    parquet: dict[str, Path]
+    rows: dict[str, int]
+    workbook: Path
+    sheets: list[str]
+
+    def frame(self, view: str) -> pd.DataFrame:
+        """One view's rows as a DataFrame (read from its Parquet file)."""
+        return pd.read_parquet(self.parquet[view])
+
+
+def export_views(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path) -> dict[str, int]:
+    """Stream every view for `as_of` into `out_dir/<view>.parquet`; return rows per view."""
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    rows: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
+        con.execute("SET temp_directory = ?", [spill])
+        for view, order in VIEWS.items():
+            query = f"SELECT * FROM {view}" + (f" ORDER BY {order}" if order else "")
+            rows[view] = export_query(con, query, out_dir / f"{view}.parquet")
+    return rows
+
+
+def _last_sync(con: duckdb.DuckDBPyConnection) -> tuple[str | None, datetime | None]:
+    row = con.execute(
+        "SELECT sync_id, finished_at FROM syncs WHERE finished_at IS NOT NULL "
+        "ORDER BY finished_at DESC LIMIT 1"
+    ).fetchone()
+    return (str(row[0]), row[1]) if row else (None, None)
+
+
+def summarise(
+    parquet: dict[str, Path],
+    *,
+    as_of: date,
+    run_at: datetime,
+    last_sync: tuple[str | None, datetime | None],
+) -> ReconcileSummary:
+    """Totals and exception counts, computed from the exported Parquet files."""
+    con = duckdb.connect()
+    try:
+
+        def one(sql: str) -> tuple[int, ...]:
+            row = con.execute(sql).fetchone()
+            assert row is not None
+            return tuple(int(v or 0) for v in row)
+
+        funding = str(parquet["funding"])
+        vehicles, short, available, obligations, shortfall = one(
+            "SELECT count(*), count(*) FILTER (WHERE shortfall_cents > 0), sum(available_cents), "
+            f"sum(obligations_cents), sum(shortfall_cents) FROM read_parquet('{_q(funding)}')"
+        )
+        (unexplained,) = one(
+            "SELECT sum(abs(unexplained_cents)) "
+            f"FROM read_parquet('{_q(str(parquet['balance_movement']))}')"
+        )
+        sheet_rows, service_payments, ok = one(
+            "SELECT count(*) FILTER (WHERE match <> 'extra'), "
+            "count(*) FILTER (WHERE match NOT IN ('missing')), count(*) FILTER (WHERE match = 'ok') "
+            f"FROM read_parquet('{_q(str(parquet['sheet_vs_service']))}')"
+        )
+        counts = {
+            str(kind): int(n)
+            for kind, n in con.execute(
+                "SELECT kind, count(*) FROM "
+                f"read_parquet('{_q(str(parquet['exceptions']))}') GROUP BY kind ORDER BY kind"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    return ReconcileSummary(
+        as_of=as_of,
+        run_at=run_at,
+        last_sync_id=last_sync[0],
+        last_sync_at=last_sync[1],
+        vehicles=vehicles,
+        vehicles_short=short,
+        available_cents=available,
+        obligations_cents=obligations,
+        shortfall_cents=shortfall,
+        unexplained_cents=unexplained,
+        sheet_rows=sheet_rows,
+        service_payments=service_payments,
+        payments_ok=ok,
+        exception_counts=counts,
+    )
+
+
+def _q(path: str) -> str:
+    return path.replace("'", "''")
+
+
+def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummary:
+    """What the workbook's Summary sheet shows for `summary`."""
+    sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
+    return WorkbookSummary(
+        run_facts=[
+            ("As of", summary.as_of.isoformat()),
+            ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
+            ("Last sync", summary.last_sync_id or "none"),
+            ("Last sync finished (UTC)", sync_at),
+            ("Parquet files", str(out_dir)),
+        ],
+        totals_cents=[
+            ("Depository available", summary.available_cents),
+            ("Open obligations", summary.obligations_cents),
+            ("Shortfall", summary.shortfall_cents),
+            ("Unexplained balance movement (abs)", summary.unexplained_cents),
+        ],
+        counts=[
+            ("Vehicles", summary.vehicles),
+            ("Vehicles short of funds", summary.vehicles_short),
+            ("Sheet rows (ledger)", summary.sheet_rows),
+            ("Service payments", summary.service_payments),
+            ("Payments matching", summary.payments_ok),
+        ],
+        exception_counts=[*summary.exception_counts.items(), ("Total", summary.exceptions)],
+    )
+
+
+def reconcile(
+    settings: Settings,
+    *,
+    as_of: date | None = None,
+    out_dir: Path | None = None,
+    clock: Callable[[], datetime] | None = None,
+    warehouse: Warehouse | None = None,
+) -> ReconcileResult:
+    """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
+
+    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/`.
+    """
+    run_at = (clock or (lambda: datetime.now(UTC)))()
+    as_of = as_of or run_at.astimezone(UTC).date()
+    out_dir = out_dir or settings.data_dir / "reports" / run_at.astimezone(UTC).date().isoformat()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    warehouse = warehouse or Warehouse(settings.warehouse_file)
+    with warehouse.read() as con:
+        rows = export_views(con, as_of, out_dir)
+        last_sync = _last_sync(con)
+    parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
+    summary = summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync)
+    workbook = out_dir / "reconciliation.xlsx"
+    sheets = write_workbook(
+        workbook,
+        workbook_summary(summary, out_dir),
+        [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
+    )
+    return ReconcileResult(
+        summary=summary,
+        out_dir=out_dir,
+        parquet=parquet,
+        rows=rows,
+        workbook=workbook,
+        sheets=sheets,
+    )

@@ -1,0 +1,191 @@
+"""The reconciliation views over a known world inserted straight into the warehouse."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from rich.console import Console
+from warehouse_world import PAYLOADS
+
+from fundpipe.config import Settings
+from fundpipe.reconcile import ReconcileResult, reconcile
+from fundpipe.summary import format_cents, render_summary
+from fundpipe.warehouse import Warehouse
+
+AS_OF = dt.date(2026, 11, 30)
+
+
+def _run(settings: Settings, tmp_path: Path, as_of: dt.date = AS_OF):  # type: ignore[no-untyped-def]
+    return reconcile(settings, as_of=as_of, out_dir=tmp_path / "out")
+
+
+def test_funding_shows_available_obligations_and_shortfall_per_vehicle(
+    known_result: ReconcileResult,
+) -> None:
+    funding = known_result.frame("funding").set_index("vehicle")
+    b = funding.loc["veh_b"]
+    assert (b.available_cents, b.obligations_cents, b.shortfall_cents) == (10_000, 20_000, 10_000)
+    assert b.open_payments == 2
+    # dst_2 pays 2026-12-01 03:00Z = 2026-11-30 22:00 in New York: its date is the 30th.
+    assert b.next_distribution_date == dt.date(2026, 11, 30)
+    assert b.first_short_date == dt.date(2026, 11, 30)
+    a = funding.loc["veh_a"]
+    assert (a.available_cents, a.obligations_cents, a.shortfall_cents) == (100_000, 0, 0)
+    assert list(funding.index) == ["veh_b", "veh_a"]  # the short vehicle first
+
+
+def test_sheet_vs_service_classifies_every_ledger_row_and_extra_payment(
+    known_result: ReconcileResult,
+) -> None:
+    frame = known_result.frame("sheet_vs_service")
+    got = {
+        (
+            r.match,
+            r.payment_id if isinstance(r.payment_id, str) else None,
+            r.sheet_amount_cents if pd.notna(r.sheet_amount_cents) else None,
+            r.service_amount_cents if pd.notna(r.service_amount_cents) else None,
+        )
+        for r in frame.itertuples()
+    }
+    assert got == {
+        ("ok", "dpmt_1", 30_000, 30_000),
+        ("amount_mismatch", "dpmt_2", 25_000, 20_000),
+        ("ok", "dpmt_3", 15_000, 15_000),
+        ("missing", None, 777, None),
+        ("extra", "dpmt_4", None, 5_000),
+        ("status_mismatch", "dpmt_5", 1_000, 1_000),
+    }
+    mismatch = frame[frame.match == "amount_mismatch"].iloc[0]
+    assert mismatch.reason == "sheet $250.00 vs service $200.00"
+    assert mismatch.difference_cents == -5_000
+    failed = frame[frame.match == "status_mismatch"].iloc[0]
+    assert failed.reason == "ledger created vs service failed (insufficient funds)"
+    assert (mismatch.source_file, mismatch.sheet, mismatch.row) == (
+        PAYLOADS["at"],
+        PAYLOADS["tab"],
+        3,
+    )
+
+
+def test_balance_movement_explains_totals_by_disbursements_this_month(
+    known_result: ReconcileResult,
+) -> None:
+    moves = known_result.frame("balance_movement").set_index("financial_account")
+    a = moves.loc["fa_adep"]
+    assert (a.total_end_of_last_month_cents, a.disbursed_this_month_cents, a.total_cents) == (
+        150_000,
+        50_000,
+        100_000,
+    )
+    assert a.unexplained_cents == 0
+    assert moves.loc["fa_abrk"].unexplained_cents == 0
+    assert moves.loc["fa_bdep"].unexplained_cents == -1_000
+    # the snapshot seen after the as-of date is not used
+    assert moves.loc["fa_bdep"].total_cents == 9_000
+
+
+def test_as_of_date_picks_the_latest_snapshot_seen_by_then(
+    known_warehouse: Warehouse, settings: Settings, tmp_path: Path
+) -> None:
+    later = _run(settings, tmp_path, dt.date(2026, 12, 6)).frame("balance_movement")
+    assert later.set_index("financial_account").loc["fa_bdep"].total_cents == 7
+    earlier = reconcile(settings, as_of=dt.date(2026, 11, 5), out_dir=tmp_path / "early").frame(
+        "funding"
+    )
+    assert earlier.set_index("vehicle").loc["veh_a"].available_cents == 1
+
+
+def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileResult) -> None:
+    result = known_result
+    exceptions = result.frame("exceptions")
+    got = sorted(
+        zip(exceptions.kind, exceptions.object_id.fillna(""), exceptions.amount_cents, strict=True)
+    )
+    assert got == sorted(
+        [
+            ("shortfall", "veh_b", 10_000),
+            ("amount_mismatch", "dpmt_2", -5_000),
+            ("missing", "", 777),
+            ("extra", "dpmt_4", 5_000),
+            ("unexplained_balance", "fa_bdep", -1_000),
+            ("file_rejected", "h3", 100),
+            ("status_mismatch", "dpmt_5", 1_000),
+        ]
+    )
+    assert all(exceptions.reason.str.len() > 10)
+    assert result.summary.exception_counts == {
+        "amount_mismatch": 1,
+        "extra": 1,
+        "file_rejected": 1,
+        "missing": 1,
+        "shortfall": 1,
+        "status_mismatch": 1,
+        "unexplained_balance": 1,
+    }
+    assert result.summary.shortfall_cents == 10_000
+
+
+def test_parquet_is_typed_cents_dollars_and_zoned_timestamps(known_result: ReconcileResult) -> None:
+    result = known_result
+    assert result.out_dir.name == "out"
+    schema = pq.read_schema(result.parquet["balance_movement"])
+    assert schema.field("total_cents").type == pa.int64()
+    assert schema.field("total_dollars").type == pa.decimal128(18, 2)
+    assert schema.field("balance_seen_at").type == pa.timestamp("us", tz="UTC")
+    table = pq.read_table(result.parquet["sheet_vs_service"])
+    row = table.filter(pa.compute.equal(table["payment_id"], "dpmt_2")).to_pylist()[0]
+    assert str(row["sheet_amount_dollars"]) == "250.00"
+    assert str(row["difference_dollars"]) == "-50.00"
+    assert (
+        pq.read_schema(result.parquet["sheet_vs_service"]).field("effective_date").type
+        == pa.date32()
+    )
+
+
+def test_reports_default_to_a_folder_named_for_the_run_date(
+    known_warehouse: Warehouse, settings: Settings
+) -> None:
+    run_at = dt.datetime(2026, 12, 1, 6, 30, tzinfo=dt.UTC)
+    result = reconcile(settings, clock=lambda: run_at)
+    assert result.out_dir == settings.data_dir / "reports" / "2026-12-01"
+    assert result.summary.as_of == dt.date(2026, 12, 1)
+    assert (result.out_dir / "reconciliation.xlsx").exists()
+    assert sorted(p.name for p in result.out_dir.glob("*.parquet")) == [
+        "balance_movement.parquet",
+        "exceptions.parquet",
+        "funding.parquet",
+        "sheet_vs_service.parquet",
+    ]
+
+
+def test_summary_table_prints_totals_and_exception_counts(known_result: ReconcileResult) -> None:
+    console = Console(record=True, width=120)
+    render_summary(known_result, console)
+    text = console.export_text()
+    assert "Reconciliation as of 2026-11-30" in text
+    assert "$1,100.00" in text  # available across both vehicles
+    assert "$100.00 (1 vehicles)" in text
+    assert "unexplained_balance" in text
+    assert "7" in text.split("total")[-1]
+
+
+def test_format_cents_is_exact() -> None:
+    assert format_cents(123_456_789_012_345_67) == "$123,456,789,012,345.67"
+    assert format_cents(-5) == "-$0.05"
+    assert format_cents(0) == "$0.00"
+
+
+def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_path: Path) -> None:
+    result = _run(settings, tmp_path)
+    assert result.rows == {
+        "exceptions": 0,
+        "funding": 0,
+        "balance_movement": 0,
+        "sheet_vs_service": 0,
+    }
+    assert result.summary.exceptions == 0
+    assert result.workbook.exists()

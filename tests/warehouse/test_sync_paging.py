@@ -1,0 +1,151 @@
+"""Sync over many pages: per-vehicle account lists, a distribution's further payment pages."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+
+from fundpipe.client import FundClient, FundServiceError
+from fundpipe.config import Settings
+from fundpipe.sandbox import SandboxConfig, create_app
+from fundpipe.sync import sync
+from fundpipe.warehouse import Warehouse
+
+BASE = "http://sandbox.test"
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> tuple[httpx.ASGITransport, Settings]:
+    """An empty-ish sandbox (demo seed) reachable in-process, and settings pointing at it."""
+    transport = httpx.ASGITransport(
+        app=create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
+    )
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        rate_limit_per_s=10_000,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service(BASE)
+    return transport, settings
+
+
+def test_every_page_of_every_list_lands_once(service: tuple[httpx.ASGITransport, Settings]) -> None:
+    transport, settings = service
+
+    async def build() -> str:
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as control:
+            bulk = await control.post(
+                "/_sandbox/bulk_financial_accounts",
+                json={"organization": "org_demo", "vehicles": 3, "accounts_per_vehicle": 130},
+            )
+            assert bulk.status_code == 201, bulk.text
+        async with FundClient(settings, transport=transport) as client:
+            (made,) = await client.create_distributions(
+                [
+                    {
+                        "name": "big",
+                        "vehicle": "veh_demo1",
+                        "distribution_date": "2031-01-01T00:00:00Z",
+                        "payments": [
+                            {"amount": 100 + i, "currency": "USD", "entity": f"ent_demo{i % 5 + 1}"}
+                            for i in range(230)
+                        ],
+                    }
+                ]
+            )
+        return made.id
+
+    dst = asyncio.run(build())
+    result = sync(settings, transport=transport)
+    assert result.counts["vehicles"] == 6
+    assert result.counts["financial_accounts"] == 6 + 3 * 130
+    assert result.counts["distribution_payments"] == 230
+    assert result.ledger_found is False
+    again = sync(settings, transport=transport)
+    con = duckdb.connect(str(settings.warehouse_file), read_only=True)
+    try:
+        payments = con.execute(
+            "SELECT count(*), count(DISTINCT id), sum(amount_cents) FROM distribution_payments WHERE distribution = ?",
+            [dst],
+        ).fetchone()
+        snapshots = con.execute(
+            "SELECT count(*), count(DISTINCT sync_id) FROM balance_snapshots"
+        ).fetchone()
+        accounts = con.execute("SELECT count(*) FROM financial_accounts").fetchone()
+        history = con.execute(
+            "SELECT count(*) FROM status_history WHERE sync_id = ?", [again.sync_id]
+        ).fetchone()
+        syncs = con.execute("SELECT count(*) FROM syncs WHERE finished_at IS NOT NULL").fetchone()
+        ledger = con.execute("SELECT count(*) FROM ledger_payments").fetchone()
+    finally:
+        con.close()
+    assert payments == (230, 230, sum(100 + i for i in range(230)))
+    assert snapshots == (2 * (6 + 390), 2)  # appended per sync, never overwritten
+    assert accounts == (6 + 390,)  # upserted
+    assert history == (0,)  # nothing changed status between the two syncs
+    assert syncs == (2,)
+    assert ledger == (0,)
+
+
+def test_sync_waits_for_a_warehouse_held_by_another_process_and_names_it(
+    service: tuple[httpx.ASGITransport, Settings], caplog: pytest.LogCaptureFixture
+) -> None:
+    transport, settings = service
+    wh = Warehouse(settings.warehouse_file, lock_timeout_s=20, retry_interval_s=0.05)
+    wh.migrate()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, time\n"
+            f"con = duckdb.connect({str(settings.warehouse_file)!r})\n"
+            "print('held', flush=True)\n"
+            "time.sleep(1.0)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        with caplog.at_level(logging.WARNING, logger="fundpipe.warehouse"):
+            result = sync(settings, transport=transport, warehouse=wh)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.counts["vehicles"] == 3
+    assert f"PID {holder.pid}" in caplog.text
+
+
+def test_a_failed_pull_leaves_the_warehouse_as_it_was(
+    service: tuple[httpx.ASGITransport, Settings],
+) -> None:
+    transport, settings = service
+    first = sync(settings, transport=transport)
+
+    async def break_distributions() -> None:
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as control:
+            faults = await control.put(
+                "/_sandbox/faults",
+                json={"error_rate": 1.0, "statuses": [500], "path_prefix": "/v1/distributions"},
+            )
+            assert faults.status_code < 300, faults.text
+
+    asyncio.run(break_distributions())
+    failing = settings.model_copy(update={"max_attempts": 1})
+    with pytest.raises(FundServiceError):
+        sync(failing, transport=transport)
+    con = duckdb.connect(str(settings.warehouse_file), read_only=True)
+    try:
+        syncs = con.execute("SELECT sync_id FROM syncs").fetchall()
+        snapshots = con.execute("SELECT count(DISTINCT sync_id) FROM balance_snapshots").fetchone()
+    finally:
+        con.close()
+    assert syncs == [(first.sync_id,)]
+    assert snapshots == (1,)
