@@ -471,3 +471,37 @@ SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL
        'file ' || state || ': needs a decision'
 FROM ledger_files
 WHERE state IN ('rejected', 'conflict');
+
+-- migration: 005 unexplained balances are a depository matter
+-- Payments are debited from a vehicle's depository account, so only there can a movement be
+-- "unexplained" by the payments; brokerage accounts move with the market. balance_movement still
+-- lists every account; only depository differences become exceptions.
+CREATE OR REPLACE VIEW exceptions AS
+SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+       NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+       shortfall_cents AS amount_cents,
+       'depository available ' || usd(available_cents) || ' is short of open obligations '
+           || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
+           || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason
+FROM funding
+WHERE shortfall_cents > 0
+UNION ALL
+SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+       CASE WHEN match = 'amount_mismatch' THEN difference_cents
+            ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
+       reason
+FROM sheet_vs_service
+WHERE match <> 'ok'
+UNION ALL
+SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+       unexplained_cents,
+       'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+           || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+           || usd(unexplained_cents) || ' unexplained'
+FROM balance_movement
+WHERE unexplained_cents <> 0 AND type = 'depository'
+UNION ALL
+SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL, total_cents,
+       'file ' || state || ': needs a decision'
+FROM ledger_files
+WHERE state IN ('rejected', 'conflict');

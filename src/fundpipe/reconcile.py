@@ -130,8 +130,10 @@ def summarise(
             f"sum(obligations_cents), sum(shortfall_cents) FROM read_parquet('{_q(funding)}')"
         )
         (unexplained,) = one(
+            # only depository movements are a payment matter (brokerage moves with the market)
             "SELECT sum(abs(unexplained_cents)) "
-            f"FROM read_parquet('{_q(str(parquet['balance_movement']))}')"
+            f"FROM read_parquet('{_q(str(parquet['balance_movement']))}') "
+            "WHERE type = 'depository'"
         )
         sheet_rows, service_payments, ok = one(
             "SELECT count(*) FILTER (WHERE match <> 'extra'), "

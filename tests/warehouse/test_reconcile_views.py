@@ -82,7 +82,8 @@ def test_balance_movement_explains_totals_by_disbursements_this_month(
         100_000,
     )
     assert a.unexplained_cents == 0
-    assert moves.loc["fa_abrk"].unexplained_cents == 0
+    # the brokerage account moved with the market: shown here, but not an exception (below)
+    assert moves.loc["fa_abrk"].unexplained_cents == 1_000
     assert moves.loc["fa_bdep"].unexplained_cents == -1_000
     # the snapshot seen after the as-of date is not used
     assert moves.loc["fa_bdep"].total_cents == 9_000
@@ -127,6 +128,9 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
         "unexplained_balance": 1,
     }
     assert result.summary.shortfall_cents == 10_000
+    # only the depository's unexplained movement counts; fa_abrk's market move does not
+    assert result.summary.unexplained_cents == 1_000
+    assert "fa_abrk" not in set(exceptions.object_id.dropna())
 
 
 def test_parquet_is_typed_cents_dollars_and_zoned_timestamps(known_result: ReconcileResult) -> None:

@@ -43,7 +43,7 @@ def seed_known_world(con: duckdb.DuckDBPyConnection) -> None:
         INSERT INTO balance_snapshots VALUES
           ('s0', '2026-11-01 00:00:00+00', 'fa_adep', 'veh_a', 'depository', 1, 1, 1, 'USD', NULL),
           ('s1', '{SEEN}', 'fa_adep', 'veh_a', 'depository', 100000, 100000, 150000, 'USD', NULL),
-          ('s1', '{SEEN}', 'fa_abrk', 'veh_a', 'brokerage', 5000, 5000, 5000, 'USD', NULL),
+          ('s1', '{SEEN}', 'fa_abrk', 'veh_a', 'brokerage', 5000, 5000, 4000, 'USD', NULL),
           ('s1', '{SEEN}', 'fa_bdep', 'veh_b', 'depository', 9000, 10000, 10000, 'USD', NULL),
           ('s2', '2026-12-05 00:00:00+00', 'fa_bdep', 'veh_b', 'depository', 7, 7, 7, 'USD', NULL);
         INSERT INTO distributions (id, name, vehicle, external_reference, distribution_date,

@@ -10,10 +10,13 @@ from fundpipe.sandbox._store import new_id, set_meta
 BANK_NAME = "Sandbox Partner Bank, N.A."
 
 # (id suffix, name, depository total, depository end of last month, brokerage total, brokerage eolm)
+# Nothing has moved through the depository accounts yet this month (their month-end equals their
+# total), so a fresh demo reconciles with no unexplained balance; brokerage accounts moved with
+# the market, which is not a payment matter.
 _VEHICLES = (
-    ("1", "Demo Growth Fund I", 500_000_000, 487_250_000, 1_250_000_000, 1_198_400_000),
-    ("2", "Demo Income Fund II", 250_000_000, 246_100_000, 640_000_000, 633_750_000),
-    ("3", "Demo Real Assets III", 75_000_000, 78_900_000, 190_000_000, 186_200_000),
+    ("1", "Demo Growth Fund I", 500_000_000, 500_000_000, 1_250_000_000, 1_198_400_000),
+    ("2", "Demo Income Fund II", 250_000_000, 250_000_000, 640_000_000, 633_750_000),
+    ("3", "Demo Real Assets III", 75_000_000, 75_000_000, 190_000_000, 186_200_000),
 )
 _ENTITIES = (
     ("Avery Family Trust", "trust", "LP"),
