@@ -160,26 +160,34 @@ def nightly(
     return summary
 
 
-def serve_all() -> None:
-    """Serve the `nightly` and `inbox` deployments from this process until interrupted."""
-    from prefect import serve
+def deployments() -> list[Any]:
+    """The `nightly` (cron, explicit timezone) and `inbox` (interval) deployments, one run at a
+    time each; `prefect.yaml` declares the same for a Prefect server with a work pool."""
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.schedules import Cron, Interval
 
-    # A nightly run that would overlap the previous one is not started: one at a time.
+    # A run that would overlap the previous one of the same deployment is not started.
     one_at_a_time = ConcurrencyLimitConfig(
         limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
     )
-    nightly_deployment = nightly.to_deployment(
-        name="nightly",
-        schedules=[Cron(NIGHTLY_CRON, timezone=NIGHTLY_TIMEZONE)],
-        concurrency_limit=one_at_a_time,
-        description=f"Nightly at {NIGHTLY_CRON} ({NIGHTLY_TIMEZONE})",
-    )
-    inbox_deployment = inbox.to_deployment(
-        name="inbox",
-        schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
-        concurrency_limit=one_at_a_time,
-        description=f"Ingest complete inbox files every {INBOX_INTERVAL_S} s",
-    )
-    serve(nightly_deployment, inbox_deployment)
+    return [
+        nightly.to_deployment(
+            name="nightly",
+            schedules=[Cron(NIGHTLY_CRON, timezone=NIGHTLY_TIMEZONE)],
+            concurrency_limit=one_at_a_time,
+            description=f"Nightly at {NIGHTLY_CRON} ({NIGHTLY_TIMEZONE})",
+        ),
+        inbox.to_deployment(
+            name="inbox",
+            schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
+            concurrency_limit=one_at_a_time,
+            description=f"Ingest complete inbox files every {INBOX_INTERVAL_S} s",
+        ),
+    ]
+
+
+def serve_all() -> None:
+    """Serve the `nightly` and `inbox` deployments from this process until interrupted."""
+    from prefect import serve
+
+    serve(*deployments())

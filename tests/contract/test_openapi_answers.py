@@ -302,3 +302,26 @@ def test_control_routes_answer_as_documented(client: TestClient) -> None:
         conforms(method, template, answer)
         statuses.append(answer.status_code)
     assert statuses == [200, 200, 200, 200, 200, 201, 409, 201, 201, 201, 200, 404, 400, 200]
+
+
+def test_cancel_control_route_answers_as_documented(client: TestClient) -> None:
+    """Cancelling: the cancelled distribution, 400 once executed, 404 when unknown."""
+    auth = token(client)
+    created = client.post("/v1/distributions", json=[DISTRIBUTION, DISTRIBUTION], headers=auth)
+    first, second = conforms("POST", "/v1/distributions", created)["data"]
+    template = "/_sandbox/distributions/{dst_id}/cancel"
+
+    cancelled = conforms(
+        "POST", template, client.post(f"/_sandbox/distributions/{first['id']}/cancel")
+    )
+    assert cancelled["status"] == "cancelled"
+    assert [p["status"] for p in cancelled["payments"]["data"]] == ["cancelled", "cancelled"]
+
+    moved = client.post("/_sandbox/clock/set", json={"now": "2027-01-05T00:00:00Z"})
+    assert conforms("POST", "/_sandbox/clock/set", moved)["executed"] == [second["id"]]
+    refused = client.post(f"/_sandbox/distributions/{second['id']}/cancel")
+    assert refused.status_code == 400
+    assert conforms("POST", template, refused)["code"] == "parameter_invalid"
+    unknown = client.post("/_sandbox/distributions/dst_nope/cancel")
+    assert unknown.status_code == 404
+    conforms("POST", template, unknown)

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from openapi_spec_validator import validate as validate_openapi
 
 from fundpipe.sandbox import SandboxConfig, create_app
+from fundpipe.sandbox._validation import EMAIL_PATTERN
 
 OPENAPI_PATH = Path(__file__).resolve().parents[2] / "schemas" / "openapi.yaml"
 HTTP_METHODS = frozenset({"get", "put", "post", "delete", "patch", "head", "options", "trace"})
@@ -207,3 +208,9 @@ def test_every_operation_documents_request_id_and_its_errors(document: dict[str,
                 assert {"409", "413", "415", "422"} <= set(responses), f"{method} {path}"
                 names = [_resolve(document, p)["name"] for p in operation["parameters"]]
                 assert "Idempotency-Key" in names, f"{method} {path}"
+
+
+def test_contact_email_pattern_is_the_sandboxs(document: dict[str, Any]) -> None:
+    """ContactCreate.email documents exactly the pattern the sandbox enforces."""
+    email = document["components"]["schemas"]["ContactCreate"]["properties"]["email"]
+    assert email["pattern"] == EMAIL_PATTERN.pattern

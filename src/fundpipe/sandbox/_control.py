@@ -17,6 +17,8 @@ Payloads (JSON; every field optional unless marked):
 - `POST /_sandbox/bulk_financial_accounts` `{"organization"*, "vehicles"*,
   "accounts_per_vehicle"*}` → 201 `{"vehicles": [ids], "financial_accounts": count}`
 - `PATCH /_sandbox/distribution_payments/{dpmt_id}` `{"amount", "status"}` → the payment
+- `POST /_sandbox/distributions/{dst_id}/cancel` (no body) → the distribution, `cancelled` with
+  `cancelled_at`, its non-terminal payments `cancelled`; 400 when it is already executed
 - `PATCH /_sandbox/financial_accounts/{fa_id}` `{"total", "available",
   "total_end_of_last_month"}` → the account
 Bad payloads get 400 with the usual error object.
@@ -34,6 +36,7 @@ from starlette.responses import Response
 
 from fundpipe.sandbox._control_data import (
     bulk_financial_accounts,
+    cancel_distribution,
     create_client,
     create_organization,
     create_vehicle,
@@ -240,6 +243,7 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("POST", "/_sandbox/vehicles", create_vehicle),
     ("POST", "/_sandbox/bulk_financial_accounts", bulk_financial_accounts),
     ("PATCH", "/_sandbox/distribution_payments/{dpmt_id}", patch_payment),
+    ("POST", "/_sandbox/distributions/{dst_id}/cancel", cancel_distribution),
     ("PATCH", "/_sandbox/financial_accounts/{fa_id}", patch_account),
 )
 

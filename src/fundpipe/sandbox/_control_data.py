@@ -15,7 +15,7 @@ from fundpipe.sandbox._errors import ApiError, not_found, param
 from fundpipe.sandbox._fields import Fields, read_payload
 from fundpipe.sandbox._pipeline import json_response, sandbox_of
 from fundpipe.sandbox._seed import add_organization, add_vehicle, bulk_accounts
-from fundpipe.sandbox._store import new_id
+from fundpipe.sandbox._store import new_id, placeholders
 from fundpipe.sandbox._validation import MAX_AMOUNT, PATTERNS
 
 PAYMENT_STATES = ("staged", "recipient_confirmed", "verified", "disbursed", "failed", "cancelled")
@@ -198,3 +198,47 @@ async def patch_account(request: Request) -> Response:
                 )
         row = conn.execute("SELECT * FROM financial_accounts WHERE id = ?", (fa,)).fetchone()
     return json_response(render.financial_account(row))
+
+
+#: Payment states a cancellation leaves alone (the payment is done either way).
+TERMINAL_PAYMENT_STATES = ("disbursed", "failed", "cancelled")
+
+
+async def cancel_distribution(request: Request) -> Response:
+    """POST /_sandbox/distributions/{dst_id}/cancel — cancel a distribution not yet executed.
+
+    The distribution goes to `cancelled` with `cancelled_at` (sandbox time), and each of its
+    payments not in a terminal state (`disbursed`, `failed`, `cancelled`) to `cancelled`; the
+    clock never executes or disburses them afterwards. Cancelling a cancelled distribution
+    changes nothing and answers it again. An executed one is refused: 400 `parameter_invalid`
+    (`path.dst_id`). No body, or an empty JSON object.
+    """
+    dst = str(request.path_params["dst_id"])
+    Fields(await read_payload(request), set()).check()
+    sandbox = sandbox_of(request)
+    now = sandbox.now_ts()
+    with sandbox.store.write() as conn:
+        row = conn.execute("SELECT * FROM distributions WHERE id = ?", (dst,)).fetchone()
+        if row is None:
+            raise not_found("distribution", dst)
+        if row["status"] == "executed":
+            raise ApiError(
+                400,
+                "An executed distribution cannot be cancelled.",
+                "parameter_invalid",
+                [param("path.dst_id", "parameter_invalid", "the distribution is executed", dst)],
+            )
+        if row["status"] != "cancelled":
+            conn.execute(
+                "UPDATE distributions SET status = 'cancelled', cancelled_at = ?, updated_at = ? "
+                "WHERE id = ?",
+                (now, now, dst),
+            )
+            conn.execute(
+                "UPDATE payments SET status = 'cancelled', updated_at = ? "
+                f"WHERE distribution = ? AND status NOT IN ({placeholders(3)})",
+                (now, dst, *TERMINAL_PAYMENT_STATES),
+            )
+            row = conn.execute("SELECT * FROM distributions WHERE id = ?", (dst,)).fetchone()
+        out = render.distributions(conn, [row], sandbox.config.app_url)[0]
+    return json_response(out)

@@ -13,9 +13,9 @@ from starlette.responses import Response
 from fundpipe.sandbox import _render as render
 from fundpipe.sandbox._errors import ApiError, validation_failure
 from fundpipe.sandbox._lookups import created, one, org_lookup, rows_by_id
-from fundpipe.sandbox._pagination import list_envelope
+from fundpipe.sandbox._pagination import NESTED_LIMIT, list_envelope
 from fundpipe.sandbox._pipeline import Call, mutate
-from fundpipe.sandbox._store import chunks, new_id, new_short_id, placeholders
+from fundpipe.sandbox._store import chunks, new_id, new_ids, new_short_id, placeholders
 from fundpipe.sandbox._validation import (
     id_problem,
     validate_association,
@@ -67,6 +67,17 @@ def _create_contacts(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[i
     return created("/v1/contacts", render.contacts(conn, rows_by_id(conn, "contacts", ids)))
 
 
+# Positional parameters: binding by name measured ~5 µs more per row (5 ms per 1,000 payments).
+_INSERT_DISTRIBUTION = (
+    "INSERT INTO distributions (id, org, name, vehicle, external_reference, date_ts, timezone, "
+    "short_id, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?)"
+)
+_INSERT_PAYMENT = (
+    "INSERT INTO payments (id, org, distribution, amount, currency, override_ts, status, entity, "
+    "payment_instructions, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'staged', ?, ?, ?, ?)"
+)
+
+
 def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
     clean, problems = validate_distributions(body, org_lookup(conn, call.org))
     if problems:
@@ -80,63 +91,119 @@ def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tu
             tuple(part),
         ):
             first_pmi[row["entity"]] = row["id"]  # descending: the earliest wins
+    org = call.org
     now = call.now_ts
-    dst_rows: list[tuple[Any, ...]] = []
-    pay_rows: list[tuple[Any, ...]] = []
+    # The inserted rows are kept as dicts (column → value) and rendered as they are: nothing is
+    # read back. Columns the insert leaves NULL are None here too.
+    dst_ids = new_ids("dst_", len(clean))
+    pay_ids = iter(new_ids("dpmt_", sum(len(d["payments"]) for d in clean)))
+    dst_rows: list[dict[str, Any]] = []
+    pay_rows: list[dict[str, Any]] = []
+    by_dst: dict[str, list[dict[str, Any]]] = {}
+    notes_of: dict[str, list[dict[str, Any]]] = {}
     note_rows: list[tuple[str, str, str, str]] = []
-    ids: list[str] = []
-    for dist in clean:
-        dst = new_id("dst_")
-        ids.append(dst)
+    for dst, dist in zip(dst_ids, clean, strict=True):
         dst_rows.append(
-            (
-                dst,
-                call.org,
-                dist["name"],
-                dist["vehicle"],
-                dist["external_reference"],
-                dist["date_ts"],
-                dist["timezone"],
-                new_short_id(),
-                now,
-                now,
-            )
+            {
+                "id": dst,
+                "org": org,
+                "name": dist["name"],
+                "vehicle": dist["vehicle"],
+                "external_reference": dist["external_reference"],
+                "date_ts": dist["date_ts"],
+                "timezone": dist["timezone"],
+                "short_id": new_short_id(),
+                "status": "draft",
+                "published_at": None,
+                "approved_at": None,
+                "executed_at": None,
+                "cancelled_at": None,
+                "created_at": now,
+                "updated_at": now,
+            }
         )
+        mine: list[dict[str, Any]] = []
+        by_dst[dst] = mine
         for pay in dist["payments"]:
-            dpmt = new_id("dpmt_")
-            pay_rows.append(
-                (
-                    dpmt,
-                    call.org,
-                    dst,
-                    pay["amount"],
-                    pay["currency"],
-                    pay["override_ts"],
-                    pay["entity"],
-                    first_pmi.get(pay["entity"]),
-                    now,
-                    now,
-                )
-            )
-            note_rows.extend(
-                (new_id("dntf_"), call.org, dpmt, contact) for contact in pay["notifications"]
-            )
+            dpmt = next(pay_ids)
+            row = {
+                "seq": None,
+                "id": dpmt,
+                "org": org,
+                "distribution": dst,
+                "amount": pay["amount"],
+                "currency": pay["currency"],
+                "override_ts": pay["override_ts"],
+                "status": "staged",
+                "recipient_confirmed_at": None,
+                "verified_at": None,
+                "disbursed_at": None,
+                "failed_at": None,
+                "failure_reason": None,
+                "entity": pay["entity"],
+                "payment_instructions": first_pmi.get(pay["entity"]),
+                "created_at": now,
+                "updated_at": now,
+            }
+            mine.append(row)
+            pay_rows.append(row)
+            contacts = pay["notifications"]
+            if contacts:
+                note_ids = new_ids("dntf_", len(contacts))
+                notes_of[dpmt] = [
+                    {"seq": None, "id": n, "contact": c}
+                    for n, c in zip(note_ids, contacts, strict=True)
+                ]
+                note_rows.extend((n, org, dpmt, c) for n, c in zip(note_ids, contacts, strict=True))
     conn.executemany(
-        "INSERT INTO distributions (id, org, name, vehicle, external_reference, date_ts, timezone, "
-        "short_id, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?)",
-        dst_rows,
+        _INSERT_DISTRIBUTION,
+        [
+            (
+                d["id"],
+                org,
+                d["name"],
+                d["vehicle"],
+                d["external_reference"],
+                d["date_ts"],
+                d["timezone"],
+                d["short_id"],
+                now,
+                now,
+            )
+            for d in dst_rows
+        ],
     )
     conn.executemany(
-        "INSERT INTO payments (id, org, distribution, amount, currency, override_ts, status, entity, "
-        "payment_instructions, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'staged', ?, ?, ?, ?)",
-        pay_rows,
+        _INSERT_PAYMENT,
+        [
+            (
+                p["id"],
+                org,
+                p["distribution"],
+                p["amount"],
+                p["currency"],
+                p["override_ts"],
+                p["entity"],
+                p["payment_instructions"],
+                now,
+                now,
+            )
+            for p in pay_rows
+        ],
     )
     conn.executemany(
         "INSERT INTO notifications (id, org, payment, contact) VALUES (?, ?, ?, ?)", note_rows
     )
-    rows = rows_by_id(conn, "distributions", ids)
+    for mine in by_dst.values():
+        if len(mine) > NESTED_LIMIT:
+            # The cursor of the nested page continues after the last payment shown.
+            last = mine[NESTED_LIMIT - 1]
+            last["seq"] = conn.execute(
+                "SELECT seq FROM payments WHERE id = ?", (last["id"],)
+            ).fetchone()[0]
     return created(
-        "/v1/distributions", render.distributions(conn, rows, call.sandbox.config.app_url)
+        "/v1/distributions",
+        render.distributions(conn, dst_rows, call.sandbox.config.app_url, by_dst, notes_of),
     )
 
 

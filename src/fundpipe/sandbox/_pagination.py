@@ -25,6 +25,10 @@ NESTED_LIMIT = 100
 _CURSOR = re.compile(r"^page_c([0-9a-z]{1,12})$")
 _CURSOR_SHAPE = re.compile(r"^page_[A-Za-z0-9]+$")
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+#: A `limit` as it must be written: ASCII digits only (no sign, no spaces).
+_PLAIN_DIGITS = re.compile(r"[0-9]{1,9}")
+#: An integer with a sign or surrounding whitespace: 400 `parameter_invalid`.
+_SIGNED_OR_PADDED = re.compile(r"\s*[+-]?[0-9]{1,9}\s*")
 
 
 def encode_cursor(seq: int) -> str:
@@ -59,7 +63,25 @@ def parse_page_query(query: Mapping[str, str]) -> PageQuery:
     limit = DEFAULT_LIMIT
     raw_limit = query.get("limit")
     if raw_limit is not None:
-        if not re.fullmatch(r"[+-]?[0-9]{1,9}", raw_limit.strip() or "x"):
+        if _PLAIN_DIGITS.fullmatch(raw_limit):
+            limit = int(raw_limit)
+            if not 1 <= limit <= MAX_LIMIT:
+                problems.append(
+                    param(
+                        "query.limit", "parameter_invalid", "limit must be from 1 to 100", raw_limit
+                    )
+                )
+        elif _SIGNED_OR_PADDED.fullmatch(raw_limit):
+            # An integer, but not as plain digits (`+5`, ` 5 `, `-5`): refused, never read.
+            problems.append(
+                param(
+                    "query.limit",
+                    "parameter_invalid",
+                    "limit must be plain digits from 1 to 100",
+                    raw_limit,
+                )
+            )
+        else:
             problems.append(
                 param(
                     "query.limit",
@@ -68,14 +90,6 @@ def parse_page_query(query: Mapping[str, str]) -> PageQuery:
                     raw_limit,
                 )
             )
-        else:
-            limit = int(raw_limit)
-            if not 1 <= limit <= MAX_LIMIT:
-                problems.append(
-                    param(
-                        "query.limit", "parameter_invalid", "limit must be from 1 to 100", raw_limit
-                    )
-                )
     cursors: dict[str, int | None] = {"page": None, "page_before": None}
     for name in cursors:
         raw = query.get(name)

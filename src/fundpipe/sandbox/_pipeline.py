@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -43,8 +44,16 @@ def request_id_of(request: Request) -> str:
 
 
 def dumps(payload: Any) -> bytes:
-    """Compact JSON bytes."""
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON bytes.
+
+    orjson first (a 100 × 10 create answers ~650 kB: ~1 ms instead of ~11 ms); the standard
+    library for what orjson refuses (integers past 64 bits, non-string keys, lone surrogates),
+    so every payload encodes, or fails, as it did with the standard library alone.
+    """
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def json_response(
@@ -156,6 +165,19 @@ def _reject_constant(value: str) -> Any:
 
 def parse_json(raw: bytes) -> Any:
     """Decode a JSON body; 400 (`name` = `body`) when it is empty or malformed."""
+    return decode_body(raw)[0]
+
+
+def decode_body(raw: bytes) -> tuple[Any, bool]:
+    """`parse_json`, also telling whether the body holds any JSON number with a fraction or an
+    exponent (the fingerprint's fast path is only for bodies without)."""
+    floats = False
+
+    def on_float(text: str) -> float:
+        nonlocal floats
+        floats = True
+        return float(text)
+
     if not raw.strip():
         raise ApiError(
             400,
@@ -164,7 +186,7 @@ def parse_json(raw: bytes) -> Any:
             [param("body", "parameter_missing", "a JSON array is required")],
         )
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=on_float)
         if _SURROGATE.search(raw):
             # A lone surrogate escape decodes to a string that cannot be stored or echoed.
             json.dumps(value, ensure_ascii=False).encode()
@@ -178,13 +200,44 @@ def parse_json(raw: bytes) -> Any:
             "parameter_invalid",
             [param("body", "parameter_invalid", reason)],
         ) from None
-    return value
+    return value, floats
 
 
-def fingerprint(method: str, path: str, raw: bytes) -> str:
-    """Hash of method, path and canonical body (key order and whitespace do not matter)."""
+_UNPARSED = object()
+
+
+def _canonical(value: Any, has_float: bool) -> bytes:
+    """`json.dumps(value, sort_keys=True, separators=(",", ":"))` as bytes.
+
+    orjson gives the very same bytes when the value holds no float (their spellings differ,
+    e.g. `1e+16` / `1e16`) and its output is plain ASCII without a backslash or DEL (so no
+    string needed escaping, which the two encoders spell differently); anything else, and
+    whatever orjson refuses (integers past 64 bits), goes through the standard library.
+    """
+    if not has_float:
+        try:
+            fast = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if fast.isascii() and b"\\" not in fast and b"\x7f" not in fast:
+                return fast
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def fingerprint(
+    method: str, path: str, raw: bytes, parsed: Any = _UNPARSED, *, has_float: bool = True
+) -> str:
+    """Hash of method, path and canonical body (key order and whitespace do not matter).
+
+    `parsed` is `raw` already decoded (saves decoding it again) and `has_float` whether it
+    holds a float (see `decode_body`); the hash is the same either way.
+    """
     try:
-        canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":")).encode()
+        if parsed is _UNPARSED:
+            canonical = _canonical(json.loads(raw), True)
+        else:
+            canonical = _canonical(parsed, has_float)
     except (ValueError, RecursionError):
         canonical = raw
     digest = hashlib.sha256()
@@ -236,7 +289,15 @@ async def mutate(request: Request, scope: str, handler: Handler) -> Response:
     raw = await read_body(request, sandbox.config.max_body_bytes)
     key = request.headers.get("idempotency-key")
     ikey: tuple[str, str, str] | None = None
-    fp = fingerprint(request.method, request.url.path, raw)
+    # Decoded once: the fingerprint and the handler share it; a decoding failure is answered
+    # after the idempotency checks, as before.
+    parse_error: ApiError | None = None
+    has_float = True
+    try:
+        body, has_float = decode_body(raw)
+    except ApiError as err:
+        body, parse_error = _UNPARSED, err
+    fp = fingerprint(request.method, request.url.path, raw, body, has_float=has_float)
     if key is not None:
         if not _KEY.fullmatch(key):
             raise ApiError(
@@ -264,7 +325,7 @@ async def mutate(request: Request, scope: str, handler: Handler) -> Response:
         latency = sandbox.faults.latency_s(request.url.path)
         if latency:
             await asyncio.sleep(latency)
-        return _execute(request, call, handler, raw, ikey, fp)
+        return _execute(request, call, handler, body, parse_error, ikey, fp)
     finally:
         if ikey is not None:
             sandbox.release(ikey)
@@ -300,13 +361,15 @@ def _execute(
     request: Request,
     call: Call,
     handler: Handler,
-    raw: bytes,
+    body: Any,
+    parse_error: ApiError | None,
     ikey: tuple[str, str, str] | None,
     fp: str,
 ) -> Response:
     sandbox = call.sandbox
     try:
-        body = parse_json(raw)
+        if parse_error is not None:
+            raise parse_error
         with sandbox.store.write() as conn:
             status, payload = handler(call, body, conn)
             content = dumps(payload)

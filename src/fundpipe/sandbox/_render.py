@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from fundpipe.sandbox._pagination import NESTED_LIMIT, encode_cursor, list_envelope
@@ -12,9 +14,13 @@ from fundpipe.sandbox._store import chunks, placeholders, ts_to_iso
 from fundpipe.timerules import render_in_zone
 
 JSON = dict[str, Any]
+#: A stored row: a `sqlite3.Row`, or a dict with the same column names (rows just inserted).
+Row = Any
 
 
+@lru_cache(maxsize=8192)
 def _in_zone(ts: float | None, zone: str) -> str | None:
+    """Epoch seconds rendered in `zone` (cached: a batch shares its dates and zones)."""
     if ts is None:
         return None
     return render_in_zone(datetime.fromtimestamp(ts, UTC), zone)
@@ -114,30 +120,38 @@ def notification(row: sqlite3.Row) -> JSON:
 
 
 def payments(
-    conn: sqlite3.Connection, rows: list[sqlite3.Row], zones: dict[str, str]
+    conn: sqlite3.Connection,
+    rows: Sequence[Row],
+    zones: Mapping[str, str],
+    notes: Mapping[str, list[Row]] | None = None,
 ) -> list[JSON]:
     """Distribution payments with their nested notification lists.
 
     `zones` maps each payment's distribution id to its time zone (for the override date).
+    `notes` (payment id → notification rows in order) saves the query when the caller has them.
     """
-    ids = [row["id"] for row in rows]
-    # A payment holds at most 100 notifications (validation), so one IN query returns them all.
-    notes = _children(conn, "notifications", "payment", ids)
+    if notes is None:
+        # A payment holds at most 100 notifications (validation): one IN query returns them all.
+        notes = _children(conn, "notifications", "payment", [row["id"] for row in rows])
     out: list[JSON] = []
+    append = out.append
+    no_notes: list[Row] = []
     for row in rows:
-        mine = notes.get(row["id"], [])
+        pid = row["id"]
+        mine = notes.get(pid, no_notes)
         more = len(mine) > NESTED_LIMIT
         mine = mine[:NESTED_LIMIT]
-        zone = zones[row["distribution"]]
-        out.append(
+        append(
             {
                 "object": "distribution_payment",
                 "livemode": False,
-                "id": row["id"],
+                "id": pid,
                 "distribution": row["distribution"],
                 "amount": row["amount"],
                 "currency": row["currency"],
-                "distribution_date_override": _in_zone(row["override_ts"], zone),
+                "distribution_date_override": _in_zone(
+                    row["override_ts"], zones[row["distribution"]]
+                ),
                 "status": row["status"],
                 "recipient_confirmed_at": ts_to_iso(row["recipient_confirmed_at"]),
                 "verified_at": ts_to_iso(row["verified_at"]),
@@ -147,10 +161,10 @@ def payments(
                 "entity": row["entity"],
                 "payment_instructions": row["payment_instructions"],
                 "notifications": _nested(
-                    f"/v1/distribution_payments/{row['id']}/notifications",
-                    [notification(n) for n in mine],
+                    f"/v1/distribution_payments/{pid}/notifications",
+                    [notification(n) for n in mine] if mine else [],
                     more,
-                    mine[-1]["seq"] if mine else None,
+                    mine[-1]["seq"] if more else None,
                 ),
             }
         )
@@ -170,12 +184,26 @@ def payment_zones(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> dict[str
     return zones
 
 
-def distributions(conn: sqlite3.Connection, rows: list[sqlite3.Row], app_url: str) -> list[JSON]:
-    """Distributions with their first page of payments (request order, 100 per page)."""
+def distributions(
+    conn: sqlite3.Connection,
+    rows: Sequence[Row],
+    app_url: str,
+    pays: Mapping[str, list[Row]] | None = None,
+    notes: Mapping[str, list[Row]] | None = None,
+) -> list[JSON]:
+    """Distributions with their first page of payments (request order, 100 per page).
+
+    Rows just inserted come with `pays` (distribution id → its payment rows in order, at least
+    the first NESTED_LIMIT + 1; the NESTED_LIMIT-th needs its `seq` when there are more) and
+    `notes` (see `payments`), so nothing is read back.
+    """
     ids = [row["id"] for row in rows]
     zones = {row["id"]: row["timezone"] for row in rows}
-    pays = _first_pages(conn, "payments", "distribution", ids)
-    rendered_pays = payments(conn, [p for i in ids for p in pays.get(i, [])[:NESTED_LIMIT]], zones)
+    if pays is None:
+        pays = _first_pages(conn, "payments", "distribution", ids)
+    rendered_pays = payments(
+        conn, [p for i in ids for p in pays.get(i, [])[:NESTED_LIMIT]], zones, notes
+    )
     by_dst: dict[str, list[JSON]] = defaultdict(list)
     for pay in rendered_pays:
         by_dst[pay["distribution"]].append(pay)

@@ -115,9 +115,23 @@ def new_id(prefix: str) -> str:
     return prefix + secrets.token_hex(12)
 
 
+def new_ids(prefix: str, count: int) -> list[str]:
+    """`count` fresh ids like `new_id(prefix)`, from one read of the system's random source."""
+    digits = secrets.token_hex(12 * count)
+    return [prefix + digits[k : k + 24] for k in range(0, 24 * count, 24)]
+
+
+_SHORT_SPACE = len(_UPPER) ** 8
+
+
 def new_short_id() -> str:
-    """An 8-character upper-case short id such as `D3F9K2QX`."""
-    return "".join(secrets.choice(_UPPER) for _ in range(8))
+    """An 8-character upper-case short id such as `D3F9K2QX` (uniform over A-Z0-9)."""
+    n = secrets.randbelow(_SHORT_SPACE)
+    out = []
+    for _ in range(8):
+        n, rem = divmod(n, 36)
+        out.append(_UPPER[rem])
+    return "".join(out)
 
 
 @lru_cache(maxsize=8192)

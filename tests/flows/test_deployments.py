@@ -1,0 +1,51 @@
+"""The Prefect deployments: what `fundpipe serve` serves and what `prefect.yaml` declares agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fundpipe.pipeline import load_flows
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _declared() -> dict[str, dict[str, Any]]:
+    document = yaml.safe_load((ROOT / "flows" / "prefect.yaml").read_text())
+    return {d["name"]: d for d in document["deployments"]}
+
+
+def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_minutes() -> None:
+    served = {d.name: d for d in load_flows().deployments()}
+    assert set(served) == {"nightly", "inbox"}
+    nightly = served["nightly"].schedules[0].schedule
+    assert nightly.cron == "30 1 * * *"
+    assert nightly.timezone == "America/New_York"
+    inbox = served["inbox"].schedules[0].schedule
+    assert 60 <= inbox.interval.total_seconds() <= 900
+    for deployment in served.values():
+        assert deployment.concurrency_limit == 1
+        assert deployment.concurrency_options.collision_strategy.value == "CANCEL_NEW"
+        # no secret travels as a parameter
+        assert "secret" not in str(deployment.parameters).lower()
+
+
+def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
+    declared = _declared()
+    served = {d.name: d for d in load_flows().deployments()}
+    assert set(declared) == set(served)
+    nightly = declared["nightly"]["schedules"][0]
+    assert (nightly["cron"], nightly["timezone"]) == (
+        served["nightly"].schedules[0].schedule.cron,
+        served["nightly"].schedules[0].schedule.timezone,
+    )
+    inbox = declared["inbox"]["schedules"][0]
+    assert inbox["interval"] == served["inbox"].schedules[0].schedule.interval.total_seconds()
+    for name, deployment in declared.items():
+        assert deployment["concurrency_limit"]["limit"] == 1
+        path, flow_name = deployment["entrypoint"].split(":")
+        assert (ROOT / path).is_file()
+        assert hasattr(load_flows(), flow_name), f"{name}: no flow {flow_name}"
+        assert "secret" not in str(deployment.get("parameters", {})).lower()
