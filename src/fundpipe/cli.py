@@ -247,11 +247,12 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     with _user_errors():
         from fundpipe.embedded import service
+        from fundpipe.progress import RichProgress
         from fundpipe.sync import sync
 
         settings = _settings(data_dir)
-        with service(settings) as live:
-            result = sync(live)
+        with service(settings) as live, RichProgress(err_console) as progress:
+            result = sync(live, progress=progress)
         from fundpipe.run_summary import sync_dict
 
         payload = sync_dict(result)

@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
+from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.warehouse import Warehouse, lock_holder
 
 __all__ = ["SyncResult", "sync", "sync_async"]
@@ -112,9 +113,10 @@ class SyncResult:
 class _Sink:
     """Arrow batches for one staged table, flushed to Parquet every `_FLUSH_ROWS` rows."""
 
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, progress: ProgressSink | None = None) -> None:
         self.path = path
         self.schema = schema
+        self.progress = progress or NullProgress()
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
@@ -137,6 +139,7 @@ class _Sink:
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self.rows += batch.num_rows
+        self.progress.advance(self.path.stem, batch.num_rows)
         if self._pending_rows >= _FLUSH_ROWS:
             self.flush()
 
@@ -151,8 +154,13 @@ class _Sink:
 
 
 class _Stage:
-    def __init__(self, root: Path) -> None:
-        self.sinks = {name: _Sink(root / f"{name}.parquet", s) for name, s in STAGE_SCHEMAS.items()}
+    def __init__(self, root: Path, progress: ProgressSink | None = None) -> None:
+        progress = progress or NullProgress()
+        for name in STAGE_SCHEMAS:
+            progress.start(name, f"sync {name.replace('_', ' ')}")
+        self.sinks = {
+            name: _Sink(root / f"{name}.parquet", s, progress) for name, s in STAGE_SCHEMAS.items()
+        }
 
     def __getitem__(self, name: str) -> _Sink:
         return self.sinks[name]
@@ -426,6 +434,7 @@ async def sync_async(
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
     page_size: int = _PAGE_SIZE,
+    progress: ProgressSink | None = None,
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
     now = clock or (lambda: datetime.now(UTC))
@@ -433,7 +442,7 @@ async def sync_async(
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
-        stage = _Stage(Path(tmp))
+        stage = _Stage(Path(tmp), progress)
         try:
             async with FundClient(settings, transport=transport) as client:
                 await _Puller(client, stage, settings.max_concurrency, page_size).run()
@@ -481,10 +490,16 @@ def sync(
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
+    progress: ProgressSink | None = None,
 ) -> SyncResult:
     """Pull the service into the warehouse (see the module docstring); return what was pulled.
 
     `settings` must point at a service (`settings.base_url`); `transport` replaces the network
-    (tests pass the sandbox's ASGI app); `clock` stamps `seen_at` (tests pass the sandbox clock).
+    (tests pass the sandbox's ASGI app); `clock` stamps `seen_at` (tests pass the sandbox clock);
+    `progress` hears the rows pulled per list (the CLI draws bars from it).
     """
-    return asyncio.run(sync_async(settings, transport=transport, clock=clock, warehouse=warehouse))
+    return asyncio.run(
+        sync_async(
+            settings, transport=transport, clock=clock, warehouse=warehouse, progress=progress
+        )
+    )
