@@ -5,11 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import httpx
 import pytest
 from warehouse_world import seed_known_world
 
 from fundpipe.config import Settings
 from fundpipe.reconcile import ReconcileResult, reconcile
+from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.warehouse import Warehouse
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)
@@ -46,3 +48,20 @@ def known_result(tmp_path_factory: pytest.TempPathFactory) -> ReconcileResult:
         seed_known_world(con)
     settings = Settings(data_dir=root / "data", warehouse_path=wh.path, _env_file=None)  # type: ignore[call-arg]
     return reconcile(settings, as_of=KNOWN_AS_OF, out_dir=root / "out")
+
+
+BASE = "http://sandbox.test"
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> tuple[httpx.ASGITransport, Settings]:
+    """An empty-ish sandbox (demo seed) reachable in-process, and settings pointing at it."""
+    transport = httpx.ASGITransport(
+        app=create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
+    )
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        rate_limit_per_s=10_000,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service(BASE)
+    return transport, settings

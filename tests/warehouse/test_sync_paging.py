@@ -6,7 +6,6 @@ import asyncio
 import logging
 import subprocess
 import sys
-from pathlib import Path
 
 import duckdb
 import httpx
@@ -14,25 +13,10 @@ import pytest
 
 from fundpipe.client import FundClient, FundServiceError
 from fundpipe.config import Settings
-from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.sync import sync
 from fundpipe.warehouse import Warehouse
 
 BASE = "http://sandbox.test"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> tuple[httpx.ASGITransport, Settings]:
-    """An empty-ish sandbox (demo seed) reachable in-process, and settings pointing at it."""
-    transport = httpx.ASGITransport(
-        app=create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
-    )
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        rate_limit_per_s=10_000,
-        _env_file=None,  # type: ignore[call-arg]
-    ).with_service(BASE)
-    return transport, settings
 
 
 def test_every_page_of_every_list_lands_once(service: tuple[httpx.ASGITransport, Settings]) -> None:

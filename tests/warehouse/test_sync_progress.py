@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import httpx
 from rich.console import Console
 
 from fundpipe.config import Settings
 from fundpipe.progress import RichProgress
-from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.sync import sync
 
 
@@ -28,20 +26,10 @@ class Recorder:
         self.done[key] += amount
 
 
-def _demo(tmp_path: Path) -> tuple[httpx.ASGITransport, Settings]:
-    transport = httpx.ASGITransport(
-        app=create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
-    )
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        rate_limit_per_s=10_000,
-        _env_file=None,  # type: ignore[call-arg]
-    ).with_service("http://sandbox.test")
-    return transport, settings
-
-
-def test_progress_counts_every_synced_row_per_list(tmp_path: Path) -> None:
-    transport, settings = _demo(tmp_path)
+def test_progress_counts_every_synced_row_per_list(
+    service: tuple[httpx.ASGITransport, Settings],
+) -> None:
+    transport, settings = service
     recorder = Recorder()
     result = sync(settings, transport=transport, progress=recorder)
     assert set(recorder.started) == set(result.counts)
@@ -49,8 +37,10 @@ def test_progress_counts_every_synced_row_per_list(tmp_path: Path) -> None:
     assert result.counts["financial_accounts"] == 6  # the demo organization's accounts
 
 
-def test_rich_progress_draws_a_bar_per_list(tmp_path: Path) -> None:
-    transport, settings = _demo(tmp_path)
+def test_rich_progress_draws_a_bar_per_list(
+    service: tuple[httpx.ASGITransport, Settings],
+) -> None:
+    transport, settings = service
     console = Console(record=True, width=120, force_terminal=False)
     with RichProgress(console) as progress:
         sync(settings, transport=transport, progress=progress)
