@@ -34,15 +34,17 @@ _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fal
 
 
 def _settings(data_dir: str | None) -> Settings:
+    """Settings from the environment; the secret from a Prefect Secret block when one is named
+    (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set."""
+    import asyncio
+
+    from fundpipe.client import with_prefect_secret
+
     settings = Settings()
     if data_dir:
         settings = settings.model_copy(update={"data_dir": Path(data_dir)})
-    if settings.client_secret is None and (block := os.environ.get("FUNDPIPE_CLIENT_SECRET_BLOCK")):
-        from prefect.blocks.system import Secret
-        from pydantic import SecretStr
-
-        secret = Secret.load(block).get()
-        settings = settings.model_copy(update={"client_secret": SecretStr(str(secret))})
+    if settings.client_secret is None and settings.client_secret_block:
+        settings = asyncio.run(with_prefect_secret(settings))
     return settings
 
 
