@@ -177,12 +177,15 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
     if body.empty:
         report.file_error("no_rows", "the sheet has a header but no data rows", sheet=sheet)
         return 1
-    frame = pd.DataFrame(index=body.index)
-    for column in match.template.column_names:
-        pos = match.positions.get(column)
-        frame[column] = (
-            body[f"c{pos}"] if pos is not None else pd.Series(pd.NA, index=body.index, dtype="str")
-        )
+    absent = pd.Series(pd.NA, index=body.index, dtype="str")
+    frame = pd.DataFrame(
+        {
+            column: body[f"c{pos}"] if (pos := match.positions.get(column)) is not None else absent
+            for column in match.template.column_names
+        },
+        index=body.index,
+        copy=False,
+    )
     issues = IssueCollector()
     for row, pos, check, reason in raw.cell_errors:
         cell_column = next((c for c, p in match.positions.items() if p == pos), None)
@@ -233,13 +236,18 @@ def _resolve_entities(report: FileReport, roster_refs: set[str], known: set[str]
     payments = report.distributions
     if payments is None:
         return
-    refs = payments[payments["entity_is_ref"]]
-    if refs.empty:
+    is_ref = payments["entity_is_ref"].to_numpy(dtype=bool)
+    if not is_ref.any():
         return
-    unresolved = refs[~refs["entity"].isin(roster_refs | (known or set()))]
+    # Plain arrays: indexing the payment frame by a mask costs more than the check on small drops.
+    entities = payments["entity"].to_numpy()[is_ref]
+    missing = ~pd.Index(entities).isin(list(roster_refs | (known or set())))
     header = "entity"
-    for sheet, row, entity in unresolved[["sheet", "row", "entity"]].itertuples(
-        index=False, name=None
+    for sheet, row, entity in zip(
+        payments["sheet"].to_numpy()[is_ref][missing],
+        payments["row"].to_numpy()[is_ref][missing],
+        entities[missing],
+        strict=True,
     ):
         name = None if sheet is None else str(sheet)
         written = report.headers.get(name or "", {}).get("entity", header)

@@ -226,6 +226,10 @@ def parse_datetimes(
     (the zone itself is the error). Returns a frame on ``text``'s index with ``iso`` (ISO 8601
     with the zone's offset), ``check`` and ``reason`` (<NA> when fine).
     """
+    if not required and text.isna().all():
+        # An optional column left blank (the usual override column): nothing to parse.
+        empty = pd.Series(pd.NA, index=text.index, dtype="str")
+        return pd.DataFrame({"iso": empty, "check": empty, "reason": empty}, copy=False)
     values = text.astype("str").str.strip()
     blank = values.isna() | values.eq("")
     text_codes, text_names = pd.factorize(values)
@@ -240,23 +244,39 @@ def parse_datetimes(
         [str(zone_names[p % width]) for p in distinct],
         excel_serials=excel_serials,
     )
-    iso = pd.Series(pd.NA, index=text.index, dtype="str")
-    check = pd.Series(pd.NA, index=text.index, dtype="str")
-    reason = pd.Series(pd.NA, index=text.index, dtype="str")
+    # Filled as object arrays and turned into ``str`` columns once (setting cells of a ``str``
+    # Series one slice at a time costs more than the parses on a small sheet).
+    size = len(text)
+    iso = np.full(size, None, dtype=object)
+    check = np.full(size, None, dtype=object)
+    reason = np.full(size, None, dtype=object)
     if resolved:
-        table = pd.DataFrame(resolved, columns=["iso", "check", "reason"]).astype("str")
         rows = np.flatnonzero(live)
-        iso.iloc[rows] = table["iso"].to_numpy()[codes]
-        check.iloc[rows] = table["check"].to_numpy()[codes]
-        reason.iloc[rows] = table["reason"].where(table["check"].notna()).to_numpy()[codes]
+        iso_of, check_of, reason_of = (
+            np.array(part, dtype=object) for part in zip(*resolved, strict=True)
+        )
+        reason_of[[c is None for c in check_of]] = None
+        iso[rows] = iso_of[codes]
+        check[rows] = check_of[codes]
+        reason[rows] = reason_of[codes]
     if required:
-        check[blank] = "datetime_required"
-        reason[blank] = DATETIME_CHECKS["datetime_required"]
-    return pd.DataFrame({"iso": iso, "check": check, "reason": reason}, index=text.index)
+        is_blank = blank.to_numpy(dtype=bool)
+        check[is_blank] = "datetime_required"
+        reason[is_blank] = DATETIME_CHECKS["datetime_required"]
+    return pd.DataFrame(
+        {
+            "iso": pd.Series(iso, index=text.index, dtype="str"),
+            "check": pd.Series(check, index=text.index, dtype="str"),
+            "reason": pd.Series(reason, index=text.index, dtype="str"),
+        },
+        index=text.index,
+        copy=False,
+    )
 
 
 def known_zones(zones: pd.Series) -> pd.Series:
     """Boolean per row: is the zone a known IANA zone (checked once per distinct name)."""
-    distinct = zones.dropna().unique()
-    verdict = {z: timerules.is_valid_zone(str(z)) for z in distinct}
-    return zones.map(verdict).fillna(False).astype(bool)
+    codes, names = pd.factorize(zones)
+    verdict = np.array([timerules.is_valid_zone(str(z)) for z in names] + [False], dtype=bool)
+    # code -1 (missing) picks the trailing False
+    return pd.Series(verdict[codes], index=zones.index)

@@ -48,24 +48,26 @@ def check_distributions(
     The returned frame has every canonical column except ``source_file``/``sheet``/``row`` and
     still holds failing rows (their parsed values are <NA>).
     """
-    out = pd.DataFrame(index=frame.index)
-    for column in ("distribution_name", "vehicle", "external_reference", "entity"):
-        out[column] = frame[column]
-    out["amount"] = frame["amount"]
+    # Columns are gathered in a dict and framed once: inserting them one by one costs more than
+    # the checks themselves on a small sheet (pandas rebuilds its column index per insert).
+    columns: dict[str, pd.Series] = {
+        column: frame[column]
+        for column in ("distribution_name", "vehicle", "external_reference", "entity", "amount")
+    }
 
     money = parse_money(frame["amount"])
     bad_money = money["check"].notna()
     failed = money["check"][bad_money]
     issues.add(bad_money, "amount", frame["amount"], failed, failed.map(MONEY_REASONS))
-    out["amount_cents"] = money["cents"]
+    columns["amount_cents"] = money["cents"]
 
-    currency = frame["currency"].str.upper().fillna("USD")
-    out["currency"] = currency.where(frame["currency"].notna(), "USD")
-    out["currency_written"] = frame["currency"]
+    written_currency = frame["currency"]
+    columns["currency"] = written_currency.str.upper().fillna("USD")
+    columns["currency_written"] = written_currency
 
     zone = frame["distribution_timezone"].fillna("UTC")
     zone_ok = known_zones(zone)
-    out["distribution_timezone"] = zone
+    columns["distribution_timezone"] = zone
     issues.add(
         ~zone_ok,
         "distribution_timezone",
@@ -83,7 +85,7 @@ def check_distributions(
         dates["check"],
         dates["reason"],
     )
-    out["distribution_date"] = dates["iso"]
+    columns["distribution_date"] = dates["iso"]
 
     override = parse_datetimes(
         frame["distribution_date_override"], usable_zone, excel_serials=excel, required=False
@@ -95,17 +97,23 @@ def check_distributions(
         override["check"],
         override["reason"],
     )
-    out["distribution_date_override"] = override["iso"]
+    columns["distribution_date_override"] = override["iso"]
 
-    notify = frame["notify"].str.strip().str.replace(r"\s*[;,]\s*", "; ", regex=True)
-    notify = notify.str.strip("; ")
-    out["notify"] = notify.mask(notify.eq(""))
+    notify = frame["notify"]
+    if notify.notna().any():
+        notify = notify.str.strip().str.replace(r"\s*[;,]\s*", "; ", regex=True).str.strip("; ")
+        notify = notify.mask(notify.eq(""))
+    columns["notify"] = notify
 
     entity = frame["entity"]
-    out["entity_is_ref"] = ~entity.str.fullmatch(ENTITY_ID).fillna(False).astype(bool)
+    columns["entity_is_ref"] = ~entity.str.fullmatch(ENTITY_ID).fillna(False).astype(bool)
 
-    checked = out.drop(columns=["currency"]).assign(
-        currency=frame["currency"].str.strip().str.upper()
+    out = pd.DataFrame(columns, index=frame.index, copy=False)
+    # The model sees the currency as written (trimmed, upper-cased), not the USD default.
+    checked = pd.DataFrame(
+        {**columns, "currency": written_currency.str.strip().str.upper()},
+        index=frame.index,
+        copy=False,
     )
     failure_issues(DistributionSheetModel, checked, issues)
     _cross_row(out, issues)
@@ -180,12 +188,14 @@ def _cross_row(out: pd.DataFrame, issues: IssueCollector) -> None:
 
 def canonical_payments(out: pd.DataFrame, *, source_file: str, sheet: str | None) -> pd.DataFrame:
     """The canonical payment frame (docs/architecture.md) from a fully valid parsed frame."""
-    frame = out.assign(
-        source_file=source_file,
-        sheet=sheet,
-        row=out.index.astype("int64"),
-    )
-    frame = frame[CANONICAL_COLUMNS].reset_index(drop=True)
-    frame["amount_cents"] = frame["amount_cents"].astype("int64")
-    frame["entity_is_ref"] = frame["entity_is_ref"].astype(bool)
-    return frame
+    # Built in one go from the columns' arrays (positional: the new index is 0…n-1).
+    columns: dict[str, object] = {
+        "source_file": source_file,
+        "sheet": sheet,
+        "row": out.index.to_numpy(dtype="int64"),
+    }
+    for name in CANONICAL_COLUMNS[3:]:
+        columns[name] = out[name].array
+    columns["amount_cents"] = out["amount_cents"].to_numpy(dtype="int64")
+    columns["entity_is_ref"] = out["entity_is_ref"].to_numpy(dtype=bool)
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(out)))

@@ -80,7 +80,8 @@ def finish_sheet(
     while keep and not header[keep - 1] and body[f"c{keep - 1}"].isna().all():
         keep -= 1
     header = header[:keep]
-    body = body[[f"c{i}" for i in range(keep)]]
+    if keep < len(body.columns):
+        body = body[[f"c{i}" for i in range(keep)]]
     filled = body.notna().any(axis=1)
     if not filled.all():
         body = body[filled]

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+from pandera import dtypes
+from pandera.engines import pandas_engine
 from pandera.errors import SchemaErrors
 from pandera.typing import Series
 
@@ -63,6 +66,25 @@ CHECK_REASONS: dict[str, str] = {
 }
 
 
+@pandas_engine.Engine.register_dtype
+@dtypes.immutable(init=True)
+class SheetText(pandas_engine.STRING):
+    """pandas' ``str`` dtype, whose dtype check answers once per column.
+
+    pandera's own ``str`` answers an exact dtype match with one ``True`` per cell, and then
+    builds and prints an (empty) failure table for every column of every sheet: a fixed cost
+    larger than the checks themselves on a small sheet. Any other answer (a mismatch, cells of
+    an ``object`` column) is pandera's unchanged.
+    """
+
+    def check(self, pandera_dtype: dtypes.DataType, data_container: Any = None) -> bool | Any:
+        """Whether ``pandera_dtype`` is this dtype (see the class docstring)."""
+        verdict = super().check(pandera_dtype, data_container)
+        if isinstance(verdict, np.ndarray) and verdict.dtype == bool and verdict.all():
+            return True
+        return verdict
+
+
 def _length_ok(s: pd.Series) -> pd.Series:
     return s.str.len().between(1, 255)
 
@@ -70,14 +92,14 @@ def _length_ok(s: pd.Series) -> pd.Series:
 class DistributionSheetModel(pa.DataFrameModel):
     """The distribution sheet: one payment per row (see schemas/templates/distribution_sheet.md)."""
 
-    distribution_name: Series[str] = pa.Field(nullable=False)
-    vehicle: Series[str] = pa.Field(nullable=False)
-    external_reference: Series[str] = pa.Field(nullable=False)
-    entity: Series[str] = pa.Field(nullable=False)
+    distribution_name: Series[SheetText] = pa.Field(nullable=False)
+    vehicle: Series[SheetText] = pa.Field(nullable=False)
+    external_reference: Series[SheetText] = pa.Field(nullable=False)
+    entity: Series[SheetText] = pa.Field(nullable=False)
     amount_cents: Series[pd.Int64Dtype] = pa.Field(nullable=True)
-    currency: Series[str] = pa.Field(nullable=True)
-    distribution_timezone: Series[str] = pa.Field(nullable=True)
-    notify: Series[str] = pa.Field(nullable=True)
+    currency: Series[SheetText] = pa.Field(nullable=True)
+    distribution_timezone: Series[SheetText] = pa.Field(nullable=True)
+    notify: Series[SheetText] = pa.Field(nullable=True)
 
     class Config:
         """Extra columns (raw dates, bookkeeping) are allowed."""
@@ -86,19 +108,19 @@ class DistributionSheetModel(pa.DataFrameModel):
         coerce = False
 
     @pa.check("distribution_name", name="name_length")
-    def _name_length(cls, s: Series[str]) -> Series[bool]:
+    def _name_length(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s)  # type: ignore[return-value]
 
     @pa.check("vehicle", name="vehicle_id_format")
-    def _vehicle_id(cls, s: Series[str]) -> Series[bool]:
+    def _vehicle_id(cls, s: Series[SheetText]) -> Series[bool]:
         return s.str.fullmatch(VEHICLE_ID)  # type: ignore[return-value]
 
     @pa.check("external_reference", name="reference_length")
-    def _reference_length(cls, s: Series[str]) -> Series[bool]:
+    def _reference_length(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s)  # type: ignore[return-value]
 
     @pa.check("entity", name="entity_format")
-    def _entity_format(cls, s: Series[str]) -> Series[bool]:
+    def _entity_format(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s) & ~s.str.startswith("ent_") | s.str.fullmatch(ENTITY_ID)  # type: ignore[return-value]
 
     @pa.check("amount_cents", name="amount_range")
@@ -106,11 +128,11 @@ class DistributionSheetModel(pa.DataFrameModel):
         return s.between(1, MAX_AMOUNT_CENTS)  # type: ignore[return-value]
 
     @pa.check("currency", name="currency_usd")
-    def _currency(cls, s: Series[str]) -> Series[bool]:
+    def _currency(cls, s: Series[SheetText]) -> Series[bool]:
         return s.eq("USD")  # type: ignore[return-value]
 
     @pa.check("notify", name="notify_format")
-    def _notify(cls, s: Series[str]) -> Series[bool]:
+    def _notify(cls, s: Series[SheetText]) -> Series[bool]:
         tokens = s.str.split("; ").explode()
         ok = tokens.str.fullmatch(CONTACT_ID) | tokens.str.fullmatch(EMAIL)
         return ok.groupby(level=0).all().reindex(s.index)  # type: ignore[return-value]
@@ -119,14 +141,14 @@ class DistributionSheetModel(pa.DataFrameModel):
 class RosterSheetModel(pa.DataFrameModel):
     """The roster sheet: entities, their contacts and payment instructions (see roster_sheet.md)."""
 
-    entity_name: Series[str] = pa.Field(nullable=False)
-    entity_type: Series[str] = pa.Field(nullable=False)
-    entity_external_reference: Series[str] = pa.Field(nullable=False)
-    contact_name: Series[str] = pa.Field(nullable=True)
-    contact_email: Series[str] = pa.Field(nullable=True)
-    payment_type: Series[str] = pa.Field(nullable=True)
-    routing_number: Series[str] = pa.Field(nullable=True)
-    account_number: Series[str] = pa.Field(nullable=True)
+    entity_name: Series[SheetText] = pa.Field(nullable=False)
+    entity_type: Series[SheetText] = pa.Field(nullable=False)
+    entity_external_reference: Series[SheetText] = pa.Field(nullable=False)
+    contact_name: Series[SheetText] = pa.Field(nullable=True)
+    contact_email: Series[SheetText] = pa.Field(nullable=True)
+    payment_type: Series[SheetText] = pa.Field(nullable=True)
+    routing_number: Series[SheetText] = pa.Field(nullable=True)
+    account_number: Series[SheetText] = pa.Field(nullable=True)
 
     class Config:
         """Extra columns are allowed."""
@@ -135,35 +157,35 @@ class RosterSheetModel(pa.DataFrameModel):
         coerce = False
 
     @pa.check("entity_name", name="name_length")
-    def _entity_name(cls, s: Series[str]) -> Series[bool]:
+    def _entity_name(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s)  # type: ignore[return-value]
 
     @pa.check("contact_name", name="name_length")
-    def _contact_name(cls, s: Series[str]) -> Series[bool]:
+    def _contact_name(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s)  # type: ignore[return-value]
 
     @pa.check("entity_external_reference", name="reference_length")
-    def _reference(cls, s: Series[str]) -> Series[bool]:
+    def _reference(cls, s: Series[SheetText]) -> Series[bool]:
         return _length_ok(s)  # type: ignore[return-value]
 
     @pa.check("entity_type", name="entity_type_known")
-    def _entity_type(cls, s: Series[str]) -> Series[bool]:
+    def _entity_type(cls, s: Series[SheetText]) -> Series[bool]:
         return s.isin(ENTITY_TYPES)  # type: ignore[return-value]
 
     @pa.check("contact_email", name="email_format")
-    def _email(cls, s: Series[str]) -> Series[bool]:
+    def _email(cls, s: Series[SheetText]) -> Series[bool]:
         return s.str.fullmatch(EMAIL)  # type: ignore[return-value]
 
     @pa.check("payment_type", name="payment_type_known")
-    def _payment_type(cls, s: Series[str]) -> Series[bool]:
+    def _payment_type(cls, s: Series[SheetText]) -> Series[bool]:
         return s.isin(PAYMENT_TYPES)  # type: ignore[return-value]
 
     @pa.check("routing_number", name="routing_number_format")
-    def _routing(cls, s: Series[str]) -> Series[bool]:
+    def _routing(cls, s: Series[SheetText]) -> Series[bool]:
         return routing_number_valid(s)  # type: ignore[return-value]
 
     @pa.check("account_number", name="account_number_format")
-    def _account(cls, s: Series[str]) -> Series[bool]:
+    def _account(cls, s: Series[SheetText]) -> Series[bool]:
         return s.str.fullmatch(r"[A-Za-z0-9]{4,34}")  # type: ignore[return-value]
 
 
@@ -183,7 +205,9 @@ def failure_issues(
 ) -> None:
     """Validate ``frame`` (index = Excel row) lazily and record every failure case."""
     try:
-        model.validate(frame, lazy=True)
+        # inplace: the models neither coerce nor fill defaults, so the copy pandera would make
+        # first is pure cost (the whole frame, on every sheet).
+        model.validate(frame, lazy=True, inplace=True)
     except SchemaErrors as exc:
         cases: pd.DataFrame = exc.failure_cases
         for (column, check), group in cases.groupby(["column", "check"], dropna=False, sort=False):

@@ -9,12 +9,17 @@ Formulas read as their cached values; one without a cached value is a row error.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -44,13 +49,41 @@ def _cell_text(value: Any) -> str | None:
     return str(value)
 
 
-def _column_text(cells: tuple[Any, ...]) -> pa.Array:
+def _column_text(cells: np.ndarray) -> pa.Array:
     """One column of calamine values as an Arrow string array."""
     try:
         # A column of text cells only (the common case) converts in C; "" becomes null later.
         return pa.array(cells, type=pa.string())
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         return pa.array([v if type(v) is str else _cell_text(v) for v in cells], type=pa.string())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a sheet becomes Python objects.
+
+    calamine hands over one Python object per cell (800k for a 100k-row sheet); none of them
+    form cycles, but their creation triggers full collections that each walk every one of
+    them — seconds of work on a big sheet, for nothing.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _sheet_columns(rows: list[list[Any]]) -> list[pa.Array]:
+    """The data rows (all but the header) of a rectangular sheet as one Arrow array per column."""
+    width = len(rows[0]) if rows else 0
+    if len(rows) < 2:
+        return [pa.array([], type=pa.string()) for _ in range(width)]
+    # One 2-D object array, sliced per column: transposing through tuples costs far more.
+    grid = np.empty((len(rows) - 1, width), dtype=object)
+    grid[:] = rows[1:]
+    return [_column_text(grid[:, i]) for i in range(width)]
 
 
 def _check_zip(path: Path, limits: ReadLimits, result: ReadResult) -> bool:
@@ -118,44 +151,49 @@ def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
             ("xlsx_corrupt", "the file is not a valid XLSX workbook (corrupt)", None)
         )
         return
-    missing_values = formulas_without_values(path)
-    for meta in workbook.sheets_metadata:
-        if str(meta.typ) != str(calamine.SheetTypeEnum.WorkSheet):
-            continue
-        if str(meta.visible) != str(calamine.SheetVisibleEnum.Visible):
-            result.warnings.append(
-                ("sheet_hidden", f"hidden sheet {meta.name!r} was not read", meta.name)
-            )
-            continue
-        rows = workbook.get_sheet_by_name(meta.name).to_python(skip_empty_area=False)
-        while rows and all(v == "" or v is None for v in rows[-1]):
-            rows.pop()
-        if not rows:
-            result.sheets.append(RawSheet(meta.name, [], pd.DataFrame(), excel=True))
-            continue
-        if len(rows) - 1 > limits.max_rows:
-            result.errors.append(
-                (
-                    "file_too_many_rows",
-                    f"sheet {meta.name!r} has {len(rows) - 1:,} rows, over the {limits.max_rows:,} limit",
-                    meta.name,
+    # The formula scan inflates the sheet XML a second time; it runs beside calamine's parse
+    # (which releases the GIL), so on two cores it adds next to nothing to the read.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xlsx-formulas") as pool:
+        scan = pool.submit(formulas_without_values, path)
+        for meta in workbook.sheets_metadata:
+            if str(meta.typ) != str(calamine.SheetTypeEnum.WorkSheet):
+                continue
+            if str(meta.visible) != str(calamine.SheetVisibleEnum.Visible):
+                result.warnings.append(
+                    ("sheet_hidden", f"hidden sheet {meta.name!r} was not read", meta.name)
                 )
+                continue
+            with _collector_paused():
+                rows = workbook.get_sheet_by_name(meta.name).to_python(skip_empty_area=False)
+                while rows and all(v == "" or v is None for v in rows[-1]):
+                    rows.pop()
+            if not rows:
+                result.sheets.append(RawSheet(meta.name, [], pd.DataFrame(), excel=True))
+                continue
+            if len(rows) - 1 > limits.max_rows:
+                result.errors.append(
+                    (
+                        "file_too_many_rows",
+                        f"sheet {meta.name!r} has {len(rows) - 1:,} rows, over the {limits.max_rows:,} limit",
+                        meta.name,
+                    )
+                )
+                return
+            header = [_cell_text(v) or "" for v in rows[0]]
+            with _collector_paused():
+                arrays = _sheet_columns(rows)
+            del rows
+            body = clean_table(arrays, [f"c{i}" for i in range(len(arrays))])
+            cell_errors = [
+                (
+                    row,
+                    col,
+                    "formula_without_value",
+                    "the cell holds a formula with no saved result; open the file in Excel, let it calculate and save it again",
+                )
+                for row, col in scan.result().get(meta.name, [])
+                if row >= 2
+            ]
+            result.sheets.append(
+                finish_sheet(meta.name, header, body, excel=True, cell_errors=cell_errors)
             )
-            return
-        header = [_cell_text(v) or "" for v in rows[0]]
-        columns = list(zip(*rows[1:], strict=True)) if len(rows) > 1 else [() for _ in header]
-        arrays = [_column_text(col) for col in columns]
-        body = clean_table(arrays, [f"c{i}" for i in range(len(arrays))])
-        cell_errors = [
-            (
-                row,
-                col,
-                "formula_without_value",
-                "the cell holds a formula with no saved result; open the file in Excel, let it calculate and save it again",
-            )
-            for row, col in missing_values.get(meta.name, [])
-            if row >= 2
-        ]
-        result.sheets.append(
-            finish_sheet(meta.name, header, body, excel=True, cell_errors=cell_errors)
-        )
