@@ -17,8 +17,9 @@ Batch size: the service accepts up to 100 distributions per create, so 10,000 pa
 100 create requests, ~10 s of sending at the default R = 10, so the rate limiter, not the
 start-up burst, decides the result. Each request carries 100 payments, so its CPU cost (client
 body hashing/serialising and response parsing, sandbox inserts) is ~20x that of the one-payment
-creates of benchmarks/client.py; on a shared 2-core machine R = 20 comes out at ~16-17 req/s
-(the client's leaky bucket cannot make up for event-loop lag), R = 10 at ~9.1-9.5.
+creates of benchmarks/client.py. The client schedules requests on absolute time (event-loop lag
+costs no slots); on a shared 2-core machine (load ~1.7) R = 20 comes out at ~19.0 req/s and
+R = 10 at ~9.6 (the leaky bucket it replaced gave ~16-17 and ~9.1-9.5).
 
 Target: the submission's requests/s ≥ 90 % of R.
 """

@@ -83,6 +83,21 @@ class Settings(BaseSettings):
     require_funds: bool = False
     log_level: str = "INFO"
 
+    # --- submission (fundpipe ingest) ---------------------------------------------------------
+    inbox_settle_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="Seconds a file in the inbox must have been left unchanged before it is "
+        "picked up (0 takes every file at once; for tests and scripted drops).",
+    )
+    submit_batch_size: int = Field(
+        default=100,
+        ge=1,
+        le=100,
+        description="Distributions per create request (the service accepts at most 100, and "
+        "each request is atomic at the service).",
+    )
+
     @field_validator("scopes", mode="before")
     @classmethod
     def _split_scopes(cls, value: Any) -> Any:

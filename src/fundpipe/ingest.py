@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import sys
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -280,17 +279,24 @@ def ingest(
     require_funds: bool | None = None,
     console: Console | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
-    settle_s: float = 1.0,
-    batch_size: int = MAX_BATCH,
+    settle_s: float | None = None,
+    batch_size: int | None = None,
 ) -> IngestResult:
     """Ingest ``paths`` (None → the inbox): validate, plan, pre-flight and submit exactly once.
 
     ``dry_run`` prints the plan and sends nothing (no file moves, no ledger writes).
     ``require_funds`` (default ``settings.require_funds``) turns the funding warning into a
     refusal of the file. ``transport`` replaces the network (tests pass the sandbox's ASGI
-    app). Raises :class:`fundpipe.inbox.InboxBusyError` when another ingest holds the lock.
+    app). ``settle_s`` (seconds an inbox file must be unchanged) and ``batch_size``
+    (distributions per create request, at most 100) override ``settings.inbox_settle_s`` and
+    ``settings.submit_batch_size``. Raises :class:`fundpipe.inbox.InboxBusyError` when another
+    ingest holds the lock.
     """
     require = settings.require_funds if require_funds is None else require_funds
+    settle_s = settings.inbox_settle_s if settle_s is None else settle_s
+    batch_size = settings.submit_batch_size if batch_size is None else batch_size
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
     if settings.embedded and transport is None:
         from fundpipe.embedded import service
 
@@ -541,7 +547,7 @@ async def _run(
                             d.external_reference,
                             "distribution_conflict",
                             f"{d.external_reference} already exists at the service as "
-                            f"{d.existing_id or 'another file of this run'} with other content "
+                            f"{d.existing_id or 'another file of this run'} and does not match "
                             f"({d.reason}); nothing of this file was sent — resolve it by hand",
                         )
                     )
@@ -607,29 +613,23 @@ async def _only_organization(client: Any) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m fundpipe.ingest [FILE...]``: ingest with settings from the environment.
 
-    ``FUNDPIPE_INBOX_SETTLE_S`` (seconds a file must be unchanged) and ``FUNDPIPE_BATCH_SIZE``
-    tune the run; the exit code is :attr:`IngestResult.exit_code`.
+    ``FUNDPIPE_INBOX_SETTLE_S`` (seconds a file must be unchanged) and
+    ``FUNDPIPE_SUBMIT_BATCH_SIZE`` tune the run (see :class:`fundpipe.config.Settings`); the exit
+    code is :attr:`IngestResult.exit_code`.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=os.environ.get("FUNDPIPE_LOG_LEVEL", "WARNING"))
     settings = Settings()
+    # WARNING unless FUNDPIPE_LOG_LEVEL is set: this entry point is scripted (and killed) by tests
+    level = settings.log_level if "log_level" in settings.model_fields_set else "WARNING"
+    logging.basicConfig(level=level)
     try:
-        result = _ingest_from_env(settings, args)
+        result = ingest(settings, [Path(a) for a in args] or None)
     except InboxBusyError as exc:
         print(f"busy: {exc}", file=sys.stderr)
         return 4
     for f in result.files:
         print(f"{f.state}\t{f.source_file}\t{f.message or ''}")
     return result.exit_code
-
-
-def _ingest_from_env(settings: Settings, args: list[str]) -> IngestResult:
-    return ingest(
-        settings,
-        [Path(a) for a in args] or None,
-        settle_s=float(os.environ.get("FUNDPIPE_INBOX_SETTLE_S", "1.0")),
-        batch_size=int(os.environ.get("FUNDPIPE_BATCH_SIZE", str(MAX_BATCH))),
-    )
 
 
 if __name__ == "__main__":

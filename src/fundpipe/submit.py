@@ -75,8 +75,10 @@ async def load_state(client: FundClient, org_id: str) -> ServiceState:
         contact_entities[c.id] = frozenset(c.entities)
     distributions: dict[str, ServiceDistribution] = {}
     async for d in client.list_distributions():
-        if not d.external_reference or d.status == "cancelled":
+        if not d.external_reference:
             continue
+        if d.status == "cancelled" and d.external_reference in distributions:
+            continue  # a live distribution with the same reference is what counts
         payments = list(d.payments.data) if d.payments else []
         if d.payments is not None and d.payments.next_page_url:
             payments = [p async for p in client.list_distribution_payments(d.id)]
@@ -96,6 +98,11 @@ async def load_state(client: FundClient, org_id: str) -> ServiceState:
                         p.distribution_date_override.isoformat()
                         if p.distribution_date_override
                         else None
+                    ),
+                    notify=tuple(
+                        sorted(n.contact for n in p.notifications.data if n.contact)
+                        if p.notifications is not None
+                        else ()
                     ),
                 )
                 for p in payments

@@ -22,7 +22,7 @@ from fundclient_helpers import (
 )
 
 from fundpipe.client import FundClient, errors, idempotency_key
-from fundpipe.client._ratelimit import RateGate
+from fundpipe.client._ratelimit import GUARD_MARGIN_S, RateGate
 
 DIST = {
     "name": "Q4 2026",
@@ -500,3 +500,56 @@ def test_a_429_slows_the_shared_rate_once_and_it_recovers():
         now[0] += 10
         gate._maybe_recover()
     assert gate.current_rate == 100  # back to the configured rate, never above
+
+
+def test_rate_gate_slots_follow_the_previous_slot_not_a_late_send():
+    now = [100.0]
+    gate = RateGate(rate_per_s=10, max_concurrency=8, monotonic=lambda: now[0])
+    step = 0.1 + GUARD_MARGIN_S / 10  # 1/rate, stretched by the guard's margin
+    assert gate.interval == pytest.approx(step)
+    queued = [gate.take_slot() for _ in range(3)]  # three requests waiting at once
+    assert queued == pytest.approx([100.0, 100.0 + step, 100.0 + 2 * step])
+    now[0] = 100.0 + 2.5 * step  # the event loop lagged: they were all sent late...
+    # ...and the next request keeps its place on the schedule instead of starting over
+    assert gate.take_slot() == pytest.approx(100.0 + 3 * step)
+    now[0] = 105.0  # after idle time no slot is banked: no burst
+    assert [gate.take_slot() for _ in range(2)] == pytest.approx([105.0, 105.0 + step])
+
+
+def test_rate_gate_guard_never_lets_bunched_slots_exceed_the_rate_over_a_window():
+    now = [0.0]
+    gate = RateGate(rate_per_s=4, max_concurrency=8, monotonic=lambda: now[0])
+    sent: list[float] = []
+    for _ in range(20):  # every send is attempted at once, as after a long stall
+        delay = gate.guard_delay()
+        now[0] += max(0.0, delay)
+        assert gate.guard_delay() == 0.0
+        gate.record_send()
+        sent.append(now[0])
+    for start in sent:  # at most 4 sends in any 1-s window (+ margin), wherever it starts
+        assert sum(start <= t < start + 1.0 + GUARD_MARGIN_S for t in sent) <= 4
+    assert sent[-1] == pytest.approx(4 * (1.0 + GUARD_MARGIN_S))  # no slower than that either
+
+
+async def test_rate_gate_keeps_the_rate_when_the_event_loop_lags():
+    gate = RateGate(rate_per_s=40, max_concurrency=8)
+    sent: list[float] = []
+    done = False
+
+    async def one() -> None:
+        async with gate.slot():
+            sent.append(time.monotonic())
+
+    async def hog() -> None:  # CPU work elsewhere in the loop: 100 ms stalls every 120 ms
+        while not done:
+            time.sleep(0.1)
+            await asyncio.sleep(0.02)
+
+    lagger = asyncio.create_task(hog())
+    await asyncio.gather(*(one() for _ in range(41)))
+    done = True
+    await lagger
+    # 40 intervals at 40/s: 1 s on schedule; a leaky bucket that lost the slots the stalls
+    # delayed needs ~2.4 s. The guard: never more than 40 sends in any 1-s window.
+    assert sent[-1] - sent[0] < 1.5
+    assert all(sum(s <= t < s + 1.0 for t in sent) <= 40 for s in sent)

@@ -38,6 +38,19 @@ DISTRIBUTIONS_PER_FILE = 10
 PAYMENTS_PER_DISTRIBUTION = 11
 
 
+@pytest.fixture(scope="module")
+def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """Where the pipeline subprocesses keep their bytecode, when the environment forbids it.
+
+    Under ``PYTHONDONTWRITEBYTECODE`` every ``python -m fundpipe.ingest`` compiles its ~1,000
+    modules again (5-8 s a start on a busy 2-core machine, paid at every restart): the restarts
+    share a private bytecode cache instead (the checkout and the venv are left untouched).
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return None
+    return tmp_path_factory.mktemp("pycache")
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[SandboxServer]:
     config = SandboxConfig(
@@ -55,8 +68,11 @@ def _control(server: SandboxServer, method: str, path: str, body: dict[str, Any]
     response.raise_for_status()
 
 
-def _env(server: SandboxServer, data_dir: Path) -> dict[str, str]:
+def _env(server: SandboxServer, data_dir: Path, pycache: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FUNDPIPE_")}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     env.update(
         FUNDPIPE_BASE_URL=server.base_url,
         FUNDPIPE_CLIENT_ID="demo-client",
@@ -70,15 +86,15 @@ def _env(server: SandboxServer, data_dir: Path) -> dict[str, str]:
         FUNDPIPE_RATE_LIMIT_PER_S="1000",
         FUNDPIPE_MAX_CONCURRENCY="4",
         FUNDPIPE_INBOX_SETTLE_S="0",
-        FUNDPIPE_BATCH_SIZE="4",
+        FUNDPIPE_SUBMIT_BATCH_SIZE="4",
     )
     return env
 
 
-def _start(server: SandboxServer, data_dir: Path) -> subprocess.Popen[str]:
+def _start(server: SandboxServer, data_dir: Path, pycache: Path | None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "fundpipe.ingest"],
-        env=_env(server, data_dir),
+        env=_env(server, data_dir, pycache),
         cwd=data_dir.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -92,16 +108,20 @@ def _service_count(db: Path) -> int:
 
 
 def _service_distributions(server: SandboxServer) -> dict[str, list[int]]:
-    settings = Settings().with_service(server.base_url)
+    # the read-back is not under test: no client-side pacing (the default 9/s is ~25 s here)
+    settings = Settings(rate_limit_per_s=10_000.0, max_concurrency=8).with_service(server.base_url)
 
     async def pull() -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
         async with FundClient(settings) as client:
-            async for d in client.list_distributions():
-                assert d.external_reference not in out, f"duplicate {d.external_reference}"
-                payments = [p async for p in client.list_distribution_payments(d.id)]
-                out[str(d.external_reference)] = sorted(p.amount for p in payments)
-        return out
+            found = [d async for d in client.list_distributions()]
+            refs = [str(d.external_reference) for d in found]
+            assert len(set(refs)) == len(refs), "duplicate external_reference at the service"
+
+            async def amounts(dst_id: str) -> list[int]:
+                return sorted([p.amount async for p in client.list_distribution_payments(dst_id)])
+
+            pulled = await asyncio.gather(*(amounts(d.id) for d in found))
+        return dict(zip(refs, pulled, strict=True))
 
     return asyncio.run(pull())
 
@@ -153,7 +173,9 @@ def _write_drop(inbox: Path, rng: random.Random) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in truth.items()}
 
 
-def test_chaos_every_distribution_exactly_once(tmp_path: Path, server: SandboxServer) -> None:
+def test_chaos_every_distribution_exactly_once(
+    tmp_path: Path, server: SandboxServer, pycache: Path | None
+) -> None:
     rng = random.Random(20261123)
     data_dir = tmp_path / "data"
     inbox = data_dir / "inbox"
@@ -179,7 +201,7 @@ def test_chaos_every_distribution_exactly_once(tmp_path: Path, server: SandboxSe
     started = time.monotonic()
     kills = 0
     for threshold in kill_at:
-        proc = _start(server, data_dir)
+        proc = _start(server, data_dir, pycache)
         while proc.poll() is None and _service_count(db) < threshold:
             time.sleep(0.02)
         time.sleep(rng.uniform(0, 0.05))  # land anywhere in the request cycle
@@ -192,7 +214,7 @@ def test_chaos_every_distribution_exactly_once(tmp_path: Path, server: SandboxSe
 
     # restart until everything is settled (an outcome may be left unknown by the faults)
     for _ in range(4):
-        proc = _start(server, data_dir)
+        proc = _start(server, data_dir, pycache)
         _out, err = proc.communicate(timeout=120)
         if proc.returncode == 0:
             break
@@ -230,7 +252,7 @@ def test_chaos_every_distribution_exactly_once(tmp_path: Path, server: SandboxSe
 
 
 def test_two_concurrent_ingests_never_submit_a_file_twice(
-    tmp_path: Path, server: SandboxServer
+    tmp_path: Path, server: SandboxServer, pycache: Path | None
 ) -> None:
     data_dir = tmp_path / "data"
     inbox = data_dir / "inbox"
@@ -240,7 +262,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         rows = [(f"TWO-{f}-{d}", "veh_demo1", [100 + d, 200 + f]) for d in range(5)]
         truth.update(write_sheet(inbox / f"two_{f}.csv", rows))
     _control(server, "PUT", "faults", {"latency_ms": 30})  # the first run holds its lock longer
-    first = _start(server, data_dir)
+    first = _start(server, data_dir, pycache)
     lock = data_dir / ".ingest.lock"
     deadline = time.monotonic() + 60
     while f'"pid": {first.pid},' not in (lock.read_text() if lock.exists() else ""):
@@ -248,7 +270,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         assert time.monotonic() < deadline
         time.sleep(0.01)
     # a second ingest on the same inbox while the first one runs: refused, naming the holder
-    rival = Settings(data_dir=data_dir).with_service(server.base_url)
+    rival = Settings(data_dir=data_dir, rate_limit_per_s=1000.0).with_service(server.base_url)
     with pytest.raises(InboxBusyError, match=rf"pid {first.pid} on .+ since 20"):
         ingest(rival, settle_s=0)
     _out, err = first.communicate(timeout=120)

@@ -6,6 +6,7 @@ import io
 import shutil
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from submit_worlds import World, write_sheet
 
@@ -209,3 +210,78 @@ def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
     ]
     assert [(c[0], c[1]) for c in payments][: len(seam_payments)] == seam_payments
     assert [(c[0], c[1]) for c in files][: len(seam_files)] == seam_files
+
+
+def test_batch_size_and_settle_time_come_from_the_settings(world: World, monkeypatch) -> None:
+    monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "2")
+    monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "0")
+    settings = type(world.settings)(data_dir=world.data_dir, rate_limit_per_s=1000.0)
+    assert (settings.submit_batch_size, settings.inbox_settle_s) == (2, 0.0)
+    truth = _drop(world, "five.csv", [(f"B-{i}", "veh_demo1", [100 + i]) for i in range(5)])
+    # no settle_s / batch_size arguments: a file written just now is taken at once (settle 0)
+    result = ingest(settings.with_service("http://sandbox.test"), transport=world.transport)
+    assert [f.state for f in result.files] == ["processed"]
+    assert result.plan is not None
+    sizes = [len(r.body) for r in result.plan.phase("distributions")]
+    assert sizes == [2, 2, 1]  # at most 2 distributions per create request
+    assert world.amounts() == {k: sorted(v) for k, v in truth.items()}
+
+
+def test_a_batch_size_the_service_would_refuse_is_a_settings_error(monkeypatch) -> None:
+    import pydantic
+
+    from fundpipe.config import Settings
+
+    monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "101")
+    with pytest.raises(pydantic.ValidationError, match="submit_batch_size"):
+        Settings()
+
+
+def test_a_distribution_cancelled_at_the_service_is_a_conflict_not_already_there(
+    world: World,
+) -> None:
+    _drop(world, "q4.csv", [("C-1", "veh_demo1", [100, 200])])
+    ingest(world.settings, transport=world.transport, settle_s=0)
+    ((cancelled, _),) = world.distributions()
+    world.control("POST", f"distributions/{cancelled.id}/cancel")
+    # the same sheet, renamed so it is not a byte-identical re-drop: same content as before
+    _drop(world, "q4-again.csv", [("C-1", "veh_demo1", [100, 200]), ("C-2", "veh_demo1", [5])])
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    (outcome,) = result.files
+    assert (outcome.state, result.exit_code) == ("conflict", 1)
+    after = world.distributions()
+    assert [(d.id, d.status) for d, _ in after] == [(cancelled.id, "cancelled")]  # C-2 neither
+    report = (world.data_dir / "rejected" / "q4-again.csv.errors.csv").read_text("utf-8-sig")
+    assert "C-1" in report
+    assert "cancelled at the service" in report
+
+
+def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> None:
+    import asyncio
+
+    from submit_worlds import file_input, payment_rows
+
+    from fundpipe.client import FundClient, idempotency_key
+    from fundpipe.plan import IdMap, ServiceState, build_plan
+    from fundpipe.submit import load_state
+
+    def sheet(contact: str) -> list[dict[str, object]]:
+        return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)
+
+    async def create_then_load() -> ServiceState:
+        async with FundClient(world.settings, transport=world.transport) as client:
+            empty = await load_state(client, "org_demo")
+            (request,) = build_plan([file_input("h1", sheet("cnt_demo1"))], empty).requests
+            sent = request.resolve(IdMap(), "org_demo", idempotency_key)
+            await client.create_distributions(sent.body, idempotency_key=sent.key)
+            return await load_state(client, "org_demo")
+
+    state = asyncio.run(create_then_load())
+    # the service holds N-1 notifying cnt_demo1: the same sheet links, another contact conflicts
+    (same,) = build_plan([file_input("h2", sheet("cnt_demo1"))], state).distributions
+    (other,) = build_plan([file_input("h3", sheet("cnt_demo2"))], state).distributions
+    assert (same.action, same.existing_id) == ("link", state.distributions_by_ref["N-1"].id)
+    assert (other.action, other.reason) == (
+        "conflict",
+        "notifications differ: the payments notify other contacts than the sheet names",
+    )

@@ -1,15 +1,28 @@
 """Client-side rate limit and concurrency bound, shared by every request of one client.
 
-`RateGate` combines an `aiolimiter.AsyncLimiter` (a leaky bucket at the current rate with a
-burst of about 20 ms of traffic, at least 2, that starts full so the first window gets no burst),
-an `asyncio.Semaphore` (at most `max_concurrency`
-requests in flight) and the client's reaction to a 429, which is shared by all its requests:
+`RateGate` schedules requests on absolute time (a virtual clock, as in GCRA): each request is
+given the slot ``max(now, last_slot + interval)`` when it asks, then sleeps until that slot. A
+request woken late by event-loop lag does not push the following ones back (their slots were
+fixed from the previous *slot*, not from the late send), so lag costs no throughput: sustained
+traffic runs at the configured rate, not below it. A second, hard guard counts what was
+actually sent: at most ``n = ceil(rate)`` requests in any sliding window of ``n / rate`` (≥ 1)
+seconds plus a 30 ms margin, so slots that lag bunched together can never add up to more than
+the rate over a window the server measures — even when the requests reach the server's counter
+up to ~60 ms apart from when they left (the margin costs under 3 % of the rate; a 429 costs
+a pause of at least 1 s and a 5 % slowdown for tens of seconds). There is no
+burst on top of the rate, at the start or after idle. The interval is the guard's window over
+``n`` (``1/rate`` stretched by the margin), so in steady state the sends are evenly spaced and
+the guard only has to act on what lag bunched together.
+
+An `asyncio.Semaphore` bounds the requests in flight (`max_concurrency`), and the client's
+reaction to a 429 is shared by all its requests:
 
 - `penalize(seconds)` sets a *resume-at* time that every request waits for before it is sent,
-  not only the one that was refused;
-- the same 429 slows the shared limiter by 5 % (once per pause, never below half the configured
-  rate): a server's fixed window that our rate plus its small burst overran is then no longer
-  overrun, instead of costing one pause per window;
+  not only the one that was refused; a request whose slot fell inside the pause takes a new
+  one after it (paced again, no burst when the pause ends);
+- the same 429 slows the shared rate by 5 % (once per pause, never below half the configured
+  rate): a server's window that our rate overran is then no longer overrun, instead of costing
+  one pause per window;
 - after `recovery_s` seconds without a 429 the rate climbs back by 1 % steps to the configured
   rate.
 """
@@ -19,15 +32,15 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import stamina
-from aiolimiter import AsyncLimiter
 
-# Burst allowance of the leaky bucket, in seconds of traffic (at least 2 requests: a bucket of 1
-# loses ~20 % of the rate to timer overshoot).
-_BURST_S = 0.02
+# Added to the guard window: how far apart in time our send and the server's count of one
+# request may be (event-loop lag on either side, a slow request ahead of it at the server).
+GUARD_MARGIN_S = 0.03
 _SLOWDOWN = 0.95
 _RECOVERY_STEP = 1.01
 _FLOOR = 0.5
@@ -53,13 +66,8 @@ class RateGate:
         self._resume_at = 0.0  # monotonic time before which nothing is sent
         self._changed_at = monotonic()
         self._rate = rate_per_s
-        self._limiter = self._make_limiter(rate_per_s)
-        self._primed = False
-
-    @staticmethod
-    def _make_limiter(rate: float) -> AsyncLimiter:
-        burst = max(2.0, math.floor(rate * _BURST_S))
-        return AsyncLimiter(burst, burst / rate)
+        self._next_slot = -math.inf  # the earliest slot the next request may be given
+        self._sent: deque[float] = deque()  # monotonic send times within the guard window
 
     @property
     def current_rate(self) -> float:
@@ -73,8 +81,6 @@ class RateGate:
 
     def _set_rate(self, rate: float) -> None:
         self._rate = rate
-        self._limiter = self._make_limiter(rate)
-        self._primed = False
         self._changed_at = self._monotonic()
 
     def penalize(self, seconds: float) -> None:
@@ -91,6 +97,37 @@ class RateGate:
         ):
             self._set_rate(min(self.rate_per_s, self._rate * _RECOVERY_STEP))
 
+    def _guard_window(self) -> tuple[int, float]:
+        """At most ``n`` sends in any window of this many seconds."""
+        n = max(1, math.ceil(self._rate))
+        return n, n / self._rate + GUARD_MARGIN_S
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two consecutive slots (``1/rate`` stretched by the guard margin)."""
+        n, window = self._guard_window()
+        return window / n
+
+    def take_slot(self) -> float:
+        """Reserve the next send time: ``max(now, previous slot + interval)`` (monotonic)."""
+        slot = max(self._monotonic(), self._next_slot)
+        self._next_slot = slot + self.interval
+        return slot
+
+    def guard_delay(self) -> float:
+        """Seconds to wait before one more send keeps every guard window within the rate."""
+        n, window = self._guard_window()
+        now = self._monotonic()
+        while self._sent and self._sent[0] <= now - window:
+            self._sent.popleft()
+        if len(self._sent) < n:
+            return 0.0
+        return self._sent[-n] + window - now
+
+    def record_send(self) -> None:
+        """Count one request as sent now (for :meth:`guard_delay`)."""
+        self._sent.append(self._monotonic())
+
     async def _wait_resume(self) -> None:
         # Retry waits are switched off in stamina's test mode; the shared pause follows suit.
         # A loop, not an Event: another 429 may push the resume time further while we sleep.
@@ -99,15 +136,17 @@ class RateGate:
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        """Wait for the shared pause, a concurrency slot and a rate token, then hold the slot."""
+        """Wait for the shared pause, a concurrency slot and a rate slot, then hold the slot."""
         await self._wait_resume()
         async with self._semaphore:
-            await self._wait_resume()
-            self._maybe_recover()
-            limiter = self._limiter
-            if not self._primed:
-                # Start with a full bucket: no burst on top of the rate in the first window.
-                self._primed = True
-                await limiter.acquire(limiter.max_rate)
-            await limiter.acquire()
+            while True:
+                await self._wait_resume()
+                self._maybe_recover()
+                if (delay := self.take_slot() - self._monotonic()) > 0:
+                    await asyncio.sleep(delay)
+                if stamina.is_testing() or self.paused_for <= 0:
+                    break  # else a 429 arrived meanwhile: a new slot after the pause
+            while (delay := self.guard_delay()) > 0:  # noqa: ASYNC110 - a computed deadline
+                await asyncio.sleep(delay)
+            self.record_send()
             yield

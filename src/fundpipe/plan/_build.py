@@ -1,0 +1,291 @@
+"""Building the plan: the ordered requests of every phase, batched and de-duplicated.
+
+Part of :mod:`fundpipe.plan` (:func:`build_plan` is re-exported there).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fundpipe.plan._match import _classify, _contact_of, _group_distributions
+from fundpipe.plan._model import (
+    MAX_BATCH,
+    FileInput,
+    Plan,
+    PlannedDistribution,
+    PlannedFile,
+    PlannedRequest,
+    Ref,
+    ServiceState,
+)
+from fundpipe.plan._values import _chunks, _pick, _records
+
+
+def build_plan(
+    files: Sequence[FileInput],
+    state: ServiceState,
+    *,
+    batch_size: int = MAX_BATCH,
+    exclude: Iterable[str] = (),
+) -> Plan:
+    """Plan the submission of ``files`` against ``state``.
+
+    ``exclude`` names file hashes that pre-flight refused: they are classified and shown but
+    contribute no request. Files with a conflicting distribution contribute none either.
+    """
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be within 1..{MAX_BATCH}")
+    excluded = set(exclude)
+    roster_refs: set[str] = set()
+    for f in files:
+        for e in _records(f.entities):
+            ref = _pick(e, "entity_external_reference", "external_reference")
+            if ref:
+                roster_refs.add(ref)
+
+    distributions: list[PlannedDistribution] = []
+    for f in files:
+        distributions.extend(_group_distributions(f, state, roster_refs))
+    distributions = _classify(distributions, state)
+
+    conflict_files = {d.file_hash for d in distributions if d.action == "conflict"}
+    planned_files = []
+    for f in files:
+        mine = [d for d in distributions if d.file_hash == f.file_hash]
+        planned_files.append(
+            PlannedFile(
+                file_hash=f.file_hash,
+                source_file=f.source_file,
+                rows=sum(len(d.payments) for d in mine),
+                distributions=len(mine),
+                total_cents=sum(d.total_cents for d in mine),
+                conflict=f.file_hash in conflict_files,
+                excluded=f.file_hash in excluded,
+            )
+        )
+    active = [f for f in files if f.file_hash not in excluded and f.file_hash not in conflict_files]
+    active_hashes = {f.file_hash for f in active}
+
+    requests: list[PlannedRequest] = []
+    requests += _entity_requests(active, state)
+    requests += _contact_requests(active, state)
+    requests += _association_requests(active, state)
+    requests += _instruction_requests(active, state)
+    by_file: dict[str, list[PlannedDistribution]] = defaultdict(list)
+    for d in distributions:
+        if d.action == "create" and d.file_hash in active_hashes:
+            by_file[d.file_hash].append(d)
+    for f in active:
+        # sorted by reference so a resumed run re-cuts the same batches (and so the same keys)
+        mine = sorted(by_file.get(f.file_hash, []), key=lambda d: d.external_reference)
+        for chunk in _chunks(mine, batch_size):
+            refs = tuple(d.external_reference for d in chunk)
+            requests.append(
+                PlannedRequest(
+                    phase="distributions",
+                    method="POST",
+                    path="/v1/distributions",
+                    body=tuple(d.element() for d in chunk),
+                    file_hashes=(f.file_hash,),
+                    label=f"{len(chunk)} distributions of {f.source_file} ({refs[0]}…{refs[-1]})",
+                    distribution_refs=refs,
+                    needs_ids=any(
+                        isinstance(p.entity, Ref) or any(isinstance(c, Ref) for c in p.notify)
+                        for d in chunk
+                        for p in d.payments
+                    ),
+                )
+            )
+    return Plan(
+        org_id=state.org_id,
+        files=tuple(planned_files),
+        distributions=tuple(distributions),
+        requests=tuple(requests),
+        batch_size=batch_size,
+    )
+
+
+def _owners(rows: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    owners: dict[str, set[str]] = defaultdict(set)
+    for key, file_hash in rows:
+        owners[key].add(file_hash)
+    return {k: tuple(sorted(v)) for k, v in owners.items()}
+
+
+def _entity_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+    wanted: dict[str, dict[str, Any]] = {}
+    owner_rows = []
+    for f in files:
+        for e in _records(f.entities):
+            ref = _pick(e, "entity_external_reference", "external_reference")
+            if not ref or ref in state.entities_by_ref:
+                continue
+            owner_rows.append((ref, f.file_hash))
+            element: dict[str, Any] = {
+                "name": _pick(e, "entity_name", "name") or ref,
+                "type": _pick(e, "entity_type", "type") or "other_entity",
+                "external_reference": ref,
+            }
+            external_type = _pick(e, "entity_external_type", "external_type")
+            if external_type:
+                element["external_type"] = external_type
+            wanted.setdefault(ref, element)
+    owners = _owners(owner_rows)
+    ordered = sorted(wanted)
+    return [
+        PlannedRequest(
+            phase="entities",
+            method="POST",
+            path="/v1/entities",
+            body=tuple(wanted[r] for r in chunk),
+            file_hashes=tuple(sorted({h for r in chunk for h in owners[r]})),
+            label=f"{len(chunk)} entities ({chunk[0]}…{chunk[-1]})",
+        )
+        for chunk in _chunks(ordered, MAX_BATCH)
+    ]
+
+
+def _contact_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+    wanted: dict[str, dict[str, Any]] = {}
+    owner_rows = []
+    for f in files:
+        for c in _records(f.contacts):
+            email = (_pick(c, "contact_email", "email") or "").lower()
+            if not email or email in state.contacts_by_email:
+                continue
+            owner_rows.append((email, f.file_hash))
+            element: dict[str, Any] = {
+                "name": _pick(c, "contact_name", "name") or email,
+                "email": email,
+            }
+            ext = _pick(c, "contact_external_reference", "external_reference")
+            if ext:
+                element["external_reference"] = ext
+            wanted.setdefault(email, element)
+    owners = _owners(owner_rows)
+    ordered = sorted(wanted)
+    return [
+        PlannedRequest(
+            phase="contacts",
+            method="POST",
+            path="/v1/contacts",
+            body=tuple(wanted[e] for e in chunk),
+            file_hashes=tuple(sorted({h for e in chunk for h in owners[e]})),
+            label=f"{len(chunk)} contacts",
+        )
+        for chunk in _chunks(ordered, MAX_BATCH)
+    ]
+
+
+def _contact_entity_refs(row: dict[str, Any]) -> list[str]:
+    text = _pick(row, "entity_external_reference", "entity", "entities") or ""
+    return [t.strip() for t in text.split(";") if t.strip()]
+
+
+def _association_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+    wanted: dict[str, set[str]] = defaultdict(set)  # entity key -> contact keys
+    owner_rows = []
+    for f in files:
+        for c in _records(f.contacts):
+            email = (_pick(c, "contact_email", "email") or "").lower()
+            if not email:
+                continue
+            for entity in _contact_entity_refs(c):
+                contact_id = state.contacts_by_email.get(email)
+                entity_id = (
+                    entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
+                )
+                if (
+                    contact_id
+                    and entity_id
+                    and entity_id in state.contact_entities.get(contact_id, frozenset())
+                ):
+                    continue
+                wanted[entity].add(email)
+                owner_rows.append((entity, f.file_hash))
+    owners = _owners(owner_rows)
+    out = []
+    for entity in sorted(wanted):
+        entity_value: str | Ref
+        if entity.startswith("ent_"):
+            entity_value = entity
+        else:
+            entity_value = state.entities_by_ref.get(entity) or Ref("entity", entity)
+        contacts = sorted(wanted[entity])
+        for chunk in _chunks(contacts, MAX_BATCH):
+            body = tuple({"id": _contact_of(email, state)} for email in chunk)
+            if isinstance(entity_value, Ref):
+                path, path_ref = "/v1/entities/{ent_id}/contacts", entity_value
+            else:
+                path, path_ref = f"/v1/entities/{entity_value}/contacts", None
+            out.append(
+                PlannedRequest(
+                    phase="associations",
+                    method="POST",
+                    path=path,
+                    body=body,
+                    file_hashes=owners[entity],
+                    label=f"associate {len(chunk)} contacts with {entity}",
+                    path_ref=path_ref,
+                )
+            )
+    return out
+
+
+# instruction field → the frame columns it may come from (roster spelling first)
+_INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
+    "type": ("payment_type", "type"),
+    "beneficiary_name": ("beneficiary_name",),
+    "account_number": ("account_number_secret", "account_number"),
+    "routing_number": ("routing_number",),
+    "bank_name": ("bank_name",),
+    "branch_code": ("branch_code",),
+    "external_reference": ("payment_external_reference", "external_reference"),
+}
+
+
+def _instruction_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+    # Only entities without any instructions at the service get some: replacing existing
+    # instructions is a decision for a person, not for a re-run.
+    wanted: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    owner_rows = []
+    for f in files:
+        for p in _records(f.payment_instructions):
+            entity = _pick(p, "entity_external_reference", "entity") or ""
+            if not entity:
+                continue
+            entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
+            if entity_id and entity_id in state.entities_with_instructions:
+                continue
+            instruction = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
+            instruction = {k: v for k, v in instruction.items() if v is not None}
+            if not instruction:
+                continue  # a roster row carrying only entity or contact columns
+            if instruction not in wanted[entity]:
+                wanted[entity].append(instruction)
+            owner_rows.append((entity, f.file_hash))
+    owners = _owners(owner_rows)
+    ordered = sorted(wanted)
+    out = []
+    for chunk in _chunks(ordered, MAX_BATCH):
+        body = []
+        for entity in chunk:
+            entity_value: str | Ref = (
+                entity
+                if entity.startswith("ent_")
+                else state.entities_by_ref.get(entity) or Ref("entity", entity)
+            )
+            body.append({"entity": entity_value, "payment_instructions": wanted[entity]})
+        out.append(
+            PlannedRequest(
+                phase="payment_instructions",
+                method="POST",
+                path="/v1/payment_instructions",
+                body=tuple(body),
+                file_hashes=tuple(sorted({h for e in chunk for h in owners[e]})),
+                label=f"payment instructions for {len(chunk)} entities",
+            )
+        )
+    return out

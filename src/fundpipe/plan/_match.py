@@ -1,0 +1,176 @@
+"""Matching the sheets against the service state: ids, grouping and classification.
+
+Part of :mod:`fundpipe.plan`. Each planned distribution is classified ``create``, ``link``
+(the same content exists at the service or earlier in this drop) or ``conflict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from fundpipe.plan._model import (
+    FileInput,
+    PlannedDistribution,
+    PlannedPayment,
+    Ref,
+    ServiceDistribution,
+    ServiceState,
+)
+from fundpipe.plan._values import _blank, _instant, _records, _text, derived_reference
+
+
+def _entity_of(value: Any, is_ref: Any, state: ServiceState, roster: set[str]) -> str | Ref:
+    text = _text(value) or ""
+    names_reference = bool(is_ref) if not _blank(is_ref) else not text.startswith("ent_")
+    if names_reference:
+        if text in state.entities_by_ref:
+            return state.entities_by_ref[text]
+        if text in roster:
+            return Ref("entity", text)
+        # validate.py rejects unknown references; keep a placeholder so nothing is guessed
+        return Ref("entity", text)
+    return text
+
+
+def _contact_of(value: str, state: ServiceState) -> str | Ref:
+    if value.startswith("cnt_"):
+        return value
+    email = value.lower()
+    return state.contacts_by_email.get(email) or Ref("contact", email)
+
+
+def _group_distributions(
+    file: FileInput, state: ServiceState, roster: set[str]
+) -> list[PlannedDistribution]:
+    rows = _records(file.distributions)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        vehicle = _text(row.get("vehicle")) or ""
+        name = _text(row.get("distribution_name")) or ""
+        date = _text(row.get("distribution_date")) or ""
+        ref = _text(row.get("external_reference")) or derived_reference(vehicle, name, date)
+        groups.setdefault(ref, []).append(row)
+    out: list[PlannedDistribution] = []
+    for ref, members in groups.items():
+        first = members[0]
+        payments = []
+        for row in members:
+            notify_text = _text(row.get("notify")) or ""
+            notify = tuple(
+                _contact_of(n.strip(), state) for n in notify_text.split(";") if n.strip()
+            )
+            payments.append(
+                PlannedPayment(
+                    source_file=_text(row.get("source_file")) or file.source_file,
+                    sheet=_text(row.get("sheet")) or "",
+                    row=int(row.get("row") or 0),
+                    entity=_entity_of(row.get("entity"), row.get("entity_is_ref"), state, roster),
+                    amount_cents=int(row["amount_cents"]),
+                    currency=_text(row.get("currency")) or "USD",
+                    distribution_date_override=_text(row.get("distribution_date_override")),
+                    notify=notify,
+                )
+            )
+        out.append(
+            PlannedDistribution(
+                file_hash=file.file_hash,
+                source_file=file.source_file,
+                external_reference=ref,
+                name=_text(first.get("distribution_name")) or "",
+                vehicle=_text(first.get("vehicle")) or "",
+                distribution_date=_text(first.get("distribution_date")) or "",
+                distribution_timezone=_text(first.get("distribution_timezone")) or "UTC",
+                payments=tuple(payments),
+                action="create",
+            )
+        )
+    return out
+
+
+def _payment_signature(
+    entity: str | Ref,
+    amount: int,
+    currency: str,
+    override: str | None,
+    notify: Sequence[str | Ref],
+) -> tuple[str, int, str, str, tuple[str, ...]]:
+    when = _instant(override)
+    contacts = tuple(sorted({str(c) for c in notify}))
+    return (str(entity), amount, currency.upper(), when.isoformat() if when else "", contacts)
+
+
+def same_content(planned: PlannedDistribution, existing: ServiceDistribution) -> str | None:
+    """None when the service's distribution matches the sheet's; else what differs."""
+    if planned.name != existing.name:
+        return f"name differs: sheet {planned.name!r}, service {existing.name!r}"
+    if planned.vehicle != existing.vehicle:
+        return f"vehicle differs: sheet {planned.vehicle}, service {existing.vehicle}"
+    if _instant(planned.distribution_date) != _instant(existing.distribution_date):
+        return (
+            f"distribution_date differs: sheet {planned.distribution_date}, "
+            f"service {existing.distribution_date}"
+        )
+    if planned.distribution_timezone != existing.distribution_timezone:
+        return "distribution_timezone differs"
+    sheet = sorted(
+        _payment_signature(
+            p.entity, p.amount_cents, p.currency, p.distribution_date_override, p.notify
+        )
+        for p in planned.payments
+    )
+    service = sorted(
+        _payment_signature(
+            p.entity, p.amount_cents, p.currency, p.distribution_date_override, p.notify
+        )
+        for p in existing.payments
+    )
+    if [s[:4] for s in sheet] == [s[:4] for s in service] and sheet != service:
+        return "notifications differ: the payments notify other contacts than the sheet names"
+    if sheet != service:
+        sheet_total = sum(s[1] for s in sheet)
+        service_total = sum(s[1] for s in service)
+        return (
+            f"payments differ: sheet {len(sheet)} payments totalling {sheet_total} cents, "
+            f"service {len(service)} payments totalling {service_total} cents"
+        )
+    return None
+
+
+def _classify(
+    distributions: list[PlannedDistribution], state: ServiceState
+) -> list[PlannedDistribution]:
+    seen: dict[str, PlannedDistribution] = {}
+    out = []
+    for d in distributions:
+        existing = state.distributions_by_ref.get(d.external_reference)
+        if existing is not None and existing.status == "cancelled":
+            # never "already there": a person cancelled it; sending it again is their decision
+            d = replace(
+                d,
+                action="conflict",
+                existing_id=existing.id,
+                reason="cancelled at the service; to send it again, give it a new "
+                "external_reference",
+            )
+        elif existing is not None:
+            diff = same_content(d, existing)
+            if diff is None:
+                d = replace(d, action="link", existing_id=existing.id)
+            else:
+                d = replace(d, action="conflict", existing_id=existing.id, reason=diff)
+        elif d.external_reference in seen:
+            earlier = seen[d.external_reference]
+            if earlier.element() == d.element():
+                d = replace(d, action="link", reason=f"same as in {earlier.source_file}")
+            else:
+                d = replace(
+                    d,
+                    action="conflict",
+                    reason=f"external_reference also used with other content in {earlier.source_file}",
+                )
+        else:
+            seen[d.external_reference] = d
+        out.append(d)
+    return out

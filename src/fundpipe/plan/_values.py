@@ -1,0 +1,97 @@
+"""Value helpers of the plan: blank/text/instant coercion, masking, references, JSON.
+
+Part of :mod:`fundpipe.plan` (import the public ones from there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from fundpipe.plan._model import Ref
+
+
+def display_body(value: Any) -> Any:
+    """A body with placeholders shown as ``<entity:REF>`` and account numbers masked."""
+    if isinstance(value, Ref):
+        return str(value)
+    if isinstance(value, dict):
+        return {
+            k: (mask_account(v) if k == "account_number" else display_body(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [display_body(v) for v in value]
+    return value
+
+
+def mask_account(value: Any) -> Any:
+    """``****1234`` for an account number; None stays None."""
+    if value is None:
+        return None
+    text = str(value)
+    return "****" + text[-4:] if len(text) > 4 else "****"
+
+
+def _blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    try:
+        if value is pd.NA or bool(pd.isna(value)):
+            return True
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str) and not value.strip()
+
+
+def _text(value: Any) -> str | None:
+    return None if _blank(value) else str(value).strip()
+
+
+def _instant(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def _pick(row: Mapping[str, Any], *names: str) -> str | None:
+    """The first non-blank value among ``names`` (roster frames may use either spelling)."""
+    for name in names:
+        value = _text(row.get(name))
+        if value is not None:
+            return value
+    return None
+
+
+def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if frame is None or frame.empty:
+        return []
+    return [{str(k): v for k, v in r.items()} for r in frame.to_dict(orient="records")]
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def derived_reference(vehicle: str, name: str, distribution_date: str) -> str:
+    """A stable ``external_reference`` for a sheet that gives none (same sheet → same ref)."""
+    digest = hashlib.sha256(f"{vehicle}\x1f{name}\x1f{distribution_date}".encode()).hexdigest()
+    return "FP-" + digest[:20].upper()
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted-key compact JSON, the form hashed and stored by the ledger."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
