@@ -193,9 +193,11 @@ def validate_command(
         err_console.print("[bold red]error:[/] --format must be table or json")
         raise typer.Exit(EXIT_USAGE)
     with _user_errors():
+        from fundpipe.progress import RichProgress
         from fundpipe.validate import render_json, render_table, validate_exit_code, validate_files
 
-        reports = validate_files(files)
+        with RichProgress(err_console) as progress:
+            reports = validate_files(files, progress=progress)
         if output_format == "json":
             print(json.dumps(render_json(reports), indent=2, default=str))
         else:
@@ -223,15 +225,17 @@ def ingest_command(
     with _user_errors():
         from fundpipe.embedded import service
         from fundpipe.ingest import ingest
+        from fundpipe.progress import RichProgress
 
         settings = _settings(data_dir)
-        with service(settings) as live:
+        with service(settings) as live, RichProgress(err_console) as progress:
             result = ingest(
                 live,
                 files or None,
                 dry_run=dry_run,
                 require_funds=require_funds or None,
                 console=None if json_out else console,
+                progress=progress,
             )
         if json_out:
             from fundpipe.run_summary import ingest_dict

@@ -38,6 +38,7 @@ from fundpipe.plan import (
     build_plan,
     display_body,
 )
+from fundpipe.progress import ProgressSink
 from fundpipe.sheets.issues import FileReport, Issue
 from fundpipe.submit import Preflight, SubmitResult, execute, load_state, preflight, settle
 
@@ -281,8 +282,11 @@ def ingest(
     transport: httpx.AsyncBaseTransport | None = None,
     settle_s: float | None = None,
     batch_size: int | None = None,
+    progress: ProgressSink | None = None,
 ) -> IngestResult:
     """Ingest ``paths`` (None → the inbox): validate, plan, pre-flight and submit exactly once.
+
+    ``progress`` hears the files read and validated and the requests submitted.
 
     ``dry_run`` prints the plan and sends nothing (no file moves, no ledger writes).
     ``require_funds`` (default ``settings.require_funds``) turns the funding warning into a
@@ -308,6 +312,7 @@ def ingest(
                 require_funds=require,
                 console=console,
                 transport=transport,
+                progress=progress,
                 settle_s=settle_s,
                 batch_size=batch_size,
             )
@@ -328,6 +333,7 @@ def ingest(
                     require_funds=require,
                     console=console,
                     transport=transport,
+                    progress=progress,
                     batch_size=batch_size,
                 )
             )
@@ -376,6 +382,7 @@ async def _run(
     console: Console | None,
     transport: httpx.AsyncBaseTransport | None,
     batch_size: int,
+    progress: ProgressSink | None = None,
 ) -> IngestResult:
     from fundpipe.client import FundClient
     from fundpipe.validate import validate_files
@@ -421,7 +428,11 @@ async def _run(
         cached = {c.file_hash: cache.load(c.file_hash) for c in todo}
         fresh = [c for c in todo if cached[c.file_hash] is None]
         fresh_reports = iter(
-            validate_files([c.path for c in fresh], known_entity_refs=set(state.entities_by_ref))
+            validate_files(
+                [c.path for c in fresh],
+                known_entity_refs=set(state.entities_by_ref),
+                progress=progress,
+            )
             if fresh
             else []
         )
@@ -507,7 +518,9 @@ async def _run(
             settle(ledger, plan, state)
 
         # 5. send
-        submitted = await execute(client, ledger, plan, state, concurrency=settings.max_concurrency)
+        submitted = await execute(
+            client, ledger, plan, state, concurrency=settings.max_concurrency, progress=progress
+        )
         result.submit = submitted
         # a reference twice in this drop with the same content: the second is linked to the first
         for d in plan.distributions:

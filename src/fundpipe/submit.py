@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -40,6 +40,7 @@ from fundpipe.plan import (
     ServiceState,
     UnresolvedReferenceError,
 )
+from fundpipe.progress import NullProgress, ProgressSink
 
 log = logging.getLogger(__name__)
 
@@ -401,9 +402,15 @@ async def execute(
     *,
     concurrency: int = 8,
     key_fn: Callable[[str, str, str, Any], str] = idempotency_key,
+    progress: ProgressSink | None = None,
 ) -> SubmitResult:
-    """Run the plan's phases in order, each with at most ``concurrency`` requests in flight."""
+    """Run the plan's phases in order, each with at most ``concurrency`` requests in flight.
+
+    ``progress`` hears one step per planned request, whatever its outcome.
+    """
     result = SubmitResult()
+    sink = progress or NullProgress()
+    sink.start("submit", "submit requests", total=len(plan.requests))
     ids = IdMap(entities=dict(state.entities_by_ref), contacts=dict(state.contacts_by_email))
     by_ref = {(d.file_hash, d.external_reference): d for d in plan.distributions}
     gate = asyncio.Semaphore(concurrency)
@@ -474,7 +481,7 @@ async def execute(
     flusher = asyncio.create_task(writer.run_flusher())
     try:
         for phase in PHASES:
-            await asyncio.gather(*(run(r) for r in plan.phase(phase)))
+            await asyncio.gather(*(_counted(run(r), sink) for r in plan.phase(phase)))
             await writer.flush()
     finally:
         flusher.cancel()
@@ -484,6 +491,13 @@ async def execute(
         writer.close()
     result.elapsed_s = time.perf_counter() - started
     return result
+
+
+async def _counted(step: Awaitable[None], sink: ProgressSink) -> None:
+    try:
+        await step
+    finally:
+        sink.advance("submit")
 
 
 def _learn(ids: IdMap, request: PlannedRequest, records: Sequence[Any]) -> None:

@@ -18,6 +18,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.sheets.collect import IssueCollector
 from fundpipe.sheets.distribution import canonical_payments, check_distributions
 from fundpipe.sheets.issues import FileReport, Issue, mask_account_number
@@ -57,14 +58,23 @@ def validate_files(
     *,
     known_entity_refs: Iterable[str] | None = None,
     limits: ReadLimits | None = None,
+    progress: ProgressSink | None = None,
 ) -> list[FileReport]:
     """Validate every file of one drop; one `FileReport` per path, in order.
+
+    ``progress`` hears one step per file read and validated (the CLI draws a bar from it).
 
     ``known_entity_refs``: external references of entities that already exist at the service.
     When None, a distribution row naming an entity reference that no roster in this drop
     defines gets a warning ("will be looked up at the service"); when given, it is an error.
     """
-    reports = [_validate_one(Path(p), limits or ReadLimits()) for p in paths]
+    files = [Path(p) for p in paths]
+    sink = progress or NullProgress()
+    sink.start("validate", "read + validate sheets", total=len(files))
+    reports = []
+    for path in files:
+        reports.append(_validate_one(path, limits or ReadLimits()))
+        sink.advance("validate")
     roster_refs: set[str] = set()
     for report in reports:
         if report.valid and report.entities is not None:

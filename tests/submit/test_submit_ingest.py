@@ -285,3 +285,32 @@ def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> N
         "conflict",
         "notifications differ: the payments notify other contacts than the sheet names",
     )
+
+
+class _Recorder:
+    """A progress sink that remembers each step's total and how far it got."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int | None] = {}
+        self.done: dict[str, int] = {}
+
+    def start(self, key: str, description: str, total: int | None = None) -> None:
+        self.totals[key] = total
+        self.done.setdefault(key, 0)
+
+    def advance(self, key: str, amount: int = 1) -> None:
+        self.done[key] = self.done.get(key, 0) + amount
+
+
+def test_progress_follows_every_file_and_every_request(world: World) -> None:
+    shutil.copy(SAMPLES / "roster_new_investors.xlsx", world.inbox)
+    shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
+    recorder = _Recorder()
+    result = ingest(world.settings, transport=world.transport, settle_s=0, progress=recorder)
+    assert result.exit_code == 0
+    assert result.plan is not None
+    assert recorder.totals["validate"] == recorder.done["validate"] == 2
+    # every planned request is counted once, whatever its outcome
+    assert recorder.totals["submit"] == recorder.done["submit"] == len(result.plan.requests)
+    assert result.submit is not None
+    assert result.submit.requests_sent == len(result.plan.requests)
