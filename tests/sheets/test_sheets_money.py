@@ -98,3 +98,10 @@ def test_money_text_round_trips_through_cents(cents: list[int]) -> None:
 def test_excel_float_of_a_cent_amount_round_trips(cents: list[int]) -> None:
     # what a spreadsheet stores for the typed amount is the nearest double to cents / 100
     assert many([format_spreadsheet_number(c / 100) for c in cents]) == [(c, None) for c in cents]
+
+
+def test_an_astronomically_large_spreadsheet_number_is_text_not_a_crash() -> None:
+    from fundpipe.sheets.money import format_spreadsheet_number
+
+    assert format_spreadsheet_number(1e307) == "1e+307"
+    assert format_spreadsheet_number(1234.5) == "1234.50"

@@ -143,6 +143,8 @@ def format_spreadsheet_number(value: float) -> str:
     if value == int(value) and abs(value) < 2**53:
         return str(int(value))
     scaled = value * 100
+    if not math.isfinite(scaled):  # beyond ~1.8e306: no cent to round to; the money rules reject it
+        return repr(value)
     whole = round(scaled)
     # A spreadsheet float is the nearest double to what the analyst typed; allow a few ulps.
     if abs(scaled - whole) <= max(1e-6, 8 * math.ulp(scaled)):

@@ -25,7 +25,7 @@ def _column_index(letters: bytes) -> int:
     return index - 1
 
 
-def _sheet_paths(archive: zipfile.ZipFile) -> dict[str, str]:
+def sheet_paths(archive: zipfile.ZipFile) -> dict[str, str]:
     """Sheet name → path of its XML part inside the archive."""
     workbook = ElementTree.fromstring(archive.read("xl/workbook.xml"))  # noqa: S314 - size bounded by the caller's zip checks
     rels = ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))  # noqa: S314
@@ -44,7 +44,7 @@ def formulas_without_values(path: Path) -> dict[str, list[tuple[int, int]]]:
     found: dict[str, list[tuple[int, int]]] = {}
     try:
         with zipfile.ZipFile(path) as archive:
-            for name, part in _sheet_paths(archive).items():
+            for name, part in sheet_paths(archive).items():
                 xml = archive.read(part)
                 if b"<f" not in xml:
                     continue
