@@ -71,6 +71,13 @@ def _token_endpoint(token_url: str) -> str:
     return token_url.rstrip("/") + "/oauth/token"
 
 
+def _path_of(url: str) -> str:
+    """The path of `url` for log lines; no URL parsing for the common plain relative path."""
+    if url.startswith("/") and "%" not in url and "#" not in url:
+        return url.partition("?")[0]
+    return httpx.URL(url).path
+
+
 def _account_numbers(body: Any) -> tuple[str, ...]:
     """Every account number in a request body, to scrub them from error messages."""
     found: list[str] = []
@@ -272,7 +279,7 @@ class Pipeline:
         secrets: tuple[str, ...] = (),
     ) -> httpx.Response:
         """Send one request with retries; the successful response, or a typed error."""
-        path = httpx.URL(url).path
+        path = _path_of(url)
         hook = self._retry.hook(self._on_retry(method, path))
         async for attempt in stamina.retry_context(
             on=hook,
