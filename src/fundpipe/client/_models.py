@@ -289,30 +289,3 @@ class PaymentInstructionsCreate(CreateModel):
 
     entity: str
     payment_instructions: list[PaymentInstructionCreate] = Field(min_length=1)
-
-
-__all__ = [
-    "Balance",
-    "Contact",
-    "ContactCreate",
-    "CreateModel",
-    "Distribution",
-    "DistributionCreate",
-    "DistributionNotification",
-    "DistributionPayment",
-    "Entity",
-    "EntityCreate",
-    "EntityPaymentInstructions",
-    "FinancialAccount",
-    "NestedList",
-    "NotificationCreate",
-    "NotificationList",
-    "Organization",
-    "PaymentCreate",
-    "PaymentInstructionCreate",
-    "PaymentInstructions",
-    "PaymentInstructionsCreate",
-    "PaymentList",
-    "ServiceRecord",
-    "Vehicle",
-]
