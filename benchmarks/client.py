@@ -19,8 +19,8 @@ rate gate keeps at most ceil(R) sends in any window of ceil(R)/R + 30 ms, i.e. i
 0.97 R, so that a fixed-window server limit of R is never overrun at a window edge; the target
 stays >= 90 % of R. Targets (both workloads): FundClient's sustained throughput >= 90 % of R
 and >= 5x the sequential loop. Both can only hold together when R >= 5x sequential / 0.9:
-`--rate auto` (the default) takes the smallest multiple of 10 that satisfies this for the
-measured sequential rates.
+`--rate auto` (the default) takes the smallest whole R that satisfies this for the faster of
+the two sequential loops measured in the same run, so that the two targets ask the same.
 
 Also printed, to say what limits the result: a short FundClient run with no rate limit at all
 (the machine's ceiling for this concurrency), the CPU each request costs in the client and in
@@ -193,8 +193,8 @@ def verdict(name: str, measured: float, goal: float) -> str:
 
 
 def auto_rate(seq_creates: float, seq_reads: float) -> float:
-    """The smallest multiple of 10 req/s with 90 % of it >= 5x the faster sequential loop."""
-    return float(math.ceil(5 * max(seq_creates, seq_reads) / 0.9 / 10) * 10)
+    """The smallest whole R (req/s) with 90 % of it >= 5x the faster sequential loop."""
+    return float(math.ceil(5 * max(seq_creates, seq_reads) / 0.9))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"sandbox: loopback, +{LATENCY_MS} ms per request, rate limit R = {rate:.0f} req/s "
         f"({rate * WINDOW_S:.0f} per {WINDOW_S:.0f} s fixed window)"
-        + (" [R auto: smallest x10 with 0.9 R >= 5x sequential]" if args.rate == "auto" else "")
+        + (" [R auto: smallest whole R with 0.9 R >= 5x sequential]" if args.rate == "auto" else "")
     )
     print(
         f"client: rate_limit_per_s = {rate:.0f} (paces at {pace:.1f}/s = {pace / rate:.1%} of R), "
