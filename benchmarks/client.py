@@ -36,7 +36,6 @@ import logging
 import math
 import multiprocessing
 import os
-import socket
 import sys
 import time
 from typing import Any
@@ -61,12 +60,6 @@ def _serve(queue: Any, stop: Any) -> None:
 
     logging.disable(logging.CRITICAL)
     with SandboxServer(SandboxConfig(seed="demo")) as server:
-        # Without TCP_NODELAY on the listening socket that SandboxServer hands to uvicorn,
-        # Nagle + delayed ACK add ~40 ms to every loopback request (reported to the sandbox
-        # owner); accepted connections inherit the option, so set it until SandboxServer does.
-        listener = getattr(server, "_socket", None)
-        if isinstance(listener, socket.socket):
-            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         queue.put(server.base_url)
         stop.wait()
 

@@ -32,7 +32,6 @@ import csv
 import logging
 import multiprocessing
 import random
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -59,11 +58,6 @@ def _serve(queue: Any, stop: Any) -> None:
 
     logging.disable(logging.CRITICAL)
     with SandboxServer(SandboxConfig(seed="demo")) as server:
-        # Nagle + delayed ACK add ~40 ms per loopback request unless TCP_NODELAY is set on the
-        # listening socket (accepted sockets inherit it); benchmarks/client.py does the same.
-        listener = getattr(server, "_socket", None)
-        if isinstance(listener, socket.socket):
-            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         queue.put(server.base_url)
         stop.wait()
 
