@@ -7,8 +7,17 @@ the service client already retries what is safe to retry (one retry layer only).
 carry no secrets (credentials come from the environment / `.env`, or a Prefect Secret block
 named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 
-`serve_all()` serves the `nightly` (cron, explicit timezone) and `inbox` (every few minutes)
-deployments in this process; `prefect.yaml` declares the same for a Prefect server + work pool.
+`serve_all()` serves the `nightly` (cron, explicit timezone) and `inbox` (every few minutes, and
+at once when `fundpipe watch` announces a settled file) deployments in this process;
+`prefect.yaml` declares the same for a Prefect server + work pool.
+
+Every flow ends in a state whose message is fundpipe's plain sentence, never a traceback:
+
+| fundpipe exit code | flow run state |
+|---|---|
+| 0 success, 1 a file rejected or a distribution needs a person | Completed |
+| 2 usage or configuration error, 3 the service failed or refused us | Failed |
+| 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
 """
 
 from __future__ import annotations
@@ -18,9 +27,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Cancelled, Completed, Failed, State
 
 from fundpipe.config import Settings
 from fundpipe.embedded import service
@@ -29,8 +39,70 @@ from fundpipe.pipeline import copy_samples
 NIGHTLY_CRON = os.environ.get("FUNDPIPE_NIGHTLY_CRON", "30 1 * * *")
 NIGHTLY_TIMEZONE = os.environ.get("FUNDPIPE_NIGHTLY_TIMEZONE", "America/New_York")
 INBOX_INTERVAL_S = int(os.environ.get("FUNDPIPE_INBOX_INTERVAL_S", "300"))
+#: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
+FLOW_LOCK_WAIT_S = 300.0
 
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
+
+#: fundpipe exit code → the type of the flow run's final state (see the module docstring).
+_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
+
+
+def _refusal(exc: BaseException) -> State[Any]:
+    """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
+    from fundpipe.errors import describe_failure
+
+    code, message = describe_failure(exc)
+    # the traceback is for a developer with debug logging on, never the run's INFO log
+    get_run_logger().debug("step failed", exc_info=exc)
+    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data={"exit_code": code})
+
+
+def _guard(work: Any, *args: Any) -> Any:
+    """Run one step's work; an expected failure becomes a plain Failed/Cancelled state."""
+    try:
+        return work(*args)
+    except Exception as exc:  # every failure becomes a sentence in the run's state
+        return _refusal(exc)
+
+
+def _finished(summary: dict[str, Any], what: str) -> State[Any]:
+    """The final state of a flow whose steps all ran: Completed, with the night in one line."""
+    code = int(summary.get("exit_code", 0))
+    return _STATE_FOR_EXIT.get(code, Failed)(message=_sentence(summary, what), data=summary)
+
+
+def _sentence(summary: dict[str, Any], what: str) -> str:
+    """One plain line for the state message: files, distributions, and what needs a person."""
+    files = summary.get("files", [])
+    states: dict[str, int] = {}
+    for item in files:
+        states[item["state"]] = states.get(item["state"], 0) + 1
+    parts = [f"{len(files)} file(s) seen"] if files or what != "reconcile" else []
+    parts += [f"{n} {state}" for state, n in sorted(states.items())]
+    created = sum(f.get("distributions", 0) for f in files if f["state"] == "processed")
+    if created:
+        parts.append(f"{created} distribution(s) submitted")
+    if "exceptions" in summary:
+        parts.append(f"{summary['exceptions']} exception(s) to review")
+    rejected = [f for f in files if f["state"] in {"rejected", "conflict", "refused"}]
+    needs = "; ".join(
+        f"{Path(f['file']).name} {f['state']}: {f.get('message') or 'see its error report'}"
+        for f in rejected[:3]
+    )
+    line = f"{what}: " + (", ".join(parts) or "nothing to do")
+    return f"{line} — needs a person: {needs}" if needs else line
+
+
+def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
+    """A step's result, or the state the flow must end in because the step did not complete."""
+    if step.is_completed():
+        return step.result(), None
+    # a new state for the flow, with the step's sentence (returning the task's own state would
+    # make Prefect summarise it as "1/1 states failed")
+    data = step.result(raise_on_failure=False)
+    final = Cancelled if step.is_cancelled() else Failed
+    return None, final(message=step.message, data=data if isinstance(data, dict) else None)
 
 
 def _settings(data_dir: str | None) -> Settings:
@@ -41,6 +113,9 @@ def _settings(data_dir: str | None) -> Settings:
     from fundpipe.client import with_prefect_secret
 
     settings = Settings()
+    if "inbox_lock_wait_s" not in settings.model_fields_set:
+        # a nightly run and an inbox run may start together: wait for the other, don't give up
+        settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
         settings = settings.model_copy(update={"data_dir": Path(data_dir)})
     if settings.client_secret is None and settings.client_secret_block:
@@ -62,7 +137,7 @@ def ingest_drop(settings: Settings) -> dict[str, Any]:
     from fundpipe.ingest import ingest
     from fundpipe.run_summary import ingest_dict
 
-    return ingest_dict(ingest(settings, None))
+    return _guard(lambda: ingest_dict(ingest(settings, None)))
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
@@ -71,7 +146,7 @@ def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
     from fundpipe.ingest import ingest
     from fundpipe.run_summary import ingest_dict
 
-    return ingest_dict(ingest(settings, [Path(path)]))
+    return _guard(lambda: ingest_dict(ingest(settings, [Path(path)])))
 
 
 @task(name="sync", **_TASK_OPTIONS)
@@ -80,7 +155,7 @@ def sync_step(settings: Settings) -> dict[str, Any]:
     from fundpipe.run_summary import sync_dict
     from fundpipe.sync import sync as run_sync
 
-    return sync_dict(run_sync(settings))
+    return _guard(lambda: sync_dict(run_sync(settings)))
 
 
 @task(name="reconcile", **_TASK_OPTIONS)
@@ -90,7 +165,7 @@ def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
     from fundpipe.run_summary import reconcile_dict
 
     report_date = date.fromisoformat(as_of) if as_of else None
-    return reconcile_dict(run_reconcile(settings, as_of=report_date, out_dir=None))
+    return _guard(lambda: reconcile_dict(run_reconcile(settings, as_of=report_date, out_dir=None)))
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
@@ -114,63 +189,100 @@ def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]]) -> None:
 
 
 @flow(name="ingest_file", log_prints=True)
-def ingest_file(path: str, data_dir: str | None = None) -> dict[str, Any]:
+def ingest_file(path: str, data_dir: str | None = None) -> State[Any]:
     """Ingest one sheet (validate → plan → submit exactly once)."""
-    settings = _settings(data_dir)
-    with service(settings) as live:
-        return ingest_one(live, path)
+    return _guard(_ingest_flow, data_dir, path)
 
 
 @flow(name="sync")
-def sync(data_dir: str | None = None) -> dict[str, Any]:
+def sync(data_dir: str | None = None) -> State[Any]:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
-    settings = _settings(data_dir)
-    with service(settings) as live:
-        return sync_step(live)
+    return _guard(_sync_flow, data_dir)
 
 
 @flow(name="reconcile")
-def reconcile(as_of: str | None = None, data_dir: str | None = None) -> dict[str, Any]:
+def reconcile(as_of: str | None = None, data_dir: str | None = None) -> State[Any]:
     """Write the reconciliation reports for `as_of` (default today) from the warehouse."""
-    return reconcile_step(_settings(data_dir), as_of)
+    return _guard(_reconcile_flow, data_dir, as_of)
 
 
 @flow(name="inbox")
-def inbox(data_dir: str | None = None) -> dict[str, Any]:
-    """Ingest whatever complete files wait in the inbox (the every-few-minutes deployment)."""
-    settings = _settings(data_dir)
-    with service(settings) as live:
-        return ingest_drop(live)
+def inbox(data_dir: str | None = None) -> State[Any]:
+    """Ingest whatever complete files wait in the inbox (every few minutes, and at once when
+    `fundpipe watch` announces a settled file)."""
+    return _guard(_ingest_flow, data_dir, None)
 
 
 @flow(name="nightly")
 def nightly(
     samples: bool = False, as_of: str | None = None, data_dir: str | None = None
-) -> dict[str, Any]:
+) -> State[Any]:
     """The nightly job: ingest every ready inbox file, sync the service, reconcile, report."""
+    return _guard(_nightly_flow, samples, as_of, data_dir)
+
+
+def _ingest_flow(data_dir: str | None, path: str | None) -> State[Any]:
+    settings = _settings(data_dir)
+    with service(settings) as live:
+        step = (
+            ingest_one(live, path, return_state=True)
+            if path
+            else ingest_drop(live, return_state=True)
+        )
+    ingested, stopped = _outcome(step)
+    return stopped or _finished(ingested, "ingest")
+
+
+def _sync_flow(data_dir: str | None) -> State[Any]:
+    settings = _settings(data_dir)
+    with service(settings) as live:
+        synced, stopped = _outcome(sync_step(live, return_state=True))
+    return stopped or Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
+
+
+def _reconcile_flow(data_dir: str | None, as_of: str | None) -> State[Any]:
+    reconciled, stopped = _outcome(reconcile_step(_settings(data_dir), as_of, return_state=True))
+    return stopped or _finished(reconciled, "reconcile")
+
+
+def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> State[Any]:
     from fundpipe.run_summary import build_summary
 
     settings = _settings(data_dir)
     if samples:
         copy_samples(settings)
     with service(settings) as live:
-        ingests = [ingest_drop(live)]
-        synced = sync_step(live)
-    reconciled = reconcile_step(settings, as_of)
-    summary = build_summary(ingests, synced, reconciled)
+        ingested, stopped = _outcome(ingest_drop(live, return_state=True))
+        if stopped is not None:
+            return stopped
+        synced, stopped = _outcome(sync_step(live, return_state=True))
+        if stopped is not None:
+            return stopped
+    reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
+    if stopped is not None:
+        return stopped
+    summary = build_summary([ingested], synced, reconciled)
     publish(summary, reconciled.get("exceptions_rows", []))
-    return summary
+    return _finished(summary, "nightly")
 
 
 def deployments() -> list[Any]:
-    """The `nightly` (cron, explicit timezone) and `inbox` (interval) deployments, one run at a
-    time each; `prefect.yaml` declares the same for a Prefect server with a work pool."""
+    """The `nightly` (cron, explicit timezone) and `inbox` (interval, and a trigger on the
+    watcher's file-settled event) deployments; `prefect.yaml` declares the same for a Prefect
+    server with a work pool."""
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+    from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
 
-    # A run that would overlap the previous one of the same deployment is not started.
+    from fundpipe.watch import INBOX_EVENT, INBOX_RESOURCE
+
+    # A nightly run that would overlap the previous one is not started; an inbox run waits for
+    # the one before it, so a file announced while a run is under way is picked up right after.
     one_at_a_time = ConcurrencyLimitConfig(
         limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW
+    )
+    one_after_another = ConcurrencyLimitConfig(
+        limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
     )
     return [
         nightly.to_deployment(
@@ -182,14 +294,45 @@ def deployments() -> list[Any]:
         inbox.to_deployment(
             name="inbox",
             schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
-            concurrency_limit=one_at_a_time,
-            description=f"Ingest complete inbox files every {INBOX_INTERVAL_S} s",
+            triggers=[
+                DeploymentEventTrigger(
+                    name="fundpipe inbox: a file settled",
+                    expect={INBOX_EVENT},
+                    match={"prefect.resource.id": INBOX_RESOURCE},
+                )
+            ],
+            concurrency_limit=one_after_another,
+            description=f"Ingest complete inbox files when one settles (fundpipe watch), and "
+            f"every {INBOX_INTERVAL_S} s as a safety net",
         ),
     ]
 
 
 def serve_all() -> None:
-    """Serve the `nightly` and `inbox` deployments from this process until interrupted."""
+    """Serve the `nightly` and `inbox` deployments from this process until interrupted, with
+    the inbox watcher announcing settled files in a thread beside them.
+
+    Needs a Prefect server with its scheduler (`PREFECT_API_URL`); `fundpipe serve` starts one
+    on loopback when none is configured.
+    """
+    import threading
+
     from prefect import serve
 
-    serve(*deployments())
+    from fundpipe.inbox import InboxDirs
+    from fundpipe.watch import prefect_announcer, watch_inbox
+
+    settings = _settings(None)
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch_inbox,
+        args=(InboxDirs(settings.data_dir).inbox, prefect_announcer(settings.data_dir)),
+        kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
+        name="fundpipe-inbox-watch",
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        serve(*deployments())
+    finally:
+        stop.set()

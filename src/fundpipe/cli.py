@@ -17,7 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -95,19 +95,9 @@ def _user_errors() -> Iterator[None]:
 
 def _classify(exc: BaseException) -> tuple[int, str]:
     """Map library exceptions to an exit code and a redacted message."""
-    import httpx
+    from fundpipe.errors import describe_failure
 
-    from fundpipe.client.errors import FundServiceError
-    from fundpipe.inbox import InboxBusyError
-    from fundpipe.warehouse import WarehouseLockedError
-
-    if isinstance(exc, InboxBusyError | WarehouseLockedError):
-        return EXIT_LOCKED, str(exc)
-    if isinstance(exc, FundServiceError):
-        return EXIT_SERVICE, f"the service refused the request: {exc}"
-    if isinstance(exc, httpx.HTTPError):
-        return EXIT_SERVICE, f"could not reach the service: {type(exc).__name__}"
-    return EXIT_SERVICE, f"unexpected failure ({type(exc).__name__}): {exc}"
+    return describe_failure(exc)
 
 
 DataDirOption = Annotated[
@@ -317,11 +307,13 @@ def run_command(
         from fundpipe.pipeline import load_flows
 
         flows = load_flows()
-        summary = flows.nightly(
+        state = flows.nightly(
             samples=samples,
             as_of=report_date.isoformat() if report_date else None,
             data_dir=str(data_dir) if data_dir else None,
+            return_state=True,
         )
+        summary = _run_outcome(state)
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         else:
@@ -333,12 +325,78 @@ def run_command(
 
 @app.command("serve")
 def serve_command() -> None:
-    """Serve the `nightly` (cron) and `inbox` (every few minutes) deployments locally."""
+    """Serve the `nightly` (cron) and `inbox` (on file arrival, and every few minutes)
+    deployments from this process, and watch the inbox.
+
+    Uses the Prefect server named by PREFECT_API_URL; without one, starts `prefect server
+    start` on 127.0.0.1:FUNDPIPE_PREFECT_PORT (4200) and stops it on exit. Stop with Ctrl-C.
+
+    Example: FUNDPIPE_NIGHTLY_CRON="*/5 * * * *" fundpipe serve
+    """
     _prefect_defaults()
-    with _user_errors():
+    # how often the served deployments look for runs to start (Prefect's default is 10 s)
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
+    with _user_errors(), ExitStack() as stack:
+        settings = _settings()
+        if not os.environ.get("PREFECT_API_URL"):
+            from fundpipe.prefect_server import local_prefect_server
+
+            log = settings.data_dir / "prefect-server.log"
+            err_console.print(f"starting a Prefect server on 127.0.0.1:{settings.prefect_port}")
+            url = stack.enter_context(local_prefect_server(settings.prefect_port, log))
+            os.environ["PREFECT_API_URL"] = url
+            err_console.print(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")
+        err_console.print(
+            f"serving nightly and inbox; watching {settings.data_dir / 'inbox'} (Ctrl-C stops)"
+        )
         from fundpipe.pipeline import load_flows
 
         load_flows().serve_all()
+
+
+@app.command("watch")
+def watch_command(data_dir: DataDirOption = None) -> None:
+    """Watch the inbox and start an `inbox` run as soon as a dropped file settles.
+
+    Emits the Prefect event `fundpipe.inbox.file.settled` to the server named by
+    PREFECT_API_URL; the `inbox` deployment (flows/prefect.yaml) is triggered by it. Run it on
+    the machine whose data directory holds the inbox, beside `prefect worker start`.
+
+    Example: PREFECT_API_URL=http://127.0.0.1:4200/api fundpipe watch --data-dir data
+    """
+    _prefect_defaults()
+    with _user_errors():
+        if not os.environ.get("PREFECT_API_URL"):
+            from fundpipe.errors import InputError
+
+            raise InputError(
+                "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
+                "(or use `fundpipe serve`, which watches the inbox itself)"
+            )
+        from fundpipe.inbox import InboxDirs
+        from fundpipe.watch import names, prefect_announcer, watch_inbox
+
+        settings = _settings(data_dir)
+        inbox = InboxDirs(settings.data_dir).inbox
+        announce = prefect_announcer(settings.data_dir)
+
+        def announce_and_say(paths: list[Path]) -> None:
+            announce(paths)
+            err_console.print(f"settled: {names(paths)} → inbox run requested")
+
+        err_console.print(f"watching {inbox} (Ctrl-C stops)")
+        watch_inbox(inbox, announce_and_say, settle_s=settings.inbox_settle_s)
+
+
+def _run_outcome(state: Any) -> dict[str, Any]:
+    """The summary of a finished nightly flow run; a run that did not complete exits with the
+    code its state carries and its state message (fundpipe's plain sentence)."""
+    data = state.result(raise_on_failure=False) if state.data is not None else None
+    if state.is_completed() and isinstance(data, dict):
+        return data
+    code = data.get("exit_code", EXIT_SERVICE) if isinstance(data, dict) else EXIT_SERVICE
+    err_console.print(f"[bold red]error:[/] {state.message or state.name}")
+    raise typer.Exit(code)
 
 
 def _parse_date(text: str | None) -> date | None:

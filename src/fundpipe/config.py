@@ -83,12 +83,27 @@ class Settings(BaseSettings):
     require_funds: bool = False
     log_level: str = "INFO"
 
+    prefect_port: int = Field(
+        default=4200,
+        ge=1,
+        le=65535,
+        description="Port of the Prefect server `fundpipe serve` starts on 127.0.0.1 when "
+        "PREFECT_API_URL is not set.",
+    )
+
     # --- submission (fundpipe ingest) ---------------------------------------------------------
     inbox_settle_s: float = Field(
         default=1.0,
         ge=0,
         description="Seconds a file in the inbox must have been left unchanged before it is "
         "picked up (0 takes every file at once; for tests and scripted drops).",
+    )
+    inbox_lock_wait_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Seconds an ingest waits for another run holding the inbox lock before it "
+        "gives up (exit 4). 0 for the CLI: say so at once; the Prefect flows wait (a nightly "
+        "run and an inbox run may start together).",
     )
     submit_batch_size: int = Field(
         default=100,

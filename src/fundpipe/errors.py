@@ -35,3 +35,28 @@ class LockHeld(UserFacingError):
     """Another fundpipe process holds a lock this one needs; the message names the holder."""
 
     exit_code = 4
+
+
+def describe_failure(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one-line, redacted message for any failure of a run.
+
+    One mapping for every shell: the CLI prints the message and exits with the code, a Prefect
+    flow ends in the state the code maps to with the message as its state message.
+    """
+    import httpx
+
+    from fundpipe.client.errors import FundServiceError, ServiceConnectionError
+    from fundpipe.inbox import InboxBusyError
+    from fundpipe.warehouse import WarehouseLockedError
+
+    if isinstance(exc, UserFacingError):
+        return exc.exit_code, str(exc)
+    if isinstance(exc, InboxBusyError | WarehouseLockedError):
+        return LockHeld.exit_code, f"{exc}; this run did nothing"
+    if isinstance(exc, ServiceConnectionError):
+        return ServiceUnavailable.exit_code, f"could not reach the service: {exc}"
+    if isinstance(exc, FundServiceError):
+        return ServiceUnavailable.exit_code, f"the service refused the request: {exc}"
+    if isinstance(exc, httpx.HTTPError):
+        return ServiceUnavailable.exit_code, f"could not reach the service: {type(exc).__name__}"
+    return ServiceUnavailable.exit_code, f"unexpected failure ({type(exc).__name__}): {exc}"

@@ -152,13 +152,26 @@ def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2
 class InboxLock:
     """An exclusive, non-blocking lock on ``<data_dir>/.ingest.lock`` naming its holder."""
 
-    def __init__(self, data_dir: Path) -> None:
-        """Prepare the lock for ``data_dir`` (nothing is locked yet)."""
+    def __init__(self, data_dir: Path, wait_s: float = 0.0) -> None:
+        """Prepare the lock for ``data_dir`` (nothing is locked yet); ``acquire`` waits up to
+        ``wait_s`` seconds for another holder to finish (0: fail at once)."""
         self.path = data_dir / ".ingest.lock"
+        self.wait_s = wait_s
         self._file: IO[str] | None = None
 
     def acquire(self) -> None:
-        """Take the lock or raise :class:`InboxBusyError` naming the holder."""
+        """Take the lock, waiting up to ``wait_s``; else raise :class:`InboxBusyError` naming
+        the holder."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                return self._try_acquire()
+            except InboxBusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _try_acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
         try:

@@ -316,7 +316,9 @@ def ingest(
                 settle_s=settle_s,
                 batch_size=batch_size,
             )
-    lock: AbstractContextManager[Any] = nullcontext() if dry_run else InboxLock(settings.data_dir)
+    lock: AbstractContextManager[Any] = (
+        nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
+    )
     with lock:
         candidates, in_inbox = _collect(settings, paths, dry_run=dry_run, settle_s=settle_s)
         result = IngestResult(dry_run=dry_run)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from fundpipe.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "config"]
+COMMANDS = ["run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "watch", "config"]
 
 runner = CliRunner()
 

@@ -192,3 +192,72 @@ def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Pat
         found = asyncio.run(_service_distributions(live))
     assert all(len(totals) == 1 for totals in found.values()), found
     assert set(found) == set(_expected_from_samples())
+
+
+# --- how a run ends: a state a person can read -------------------------------------------------
+
+
+def _logs_of(state: Any) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    async def read() -> list[str]:
+        async with get_client() as client:
+            logs = await client.read_logs(
+                log_filter=LogFilter(
+                    flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id])
+                )
+            )
+        return [entry.message for entry in logs]
+
+    return asyncio.run(read())
+
+
+def test_a_run_that_finds_the_inbox_locked_is_cancelled_naming_the_holder(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fundpipe.inbox import InboxLock
+
+    monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "1")
+    shutil.copy2(SAMPLES / "distributions_q4.csv", tmp_path / "waiting.csv")
+    (tmp_path / "inbox").mkdir()
+    shutil.copy2(tmp_path / "waiting.csv", tmp_path / "inbox" / "waiting.csv")
+    with InboxLock(tmp_path):
+        state = load_flows().inbox(data_dir=str(tmp_path), return_state=True)
+    assert state.is_cancelled(), state
+    assert f"pid {os.getpid()}" in (state.message or "")
+    assert "did nothing" in (state.message or "")
+    assert (tmp_path / "inbox" / "waiting.csv").exists()  # left for the next run
+
+
+def test_an_unreachable_service_fails_the_run_with_a_plain_sentence(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("FUNDPIPE_CLIENT_ID", "night-client")
+    monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "canary-secret-never-logged")
+    monkeypatch.setenv("FUNDPIPE_ORG_ID", "org_night")
+    monkeypatch.setenv("FUNDPIPE_RETRY_DEADLINE_S", "2")
+    state = load_flows().sync(data_dir=str(tmp_path), return_state=True)
+    assert state.is_failed(), state
+    assert "could not reach the service" in (state.message or "")
+    logs = _logs_of(state)
+    assert not any("Traceback" in line for line in logs), logs
+    assert not any("canary-secret-never-logged" in line for line in logs)
+
+
+def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    (tmp_path / "inbox").mkdir()
+    shutil.copy2(BROKEN, tmp_path / "inbox" / "q4_typo.csv")
+    state = load_flows().inbox(data_dir=str(tmp_path), return_state=True)
+    assert state.is_completed(), state
+    assert "q4_typo.csv rejected" in (state.message or "")
+    assert state.result()["exit_code"] == 1
+    assert (tmp_path / "rejected" / "q4_typo.csv").exists()

@@ -27,9 +27,26 @@ def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_
     assert 60 <= inbox.interval.total_seconds() <= 900
     for deployment in served.values():
         assert deployment.concurrency_limit == 1
-        assert deployment.concurrency_options.collision_strategy.value == "CANCEL_NEW"
         # no secret travels as a parameter
         assert "secret" not in str(deployment.parameters).lower()
+    # an overlapping nightly run is not started; an inbox run waits for the one before it
+    assert served["nightly"].concurrency_options.collision_strategy.value == "CANCEL_NEW"
+    assert served["inbox"].concurrency_options.collision_strategy.value == "ENQUEUE"
+
+
+def test_the_inbox_deployment_is_triggered_by_the_watchers_event() -> None:
+    from fundpipe.watch import INBOX_EVENT, INBOX_RESOURCE
+
+    served = {d.name: d for d in load_flows().deployments()}
+    assert served["nightly"].triggers == []
+    (trigger,) = served["inbox"].triggers
+    assert trigger.expect == {INBOX_EVENT}
+    assert trigger.match.model_dump() == {"prefect.resource.id": INBOX_RESOURCE}
+    declared = _declared()["inbox"]["triggers"]
+    assert [(t["expect"], t["match"]) for t in declared] == [
+        ([INBOX_EVENT], {"prefect.resource.id": INBOX_RESOURCE})
+    ]
+    assert declared[0]["posture"] == "Reactive"
 
 
 def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
@@ -45,6 +62,10 @@ def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
     assert inbox["interval"] == served["inbox"].schedules[0].schedule.interval.total_seconds()
     for name, deployment in declared.items():
         assert deployment["concurrency_limit"]["limit"] == 1
+        assert (
+            deployment["concurrency_limit"]["collision_strategy"]
+            == served[name].concurrency_options.collision_strategy.value
+        )
         path, flow_name = deployment["entrypoint"].split(":")
         assert (ROOT / path).is_file()
         assert hasattr(load_flows(), flow_name), f"{name}: no flow {flow_name}"

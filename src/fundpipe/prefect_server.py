@@ -1,0 +1,91 @@
+"""A Prefect server of its own for `fundpipe serve`, when no `PREFECT_API_URL` is configured.
+
+Prefect's serve loop only runs what a server's scheduler has created, and the temporary server
+Prefect starts for a plain flow call has no scheduler and no automations: a served deployment
+would never fire. So `fundpipe serve` starts the real thing (`prefect server start`, SQLite in
+`PREFECT_HOME`) on loopback as a child process, waits until it answers, and stops it (by its
+pid) when serving ends. With `PREFECT_API_URL` set, the configured server is used instead.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fundpipe.errors import InputError
+
+#: How long a fresh server may take to migrate its database and answer (10–12 s measured).
+STARTUP_TIMEOUT_S = 120.0
+
+
+def prefect_executable() -> str:
+    """The `prefect` command installed beside this Python (the venv's own)."""
+    candidate = Path(sys.executable).with_name("prefect")
+    return str(candidate) if candidate.exists() else "prefect"
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+@contextmanager
+def local_prefect_server(port: int, log_path: Path) -> Iterator[str]:
+    """Start `prefect server start` on ``127.0.0.1:port``; yield its API URL; stop it after.
+
+    The server's output goes to ``log_path``. A port already in use, or a server that exits or
+    does not answer in time, is an :class:`InputError` naming the log.
+    """
+    import httpx
+
+    if not port_is_free(port):
+        raise InputError(
+            f"port {port} is in use (another Prefect server?): set PREFECT_API_URL to use that "
+            "server, or FUNDPIPE_PREFECT_PORT to start one on another port"
+        )
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(  # noqa: S603 - our own venv's prefect, fixed arguments
+            [prefect_executable(), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise InputError(f"the Prefect server exited at start; see {log_path}")
+            try:
+                if httpx.get(f"{api_url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise InputError(f"the Prefect server did not answer in time; see {log_path}")
+            time.sleep(0.5)
+        yield api_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

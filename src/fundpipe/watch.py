@@ -1,0 +1,152 @@
+"""Watch the inbox and announce each settled file, so an `inbox` run starts in seconds.
+
+The `inbox` deployment runs on an interval as a safety net; this watcher is what makes a drop
+start a run at once. It never ingests anything itself: it announces a settled file as the Prefect
+event ``fundpipe.inbox.file.settled``, and the `inbox` deployment's trigger (in
+`flows/prefect.yaml`, and on the deployments `fundpipe serve` serves) starts the run. The run
+takes the inbox lock and picks the files up as any run would, so a file announced twice, or
+picked up by the interval run first, is still ingested exactly once.
+
+A file is *settled* when its name is a sheet's (not ``~$…``, ``*.part``, dot files…: the same
+rule as the ingest's, :func:`fundpipe.inbox.is_transient_name`), and its size and modification
+time have not changed for ``settle_s`` seconds. A file still growing is announced only once it
+stops; a file renamed from ``x.csv.part`` to ``x.csv`` is announced under its final name.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fundpipe.inbox import is_transient_name
+
+#: The Prefect event a settled inbox file emits; the `inbox` deployment is triggered by it.
+INBOX_EVENT = "fundpipe.inbox.file.settled"
+#: The resource id of the inbox in those events (matched by the deployment trigger).
+INBOX_RESOURCE = "fundpipe.inbox"
+
+Announce = Callable[[list[Path]], None]
+
+
+@dataclass
+class SettleTracker:
+    """Which files in an inbox have settled (pure logic: listings and times in, paths out).
+
+    A file has settled when two observations saw the same size and modification time and it was
+    last modified at least ``settle_s`` ago (the ingest's own rule, `inbox.stable_files`). Each
+    settled version of a file is returned once; a file that changes again is returned again.
+    """
+
+    settle_s: float
+    _seen: dict[Path, tuple[tuple[int, int], float]] = field(default_factory=dict)
+    _announced: dict[Path, tuple[int, int]] = field(default_factory=dict)
+
+    def observe(self, listing: dict[Path, tuple[int, int]], now: float) -> list[Path]:
+        """Record ``{path: (size, mtime_ns)}`` seen at ``now``; return the newly settled files."""
+        ready: list[Path] = []
+        for path, signature in listing.items():
+            previous = self._seen.get(path)
+            if previous is None or previous[0] != signature:
+                self._seen[path] = (signature, now)  # new or still changing
+                continue
+            if now - signature[1] / 1e9 < self.settle_s:
+                continue
+            if self._announced.get(path) != signature:
+                self._announced[path] = signature
+                ready.append(path)
+        for gone in set(self._seen) - set(listing):
+            self._seen.pop(gone, None)
+            self._announced.pop(gone, None)
+        return sorted(ready, key=lambda p: p.name)
+
+
+def list_candidates(inbox: Path) -> dict[Path, tuple[int, int]]:
+    """The inbox's sheet files with their size and modification time (transient names left out)."""
+    out: dict[Path, tuple[int, int]] = {}
+    if not inbox.is_dir():
+        return out
+    for path in inbox.iterdir():
+        if is_transient_name(path.name) or path.is_symlink() or not path.is_file():
+            continue
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # moved away between listing and stat
+            continue
+        out[path] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def watch_inbox(
+    inbox: Path,
+    announce: Announce,
+    *,
+    settle_s: float = 1.0,
+    stop: threading.Event | None = None,
+    tick_s: float = 0.25,
+) -> None:
+    """Announce every file that settles in ``inbox`` until ``stop`` is set.
+
+    Files already waiting when the watch starts are announced once they are settled too. The
+    filesystem is watched with watchfiles (inotify on Linux); a tick every ``tick_s`` seconds
+    checks the settle clocks even when nothing changes.
+    """
+    import watchfiles
+
+    inbox.mkdir(parents=True, exist_ok=True)
+    tracker = SettleTracker(settle_s)
+    stop = stop or threading.Event()
+
+    def check() -> None:
+        ready = tracker.observe(list_candidates(inbox), time.time())
+        if ready:
+            announce(ready)
+
+    check()
+    for _changes in watchfiles.watch(
+        inbox,
+        stop_event=stop,
+        yield_on_timeout=True,
+        rust_timeout=int(tick_s * 1000),
+        debounce=int(tick_s * 1000),
+        step=50,
+        recursive=False,
+        ignore_permission_denied=True,
+    ):
+        check()
+
+
+def prefect_announcer(data_dir: Path) -> Announce:
+    """An announcer that emits :data:`INBOX_EVENT` to the configured Prefect server.
+
+    The payload names the files (their base names and sizes) and the data directory; nothing
+    else, and never a secret.
+    """
+    from prefect.events import emit_event
+
+    def announce(paths: list[Path]) -> None:
+        files = [{"name": p.name, "bytes": _size(p)} for p in paths]
+        emit_event(
+            event=INBOX_EVENT,
+            resource={
+                "prefect.resource.id": INBOX_RESOURCE,
+                "prefect.resource.name": "fundpipe inbox",
+            },
+            payload={"files": files, "data_dir": str(data_dir)},
+        )
+
+    return announce
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def names(paths: Iterable[Path]) -> str:
+    """The base names of ``paths``, comma separated (for a log line)."""
+    return ", ".join(p.name for p in paths)

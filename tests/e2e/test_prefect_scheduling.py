@@ -1,0 +1,174 @@
+"""Scheduled runs really fire: a real `prefect server start`, deployments, a worker, the inbox
+watcher — and the same through `fundpipe serve`.
+
+Everything runs as the README says, as separate processes on loopback, each stopped by its pid
+at the end. What is asserted is what a person would see in the Prefect UI and the data
+directory: a run the *scheduler* created (not one we triggered) completes and leaves reports
+and both artifacts; a file dropped into the inbox starts an `inbox` run within 10 s of settling,
+with no manual trigger, and ends up in `processed/`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prefect_processes import (
+    BIN,
+    ROOT,
+    PrefectApi,
+    Processes,
+    base_env,
+    free_port,
+    healthy,
+    processes,
+    run_cli,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
+
+SAMPLES = ROOT / "data" / "samples"
+PREFECT = str(BIN / "prefect")
+FUNDPIPE = str(BIN / "fundpipe")
+#: The settle time the inbox applies before a file counts as dropped (Settings.inbox_settle_s).
+SETTLE_S = 1.0
+ARRIVAL_TARGET_S = 10.0
+
+DROP = (
+    "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,Amount ($),"
+    "Currency,Date Override,Notify\n"
+    "Arrival test,veh_demo2,ARRIVAL-{tag},2026-12-20 10:00,America/New_York,ent_demo1,"
+    '"1,000.00",USD,,\n'
+    "Arrival test,veh_demo2,ARRIVAL-{tag},2026-12-20 10:00,America/New_York,ent_demo2,250.5,USD,,\n"
+)
+
+
+def _seed_inbox(data_dir: Path) -> None:
+    """The clean samples waiting in the inbox (their mtime kept: already settled)."""
+    inbox = data_dir / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for sample in SAMPLES.iterdir():
+        if sample.is_file() and sample.suffix != ".md":
+            shutil.copy2(sample, inbox / sample.name)
+
+
+def _when(text: str | None) -> float:
+    assert text, "the run has no start time"
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float) -> dict[str, Any]:
+    """Wait for a nightly run the scheduler created to complete; check what it left."""
+
+    def completed() -> dict[str, Any] | None:
+        for run in api.flow_runs("nightly/nightly"):
+            state = run.get("state") or {}
+            assert state.get("type") not in {"FAILED", "CRASHED"}, f"nightly run {state}"
+            if run["auto_scheduled"] and state.get("type") == "COMPLETED":
+                return run
+        return None
+
+    run = wait_for("a scheduled nightly run to complete", completed, timeout, step=1)
+    assert run["created_by"] is None or run["created_by"].get("type") != "AUTOMATION"
+    assert list(data_dir.glob("reports/*/reconciliation.xlsx")), "no workbook written"
+    assert {"fundpipe-run-summary", "fundpipe-exceptions"} <= set(api.artifacts(run["id"]))
+    assert not any("Traceback" in line for line in api.logs(run["id"]))
+    return run
+
+
+def _drop_and_see_it_ingested(procs: Processes, api: PrefectApi, data_dir: Path, tag: str) -> float:
+    """Save a new sheet into the inbox the way an editor does (write a temporary name, then
+    rename); return seconds from the file settling to its `inbox` run starting."""
+    inbox = data_dir / "inbox"
+    partial = inbox / f"arrival_{tag}.csv.part"
+    partial.write_text(DROP.format(tag=tag), encoding="utf-8")
+    time.sleep(2 * SETTLE_S)  # a partial file never starts a run
+    before = {run["id"] for run in api.flow_runs("inbox/inbox")}
+    partial.rename(inbox / f"arrival_{tag}.csv")
+    settled_at = time.time() + SETTLE_S
+
+    def started() -> dict[str, Any] | None:
+        for run in api.flow_runs("inbox/inbox"):
+            by = (run.get("created_by") or {}).get("type")
+            if run["id"] not in before and by == "AUTOMATION" and run.get("start_time"):
+                return run
+        return None
+
+    run = wait_for("the dropped file to start an inbox run", started, 60, step=0.25)
+    latency = _when(run["start_time"]) - settled_at
+    wait_for(
+        "the dropped file to be processed",
+        lambda: list((data_dir / "processed").glob(f"arrival_{tag}*.csv")),
+        120,
+    )
+    assert not list(inbox.glob("arrival_*")), "the file is still in the inbox"
+    return latency
+
+
+def test_server_worker_and_watch_fire_as_the_readme_says(tmp_path: Path) -> None:
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    data_dir = tmp_path / "data"
+    _seed_inbox(data_dir)
+    env = base_env(tmp_path / "prefect-home", api_url, data_dir)
+    with processes(tmp_path / "logs") as procs:
+        procs.start(
+            "server",
+            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env,
+        )
+        wait_for("the Prefect server", lambda: healthy(api_url), 180)
+        run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
+        run_cli(
+            [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", "flows/prefect.yaml"],
+            env,
+        )
+        listed = run_cli([PREFECT, "deployment", "ls"], env)
+        assert "nightly/nightly" in listed
+        assert "inbox/inbox" in listed
+        api = PrefectApi(api_url)
+        assert {"nightly/nightly", "inbox/inbox"} <= api.deployment_names()
+        # the README's trial: a one-minute schedule beside the 01:30 cron
+        run_cli(
+            [PREFECT, "deployment", "schedule", "create", "nightly/nightly", "--cron", "* * * * *"],
+            env,
+        )
+        procs.start(
+            "worker",
+            [PREFECT, "worker", "start", "--pool", "fundpipe"],
+            {**env, "PREFECT_WORKER_QUERY_SECONDS": "2"},
+        )
+        _scheduled_nightly_completed(api, data_dir, timeout=240)
+        assert "Traceback" not in procs.log("server")
+
+        procs.start("watch", [FUNDPIPE, "watch"], env)
+        wait_for("the watcher", lambda: "watching" in procs.log("watch"), 60)
+        latency = _drop_and_see_it_ingested(procs, api, data_dir, "worker")
+        assert latency <= ARRIVAL_TARGET_S, f"inbox run started {latency:.1f} s after settling"
+
+
+def test_fundpipe_serve_fires_its_schedule_and_watches_the_inbox(tmp_path: Path) -> None:
+    port = free_port()
+    data_dir = tmp_path / "data"
+    _seed_inbox(data_dir)
+    env = base_env(tmp_path / "prefect-home", None, data_dir)
+    env.update({"FUNDPIPE_PREFECT_PORT": str(port), "FUNDPIPE_NIGHTLY_CRON": "* * * * *"})
+    api_url = f"http://127.0.0.1:{port}/api"
+    with processes(tmp_path / "logs") as procs:
+        procs.start("serve", [FUNDPIPE, "serve"], env)
+        wait_for("fundpipe serve's Prefect server", lambda: healthy(api_url), 180)
+        api = PrefectApi(api_url)
+        wait_for(
+            "the served deployments",
+            lambda: {"nightly/nightly", "inbox/inbox"} <= api.deployment_names(),
+            120,
+        )
+        _scheduled_nightly_completed(api, data_dir, timeout=240)
+        latency = _drop_and_see_it_ingested(procs, api, data_dir, "serve")
+        assert latency <= ARRIVAL_TARGET_S, f"inbox run started {latency:.1f} s after settling"
+        assert "Traceback" not in procs.log("serve")

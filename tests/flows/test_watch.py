@@ -1,0 +1,117 @@
+"""The inbox watcher: a dropped file is announced once it has settled, and only then.
+
+Partial files (`*.part`, `~$…` office locks, dot files) and files still growing are never
+announced; a file renamed to its final name is announced under that name; each settled version
+of a file is announced once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from fundpipe.watch import SettleTracker, list_candidates, watch_inbox
+
+SETTLE = 1.0
+
+
+def _listing(**files: tuple[int, float]) -> dict[Path, tuple[int, int]]:
+    return {Path(name): (size, int(mtime * 1e9)) for name, (size, mtime) in files.items()}
+
+
+def test_a_file_is_announced_once_it_stopped_changing_for_the_settle_time() -> None:
+    tracker = SettleTracker(SETTLE)
+    assert tracker.observe(_listing(a=(10, 100.0)), now=100.2) == []  # first sight
+    assert tracker.observe(_listing(a=(20, 100.5)), now=100.6) == []  # still growing
+    assert tracker.observe(_listing(a=(20, 100.5)), now=101.0) == []  # not settled yet
+    assert tracker.observe(_listing(a=(20, 100.5)), now=101.6) == [Path("a")]
+    assert tracker.observe(_listing(a=(20, 100.5)), now=105.0) == []  # announced once
+
+
+def test_a_file_waiting_before_the_watch_started_is_announced_on_the_second_look() -> None:
+    tracker = SettleTracker(SETTLE)
+    assert tracker.observe(_listing(old=(5, 10.0)), now=500.0) == []
+    assert tracker.observe(_listing(old=(5, 10.0)), now=500.25) == [Path("old")]
+
+
+def test_a_file_changed_again_after_it_was_announced_is_announced_again() -> None:
+    tracker = SettleTracker(SETTLE)
+    tracker.observe(_listing(a=(1, 10.0)), now=20.0)
+    assert tracker.observe(_listing(a=(1, 10.0)), now=20.3) == [Path("a")]
+    tracker.observe(_listing(a=(2, 30.0)), now=30.1)
+    assert tracker.observe(_listing(a=(2, 30.0)), now=31.2) == [Path("a")]
+
+
+def test_partial_and_lock_files_are_never_candidates(tmp_path: Path) -> None:
+    for name in ("q4.csv.part", "~$q4.xlsx", ".~lock.q4.xlsx#", ".hidden.csv", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "q4.csv").write_text("x")
+    assert [p.name for p in list_candidates(tmp_path)] == ["q4.csv"]
+
+
+def test_watch_announces_a_renamed_file_under_its_final_name_and_never_the_partial(
+    tmp_path: Path,
+) -> None:
+    inbox = tmp_path / "inbox"
+    announced: list[tuple[float, list[str]]] = []
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch_inbox,
+        args=(inbox, lambda paths: announced.append((time.time(), [p.name for p in paths]))),
+        kwargs={"settle_s": SETTLE, "stop": stop, "tick_s": 0.1},
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        time.sleep(0.3)
+        partial = inbox / "q4.csv.part"
+        partial.write_text("a,b\n")
+        for _ in range(5):  # still being written for a while
+            time.sleep(0.3)
+            with open(partial, "a") as handle:
+                handle.write("1,2\n")
+        time.sleep(SETTLE + 0.5)
+        assert announced == []
+        partial.rename(inbox / "q4.csv")
+        renamed_at = time.time()
+        deadline = renamed_at + 5
+        while not announced and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+    assert [names for _, names in announced] == [["q4.csv"]]
+    # the rename keeps the mtime of the last write, which is already past the settle time
+    assert announced[0][0] - renamed_at < SETTLE + 1.0
+
+
+def test_watch_waits_for_a_growing_file(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    announced: list[float] = []
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch_inbox,
+        args=(inbox, lambda paths: announced.append(time.time())),
+        kwargs={"settle_s": SETTLE, "stop": stop, "tick_s": 0.1},
+        daemon=True,
+    )
+    growing = inbox / "big.csv"
+    growing.write_text("a\n")
+    watcher.start()
+    try:
+        for _ in range(6):
+            time.sleep(0.4)
+            with open(growing, "a") as handle:
+                handle.write("1\n")
+        last_write = time.time()
+        deadline = last_write + 5
+        while not announced and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+    assert len(announced) == 1
+    assert announced[0] - last_write >= SETTLE - 0.05
+    assert growing.exists()
