@@ -47,7 +47,7 @@ from fundpipe.sandbox._errors import ApiError, param
 from fundpipe.sandbox._fields import Fields, read_payload
 from fundpipe.sandbox._lifecycle import run_lifecycle
 from fundpipe.sandbox._limits import FaultSettings
-from fundpipe.sandbox._pipeline import json_response, sandbox_of
+from fundpipe.sandbox._requests import json_response, sandbox_of
 from fundpipe.timerules import TimeRuleError, parse_iso_datetime, render_utc
 
 Endpoint = Callable[[Request], Awaitable[Response]]

@@ -7,7 +7,7 @@ from typing import Any
 from starlette.requests import Request
 
 from fundpipe.sandbox._errors import ApiError, InvalidParam, param
-from fundpipe.sandbox._pipeline import parse_json, read_body
+from fundpipe.sandbox._requests import parse_json, read_body
 from fundpipe.sandbox._validation import PATTERNS
 
 

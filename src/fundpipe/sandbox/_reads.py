@@ -14,7 +14,7 @@ from fundpipe.sandbox import _render as render
 from fundpipe.sandbox._errors import ApiError, not_found, param
 from fundpipe.sandbox._lookups import one, path_id
 from fundpipe.sandbox._pagination import list_envelope, paginate, parse_page_query
-from fundpipe.sandbox._pipeline import Call, authorize, json_response, sandbox_of
+from fundpipe.sandbox._requests import Call, authorize, json_response, sandbox_of
 from fundpipe.sandbox._store import placeholders
 from fundpipe.sandbox._validation import id_problem
 

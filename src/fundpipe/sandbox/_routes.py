@@ -17,7 +17,7 @@ from fundpipe.sandbox._creates import (
     create_instructions,
 )
 from fundpipe.sandbox._errors import ApiError, error_body
-from fundpipe.sandbox._pipeline import json_response, read_body, request_id_of, sandbox_of
+from fundpipe.sandbox._requests import json_response, read_body, request_id_of, sandbox_of
 from fundpipe.sandbox._reads import (
     get_account,
     get_contact,
