@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote_plus
 
+from fundpipe.sandbox._checks import PATTERNS
 from fundpipe.sandbox._errors import ApiError, param
-from fundpipe.sandbox._validation import PATTERNS
 
 RESOURCES = (
     "organizations",

@@ -11,12 +11,12 @@ from starlette.responses import Response
 
 from fundpipe.sandbox import _render as render
 from fundpipe.sandbox._auth import ALL_SCOPES, upsert_client
+from fundpipe.sandbox._checks import MAX_AMOUNT, PATTERNS
 from fundpipe.sandbox._errors import ApiError, not_found, param
 from fundpipe.sandbox._fields import Fields, read_payload
 from fundpipe.sandbox._requests import json_response, sandbox_of
 from fundpipe.sandbox._seed import add_organization, add_vehicle, bulk_accounts
 from fundpipe.sandbox._store import new_id, placeholders
-from fundpipe.sandbox._validation import MAX_AMOUNT, PATTERNS
 
 PAYMENT_STATES = ("staged", "recipient_confirmed", "verified", "disbursed", "failed", "cancelled")
 

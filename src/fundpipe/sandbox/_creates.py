@@ -11,16 +11,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fundpipe.sandbox import _render as render
+from fundpipe.sandbox._checks import id_problem
+from fundpipe.sandbox._distribution_validation import validate_distributions
 from fundpipe.sandbox._errors import ApiError, validation_failure
 from fundpipe.sandbox._lookups import created, one, org_lookup, rows_by_id
 from fundpipe.sandbox._pagination import NESTED_LIMIT, list_envelope
 from fundpipe.sandbox._requests import Call, mutate
 from fundpipe.sandbox._store import chunks, new_id, new_ids, new_short_id, placeholders
 from fundpipe.sandbox._validation import (
-    id_problem,
     validate_association,
     validate_contacts,
-    validate_distributions,
     validate_entities,
     validate_payment_instructions,
 )

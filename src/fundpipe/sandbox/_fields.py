@@ -6,9 +6,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from fundpipe.sandbox._checks import PATTERNS
 from fundpipe.sandbox._errors import ApiError, InvalidParam, param
 from fundpipe.sandbox._requests import parse_json, read_body
-from fundpipe.sandbox._validation import PATTERNS
 
 
 async def read_payload(request: Request) -> dict[str, Any]:

@@ -8,10 +8,10 @@ from typing import Any
 
 from starlette.requests import Request
 
+from fundpipe.sandbox._checks import id_problem
 from fundpipe.sandbox._errors import ApiError, not_found
 from fundpipe.sandbox._pagination import list_envelope
 from fundpipe.sandbox._store import chunks, placeholders
-from fundpipe.sandbox._validation import id_problem
 
 _TABLES = {
     "vehicle": "vehicles",

@@ -17,7 +17,6 @@ from fundpipe.sandbox._creates import (
     create_instructions,
 )
 from fundpipe.sandbox._errors import ApiError, error_body
-from fundpipe.sandbox._requests import json_response, read_body, request_id_of, sandbox_of
 from fundpipe.sandbox._reads import (
     get_account,
     get_contact,
@@ -37,6 +36,7 @@ from fundpipe.sandbox._reads import (
     list_vehicle_accounts,
     list_vehicles,
 )
+from fundpipe.sandbox._requests import json_response, read_body, request_id_of, sandbox_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
