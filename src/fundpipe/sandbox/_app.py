@@ -168,7 +168,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         openapi_url=None,
     )
     app.state.sandbox = sandbox
-    _routes.register(app)
+    _routes.register(app, strict_interface=config.strict_interface)
     if config.control_routes:
         _control.register(app)
     handlers: dict[Any, Any] = {

@@ -155,9 +155,11 @@ class Checker:
         found = {kind: lookup(kind, ids) for kind, ids in wanted.items()}
         for kind, value, where in self.refs:
             if value not in found[kind]:
-                self.add(
-                    param(where, "parameter_invalid", f"no such {kind} in this organization", value)
+                problem = param(
+                    where, "parameter_invalid", f"no such {kind} in this organization", value
                 )
+                problem.missing = kind
+                self.add(problem)
 
 
 def body_array(checker: Checker, body: Any, maximum: int = MAX_ELEMENTS) -> list[Any]:

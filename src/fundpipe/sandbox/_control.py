@@ -8,7 +8,8 @@ Payloads (JSON; every field optional unless marked):
 - `GET|PUT|DELETE /_sandbox/faults` `{"error_rate", "statuses", "retry_after_s", "latency_ms",
   "drop_after_commit_rate", "seed", "path_prefix"}` → the current fault settings
 - `GET|PUT /_sandbox/settings` `{"rate_limit_requests", "rate_limit_window_s",
-  "token_lifetime_s"}` → the current settings
+  "token_lifetime_s", "legacy_pagination"}` → the current settings (`legacy_pagination`: lists
+  in the older `has_more`-only form, see `fundpipe.sandbox._modes`; shown only when true)
 - `POST /_sandbox/clients` `{"client_id"*, "client_secret"*, "scopes", "organizations"}` → 201
   `{"client_id", "scopes", "organizations"}` (the secret is never echoed)
 - `POST /_sandbox/organizations` `{"id", "name"*}` → 201 organization
@@ -196,11 +197,15 @@ async def delete_faults(request: Request) -> Response:
 
 def _settings(request: Request) -> dict[str, Any]:
     sandbox = sandbox_of(request)
-    return {
+    out: dict[str, Any] = {
         "rate_limit_requests": sandbox.limiter.requests,
         "rate_limit_window_s": sandbox.limiter.window_s,
         "token_lifetime_s": sandbox.token_lifetime_s,
     }
+    # Shown only when on: the settings of a sandbox in the current form read as they always did.
+    if sandbox.legacy_pagination:
+        out["legacy_pagination"] = True
+    return out
 
 
 async def get_settings(request: Request) -> Response:
@@ -212,11 +217,12 @@ async def put_settings(request: Request) -> Response:
     """PUT /_sandbox/settings."""
     fields = Fields(
         await read_payload(request),
-        {"rate_limit_requests", "rate_limit_window_s", "token_lifetime_s"},
+        {"rate_limit_requests", "rate_limit_window_s", "token_lifetime_s", "legacy_pagination"},
     )
     requests = fields.integer("rate_limit_requests", 1, 10_000_000)
     window = fields.number("rate_limit_window_s", 0.001, 86_400)
     lifetime = fields.integer("token_lifetime_s", 1, 10 * 365 * 86400)
+    legacy = fields.boolean("legacy_pagination")
     fields.check()
     sandbox = sandbox_of(request)
     if requests is not None or window is not None:
@@ -225,6 +231,8 @@ async def put_settings(request: Request) -> Response:
         )
     if lifetime is not None:
         sandbox.token_lifetime_s = lifetime
+    if legacy is not None:
+        sandbox.legacy_pagination = legacy
     return json_response(_settings(request))
 
 

@@ -171,7 +171,8 @@ async def patch_payment(request: Request) -> Response:
                 "UPDATE payments SET status = ?, updated_at = ? WHERE id = ?", (status, now, dpmt)
             )
         row = conn.execute("SELECT * FROM payments WHERE id = ?", (dpmt,)).fetchone()
-        out = render.payments(conn, [row], render.payment_zones(conn, [row]))[0]
+        zones = render.payment_zones(conn, [row])
+        out = render.payments(conn, [row], zones, view=sandbox.view)[0]
     return json_response(out)
 
 
@@ -240,5 +241,5 @@ async def cancel_distribution(request: Request) -> Response:
                 (now, dst, *TERMINAL_PAYMENT_STATES),
             )
             row = conn.execute("SELECT * FROM distributions WHERE id = ?", (dst,)).fetchone()
-        out = render.distributions(conn, [row], sandbox.config.app_url)[0]
+        out = render.distributions(conn, [row], sandbox.config.app_url, view=sandbox.view)[0]
     return json_response(out)

@@ -65,6 +65,18 @@ class Fields:
             return None
         return value
 
+    def boolean(self, name: str) -> bool | None:
+        """A boolean field."""
+        value = self._get(name, False)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.problems.append(
+                param(f"body.{name}", "parameter_invalid", "must be true or false", value)
+            )
+            return None
+        return value
+
     def number(self, name: str, lo: float, hi: float, *, required: bool = False) -> float | None:
         """A number field within [lo, hi]."""
         value = self._get(name, required)

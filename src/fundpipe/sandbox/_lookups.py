@@ -56,9 +56,9 @@ def one(conn: sqlite3.Connection, table: str, ident: str, org: str, what: str) -
     return result
 
 
-def created(path: str, data: list[Any]) -> tuple[int, Any]:
-    """201 with a list envelope of the created records."""
-    return 201, list_envelope(data, path, None, None)
+def created(path: str, data: list[Any], *, legacy: bool = False) -> tuple[int, Any]:
+    """201 with a list envelope of the created records (`legacy`: legacy pagination form)."""
+    return 201, list_envelope(data, path, None, None, legacy=legacy)
 
 
 def rows_by_id(conn: sqlite3.Connection, table: str, ids: list[str]) -> list[sqlite3.Row]:

@@ -34,6 +34,9 @@ ENTITY_TYPES = frozenset(
         "other_entity",
     }
 )
+#: Most `external_references` one entity or contact carries (public forms; ours, like the
+#: batch limit: the public spec states none).
+MAX_REFERENCES = 100
 #: The HTML5 "valid e-mail address" grammar: ASCII letters, digits and the listed punctuation
 #: only (no control characters, spaces or non-ASCII). schemas/openapi.yaml documents this very
 #: pattern (ContactCreate.email; tests/contract checks they are identical).
@@ -43,50 +46,89 @@ EMAIL_PATTERN = re.compile(
 )
 
 
-def validate_entities(body: Any) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
-    """Validate a create-entities body."""
+def _references(
+    checker: Checker, element: dict[str, Any], path: str, public: bool
+) -> tuple[str | None, list[str] | None]:
+    """(`external_reference`, `external_references`) of an entity or contact element.
+
+    Public forms take the array (each a non-empty string, at most MAX_REFERENCES; its first is
+    also kept as the single reference); otherwise the single, nullable string, and no array.
+    """
+    if not public:
+        return checker.string(element, "external_reference", path, nullable=True), None
+    value = element.get("external_references")
+    if value is None:
+        return None, []
+    where = f"{path}.external_references"
+    items = checker.array(value, where, 0, MAX_REFERENCES)
+    refs: list[str] = []
+    for k, ref in enumerate(items or []):
+        if not isinstance(ref, str) or not ref:
+            checker.add(
+                param(
+                    f"{where}.[{k}]",
+                    "parameter_invalid_string",
+                    "each reference must be a non-empty string",
+                    ref,
+                )
+            )
+        else:
+            refs.append(ref)
+    return (refs[0] if refs else None), refs
+
+
+def _reference_field(public: bool) -> str:
+    return "external_references" if public else "external_reference"
+
+
+def validate_entities(
+    body: Any, *, public: bool = False
+) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
+    """Validate a create-entities body (`public`: the public spec's `external_references`)."""
     checker = Checker()
     clean: list[dict[str, Any]] = []
     for i, element in enumerate(body_array(checker, body)):
         path = f"body.[{i}]"
         if not checker.fields(
-            element, path, ("name", "type"), ("external_type", "external_reference")
+            element, path, ("name", "type"), ("external_type", _reference_field(public))
         ):
             continue
         kind = checker.string(element, "type", path)
         if kind is not None and kind not in ENTITY_TYPES:
             checker.add(param(f"{path}.type", "parameter_invalid", "not an entity type", kind))
+        reference, references = _references(checker, element, path, public)
         clean.append(
             {
                 "name": checker.string(element, "name", path, max_len=255),
                 "type": kind,
                 "external_type": checker.string(element, "external_type", path, nullable=True),
-                "external_reference": checker.string(
-                    element, "external_reference", path, nullable=True
-                ),
+                "external_reference": reference,
+                "external_references": references,
             }
         )
     return clean, checker.problems
 
 
-def validate_contacts(body: Any) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
-    """Validate a create-contacts body."""
+def validate_contacts(
+    body: Any, *, public: bool = False
+) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
+    """Validate a create-contacts body (`public`: the public spec's `external_references`)."""
     checker = Checker()
     clean: list[dict[str, Any]] = []
     for i, element in enumerate(body_array(checker, body)):
         path = f"body.[{i}]"
-        if not checker.fields(element, path, ("name", "email"), ("external_reference",)):
+        if not checker.fields(element, path, ("name", "email"), (_reference_field(public),)):
             continue
         email = checker.string(element, "email", path, max_len=254)
         if email is not None and not EMAIL_PATTERN.fullmatch(email):
             checker.add(param(f"{path}.email", "parameter_invalid", "not an email address", email))
+        reference, references = _references(checker, element, path, public)
         clean.append(
             {
                 "name": checker.string(element, "name", path, max_len=255),
                 "email": email,
-                "external_reference": checker.string(
-                    element, "external_reference", path, nullable=True
-                ),
+                "external_reference": reference,
+                "external_references": references,
             }
         )
     return clean, checker.problems
