@@ -17,6 +17,10 @@ Payloads (JSON; every field optional unless marked):
   → 201 `{"vehicle", "financial_accounts": [depository, brokerage]}`
 - `POST /_sandbox/bulk_financial_accounts` `{"organization"*, "vehicles"*,
   "accounts_per_vehicle"*}` → 201 `{"vehicles": [ids], "financial_accounts": count}`
+- `POST /_sandbox/history` `{"vehicle"*, "entities", "distributions",
+  "payments_per_distribution", "external_reference_prefix", "first_number", "amount_cents",
+  "interval_s"}` → 201 counts and reference range (executed distributions in bulk; see
+  `fundpipe.sandbox._history`)
 - `PATCH /_sandbox/distribution_payments/{dpmt_id}` `{"amount", "status"}` → the payment
 - `POST /_sandbox/distributions/{dst_id}/cancel` (no body) → the distribution, `cancelled` with
   `cancelled_at`, its non-terminal payments `cancelled`; 400 when it is already executed
@@ -46,6 +50,7 @@ from fundpipe.sandbox._control_data import (
 )
 from fundpipe.sandbox._errors import ApiError, param
 from fundpipe.sandbox._fields import Fields, read_payload
+from fundpipe.sandbox._history import bulk_history
 from fundpipe.sandbox._lifecycle import run_lifecycle
 from fundpipe.sandbox._limits import FaultSettings
 from fundpipe.sandbox._requests import json_response, sandbox_of
@@ -250,6 +255,7 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("POST", "/_sandbox/organizations", create_organization),
     ("POST", "/_sandbox/vehicles", create_vehicle),
     ("POST", "/_sandbox/bulk_financial_accounts", bulk_financial_accounts),
+    ("POST", "/_sandbox/history", bulk_history),
     ("PATCH", "/_sandbox/distribution_payments/{dpmt_id}", patch_payment),
     ("POST", "/_sandbox/distributions/{dst_id}/cancel", cancel_distribution),
     ("PATCH", "/_sandbox/financial_accounts/{fa_id}", patch_account),
