@@ -43,7 +43,6 @@ does not serve it either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +101,7 @@ class View:
         for name in self.omits(kind):
             record.pop(name, None)
         if self.public:
-            drop_unset(record, ())
+            drop_unset(record)
         return record
 
     @property
@@ -111,10 +110,9 @@ class View:
         return not (self.strict or self.public)
 
 
-def drop_unset(record: dict[str, Any], keep: Iterable[str]) -> None:
-    """Remove the `None` fields of `record` except those named in `keep` (in place)."""
-    kept = frozenset(keep)
-    for name in [k for k, v in record.items() if v is None and k not in kept]:
+def drop_unset(record: dict[str, Any]) -> None:
+    """Remove the `None` fields of `record` (in place): the public spec leaves them out."""
+    for name in [k for k, v in record.items() if v is None]:
         del record[name]
 
 
