@@ -144,6 +144,31 @@ def sandbox_command(
             help="Allow binding beyond loopback (its /_sandbox/ control routes have no auth).",
         ),
     ] = False,
+    strict_interface: Annotated[
+        bool,
+        typer.Option(
+            "--strict-interface",
+            help="Serve only the documented interface: our own routes 404, our fields left out.",
+        ),
+    ] = False,
+    public_forms: Annotated[
+        bool,
+        typer.Option(
+            "--public-forms", help="Serve the public spec's forms (external_references, ...)."
+        ),
+    ] = False,
+    legacy_pagination: Annotated[
+        bool,
+        typer.Option(
+            "--legacy-pagination", help="Lists in the older has_more-only form (no page URLs)."
+        ),
+    ] = False,
+    demo_orgs: Annotated[
+        int,
+        typer.Option(
+            "--demo-orgs", min=1, max=26, help="Demo organizations the demo seed creates."
+        ),
+    ] = 1,
 ) -> None:
     """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it).
 
@@ -164,7 +189,15 @@ def sandbox_command(
 
         console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
         run_server(
-            host=host, port=port, db_path=db, seed=seed, allow_non_loopback=allow_non_loopback
+            host=host,
+            port=port,
+            db_path=db,
+            seed=seed,
+            allow_non_loopback=allow_non_loopback,
+            strict_interface=strict_interface,
+            public_forms=public_forms,
+            legacy_pagination=legacy_pagination,
+            demo_orgs=demo_orgs,
         )
 
 

@@ -198,3 +198,52 @@ async def test_basic_credentials_are_url_decoded(client: httpx.AsyncClient) -> N
         headers={"Authorization": f"Basic {raw}"},
     )
     assert response.status_code == 200, response.text
+
+
+async def _limited_client(client: httpx.AsyncClient) -> None:
+    """A client of org_demo holding only `distributions:read` and `vehicles:read`."""
+    created = await client.post(
+        "/_sandbox/clients",
+        json={
+            "client_id": "limited",
+            "client_secret": "limited-secret",
+            "scopes": ["vehicles:read", "distributions:read"],
+            "organizations": ["org_demo"],
+        },
+    )
+    assert created.status_code == 201, created.text
+
+
+async def test_omitting_scope_grants_exactly_what_the_client_has(
+    client: httpx.AsyncClient,
+) -> None:
+    await _limited_client(client)
+    response = await client.post(
+        "/oauth/token",
+        data={"grant_type": "client_credentials"},
+        auth=("limited", "limited-secret"),
+    )
+    assert response.status_code == 200
+    assert sorted(response.json()["scope"].split()) == ["distributions:read", "vehicles:read"]
+    token = bearer(response.json()["access_token"])
+    assert (await client.get("/v1/distributions", headers=token)).status_code == 200
+    assert_error(await client.get("/v1/entities", headers=token), 403, "forbidden")
+    assert_error(
+        await client.post("/v1/distributions", headers=token, json=[distribution()]),
+        403,
+        "forbidden",
+    )
+
+
+async def test_a_scope_the_client_lacks_is_invalid_scope(client: httpx.AsyncClient) -> None:
+    await _limited_client(client)
+    for scope in ("entities:read", "distributions:write", "distributions:*", "vehicles:read x"):
+        response = await client.post(
+            "/oauth/token",
+            data={"grant_type": "client_credentials", "scope": scope},
+            auth=("limited", "limited-secret"),
+        )
+        assert response.status_code == 400, scope
+        assert response.json()["error"] == "invalid_scope"
+    narrowed = await token_for(client, "limited", "limited-secret", scope="vehicles:read")
+    assert_error(await client.get("/v1/distributions", headers=bearer(narrowed)), 403, "forbidden")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fundpipe.sandbox._pipeline import decode_body, fingerprint
+from fundpipe.sandbox._requests import decode_body, fingerprint
 
 
 def _reference(method: str, path: str, raw: bytes) -> str:

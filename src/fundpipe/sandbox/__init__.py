@@ -4,7 +4,10 @@
 
 - `create_app(config)` — the FastAPI (ASGI) app; pass it to `httpx.ASGITransport` in tests.
 - `SandboxServer(config, host="127.0.0.1", port=0)` — uvicorn on loopback in a thread.
-- `run_server(host, port, db_path, seed)` — blocking server for `fundpipe sandbox`.
+- `run_server(host, port, db_path, seed, ...)` — blocking server for `fundpipe sandbox`.
+- `SandboxConfig(strict_interface=..., public_forms=..., legacy_pagination=..., demo_orgs=...)`
+  — the other forms of the service it can serve (`fundpipe.sandbox._modes`) and further demo
+  organizations (`fundpipe.sandbox._seed`); all off by default.
 - `SimulatedDisconnect` — what an in-process client sees when a committed create is "dropped".
 
 The service decisions it implements are in docs/architecture.md; it never imports the client.

@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from fundpipe.sandbox import _control, _routes
 from fundpipe.sandbox._config import SandboxConfig
 from fundpipe.sandbox._errors import ApiError, error_body, param
-from fundpipe.sandbox._pipeline import dumps, error_response, request_id_of
+from fundpipe.sandbox._requests import dumps, error_response, request_id_of
 from fundpipe.sandbox._state import Sandbox
 
 log = logging.getLogger("fundpipe.sandbox")
@@ -168,7 +168,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         openapi_url=None,
     )
     app.state.sandbox = sandbox
-    _routes.register(app)
+    _routes.register(app, strict_interface=config.strict_interface)
     if config.control_routes:
         _control.register(app)
     handlers: dict[Any, Any] = {

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote_plus
 
+from fundpipe.sandbox._checks import PATTERNS
 from fundpipe.sandbox._errors import ApiError, param
-from fundpipe.sandbox._validation import PATTERNS
 
 RESOURCES = (
     "organizations",
@@ -115,20 +115,29 @@ def issue_token(
     now_ts: float,
     lifetime_s: int,
     admit: Callable[[str], None],
+    *,
+    json_body: bool = False,
 ) -> dict[str, object]:
     """Run the token exchange; returns the token response or raises OAuthError.
 
     `admit(client_id)` runs once the client is authenticated (the rate limit: it raises to
-    refuse), before any token is stored.
+    refuse), before any token is stored. `json_body` also accepts the same parameters as a
+    JSON object (strict-interface mode) besides the RFC 6749 form body.
+
+    Scopes (RFC 6749 §3.3, as the public docs describe): no `scope` grants every scope the
+    client has; a requested scope the client lacks (or an unknown one) is `invalid_scope`.
     """
-    if content_type.split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
-        raise OAuthError(
-            400, "invalid_request", "the body must be application/x-www-form-urlencoded"
-        )
-    try:
-        form = parse_qs(body.decode(), keep_blank_values=True, strict_parsing=False)
-    except UnicodeDecodeError as exc:
-        raise OAuthError(400, "invalid_request", "the body is not UTF-8") from exc
+    media = content_type.split(";")[0].strip().lower()
+    if json_body and media == "application/json":
+        form = _json_parameters(body)
+    elif media != "application/x-www-form-urlencoded":
+        accepted = "application/x-www-form-urlencoded" + (" or JSON" if json_body else "")
+        raise OAuthError(400, "invalid_request", f"the body must be {accepted}")
+    else:
+        try:
+            form = parse_qs(body.decode(), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError as exc:
+            raise OAuthError(400, "invalid_request", "the body is not UTF-8") from exc
     for name, values in form.items():
         if len(values) > 1:
             raise OAuthError(400, "invalid_request", f"parameter {name} repeated")
@@ -163,6 +172,17 @@ def issue_token(
         "expires_in": lifetime_s,
         "scope": " ".join(granted),
     }
+
+
+def _json_parameters(body: bytes) -> dict[str, list[str]]:
+    """A JSON token request as form parameters: an object whose values are strings."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise OAuthError(400, "invalid_request", "the body is not valid JSON") from exc
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise OAuthError(400, "invalid_request", "the JSON body must be an object of strings")
+    return {name: [text] for name, text in value.items()}
 
 
 def _grantable(allowed: frozenset[str], scope: str) -> bool:

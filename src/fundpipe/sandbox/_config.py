@@ -12,6 +12,8 @@ SeedName = Literal["demo", "empty"]
 
 #: Host of the web application that `sender_url` / `recipient_url` point at (interface 1.6.0).
 DEFAULT_APP_URL = "https://app.sandbox.fundservice.example"
+#: Most demo organizations a seed creates (`org_demo`, then `org_demob` … `org_demoz`).
+MAX_DEMO_ORGS = 26
 
 
 @dataclass(slots=True)
@@ -27,6 +29,12 @@ class SandboxConfig:
     - `app_url`: host of `sender_url` / `recipient_url`.
     - `clock`: injectable source of "now" (aware UTC); the control routes advance on top of it.
     - `max_body_bytes`: request bodies above this get 413.
+    - `strict_interface`: serve only the documented surface (see `fundpipe.sandbox._modes`).
+    - `public_forms`: the public spec's record and body forms (see `fundpipe.sandbox._modes`).
+    - `legacy_pagination`: lists in the older `has_more`-only form (initial setting; the
+      control route `PUT /_sandbox/settings` changes it at run time).
+    - `demo_orgs`: how many demo organizations the `demo` seed creates (1 to 26; the second
+      and later ones are `org_demob`, `org_democ`, …, all reachable by the demo clients).
     """
 
     db_path: Path | None = None
@@ -38,3 +46,12 @@ class SandboxConfig:
     app_url: str = DEFAULT_APP_URL
     clock: Callable[[], datetime] | None = None
     max_body_bytes: int = 10 * 1024 * 1024
+    strict_interface: bool = False
+    public_forms: bool = False
+    legacy_pagination: bool = False
+    demo_orgs: int = 1
+
+    def __post_init__(self) -> None:
+        """Refuse settings no sandbox can serve."""
+        if not 1 <= self.demo_orgs <= MAX_DEMO_ORGS:
+            raise ValueError(f"demo_orgs must be from 1 to {MAX_DEMO_ORGS}, not {self.demo_orgs}")

@@ -8,7 +8,8 @@ Payloads (JSON; every field optional unless marked):
 - `GET|PUT|DELETE /_sandbox/faults` `{"error_rate", "statuses", "retry_after_s", "latency_ms",
   "drop_after_commit_rate", "seed", "path_prefix"}` → the current fault settings
 - `GET|PUT /_sandbox/settings` `{"rate_limit_requests", "rate_limit_window_s",
-  "token_lifetime_s"}` → the current settings
+  "token_lifetime_s", "legacy_pagination"}` → the current settings (`legacy_pagination`: lists
+  in the older `has_more`-only form, see `fundpipe.sandbox._modes`; shown only when true)
 - `POST /_sandbox/clients` `{"client_id"*, "client_secret"*, "scopes", "organizations"}` → 201
   `{"client_id", "scopes", "organizations"}` (the secret is never echoed)
 - `POST /_sandbox/organizations` `{"id", "name"*}` → 201 organization
@@ -16,6 +17,10 @@ Payloads (JSON; every field optional unless marked):
   → 201 `{"vehicle", "financial_accounts": [depository, brokerage]}`
 - `POST /_sandbox/bulk_financial_accounts` `{"organization"*, "vehicles"*,
   "accounts_per_vehicle"*}` → 201 `{"vehicles": [ids], "financial_accounts": count}`
+- `POST /_sandbox/history` `{"vehicle"*, "entities", "distributions",
+  "payments_per_distribution", "external_reference_prefix", "first_number", "amount_cents",
+  "interval_s"}` → 201 counts and reference range (executed distributions in bulk; see
+  `fundpipe.sandbox._history`)
 - `PATCH /_sandbox/distribution_payments/{dpmt_id}` `{"amount", "status"}` → the payment
 - `POST /_sandbox/distributions/{dst_id}/cancel` (no body) → the distribution, `cancelled` with
   `cancelled_at`, its non-terminal payments `cancelled`; 400 when it is already executed
@@ -45,9 +50,10 @@ from fundpipe.sandbox._control_data import (
 )
 from fundpipe.sandbox._errors import ApiError, param
 from fundpipe.sandbox._fields import Fields, read_payload
+from fundpipe.sandbox._history import bulk_history
 from fundpipe.sandbox._lifecycle import run_lifecycle
 from fundpipe.sandbox._limits import FaultSettings
-from fundpipe.sandbox._pipeline import json_response, sandbox_of
+from fundpipe.sandbox._requests import json_response, sandbox_of
 from fundpipe.timerules import TimeRuleError, parse_iso_datetime, render_utc
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -196,11 +202,15 @@ async def delete_faults(request: Request) -> Response:
 
 def _settings(request: Request) -> dict[str, Any]:
     sandbox = sandbox_of(request)
-    return {
+    out: dict[str, Any] = {
         "rate_limit_requests": sandbox.limiter.requests,
         "rate_limit_window_s": sandbox.limiter.window_s,
         "token_lifetime_s": sandbox.token_lifetime_s,
     }
+    # Shown only when on: the settings of a sandbox in the current form read as they always did.
+    if sandbox.legacy_pagination:
+        out["legacy_pagination"] = True
+    return out
 
 
 async def get_settings(request: Request) -> Response:
@@ -212,11 +222,12 @@ async def put_settings(request: Request) -> Response:
     """PUT /_sandbox/settings."""
     fields = Fields(
         await read_payload(request),
-        {"rate_limit_requests", "rate_limit_window_s", "token_lifetime_s"},
+        {"rate_limit_requests", "rate_limit_window_s", "token_lifetime_s", "legacy_pagination"},
     )
     requests = fields.integer("rate_limit_requests", 1, 10_000_000)
     window = fields.number("rate_limit_window_s", 0.001, 86_400)
     lifetime = fields.integer("token_lifetime_s", 1, 10 * 365 * 86400)
+    legacy = fields.boolean("legacy_pagination")
     fields.check()
     sandbox = sandbox_of(request)
     if requests is not None or window is not None:
@@ -225,6 +236,8 @@ async def put_settings(request: Request) -> Response:
         )
     if lifetime is not None:
         sandbox.token_lifetime_s = lifetime
+    if legacy is not None:
+        sandbox.legacy_pagination = legacy
     return json_response(_settings(request))
 
 
@@ -242,6 +255,7 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("POST", "/_sandbox/organizations", create_organization),
     ("POST", "/_sandbox/vehicles", create_vehicle),
     ("POST", "/_sandbox/bulk_financial_accounts", bulk_financial_accounts),
+    ("POST", "/_sandbox/history", bulk_history),
     ("PATCH", "/_sandbox/distribution_payments/{dpmt_id}", patch_payment),
     ("POST", "/_sandbox/distributions/{dst_id}/cancel", cancel_distribution),
     ("PATCH", "/_sandbox/financial_accounts/{fa_id}", patch_account),

@@ -11,12 +11,12 @@ from starlette.responses import Response
 
 from fundpipe.sandbox import _render as render
 from fundpipe.sandbox._auth import ALL_SCOPES, upsert_client
+from fundpipe.sandbox._checks import MAX_AMOUNT, PATTERNS
 from fundpipe.sandbox._errors import ApiError, not_found, param
 from fundpipe.sandbox._fields import Fields, read_payload
-from fundpipe.sandbox._pipeline import json_response, sandbox_of
+from fundpipe.sandbox._requests import json_response, sandbox_of
 from fundpipe.sandbox._seed import add_organization, add_vehicle, bulk_accounts
 from fundpipe.sandbox._store import new_id, placeholders
-from fundpipe.sandbox._validation import MAX_AMOUNT, PATTERNS
 
 PAYMENT_STATES = ("staged", "recipient_confirmed", "verified", "disbursed", "failed", "cancelled")
 
@@ -171,7 +171,8 @@ async def patch_payment(request: Request) -> Response:
                 "UPDATE payments SET status = ?, updated_at = ? WHERE id = ?", (status, now, dpmt)
             )
         row = conn.execute("SELECT * FROM payments WHERE id = ?", (dpmt,)).fetchone()
-        out = render.payments(conn, [row], render.payment_zones(conn, [row]))[0]
+        zones = render.payment_zones(conn, [row])
+        out = render.payments(conn, [row], zones, view=sandbox.view)[0]
     return json_response(out)
 
 
@@ -240,5 +241,5 @@ async def cancel_distribution(request: Request) -> Response:
                 (now, dst, *TERMINAL_PAYMENT_STATES),
             )
             row = conn.execute("SELECT * FROM distributions WHERE id = ?", (dst,)).fetchone()
-        out = render.distributions(conn, [row], sandbox.config.app_url)[0]
+        out = render.distributions(conn, [row], sandbox.config.app_url, view=sandbox.view)[0]
     return json_response(out)

@@ -11,25 +11,29 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fundpipe.sandbox import _render as render
+from fundpipe.sandbox._checks import id_problem
+from fundpipe.sandbox._distribution_validation import validate_distributions
 from fundpipe.sandbox._errors import ApiError, validation_failure
 from fundpipe.sandbox._lookups import created, one, org_lookup, rows_by_id
 from fundpipe.sandbox._pagination import NESTED_LIMIT, list_envelope
-from fundpipe.sandbox._pipeline import Call, mutate
+from fundpipe.sandbox._references import refuse_duplicates, store_references
+from fundpipe.sandbox._requests import Call, mutate
 from fundpipe.sandbox._store import chunks, new_id, new_ids, new_short_id, placeholders
 from fundpipe.sandbox._validation import (
-    id_problem,
     validate_association,
     validate_contacts,
-    validate_distributions,
     validate_entities,
     validate_payment_instructions,
 )
 
 
 def _create_entities(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
-    clean, problems = validate_entities(body)
+    view = call.sandbox.view
+    clean, problems = validate_entities(body, public=view.public)
     if problems:
         raise validation_failure(problems)
+    if view.strict:
+        refuse_duplicates(conn, call.org, "entity", clean)
     ids = [new_id("ent_") for _ in clean]
     conn.executemany(
         "INSERT INTO entities (id, org, name, type, external_type, external_reference, created_at, "
@@ -48,13 +52,18 @@ def _create_entities(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[i
             for i, e in zip(ids, clean, strict=True)
         ],
     )
-    return created("/v1/entities", render.entities(conn, rows_by_id(conn, "entities", ids)))
+    store_references(conn, call.org, "entity", ids, clean)
+    records = render.entities(conn, rows_by_id(conn, "entities", ids), view=view)
+    return created("/v1/entities", records, legacy=view.legacy_pages)
 
 
 def _create_contacts(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
-    clean, problems = validate_contacts(body)
+    view = call.sandbox.view
+    clean, problems = validate_contacts(body, public=view.public)
     if problems:
         raise validation_failure(problems)
+    if view.strict:
+        refuse_duplicates(conn, call.org, "contact", clean)
     ids = [new_id("cnt_") for _ in clean]
     conn.executemany(
         "INSERT INTO contacts (id, org, name, email, external_reference, created_at, updated_at) "
@@ -64,7 +73,9 @@ def _create_contacts(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[i
             for i, c in zip(ids, clean, strict=True)
         ],
     )
-    return created("/v1/contacts", render.contacts(conn, rows_by_id(conn, "contacts", ids)))
+    store_references(conn, call.org, "contact", ids, clean)
+    records = render.contacts(conn, rows_by_id(conn, "contacts", ids), view)
+    return created("/v1/contacts", records, legacy=view.legacy_pages)
 
 
 # Positional parameters: binding by name measured ~5 µs more per row (5 ms per 1,000 payments).
@@ -79,8 +90,14 @@ _INSERT_PAYMENT = (
 
 
 def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
+    view = call.sandbox.view
     clean, problems = validate_distributions(body, org_lookup(conn, call.org))
     if problems:
+        if view.public and all(p.missing is not None for p in problems):
+            # The public spec answers 404 "vehicle, entity, or contact not found".
+            raise ApiError(
+                404, "Vehicle, entity, or contact not found.", "resource_not_found", problems
+            )
         raise validation_failure(problems)
     entities = sorted({p["entity"] for d in clean for p in d["payments"]})
     first_pmi: dict[str, str] = {}
@@ -203,11 +220,13 @@ def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tu
             ).fetchone()[0]
     return created(
         "/v1/distributions",
-        render.distributions(conn, dst_rows, call.sandbox.config.app_url, by_dst, notes_of),
+        render.distributions(conn, dst_rows, call.sandbox.config.app_url, by_dst, notes_of, view),
+        legacy=view.legacy_pages,
     )
 
 
 def _create_instructions(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
+    legacy = call.sandbox.view.legacy_pages
     clean, problems = validate_payment_instructions(body, org_lookup(conn, call.org))
     if problems:
         raise validation_failure(problems)
@@ -244,11 +263,15 @@ def _create_instructions(call: Call, body: Any, conn: sqlite3.Connection) -> tup
                 "livemode": False,
                 "entity": element["entity"],
                 "payment_instructions": list_envelope(
-                    ids, f"/v1/entities/{element['entity']}/payment_instructions", None, None
+                    ids,
+                    f"/v1/entities/{element['entity']}/payment_instructions",
+                    None,
+                    None,
+                    legacy=legacy,
                 ),
             }
         )
-    return created("/v1/payment_instructions", out)
+    return created("/v1/payment_instructions", out, legacy=legacy)
 
 
 def _associate(ent: str) -> Callable[[Call, Any, sqlite3.Connection], tuple[int, Any]]:
@@ -269,7 +292,9 @@ def _associate(ent: str) -> Callable[[Call, Any, sqlite3.Connection], tuple[int,
         conn.executemany(
             "UPDATE contacts SET updated_at = ? WHERE id = ?", [(call.now_ts, c) for c in unique]
         )
-        return created("/v1/contacts", render.contacts(conn, rows_by_id(conn, "contacts", unique)))
+        view = call.sandbox.view
+        records = render.contacts(conn, rows_by_id(conn, "contacts", unique), view)
+        return created("/v1/contacts", records, legacy=view.legacy_pages)
 
     return handler
 

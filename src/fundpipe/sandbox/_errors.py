@@ -3,7 +3,9 @@
 Every failure becomes an :class:`ApiError`; the app renders it with :func:`error_body` as::
 
     {"object": "error", "type", "code", "message", "status", "request_id",
-     "invalid-params": [{"code", "name", "reason", "value"?}]}
+     "invalid-params": [{"code", "name", "reason", "value"?, "conflicts_with"?}]}
+
+`conflicts_with` is the interface's: "for conflict errors, id of the existing resource".
 """
 
 from __future__ import annotations
@@ -36,13 +38,20 @@ _LINE_BREAKS = {10: "\\n", 13: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 @dataclass(slots=True)
 class InvalidParam:
-    """One `invalid-params` entry: a path into the request, a code and a reason."""
+    """One `invalid-params` entry: a path into the request, a code and a reason.
+
+    `conflicts_with` (rendered when set): the id of the existing resource a conflict is about.
+    `missing`: the kind of a referenced object that does not exist (not rendered; public
+    forms answer 404 when every problem is one of these).
+    """
 
     name: str
     code: str
     reason: str
     value: Any = None
     has_value: bool = False
+    conflicts_with: str | None = None
+    missing: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form; `value` only for scalars (long strings are cut at 100 characters)."""
@@ -55,6 +64,8 @@ class InvalidParam:
             if isinstance(value, str) and len(value) > 100:
                 value = value[:100]
             out["value"] = value
+        if self.conflicts_with is not None:
+            out["conflicts_with"] = self.conflicts_with
         return out
 
 

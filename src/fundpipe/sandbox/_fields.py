@@ -6,9 +6,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from fundpipe.sandbox._checks import PATTERNS
 from fundpipe.sandbox._errors import ApiError, InvalidParam, param
-from fundpipe.sandbox._pipeline import parse_json, read_body
-from fundpipe.sandbox._validation import PATTERNS
+from fundpipe.sandbox._requests import parse_json, read_body
 
 
 async def read_payload(request: Request) -> dict[str, Any]:
@@ -61,6 +61,18 @@ class Fields:
         if not lo <= value <= hi:
             self.problems.append(
                 param(f"body.{name}", "parameter_invalid", f"must be from {lo} to {hi}", value)
+            )
+            return None
+        return value
+
+    def boolean(self, name: str) -> bool | None:
+        """A boolean field."""
+        value = self._get(name, False)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            self.problems.append(
+                param(f"body.{name}", "parameter_invalid", "must be true or false", value)
             )
             return None
         return value

@@ -8,10 +8,10 @@ from typing import Any
 
 from starlette.requests import Request
 
+from fundpipe.sandbox._checks import id_problem
 from fundpipe.sandbox._errors import ApiError, not_found
 from fundpipe.sandbox._pagination import list_envelope
 from fundpipe.sandbox._store import chunks, placeholders
-from fundpipe.sandbox._validation import id_problem
 
 _TABLES = {
     "vehicle": "vehicles",
@@ -56,9 +56,9 @@ def one(conn: sqlite3.Connection, table: str, ident: str, org: str, what: str) -
     return result
 
 
-def created(path: str, data: list[Any]) -> tuple[int, Any]:
-    """201 with a list envelope of the created records."""
-    return 201, list_envelope(data, path, None, None)
+def created(path: str, data: list[Any], *, legacy: bool = False) -> tuple[int, Any]:
+    """201 with a list envelope of the created records (`legacy`: legacy pagination form)."""
+    return 201, list_envelope(data, path, None, None, legacy=legacy)
 
 
 def rows_by_id(conn: sqlite3.Connection, table: str, ids: list[str]) -> list[sqlite3.Row]:

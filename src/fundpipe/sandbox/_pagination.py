@@ -116,9 +116,20 @@ def parse_page_query(query: Mapping[str, str]) -> PageQuery:
 
 
 def list_envelope(
-    data: list[Any], url: str, next_url: str | None, previous_url: str | None
+    data: list[Any],
+    url: str,
+    next_url: str | None,
+    previous_url: str | None,
+    *,
+    legacy: bool = False,
 ) -> dict[str, Any]:
-    """The list envelope (`has_more` mirrors `next_page_url`)."""
+    """The list envelope (`has_more` mirrors `next_page_url`).
+
+    `legacy`: the older form, `has_more` and `url` without the two page URLs (legacy
+    pagination, see `fundpipe.sandbox._modes`).
+    """
+    if legacy:
+        return {"object": "list", "data": data, "has_more": next_url is not None, "url": url}
     return {
         "object": "list",
         "data": data,

@@ -11,15 +11,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fundpipe.sandbox import _render as render
+from fundpipe.sandbox._checks import id_problem
 from fundpipe.sandbox._errors import ApiError, not_found, param
 from fundpipe.sandbox._lookups import one, path_id
+from fundpipe.sandbox._modes import View
 from fundpipe.sandbox._pagination import list_envelope, paginate, parse_page_query
-from fundpipe.sandbox._pipeline import Call, authorize, json_response, sandbox_of
+from fundpipe.sandbox._requests import Call, authorize, json_response, sandbox_of
 from fundpipe.sandbox._store import placeholders
-from fundpipe.sandbox._validation import id_problem
 
 LIST_QUERY = frozenset({"page", "page_before", "limit"})
 ACCOUNT_LIST_QUERY = LIST_QUERY | {"ids"}
+
+#: Rows of one page → their records, in the view in force.
+Renderer = Callable[[sqlite3.Connection, list[sqlite3.Row], View], list[Any]]
 
 
 async def _list(
@@ -27,7 +31,7 @@ async def _list(
     scope: str,
     table: str,
     path: str,
-    renderer: Callable[[sqlite3.Connection, list[sqlite3.Row]], list[Any]],
+    renderer: Renderer,
     *,
     where: str = "org = ?",
     args: tuple[Any, ...] | None = None,
@@ -51,14 +55,22 @@ async def _list(
             newest_first=newest_first,
             extra_query=extra_query,
         )
-        data = renderer(conn, rows)
-    return json_response(list_envelope(data, path, next_url, prev_url))
+        view = call.sandbox.view
+        data = renderer(conn, rows, view)
+    return json_response(list_envelope(data, path, next_url, prev_url, legacy=view.legacy_pages))
 
 
-def _plain(
-    fn: Callable[[sqlite3.Row], dict[str, Any]],
-) -> Callable[[sqlite3.Connection, list[sqlite3.Row]], list[Any]]:
-    return lambda _conn, rows: [fn(row) for row in rows]
+def _plain(fn: Callable[[sqlite3.Row], dict[str, Any]]) -> Renderer:
+    """A renderer of records that look the same in every view."""
+    return lambda _conn, rows, _view: [fn(row) for row in rows]
+
+
+def _entities(conn: sqlite3.Connection, rows: list[sqlite3.Row], view: View) -> list[Any]:
+    return render.entities(conn, rows, view=view)
+
+
+def _instructions(_conn: sqlite3.Connection, rows: list[sqlite3.Row], view: View) -> list[Any]:
+    return [render.payment_instruction(row, view) for row in rows]
 
 
 async def list_organizations(request: Request) -> Response:
@@ -167,7 +179,7 @@ async def get_account(request: Request) -> Response:
 
 async def list_entities(request: Request) -> Response:
     """GET /v1/entities."""
-    return await _list(request, "entities:read", "entities", "/v1/entities", render.entities)
+    return await _list(request, "entities:read", "entities", "/v1/entities", _entities)
 
 
 async def get_entity(request: Request) -> Response:
@@ -176,7 +188,7 @@ async def get_entity(request: Request) -> Response:
     ent = path_id(request, "ent_id", "entity")
     with call.sandbox.store.read() as conn:
         row = one(conn, "entities", ent, call.org, "entity")
-        return json_response(render.entities(conn, [row], by_id=True)[0])
+        return json_response(render.entities(conn, [row], by_id=True, view=call.sandbox.view)[0])
 
 
 async def list_entity_instructions(request: Request) -> Response:
@@ -188,7 +200,7 @@ async def list_entity_instructions(request: Request) -> Response:
         "",
         "payment_instructions",
         f"/v1/entities/{ent}/payment_instructions",
-        _plain(render.payment_instruction),
+        _instructions,
         where="org = ? AND entity = ?",
         args=(call.org, ent),
         newest_first=False,
@@ -203,7 +215,7 @@ async def get_instruction(request: Request) -> Response:
     pmi = path_id(request, "pmi_id", "payment_instructions")
     with call.sandbox.store.read() as conn:
         row = one(conn, "payment_instructions", pmi, call.org, "payment instructions")
-    return json_response(render.payment_instruction(row))
+    return json_response(render.payment_instruction(row, call.sandbox.view))
 
 
 async def list_contacts(request: Request) -> Response:
@@ -217,13 +229,11 @@ async def get_contact(request: Request) -> Response:
     cnt = path_id(request, "cnt_id", "contact")
     with call.sandbox.store.read() as conn:
         row = one(conn, "contacts", cnt, call.org, "contact")
-        return json_response(render.contacts(conn, [row])[0])
+        return json_response(render.contacts(conn, [row], call.sandbox.view)[0])
 
 
-def _distribution_renderer(
-    app_url: str,
-) -> Callable[[sqlite3.Connection, list[sqlite3.Row]], list[Any]]:
-    return lambda conn, rows: render.distributions(conn, rows, app_url)
+def _distribution_renderer(app_url: str) -> Renderer:
+    return lambda conn, rows, view: render.distributions(conn, rows, app_url, view=view)
 
 
 async def list_distributions(request: Request) -> Response:
@@ -244,7 +254,10 @@ async def get_distribution(request: Request) -> Response:
     dst = path_id(request, "dst_id", "distribution")
     with call.sandbox.store.read() as conn:
         row = one(conn, "distributions", dst, call.org, "distribution")
-        return json_response(render.distributions(conn, [row], call.sandbox.config.app_url)[0])
+        records = render.distributions(
+            conn, [row], call.sandbox.config.app_url, view=call.sandbox.view
+        )
+        return json_response(records[0])
 
 
 async def list_payments(request: Request) -> Response:
@@ -254,8 +267,8 @@ async def list_payments(request: Request) -> Response:
     with call.sandbox.store.read() as conn:
         zone = one(conn, "distributions", dst, call.org, "distribution")["timezone"]
 
-    def renderer(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[Any]:
-        return render.payments(conn, rows, {dst: zone})
+    def renderer(conn: sqlite3.Connection, rows: list[sqlite3.Row], view: View) -> list[Any]:
+        return render.payments(conn, rows, {dst: zone}, view=view)
 
     return await _list(
         request,

@@ -1,4 +1,8 @@
-"""Rows → the service's JSON records (bulk: one query per level, never one per row)."""
+"""Rows → the service's JSON records (bulk: one query per level, never one per row).
+
+Every renderer takes the `View` in force (`fundpipe.sandbox._modes`): the default renders
+DESIGN.md's decisions; strict and public views leave fields out or use the public spec's forms.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from fundpipe.sandbox._modes import DEFAULT_VIEW, View
 from fundpipe.sandbox._pagination import NESTED_LIMIT, encode_cursor, list_envelope
 from fundpipe.sandbox._store import chunks, placeholders, ts_to_iso
 from fundpipe.timerules import render_in_zone
@@ -100,13 +105,15 @@ def _first_pages(
     return {parent: conn.execute(sql, (parent,)).fetchall() for parent in parents}
 
 
-def _nested(path: str, rows: list[JSON], more: bool, last_seq: int | None) -> JSON:
+def _nested(
+    path: str, rows: list[JSON], more: bool, last_seq: int | None, legacy: bool = False
+) -> JSON:
     next_url = (
         f"{path}?limit={NESTED_LIMIT}&page={encode_cursor(last_seq)}"
         if more and last_seq is not None
         else None
     )
-    return list_envelope(rows, path, next_url, None)
+    return list_envelope(rows, path, next_url, None, legacy=legacy)
 
 
 def notification(row: sqlite3.Row) -> JSON:
@@ -124,6 +131,7 @@ def payments(
     rows: Sequence[Row],
     zones: Mapping[str, str],
     notes: Mapping[str, list[Row]] | None = None,
+    view: View = DEFAULT_VIEW,
 ) -> list[JSON]:
     """Distribution payments with their nested notification lists.
 
@@ -136,6 +144,7 @@ def payments(
     out: list[JSON] = []
     append = out.append
     no_notes: list[Row] = []
+    legacy = view.legacy_pages
     for row in rows:
         pid = row["id"]
         mine = notes.get(pid, no_notes)
@@ -165,9 +174,13 @@ def payments(
                     [notification(n) for n in mine] if mine else [],
                     more,
                     mine[-1]["seq"] if more else None,
+                    legacy,
                 ),
             }
         )
+    if not view.plain:
+        for record in out:
+            view.shape(record, "distribution_payment")
     return out
 
 
@@ -190,6 +203,7 @@ def distributions(
     app_url: str,
     pays: Mapping[str, list[Row]] | None = None,
     notes: Mapping[str, list[Row]] | None = None,
+    view: View = DEFAULT_VIEW,
 ) -> list[JSON]:
     """Distributions with their first page of payments (request order, 100 per page).
 
@@ -201,81 +215,124 @@ def distributions(
     zones = {row["id"]: row["timezone"] for row in rows}
     if pays is None:
         pays = _first_pages(conn, "payments", "distribution", ids)
-    rendered_pays = payments(
-        conn, [p for i in ids for p in pays.get(i, [])[:NESTED_LIMIT]], zones, notes
-    )
+    shown = [p for i in ids for p in pays.get(i, [])[:NESTED_LIMIT]]
+    rendered_pays = payments(conn, shown, zones, notes, view)
+    # Grouped by the rows' distribution (the rendered `distribution` field may be left out).
     by_dst: dict[str, list[JSON]] = defaultdict(list)
-    for pay in rendered_pays:
-        by_dst[pay["distribution"]].append(pay)
+    for pay_row, pay in zip(shown, rendered_pays, strict=True):
+        by_dst[pay_row["distribution"]].append(pay)
     out: list[JSON] = []
     for row in rows:
         mine = pays.get(row["id"], [])
         zone = row["timezone"]
-        out.append(
-            {
-                "object": "distribution",
-                "livemode": False,
-                "id": row["id"],
-                "name": row["name"],
-                "vehicle": row["vehicle"],
-                "external_reference": row["external_reference"],
-                "distribution_date": _in_zone(row["date_ts"], zone),
-                "distribution_timezone": zone,
-                "short_id": row["short_id"],
-                "status": row["status"],
-                "published_at": ts_to_iso(row["published_at"]),
-                "approved_at": ts_to_iso(row["approved_at"]),
-                "executed_at": ts_to_iso(row["executed_at"]),
-                "cancelled_at": ts_to_iso(row["cancelled_at"]),
-                "created_at": ts_to_iso(row["created_at"]),
-                "updated_at": ts_to_iso(row["updated_at"]),
-                "sender_url": f"{app_url}/distributions/{row['id']}/sender",
-                "recipient_url": f"{app_url}/distributions/{row['id']}/recipient",
-                "payments": _nested(
-                    f"/v1/distributions/{row['id']}/payments",
-                    by_dst.get(row["id"], []),
-                    len(mine) > NESTED_LIMIT,
-                    mine[NESTED_LIMIT - 1]["seq"] if len(mine) > NESTED_LIMIT else None,
-                ),
-            }
-        )
+        record: JSON = {
+            "object": "distribution",
+            "livemode": False,
+            "id": row["id"],
+            "name": row["name"],
+            "vehicle": row["vehicle"],
+            "external_reference": row["external_reference"],
+            "distribution_date": _in_zone(row["date_ts"], zone),
+            "distribution_timezone": zone,
+            "short_id": row["short_id"],
+            "status": row["status"],
+            "published_at": ts_to_iso(row["published_at"]),
+            "approved_at": ts_to_iso(row["approved_at"]),
+            "executed_at": ts_to_iso(row["executed_at"]),
+            "cancelled_at": ts_to_iso(row["cancelled_at"]),
+            "created_at": ts_to_iso(row["created_at"]),
+            "updated_at": ts_to_iso(row["updated_at"]),
+            "sender_url": f"{app_url}/distributions/{row['id']}/sender",
+            "recipient_url": f"{app_url}/distributions/{row['id']}/recipient",
+            "payments": _nested(
+                f"/v1/distributions/{row['id']}/payments",
+                by_dst.get(row["id"], []),
+                len(mine) > NESTED_LIMIT,
+                mine[NESTED_LIMIT - 1]["seq"] if len(mine) > NESTED_LIMIT else None,
+                view.legacy_pages,
+            ),
+        }
+        out.append(record if view.plain else view.shape(record, "distribution"))
+    return out
+
+
+def external_references(conn: sqlite3.Connection, rows: Sequence[Row]) -> dict[str, list[str]]:
+    """Owner id → every reference of an entity or contact, in the public spec's array form.
+
+    Objects created with `external_references` keep them in their own table; the others have
+    their one `external_reference` (or none).
+    """
+    stored = _children(conn, "external_references", "owner", [r["id"] for r in rows], "owner, ref")
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        refs = stored.get(row["id"])
+        if refs:
+            out[row["id"]] = [r["ref"] for r in refs]
+        else:
+            single = row["external_reference"]
+            out[row["id"]] = [single] if single is not None else []
     return out
 
 
 def entities(
-    conn: sqlite3.Connection, rows: list[sqlite3.Row], *, by_id: bool = False
+    conn: sqlite3.Connection,
+    rows: list[sqlite3.Row],
+    *,
+    by_id: bool = False,
+    view: View = DEFAULT_VIEW,
 ) -> list[JSON]:
     """Entities with their payment instruction ids (and, read by id, the two URLs)."""
     pmis = _children(
         conn, "payment_instructions", "entity", [r["id"] for r in rows], "id, entity, seq"
     )
+    refs = external_references(conn, rows) if view.public else {}
     out: list[JSON] = []
     for row in rows:
+        ent = row["id"]
+        mine = pmis.get(ent, [])
         record: JSON = {
             "object": "entity",
             "livemode": False,
-            "id": row["id"],
+            "id": ent,
             "name": row["name"],
             "type": row["type"],
             "external_type": row["external_type"],
             "external_reference": row["external_reference"],
-            "payment_instructions": [p["id"] for p in pmis.get(row["id"], [])],
+            "payment_instructions": [p["id"] for p in mine],
             "created_at": ts_to_iso(row["created_at"]),
             "updated_at": ts_to_iso(row["updated_at"]),
         }
         if by_id:
-            url = f"/v1/entities/{row['id']}/payment_instructions"
+            url = f"/v1/entities/{ent}/payment_instructions"
             record["sender_payment_instructions_url"] = url
             record["recipient_payment_instructions_url"] = url
-        out.append(record)
+        if view.public:
+            del record["external_reference"]
+            record["external_references"] = refs[ent]
+            record["payment_instructions"] = _nested(
+                f"/v1/entities/{ent}/payment_instructions",
+                [
+                    {"object": "payment_instructions", "livemode": False, "id": p["id"]}
+                    for p in mine[:NESTED_LIMIT]
+                ],
+                len(mine) > NESTED_LIMIT,
+                mine[NESTED_LIMIT - 1]["seq"] if len(mine) > NESTED_LIMIT else None,
+                view.legacy_pages,
+            )
+        out.append(record if view.plain else view.shape(record, "entity"))
     return out
 
 
-def contacts(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[JSON]:
+def contacts(
+    conn: sqlite3.Connection, rows: list[sqlite3.Row], view: View = DEFAULT_VIEW
+) -> list[JSON]:
     """Contacts with the ids of the entities they are associated with."""
-    links = _children(conn, "entity_contacts", "contact", [r["id"] for r in rows])
-    return [
-        {
+    ids = [r["id"] for r in rows]
+    links = _children(conn, "entity_contacts", "contact", ids) if not view.strict else {}
+    refs = external_references(conn, rows) if view.public else {}
+    out: list[JSON] = []
+    for row in rows:
+        record: JSON = {
             "object": "contact",
             "livemode": False,
             "id": row["id"],
@@ -286,13 +343,16 @@ def contacts(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> list[JSON]:
             "created_at": ts_to_iso(row["created_at"]),
             "updated_at": ts_to_iso(row["updated_at"]),
         }
-        for row in rows
-    ]
+        if view.public:
+            del record["external_reference"]
+            record["external_references"] = refs[row["id"]]
+        out.append(record if view.plain else view.shape(record, "contact"))
+    return out
 
 
-def payment_instruction(row: sqlite3.Row) -> JSON:
+def payment_instruction(row: sqlite3.Row, view: View = DEFAULT_VIEW) -> JSON:
     """A payment instructions record (never the full account number)."""
-    return {
+    record: JSON = {
         "object": "payment_instructions",
         "livemode": False,
         "id": row["id"],
@@ -306,3 +366,4 @@ def payment_instruction(row: sqlite3.Row) -> JSON:
         "external_reference": row["external_reference"],
         "created_at": ts_to_iso(row["created_at"]),
     }
+    return record if view.plain else view.shape(record, "payment_instructions")

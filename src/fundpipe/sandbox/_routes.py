@@ -1,4 +1,8 @@
-"""The service's routes (`/v1/...`, `/payment_instructions/{id}`, `/oauth/token`)."""
+"""The service's routes (`/v1/...`, `/payment_instructions/{id}`, `/oauth/token`).
+
+In strict-interface mode the routes DESIGN.md marks *ours* (`_modes.OUR_ROUTES`) are not
+registered, so they answer 404 `resource_not_found` like any unknown route.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from fundpipe.sandbox._creates import (
     create_instructions,
 )
 from fundpipe.sandbox._errors import ApiError, error_body
-from fundpipe.sandbox._pipeline import json_response, read_body, request_id_of, sandbox_of
+from fundpipe.sandbox._modes import OUR_ROUTES
 from fundpipe.sandbox._reads import (
     get_account,
     get_contact,
@@ -37,6 +41,7 @@ from fundpipe.sandbox._reads import (
     list_vehicle_accounts,
     list_vehicles,
 )
+from fundpipe.sandbox._requests import json_response, read_body, request_id_of, sandbox_of
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -67,6 +72,7 @@ async def token(request: Request) -> Response:
                 sandbox.now_ts(),
                 sandbox.token_lifetime_s,
                 admit,
+                json_body=sandbox.config.strict_interface,
             )
     except OAuthError as exc:
         retry = sandbox.limiter.check(f"oauth:{request.client.host if request.client else '-'}")
@@ -119,7 +125,9 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
 )
 
 
-def register(app: FastAPI) -> None:
-    """Add every service route to `app`."""
+def register(app: FastAPI, *, strict_interface: bool = False) -> None:
+    """Add every service route to `app` (only the documented ones when `strict_interface`)."""
     for method, path, endpoint in ROUTES:
+        if strict_interface and (method, path) in OUR_ROUTES:
+            continue
         app.add_api_route(path, endpoint, methods=[method], include_in_schema=False)

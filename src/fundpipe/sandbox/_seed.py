@@ -1,4 +1,12 @@
-"""Seeds: `demo` (the demo organization of docs/architecture.md) and `empty`; bulk helpers."""
+"""Seeds: `demo` (the demo organization of docs/architecture.md) and `empty`; bulk helpers.
+
+`demo` with `demo_orgs` > 1 (off by default) adds further demo organizations `org_demob`,
+`org_democ`, …: each with two vehicles (`veh_demob1`, `veh_demob2`; depository and brokerage
+accounts `fa_demob1dep`, `fa_demob1brk`, …), three investors (`ent_demob1`… with payment
+instructions `pmi_demob1`… and contacts `cnt_demob1`…, references `DEMO-B-E1`, `DEMO-B-C1`…),
+and the demo clients act for every one of them (so requests must name one in
+`X-Organization-Id`).
+"""
 
 from __future__ import annotations
 
@@ -26,6 +34,16 @@ _ENTITIES = (
     ("Eastgate Pension Plan", "employee_benefit_plan", "LP"),
 )
 _CONTACTS = ("Alex Avery", "Bea Brightwater", "Carmen Ortiz", "Dana Dunmore", "Eli Eastgate")
+# Further demo organizations: (vehicle name, depository cents, brokerage cents) and investors.
+_MORE_VEHICLES = (
+    ("Credit Fund I", 120_000_000, 300_000_000),
+    ("Venture Fund II", 40_000_000, 95_000_000),
+)
+_MORE_INVESTORS = (
+    ("Foxglove Holdings LP", "partnership", "Felix Fox"),
+    ("Greyfield Endowment", "endowment", "Gina Grey"),
+    ("Harbor Point Trust", "trust", "Hal Harbor"),
+)
 
 
 def add_organization(conn: sqlite3.Connection, org_id: str, name: str, now_ts: float) -> None:
@@ -100,8 +118,11 @@ def add_account(
     )
 
 
-def seed_demo(conn: sqlite3.Connection, now_ts: float) -> None:
-    """The demo organization, its vehicles, accounts, entities, contacts and clients."""
+def seed_demo(conn: sqlite3.Connection, now_ts: float, organizations: int = 1) -> None:
+    """The demo organization, its vehicles, accounts, entities, contacts and clients.
+
+    `organizations` > 1 adds that many demo organizations in all (see the module docstring).
+    """
     add_organization(conn, "org_demo", "Demo Fund Administration", now_ts)
     for suffix, vehicle_name, dep, dep_eolm, brk, brk_eolm in _VEHICLES:
         add_vehicle(
@@ -136,14 +157,74 @@ def seed_demo(conn: sqlite3.Connection, now_ts: float) -> None:
             "INSERT INTO entity_contacts (entity, contact) VALUES (?, ?)",
             (f"ent_demo{n}", f"cnt_demo{n}"),
         )
-    upsert_client(conn, "demo-client", "demo-secret", EVERY_SCOPE, ["org_demo"])
-    upsert_client(conn, "demo-reader", "reader-secret", READ_SCOPES, ["org_demo"])
+    orgs = ["org_demo"]
+    for letter in "bcdefghijklmnopqrstuvwxyz"[: organizations - 1]:
+        orgs.append(_seed_more(conn, letter, now_ts))
+    upsert_client(conn, "demo-client", "demo-secret", EVERY_SCOPE, orgs)
+    upsert_client(conn, "demo-reader", "reader-secret", READ_SCOPES, orgs)
 
 
-def apply_seed(conn: sqlite3.Connection, seed: str, now_ts: float) -> None:
-    """Fill an empty database with `seed` and remember that it was seeded."""
+def _seed_more(conn: sqlite3.Connection, letter: str, now_ts: float) -> str:
+    """One further demo organization (`org_demo<letter>`); returns its id."""
+    org = f"org_demo{letter}"
+    tag = letter.upper()
+    add_organization(conn, org, f"Demo Fund Administration {tag}", now_ts)
+    for n, (name, dep, brk) in enumerate(_MORE_VEHICLES, start=1):
+        add_vehicle(
+            conn,
+            org,
+            f"Demo {tag} {name}",
+            now_ts,
+            vehicle_id=f"veh_demo{letter}{n}",
+            depository=(dep, dep),
+            brokerage=(brk, brk),
+            account_ids=(f"fa_demo{letter}{n}dep", f"fa_demo{letter}{n}brk"),
+        )
+    for n, (name, kind, person) in enumerate(_MORE_INVESTORS, start=1):
+        ent, cnt = f"ent_demo{letter}{n}", f"cnt_demo{letter}{n}"
+        conn.execute(
+            "INSERT INTO entities (id, org, name, type, external_type, external_reference, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, 'LP', ?, ?, ?)",
+            (ent, org, name, kind, f"DEMO-{tag}-E{n}", now_ts, now_ts),
+        )
+        conn.execute(
+            "INSERT INTO payment_instructions (id, org, entity, type, beneficiary_name, bank_name, "
+            "routing_number, last_four, branch_code, external_reference, created_at) "
+            "VALUES (?, ?, ?, 'ach', ?, 'First Example Bank', '021000021', ?, NULL, ?, ?)",
+            (
+                f"pmi_demo{letter}{n}",
+                org,
+                ent,
+                name,
+                f"{2000 + n * 111}",
+                f"DEMO-{tag}-PMI{n}",
+                now_ts,
+            ),
+        )
+        conn.execute(
+            "INSERT INTO contacts (id, org, name, email, external_reference, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                cnt,
+                org,
+                person,
+                f"investor{n}.{letter}@example.com",
+                f"DEMO-{tag}-C{n}",
+                now_ts,
+                now_ts,
+            ),
+        )
+        conn.execute("INSERT INTO entity_contacts (entity, contact) VALUES (?, ?)", (ent, cnt))
+    return org
+
+
+def apply_seed(conn: sqlite3.Connection, seed: str, now_ts: float, demo_orgs: int = 1) -> None:
+    """Fill an empty database with `seed` and remember that it was seeded.
+
+    `demo_orgs`: how many demo organizations the `demo` seed creates (ignored by `empty`).
+    """
     if seed == "demo":
-        seed_demo(conn, now_ts)
+        seed_demo(conn, now_ts, demo_orgs)
     elif seed != "empty":
         raise ValueError(f"unknown seed {seed!r}")
     set_meta(conn, "seed", seed)

@@ -153,11 +153,16 @@ def run_server(
     seed: str = "demo",
     *,
     allow_non_loopback: bool = False,
+    strict_interface: bool = False,
+    public_forms: bool = False,
+    legacy_pagination: bool = False,
+    demo_orgs: int = 1,
 ) -> None:
     """Serve the sandbox until interrupted (what `fundpipe sandbox` runs); control routes on.
 
     `db_path` None keeps state in memory; a file is created (and seeded) when missing and
-    reopened with its state otherwise. Non-loopback hosts are refused unless allowed.
+    reopened with its state otherwise. Non-loopback hosts are refused unless allowed. The
+    remaining switches are `SandboxConfig`'s (see `fundpipe.sandbox._modes`).
     """
     _check_host(host, allow_non_loopback)
     if seed not in ("demo", "empty"):
@@ -166,5 +171,9 @@ def run_server(
         db_path=Path(db_path) if db_path is not None else None,
         seed="demo" if seed == "demo" else "empty",
         control_routes=True,
+        strict_interface=strict_interface,
+        public_forms=public_forms,
+        legacy_pagination=legacy_pagination,
+        demo_orgs=demo_orgs,
     )
     uvicorn.Server(_uvicorn_config(config, host, port)).run()

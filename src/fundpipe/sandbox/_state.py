@@ -8,6 +8,7 @@ from datetime import datetime
 from fundpipe.sandbox._clock import SandboxClock
 from fundpipe.sandbox._config import SandboxConfig
 from fundpipe.sandbox._limits import Faults, RateLimiter
+from fundpipe.sandbox._modes import View
 from fundpipe.sandbox._seed import apply_seed
 from fundpipe.sandbox._store import Store, get_meta, set_meta, wipe
 
@@ -23,12 +24,13 @@ class Sandbox:
         self.token_lifetime_s = config.token_lifetime_s
         self.limiter = RateLimiter(config.rate_limit_requests, config.rate_limit_window_s)
         self.faults = Faults()
+        self.legacy_pagination = config.legacy_pagination
         self._inflight: set[tuple[str, str, str]] = set()
         self._inflight_lock = threading.Lock()
         with self.store.write() as conn:
             seeded = get_meta(conn, "seed")
             if seeded is None:
-                apply_seed(conn, config.seed, self.now_ts())
+                apply_seed(conn, config.seed, self.now_ts(), config.demo_orgs)
             offset = get_meta(conn, "clock_offset_s")
         if offset is not None:
             self.clock.set_offset(float(offset))
@@ -46,10 +48,20 @@ class Sandbox:
         with self.store.write() as conn:
             wipe(conn)
             self.clock.set_offset(0.0)
-            apply_seed(conn, seed, self.now_ts())
+            apply_seed(conn, seed, self.now_ts(), self.config.demo_orgs)
         self.limiter.configure(self.config.rate_limit_requests, self.config.rate_limit_window_s)
         self.faults.clear()
         self.token_lifetime_s = self.config.token_lifetime_s
+        self.legacy_pagination = self.config.legacy_pagination
+
+    @property
+    def view(self) -> View:
+        """The form records and lists are served in (see `fundpipe.sandbox._modes`)."""
+        return View(
+            strict=self.config.strict_interface,
+            public=self.config.public_forms,
+            legacy_pages=self.legacy_pagination,
+        )
 
     def save_clock(self) -> None:
         """Persist the clock offset (so a restarted sandbox keeps its time)."""

@@ -82,6 +82,12 @@ CREATE TABLE IF NOT EXISTS notifications (
   seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, org TEXT NOT NULL, payment TEXT NOT NULL,
   contact TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS notifications_payment ON notifications (payment, seq);
+-- Entity and contact references created in the public spec's array form (public forms).
+CREATE TABLE IF NOT EXISTS external_references (
+  seq INTEGER PRIMARY KEY, org TEXT NOT NULL, kind TEXT NOT NULL, owner TEXT NOT NULL,
+  ref TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS external_references_owner ON external_references (owner, seq);
+CREATE INDEX IF NOT EXISTS external_references_ref ON external_references (org, kind, ref);
 CREATE TABLE IF NOT EXISTS idempotency (
   client_id TEXT NOT NULL, org TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
   status INTEGER NOT NULL, body TEXT NOT NULL, created_ts REAL NOT NULL,
@@ -103,6 +109,7 @@ TABLES = (
     "distributions",
     "payments",
     "notifications",
+    "external_references",
     "idempotency",
 )
 
