@@ -385,7 +385,7 @@ async def test_tls_certificates_and_host_names_are_always_verified(ca_bundle):
 
     bundle = certifi.where() if ca_bundle else None
     client = FundClient(make_settings(base_url="https://fund.example.com", ca_bundle=bundle))
-    context = client._pipeline.http._transport._pool._ssl_context
+    context = client._requester.http._transport._pool._ssl_context
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
     await client.aclose()

@@ -420,7 +420,7 @@ async def test_a_429_pauses_every_request_of_the_client(client, service):
     with pytest.raises(errors.RateLimitError):
         await client.get_vehicle("veh_1")
     # The pause is shared: any other request of this client would now wait ~3 s.
-    assert 2.0 < client._pipeline.gate.paused_for <= 3.0
+    assert 2.0 < client._requester.gate.paused_for <= 3.0
 
 
 async def test_rate_gate_pause_holds_other_requests():

@@ -331,7 +331,7 @@ async def test_loopback_scenarios_at_debug_leak_no_secret(server, loop_control):
             demo_settings(server.base_url, client_id="leak-check", client_secret=secret)
         ) as c:
             await c.get_vehicle("veh_demo1")
-            tokens.add(c._pipeline.auth._token.value)
+            tokens.add(c._requester.auth._token.value)
             await c.create_payment_instructions(
                 [
                     {
@@ -348,7 +348,7 @@ async def test_loopback_scenarios_at_debug_leak_no_secret(server, loop_control):
             )
             await loop_control.post("/_sandbox/clock/advance", json={"seconds": 3601})
             await c.get_vehicle("veh_demo1")  # 401 → re-fetch → replay
-            tokens.add(c._pipeline.auth._token.value)
+            tokens.add(c._requester.auth._token.value)
             await set_faults(
                 loop_control, error_rate=1.0, statuses=[502], path_prefix="/v1/vehicles"
             )

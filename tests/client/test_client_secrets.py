@@ -148,7 +148,7 @@ async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture
     await expect(client.get_vehicle("veh_3"), errors.ServiceConnectionError)
 
     # 4. the token endpoint refuses and echoes the secret; or answers garbage holding a token.
-    client._pipeline.auth._token = type(client._pipeline.auth._token)()  # force a new fetch
+    client._requester.auth._token = type(client._requester.auth._token)()  # force a new fetch
     service["token"].mock(
         return_value=httpx.Response(
             401,
@@ -167,7 +167,7 @@ async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture
     assert any("veh_1" in line for line in capture.lines)  # the logs did record the calls
     texts = capture.lines + [str(e) for e in raised] + [repr(e) for e in raised]
     texts += [
-        repr(client._pipeline.auth),
+        repr(client._requester.auth),
         repr(models.PaymentInstructionCreate(account_number=ACCOUNT_NUMBER)),
     ]
     assert_clean(texts)

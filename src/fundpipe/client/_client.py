@@ -24,7 +24,7 @@ from fundpipe.client._models import (
     Vehicle,
 )
 from fundpipe.client._pagination import Paginator
-from fundpipe.client._pipeline import Pipeline
+from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
 
 #: Page size the list operations ask for (the interface's maximum).
@@ -75,13 +75,13 @@ class FundClient:
     ) -> None:
         """Configure the client from `settings`; no network I/O happens before the first call."""
         self.settings = settings
-        self._pipeline = Pipeline(settings, transport=transport, clock=clock)
+        self._requester = Requester(settings, transport=transport, clock=clock)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         """Enter the client's context; connections are opened on demand."""
-        await self._pipeline.__aenter__()
+        await self._requester.__aenter__()
         return self
 
     async def __aexit__(
@@ -91,16 +91,16 @@ class FundClient:
         tb: TracebackType | None,
     ) -> None:
         """Close every pooled connection."""
-        await self._pipeline.aclose()
+        await self._requester.aclose()
 
     async def aclose(self) -> None:
         """Close every pooled connection (for use without `async with`)."""
-        await self._pipeline.aclose()
+        await self._requester.aclose()
 
     @property
     def token_fetches(self) -> int:
         """How many access tokens this client has fetched so far."""
-        return self._pipeline.auth.fetch_count
+        return self._requester.auth.fetch_count
 
     def raw_pages(
         self, path: str, params: Mapping[str, Any] | None = None
@@ -110,7 +110,7 @@ class FundClient:
         For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
         are fetched one at a time as they are consumed.
         """
-        return self._pipeline.raw_pages(path, params)
+        return self._requester.raw_pages(path, params)
 
     # --- distributions -----------------------------------------------------------------------
 
@@ -121,17 +121,17 @@ class FundClient:
 
         Elements are dicts or `DistributionCreate` models; amounts are integer cents.
         """
-        return await self._pipeline.create(
+        return await self._requester.create(
             "/v1/distributions", elements, Distribution, idempotency_key
         )
 
     def list_distributions(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Distribution]:
         """The organization's distributions, newest first."""
-        return self._pipeline.paginate("/v1/distributions", Distribution, {"limit": limit})
+        return self._requester.paginate("/v1/distributions", Distribution, {"limit": limit})
 
     async def get_distribution(self, dst_id: str) -> Distribution:
         """One distribution by id."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/distributions/{_segment(dst_id)}", Distribution
         )
 
@@ -140,14 +140,14 @@ class FundClient:
     ) -> Paginator[DistributionPayment]:
         """The payments of one distribution."""
         path = f"/v1/distributions/{_segment(dst_id)}/payments"
-        return self._pipeline.paginate(path, DistributionPayment, {"limit": limit})
+        return self._requester.paginate(path, DistributionPayment, {"limit": limit})
 
     def list_payment_notifications(
         self, dpmt_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[DistributionNotification]:
         """The notifications of one distribution payment."""
         path = f"/v1/distribution_payments/{_segment(dpmt_id)}/notifications"
-        return self._pipeline.paginate(path, DistributionNotification, {"limit": limit})
+        return self._requester.paginate(path, DistributionNotification, {"limit": limit})
 
     # --- entities, contacts, payment instructions --------------------------------------------
 
@@ -155,22 +155,22 @@ class FundClient:
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Entity]:
         """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models."""
-        return await self._pipeline.create("/v1/entities", elements, Entity, idempotency_key)
+        return await self._requester.create("/v1/entities", elements, Entity, idempotency_key)
 
     def list_entities(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Entity]:
         """The organization's entities."""
-        return self._pipeline.paginate("/v1/entities", Entity, {"limit": limit})
+        return self._requester.paginate("/v1/entities", Entity, {"limit": limit})
 
     async def get_entity(self, ent_id: str) -> Entity:
         """One entity by id (with its payment-instructions URLs)."""
-        return await self._pipeline.get_object(f"/v1/entities/{_segment(ent_id)}", Entity)
+        return await self._requester.get_object(f"/v1/entities/{_segment(ent_id)}", Entity)
 
     def list_entity_payment_instructions(
         self, ent_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[PaymentInstructions]:
         """The payment instructions of one entity."""
         path = f"/v1/entities/{_segment(ent_id)}/payment_instructions"
-        return self._pipeline.paginate(path, PaymentInstructions, {"limit": limit})
+        return self._requester.paginate(path, PaymentInstructions, {"limit": limit})
 
     async def associate_contacts(
         self,
@@ -182,21 +182,21 @@ class FundClient:
         """Associate 1–100 contacts with an entity (`POST /v1/entities/{ent_id}/contacts`)."""
         body = [{"id": contact_id} for contact_id in contact_ids]
         path = f"/v1/entities/{_segment(ent_id)}/contacts"
-        return await self._pipeline.create(path, body, Contact, idempotency_key)
+        return await self._requester.create(path, body, Contact, idempotency_key)
 
     async def create_contacts(
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Contact]:
         """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models."""
-        return await self._pipeline.create("/v1/contacts", elements, Contact, idempotency_key)
+        return await self._requester.create("/v1/contacts", elements, Contact, idempotency_key)
 
     def list_contacts(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Contact]:
         """The organization's contacts."""
-        return self._pipeline.paginate("/v1/contacts", Contact, {"limit": limit})
+        return self._requester.paginate("/v1/contacts", Contact, {"limit": limit})
 
     async def get_contact(self, cnt_id: str) -> Contact:
         """One contact by id."""
-        return await self._pipeline.get_object(f"/v1/contacts/{_segment(cnt_id)}", Contact)
+        return await self._requester.get_object(f"/v1/contacts/{_segment(cnt_id)}", Contact)
 
     async def create_payment_instructions(
         self, elements: CreateElements, *, idempotency_key: str | None = None
@@ -206,13 +206,13 @@ class FundClient:
         Elements are `{entity, payment_instructions: [...]}` dicts or
         `PaymentInstructionsCreate` models. Account numbers are sent, never logged.
         """
-        return await self._pipeline.create(
+        return await self._requester.create(
             "/v1/payment_instructions", elements, EntityPaymentInstructions, idempotency_key
         )
 
     async def get_payment_instructions(self, pmi_id: str) -> PaymentInstructions:
         """One payment instructions record by id (`GET /v1/payment_instructions/{id}`)."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/payment_instructions/{_segment(pmi_id)}", PaymentInstructions
         )
 
@@ -228,35 +228,35 @@ class FundClient:
                 msg = "ids filters on 1 to 100 financial account ids"
                 raise ValueError(msg)
             params["ids"] = list(ids)
-        return self._pipeline.paginate("/v1/financial_accounts", FinancialAccount, params)
+        return self._requester.paginate("/v1/financial_accounts", FinancialAccount, params)
 
     def list_vehicle_financial_accounts(
         self, veh_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[FinancialAccount]:
         """The financial accounts of one vehicle."""
         path = f"/v1/vehicles/{_segment(veh_id)}/financial_accounts"
-        return self._pipeline.paginate(path, FinancialAccount, {"limit": limit})
+        return self._requester.paginate(path, FinancialAccount, {"limit": limit})
 
     async def get_financial_account(self, fa_id: str) -> FinancialAccount:
         """One financial account (with its balance) by id."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/financial_accounts/{_segment(fa_id)}", FinancialAccount
         )
 
     def list_vehicles(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Vehicle]:
         """The organization's vehicles."""
-        return self._pipeline.paginate("/v1/vehicles", Vehicle, {"limit": limit})
+        return self._requester.paginate("/v1/vehicles", Vehicle, {"limit": limit})
 
     async def get_vehicle(self, veh_id: str) -> Vehicle:
         """One vehicle by id."""
-        return await self._pipeline.get_object(f"/v1/vehicles/{_segment(veh_id)}", Vehicle)
+        return await self._requester.get_object(f"/v1/vehicles/{_segment(veh_id)}", Vehicle)
 
     def list_organizations(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Organization]:
         """The organizations this client may act on."""
-        return self._pipeline.paginate("/v1/organizations", Organization, {"limit": limit})
+        return self._requester.paginate("/v1/organizations", Organization, {"limit": limit})
 
     async def get_organization(self, org_id: str) -> Organization:
         """One organization by id."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/organizations/{_segment(org_id)}", Organization
         )

@@ -1,6 +1,6 @@
-"""The request pipeline behind `FundClient`: auth, rate gate, retries, decoding, pagination.
+"""The request chain behind `FundClient`: auth, rate gate, retries, decoding, pagination.
 
-One `Pipeline` per client. `send` runs one logical request: the stamina retry loop around
+One `Requester` per client. `send` runs one logical request: the stamina retry loop around
 attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
 flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
 into a typed error when the answer is not a success.
@@ -95,7 +95,7 @@ def _account_numbers(body: Any) -> tuple[str, ...]:
     return tuple(found)
 
 
-class Pipeline:
+class Requester:
     """Everything between a typed operation and the network, for one client."""
 
     def __init__(
@@ -180,7 +180,7 @@ class Pipeline:
         """Close every pooled connection."""
         await self.http.aclose()
 
-    # --- the request pipeline ----------------------------------------------------------------
+    # --- the request chain --------------------------------------------------------------------
 
     def _log(self, level: int, msg: str, *args: Any) -> None:
         if logger.isEnabledFor(level):
