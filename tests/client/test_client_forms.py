@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
+from fundclient_helpers import envelope, error_body
 
-from fundpipe.client import models
+from fundpipe.client import errors, models
 
 ENTITY_STRING_FORM = {
     "object": "entity",
@@ -154,3 +156,129 @@ def test_a_required_field_that_is_null_is_still_refused():
         models.DistributionPayment.model_validate(
             {"id": "dpmt_1", "amount": None, "currency": "USD"}
         )
+
+
+# --- lists, conflicts and the older error form (respx: the sandbox serves none of these) -----
+
+
+async def test_has_more_without_next_page_url_stops_loudly(client, service):
+    service.get("/v1/entities").mock(
+        return_value=httpx.Response(
+            200,
+            json={"object": "list", "data": [{"id": "ent_1"}], "has_more": True, "url": "/v1/x"},
+        )
+    )
+    with pytest.raises(errors.IncompleteListError) as info:
+        await client.list_entities().to_list()
+    assert "there are more entities but gave no way to continue" in str(info.value)
+    assert "stopping so nothing is missed" in str(info.value)
+    with pytest.raises(errors.IncompleteListError, match="more entities"):
+        [page async for page in client.raw_pages("/v1/entities")]
+
+
+async def test_has_more_false_without_next_page_url_ends_the_list(client, service):
+    service.get("/v1/entities").mock(
+        return_value=httpx.Response(
+            200, json={"object": "list", "data": [{"id": "ent_1"}], "has_more": False}
+        )
+    )
+    assert [e.id for e in await client.list_entities().to_list()] == ["ent_1"]
+
+
+async def test_has_more_on_a_nested_list_names_it(client, service):
+    service.get("/v1/vehicles/veh_1/financial_accounts").mock(
+        return_value=httpx.Response(200, json={"object": "list", "data": [], "has_more": True})
+    )
+    with pytest.raises(errors.IncompleteListError, match="more financial accounts"):
+        await client.list_vehicle_financial_accounts("veh_1").to_list()
+
+
+def conflict(**entry: object) -> httpx.Response:
+    return httpx.Response(
+        409,
+        json=error_body(
+            409,
+            "conflict_error",
+            "conflict",
+            message="external_reference already exists",
+            **{
+                "invalid-params": [
+                    {
+                        "code": "conflict",
+                        "name": "body.[0].external_reference",
+                        "reason": "already exists",
+                        **entry,
+                    }
+                ]
+            },
+        ),
+    )
+
+
+async def test_409_with_conflicts_with_is_definitive_and_names_the_existing_object(client, service):
+    route = service.post("/v1/entities").mock(return_value=conflict(conflicts_with="ent_old"))
+    with pytest.raises(errors.AlreadyExistsError) as info:
+        await client.create_entities([{"name": "A", "type": "llc", "external_reference": "R"}])
+    assert route.call_count == 1  # never retried as "still processing"
+    assert info.value.conflicts_with == ("ent_old",)
+    assert isinstance(info.value, errors.ConflictError)
+    assert not info.value.retryable
+    assert info.value.param == "body.[0].external_reference"
+
+
+async def test_409_without_conflicts_with_is_still_retried_as_in_flight(client, service):
+    route = service.post("/v1/entities").mock(
+        side_effect=[
+            conflict(),
+            httpx.Response(201, json=envelope([{"id": "ent_1", "external_reference": "R"}])),
+        ]
+    )
+    [entity] = await client.create_entities(
+        [{"name": "A", "type": "llc", "external_reference": "R"}]
+    )
+    assert entity.id == "ent_1"
+    assert route.call_count == 2
+
+
+async def test_older_error_form_keeps_the_field_in_param(client, service):
+    older = {
+        "error": {
+            "type": "invalid_request_error",
+            "code": "parameter_invalid",
+            "message": "Invalid email address",
+            "param": "email",
+        }
+    }
+    service.post("/v1/contacts").mock(return_value=httpx.Response(400, json=older))
+    with pytest.raises(errors.InvalidRequestError) as info:
+        await client.create_contacts([{"name": "Jo", "email": "nope"}])
+    err = info.value
+    assert err.code == "parameter_invalid"
+    assert err.param == "email"
+    assert err.invalid_params[0].name == "email"
+    assert "Invalid email address (field email)" in str(err)
+
+
+async def test_current_error_form_field_is_the_invalid_params_name(client, service):
+    service.post("/v1/contacts").mock(
+        return_value=httpx.Response(
+            400,
+            json=error_body(
+                400,
+                "invalid_request_error",
+                "parameter_invalid",
+                **{
+                    "invalid-params": [
+                        {
+                            "code": "parameter_invalid",
+                            "name": "body.[0].email",
+                            "reason": "not an email",
+                        }
+                    ]
+                },
+            ),
+        )
+    )
+    with pytest.raises(errors.InvalidRequestError) as info:
+        await client.create_contacts([{"name": "Jo", "email": "nope"}])
+    assert info.value.param == "body.[0].email"

@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from fundpipe.client._errors import ResponseDecodeError, error_from_response, request_id_of
+from fundpipe.client._error_map import error_from_response, request_id_of
+from fundpipe.client._errors import ResponseDecodeError
 from fundpipe.client._redact import redact
 from fundpipe.client._retry import parse_retry_after
 

@@ -23,14 +23,13 @@ from pydantic import BaseModel, ValidationError
 
 from fundpipe import __version__
 from fundpipe.client._auth import ClientCredentialsAuth
+from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
     APIError,
     ConfigurationError,
     RateLimitError,
     ResponseDecodeError,
     ServiceConnectionError,
-    error_from_response,
-    request_id_of,
 )
 from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
 from fundpipe.client._pagination import Paginator, iter_raw_pages
