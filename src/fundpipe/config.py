@@ -8,20 +8,10 @@ embedded sandbox (see `fundpipe.embedded`) with the demo client's credentials.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-
-#: Every scope the pipeline uses; a real deployment may narrow it with FUNDPIPE_SCOPES.
-DEFAULT_SCOPES = (
-    "organizations:read",
-    "vehicles:read",
-    "financial_accounts:read",
-    "distributions:*",
-    "entities:*",
-    "contacts:*",
-)
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Credentials of the embedded sandbox's demo organization (not secrets: the sandbox seeds them).
 DEMO_CLIENT_ID = "demo-client"
@@ -55,8 +45,11 @@ class Settings(BaseSettings):
         "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.client.with_prefect_secret).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
-    scopes: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=DEFAULT_SCOPES, description="OAuth scopes to request."
+    scopes: str | None = Field(
+        default=None,
+        description="OAuth scopes to request, space separated (e.g. 'entities:write "
+        "distributions:*'); unset → the token request sends no `scope` and the service grants "
+        "the client's own.",
     )
 
     # --- HTTP behaviour ----------------------------------------------------------------------
@@ -100,9 +93,11 @@ class Settings(BaseSettings):
 
     @field_validator("scopes", mode="before")
     @classmethod
-    def _split_scopes(cls, value: Any) -> Any:
+    def _normalise_scopes(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            value = " ".join(str(s) for s in value)
         if isinstance(value, str):
-            return tuple(s for s in value.replace(",", " ").split() if s)
+            return " ".join(value.replace(",", " ").split()) or None
         return value
 
     @property

@@ -158,6 +158,21 @@ class APIError(FundServiceError):
         self.body = body
         super().__init__(self._render())
 
+    def fields(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this error's fields on another class."""
+        return {
+            "status": self.status,
+            "type": self.type,
+            "code": self.code,
+            "request_id": self.request_id,
+            "doc_url": self.doc_url,
+            "invalid_params": self.invalid_params,
+            "retry_after": self.retry_after,
+            "error": self.error,
+            "body": self.body,
+            "secrets": self._secrets,
+        }
+
     @property
     def param(self) -> str | None:
         """The request field the failure is about (first `invalid-params` name, or `param`)."""

@@ -27,6 +27,7 @@ from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
     APIError,
     ConfigurationError,
+    PermissionDeniedError,
     RateLimitError,
     ResponseDecodeError,
     ServiceConnectionError,
@@ -36,6 +37,7 @@ from fundpipe.client._pagination import Paginator, iter_raw_pages
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import redact
 from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
+from fundpipe.client._scopes import missing_scope_error, scope_for
 from fundpipe.config import Settings
 
 logger = logging.getLogger("fundpipe.client")
@@ -242,6 +244,12 @@ class Requester:
         error = error_from_response(
             response, retry_after=retry_after, secrets=secrets + self.auth.known_secrets
         )
+        if isinstance(error, PermissionDeniedError):
+            error = missing_scope_error(
+                error,
+                scope_for(method, response.request.url.path),
+                response.headers.get("www-authenticate"),
+            )
         if isinstance(error, RateLimitError):
             # Every request of this client waits, not only the one that was refused.
             pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
