@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
+from fundpipe.client._errors import InvalidRequestError, UnprocessableEntityError
+from fundpipe.client._forms import (
+    ARRAY_FORM,
+    SINGLE_FORM,
+    refuses_single_form,
+    to_array_form,
+    uses_single_form,
+)
+from fundpipe.client._idempotency import idempotency_key as derive_key
+from fundpipe.client._idempotency import to_json_value
 from fundpipe.client._models import (
     Contact,
     Distribution,
@@ -27,10 +38,13 @@ from fundpipe.client._pagination import Paginator
 from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
 
+logger = logging.getLogger("fundpipe.client")
+
 #: Page size the list operations ask for (the interface's maximum).
 DEFAULT_PAGE_SIZE = 100
 
 CreateElements = Sequence[Mapping[str, Any] | BaseModel]
+M = TypeVar("M", bound=BaseModel)
 
 
 def _segment(value: str) -> str:
@@ -76,6 +90,11 @@ class FundClient:
         """Configure the client from `settings`; no network I/O happens before the first call."""
         self.settings = settings
         self._requester = Requester(settings, transport=transport, clock=clock)
+        #: Create path → body form the service was found to want (`external_references`),
+        #: learned during this client's life; absent paths use `external_reference`.
+        self.body_forms: dict[str, str] = {}
+        #: Plain-language notes for the run summary (e.g. a body form that was switched).
+        self.notes: list[str] = []
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -154,8 +173,63 @@ class FundClient:
     async def create_entities(
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Entity]:
-        """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models."""
-        return await self._requester.create("/v1/entities", elements, Entity, idempotency_key)
+        """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models.
+
+        The body form of `external_reference` adapts to the service (see
+        `_create_with_reference`): `body_forms` and `notes` record a switch.
+        """
+        return await self._create_with_reference("/v1/entities", elements, Entity, idempotency_key)
+
+    async def _create_with_reference(
+        self,
+        path: str,
+        elements: CreateElements,
+        model: type[M],
+        idempotency_key: str | None,
+    ) -> list[M]:
+        """A create whose elements may carry `external_reference`, in the form the service takes.
+
+        Sent as given (with `idempotency_key`, or the derived key) until the service refuses
+        `external_reference` (400/422 `parameter_unknown` or naming the field); then the same
+        batch is sent once more as `external_references: [ref]` with the key derived from that
+        rewritten body, and on success the array form is remembered for `path`: later creates
+        on this client send it directly, again with keys derived from the rewritten body. A
+        refused batch created nothing (creates are atomic), so the one resend cannot create
+        twice; every other failure is raised as is.
+        """
+        body = to_json_value(elements)
+        if not isinstance(body, list) or not uses_single_form(body):
+            return await self._requester.create(path, body, model, idempotency_key)
+        if self.body_forms.get(path) == ARRAY_FORM:
+            array_body = to_array_form(body)
+            return await self._requester.create(
+                path, array_body, model, self._key(path, array_body)
+            )
+        try:
+            return await self._requester.create(path, body, model, idempotency_key)
+        except (InvalidRequestError, UnprocessableEntityError) as exc:
+            if not refuses_single_form(exc):
+                raise
+            refusal = exc
+        array_body = to_array_form(body)
+        logger.warning(
+            "POST %s: the service refused %s (%s); sending %s instead",
+            path,
+            SINGLE_FORM,
+            refusal.code or refusal.status,
+            ARRAY_FORM,
+        )
+        records = await self._requester.create(path, array_body, model, self._key(path, array_body))
+        if self.body_forms.get(path) != ARRAY_FORM:
+            self.body_forms[path] = ARRAY_FORM
+            self.notes.append(
+                f"POST {path}: the service does not take `{SINGLE_FORM}`; "
+                f"`{ARRAY_FORM}: [ref]` was sent instead for the rest of the run"
+            )
+        return records
+
+    def _key(self, path: str, body: Any) -> str:
+        return derive_key(self.settings.org_id, "POST", path, body)
 
     def list_entities(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Entity]:
         """The organization's entities."""
@@ -187,8 +261,11 @@ class FundClient:
     async def create_contacts(
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Contact]:
-        """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models."""
-        return await self._requester.create("/v1/contacts", elements, Contact, idempotency_key)
+        """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models.
+
+        The body form of `external_reference` adapts as for `create_entities`.
+        """
+        return await self._create_with_reference("/v1/contacts", elements, Contact, idempotency_key)
 
     def list_contacts(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Contact]:
         """The organization's contacts."""
