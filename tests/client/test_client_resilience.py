@@ -163,13 +163,13 @@ async def test_malformed_json_in_a_success_is_a_decode_error_not_a_retry(client,
 
 
 async def test_malformed_json_error_body_still_gives_the_status_class(client, service):
-    service.get("/v1/vehicles/veh_1").mock(
+    service.get("/v1/entities/ent_1").mock(
         return_value=httpx.Response(
             404, content=b'{"object": "error", "type"', headers={"content-type": "application/json"}
         )
     )
     with pytest.raises(errors.NotFoundError) as info:
-        await client.get_vehicle("veh_1")
+        await client.get_entity("ent_1")
     assert info.value.code is None
 
 
@@ -232,11 +232,22 @@ async def test_transient_statuses_are_retried(client, service, status):
 
 
 async def test_501_is_not_retried(client, service):
-    route = service.get("/v1/vehicles/veh_1").mock(
+    route = service.get("/v1/entities/ent_1").mock(
         return_value=api_error(501, "api_error", "not_implemented")
     )
     with pytest.raises(errors.APIServerError):
+        await client.get_entity("ent_1")
+    assert route.call_count == 1
+
+
+async def test_501_of_a_guessed_operation_is_unavailable_and_not_retried(client, service):
+    route = service.get("/v1/vehicles/veh_1").mock(
+        return_value=api_error(501, "api_error", "not_implemented")
+    )
+    with pytest.raises(errors.OperationUnavailableError) as info:
         await client.get_vehicle("veh_1")
+    assert info.value.status == 501
+    assert isinstance(info.value.__cause__, errors.APIServerError)
     assert route.call_count == 1
 
 

@@ -12,7 +12,13 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from fundpipe.client._errors import InvalidRequestError, UnprocessableEntityError
+from fundpipe.client._errors import (
+    APIError,
+    InvalidRequestError,
+    NotFoundError,
+    OperationUnavailableError,
+    UnprocessableEntityError,
+)
 from fundpipe.client._forms import (
     ARRAY_FORM,
     SINGLE_FORM,
@@ -34,7 +40,7 @@ from fundpipe.client._models import (
     PaymentInstructions,
     Vehicle,
 )
-from fundpipe.client._pagination import Paginator
+from fundpipe.client._pagination import PageFetcher, Paginator, iter_raw_pages
 from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
 
@@ -45,6 +51,30 @@ DEFAULT_PAGE_SIZE = 100
 
 CreateElements = Sequence[Mapping[str, Any] | BaseModel]
 M = TypeVar("M", bound=BaseModel)
+
+
+#: Statuses by which a server says it does not serve an operation at all.
+_UNSERVED_STATUSES = frozenset({404, 405, 501})
+
+
+def _unavailable(exc: APIError, operation: str, path: str, ids: tuple[str, ...]) -> APIError:
+    """`exc` as `OperationUnavailableError` when it says the operation is not served.
+
+    404, 405 and 501 qualify; but a 404 whose message names one of the request's `ids` says
+    that resource is missing (the operation exists) and stays a `NotFoundError`.
+    """
+    if exc.status not in _UNSERVED_STATUSES:
+        return exc
+    if isinstance(exc, NotFoundError) and any(i in exc.message for i in ids):
+        return exc
+    return OperationUnavailableError(
+        f"{operation} is not served at {path} ({exc.status}: {exc.message}); it is an "
+        "optional operation the interface does not show: set its path in FUNDPIPE_PATHS or "
+        "go on without it",
+        operation=operation,
+        path=path,
+        **exc.fields(),
+    )
 
 
 def _segment(value: str) -> str:
@@ -95,6 +125,9 @@ class FundClient:
         self.body_forms: dict[str, str] = {}
         #: Plain-language notes for the run summary (e.g. a body form that was switched).
         self.notes: list[str] = []
+        # Where payment instructions are read: the interface's path first (see
+        # `get_payment_instructions`); the /v1 one once it is the one that answered.
+        self._pmi_paths = ("/payment_instructions/", "/v1/payment_instructions/")
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -122,14 +155,56 @@ class FundClient:
         return self._requester.auth.fetch_count
 
     def raw_pages(
-        self, path: str, params: Mapping[str, Any] | None = None
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        operation: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
 
         For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
-        are fetched one at a time as they are consumed.
+        are fetched one at a time as they are consumed. With `operation` (a name of
+        `settings.paths`, for `path_of(operation)`), a 404/405/501 raises
+        `OperationUnavailableError`.
         """
-        return self._requester.raw_pages(path, params)
+        fetch: PageFetcher = self._requester.fetch_page
+        if operation is not None:
+            fetch = self._guarded(fetch, operation, path)
+        return iter_raw_pages(fetch, path, params)
+
+    def path_of(self, operation: str, **ids: str) -> str:
+        """The configured path of a guessed operation (`settings.paths`), ids filled in.
+
+        Names: `vehicles`, `vehicle` (veh_id), `organizations`, `organization` (org_id),
+        `financial_accounts`, `entity_contacts` (ent_id).
+        """
+        template = self.settings.paths[operation]
+        return template.format(**{k: _segment(v) for k, v in ids.items()})
+
+    def _guarded(self, fetch: PageFetcher, operation: str, path: str) -> PageFetcher:
+        async def guarded(url: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+            """One page; a 404/405/501 becomes `OperationUnavailableError`."""
+            try:
+                return await fetch(url, params)
+            except APIError as exc:
+                raise _unavailable(exc, operation, path, ()) from exc
+
+        return guarded
+
+    def _optional_list(
+        self, operation: str, model: type[M], params: Mapping[str, Any]
+    ) -> Paginator[M]:
+        path = self.path_of(operation)
+        fetch = self._guarded(self._requester.fetch_page, operation, path)
+        return Paginator(fetch, path, params, lambda item: self._requester.parse(model, item))
+
+    async def _optional_get(self, operation: str, model: type[M], **ids: str) -> M:
+        path = self.path_of(operation, **ids)
+        try:
+            return await self._requester.get_object(path, model)
+        except APIError as exc:
+            raise _unavailable(exc, operation, path, tuple(ids.values())) from exc
 
     # --- distributions -----------------------------------------------------------------------
 
@@ -253,10 +328,17 @@ class FundClient:
         *,
         idempotency_key: str | None = None,
     ) -> list[Contact]:
-        """Associate 1–100 contacts with an entity (`POST /v1/entities/{ent_id}/contacts`)."""
+        """Associate 1–100 contacts with an entity (path `paths["entity_contacts"]`).
+
+        Optional (the interface does not show the path): a 404/405/501 that does not name
+        `ent_id` raises `OperationUnavailableError`.
+        """
         body = [{"id": contact_id} for contact_id in contact_ids]
-        path = f"/v1/entities/{_segment(ent_id)}/contacts"
-        return await self._requester.create(path, body, Contact, idempotency_key)
+        path = self.path_of("entity_contacts", ent_id=ent_id)
+        try:
+            return await self._requester.create(path, body, Contact, idempotency_key)
+        except APIError as exc:
+            raise _unavailable(exc, "associate_contacts", path, (ent_id,)) from exc
 
     async def create_contacts(
         self, elements: CreateElements, *, idempotency_key: str | None = None
@@ -288,24 +370,39 @@ class FundClient:
         )
 
     async def get_payment_instructions(self, pmi_id: str) -> PaymentInstructions:
-        """One payment instructions record by id (`GET /v1/payment_instructions/{id}`)."""
-        return await self._requester.get_object(
-            f"/v1/payment_instructions/{_segment(pmi_id)}", PaymentInstructions
-        )
+        """One payment instructions record by id.
+
+        `GET /payment_instructions/{id}` as the interface writes it; on a 404 there,
+        `GET /v1/payment_instructions/{id}` once (every other path carries `/v1`, so the
+        interface's may be a slip), and the path that answered is tried first from then on.
+        """
+        first, second = self._pmi_paths
+        try:
+            return await self._requester.get_object(first + _segment(pmi_id), PaymentInstructions)
+        except NotFoundError:
+            record = await self._requester.get_object(
+                second + _segment(pmi_id), PaymentInstructions
+            )
+            self._pmi_paths = (second, first)
+            return record
 
     # --- financial accounts, vehicles, organizations -----------------------------------------
 
     def list_financial_accounts(
         self, ids: Sequence[str] | None = None, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[FinancialAccount]:
-        """The organization's financial accounts, newest first; `ids` filters (1–100 ids)."""
+        """The organization's financial accounts, newest first; `ids` filters (1–100 ids).
+
+        Optional (path `paths["financial_accounts"]`, filter name `ids` are guesses): a
+        404/405/501 raises `OperationUnavailableError` when iterated.
+        """
         params: dict[str, Any] = {"limit": limit}
         if ids is not None:
             if not 1 <= len(ids) <= 100:
                 msg = "ids filters on 1 to 100 financial account ids"
                 raise ValueError(msg)
             params["ids"] = list(ids)
-        return self._requester.paginate("/v1/financial_accounts", FinancialAccount, params)
+        return self._optional_list("financial_accounts", FinancialAccount, params)
 
     def list_vehicle_financial_accounts(
         self, veh_id: str, *, limit: int = DEFAULT_PAGE_SIZE
@@ -321,19 +418,17 @@ class FundClient:
         )
 
     def list_vehicles(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Vehicle]:
-        """The organization's vehicles."""
-        return self._requester.paginate("/v1/vehicles", Vehicle, {"limit": limit})
+        """The organization's vehicles (optional: `OperationUnavailableError` when unserved)."""
+        return self._optional_list("vehicles", Vehicle, {"limit": limit})
 
     async def get_vehicle(self, veh_id: str) -> Vehicle:
-        """One vehicle by id."""
-        return await self._requester.get_object(f"/v1/vehicles/{_segment(veh_id)}", Vehicle)
+        """One vehicle by id (optional: `OperationUnavailableError` when unserved)."""
+        return await self._optional_get("vehicle", Vehicle, veh_id=veh_id)
 
     def list_organizations(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Organization]:
-        """The organizations this client may act on."""
-        return self._requester.paginate("/v1/organizations", Organization, {"limit": limit})
+        """The organizations this client may act on (optional, as `list_vehicles`)."""
+        return self._optional_list("organizations", Organization, {"limit": limit})
 
     async def get_organization(self, org_id: str) -> Organization:
-        """One organization by id."""
-        return await self._requester.get_object(
-            f"/v1/organizations/{_segment(org_id)}", Organization
-        )
+        """One organization by id (optional, as `get_vehicle`)."""
+        return await self._optional_get("organization", Organization, org_id=org_id)

@@ -321,7 +321,7 @@ class Requester:
             ) from None
 
     @staticmethod
-    def _parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
+    def parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -339,7 +339,7 @@ class Requester:
     async def get_object(self, path: str, model: type[M]) -> M:
         """GET one record at `path` as a `model`."""
         response = await self.send("GET", path)
-        return self._parse(model, self._json(response), response)
+        return self.parse(model, self._json(response), response)
 
     async def create(
         self,
@@ -370,7 +370,7 @@ class Requester:
                 request_id=request_id_of(response),
                 body=response.content,
             )
-        return [self._parse(model, item, response) for item in data]
+        return [self.parse(model, item, response) for item in data]
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)
@@ -413,7 +413,7 @@ class Requester:
         self, path: str, model: type[M], params: Mapping[str, Any] | None = None
     ) -> Paginator[M]:
         """A lazy `Paginator` over the list at `path`, records parsed as `model`."""
-        return Paginator(self.fetch_page, path, params, lambda item: self._parse(model, item))
+        return Paginator(self.fetch_page, path, params, lambda item: self.parse(model, item))
 
     def raw_pages(
         self, path: str, params: Mapping[str, Any] | None = None
