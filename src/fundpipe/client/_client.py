@@ -12,22 +12,9 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from fundpipe.client._errors import (
-    APIError,
-    InvalidRequestError,
-    NotFoundError,
-    OperationUnavailableError,
-    UnprocessableEntityError,
-)
-from fundpipe.client._forms import (
-    ARRAY_FORM,
-    SINGLE_FORM,
-    refuses_single_form,
-    to_array_form,
-    uses_single_form,
-)
-from fundpipe.client._idempotency import idempotency_key as derive_key
-from fundpipe.client._idempotency import to_json_value
+from fundpipe.client._error_map import unavailable_error
+from fundpipe.client._errors import APIError, NotFoundError
+from fundpipe.client._forms import ReferenceForm
 from fundpipe.client._models import (
     Contact,
     Distribution,
@@ -51,30 +38,6 @@ DEFAULT_PAGE_SIZE = 100
 
 CreateElements = Sequence[Mapping[str, Any] | BaseModel]
 M = TypeVar("M", bound=BaseModel)
-
-
-#: Statuses by which a server says it does not serve an operation at all.
-_UNSERVED_STATUSES = frozenset({404, 405, 501})
-
-
-def _unavailable(exc: APIError, operation: str, path: str, ids: tuple[str, ...]) -> APIError:
-    """`exc` as `OperationUnavailableError` when it says the operation is not served.
-
-    404, 405 and 501 qualify; but a 404 whose message names one of the request's `ids` says
-    that resource is missing (the operation exists) and stays a `NotFoundError`.
-    """
-    if exc.status not in _UNSERVED_STATUSES:
-        return exc
-    if isinstance(exc, NotFoundError) and any(i in exc.message for i in ids):
-        return exc
-    return OperationUnavailableError(
-        f"{operation} is not served at {path} ({exc.status}: {exc.message}); it is an "
-        "optional operation the interface does not show: set its path in FUNDPIPE_PATHS or "
-        "go on without it",
-        operation=operation,
-        path=path,
-        **exc.fields(),
-    )
 
 
 def _segment(value: str) -> str:
@@ -120,11 +83,7 @@ class FundClient:
         """Configure the client from `settings`; no network I/O happens before the first call."""
         self.settings = settings
         self._requester = Requester(settings, transport=transport, clock=clock)
-        #: Create path → body form the service was found to want (`external_references`),
-        #: learned during this client's life; absent paths use `external_reference`.
-        self.body_forms: dict[str, str] = {}
-        #: Plain-language notes for the run summary (e.g. a body form that was switched).
-        self.notes: list[str] = []
+        self._reference_form = ReferenceForm(self._requester, settings.org_id)
         # Where payment instructions are read: the interface's path first (see
         # `get_payment_instructions`); the /v1 one once it is the one that answered.
         self._pmi_paths = ("/payment_instructions/", "/v1/payment_instructions/")
@@ -148,6 +107,19 @@ class FundClient:
     async def aclose(self) -> None:
         """Close every pooled connection (for use without `async with`)."""
         await self._requester.aclose()
+
+    @property
+    def body_forms(self) -> dict[str, str]:
+        """Create path → the body form the service was found to want (`external_references`).
+
+        Learned during this client's life; paths not listed send `external_reference`.
+        """
+        return self._reference_form.body_forms
+
+    @property
+    def notes(self) -> list[str]:
+        """Plain-language notes for the run summary (e.g. a body form that was switched)."""
+        return self._reference_form.notes
 
     @property
     def token_fetches(self) -> int:
@@ -188,7 +160,7 @@ class FundClient:
             try:
                 return await fetch(url, params)
             except APIError as exc:
-                raise _unavailable(exc, operation, path, ()) from exc
+                raise unavailable_error(exc, operation, path, ()) from exc
 
         return guarded
 
@@ -204,7 +176,7 @@ class FundClient:
         try:
             return await self._requester.get_object(path, model)
         except APIError as exc:
-            raise _unavailable(exc, operation, path, tuple(ids.values())) from exc
+            raise unavailable_error(exc, operation, path, tuple(ids.values())) from exc
 
     # --- distributions -----------------------------------------------------------------------
 
@@ -250,61 +222,10 @@ class FundClient:
     ) -> list[Entity]:
         """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models.
 
-        The body form of `external_reference` adapts to the service (see
-        `_create_with_reference`): `body_forms` and `notes` record a switch.
+        The body form of `external_reference` adapts to the service (`ReferenceForm.create` in
+        `fundpipe.client._forms`): `body_forms` and `notes` record a switch.
         """
-        return await self._create_with_reference("/v1/entities", elements, Entity, idempotency_key)
-
-    async def _create_with_reference(
-        self,
-        path: str,
-        elements: CreateElements,
-        model: type[M],
-        idempotency_key: str | None,
-    ) -> list[M]:
-        """A create whose elements may carry `external_reference`, in the form the service takes.
-
-        Sent as given (with `idempotency_key`, or the derived key) until the service refuses
-        `external_reference` (400/422 `parameter_unknown` or naming the field); then the same
-        batch is sent once more as `external_references: [ref]` with the key derived from that
-        rewritten body, and on success the array form is remembered for `path`: later creates
-        on this client send it directly, again with keys derived from the rewritten body. A
-        refused batch created nothing (creates are atomic), so the one resend cannot create
-        twice; every other failure is raised as is.
-        """
-        body = to_json_value(elements)
-        if not isinstance(body, list) or not uses_single_form(body):
-            return await self._requester.create(path, body, model, idempotency_key)
-        if self.body_forms.get(path) == ARRAY_FORM:
-            array_body = to_array_form(body)
-            return await self._requester.create(
-                path, array_body, model, self._key(path, array_body)
-            )
-        try:
-            return await self._requester.create(path, body, model, idempotency_key)
-        except (InvalidRequestError, UnprocessableEntityError) as exc:
-            if not refuses_single_form(exc):
-                raise
-            refusal = exc
-        array_body = to_array_form(body)
-        logger.warning(
-            "POST %s: the service refused %s (%s); sending %s instead",
-            path,
-            SINGLE_FORM,
-            refusal.code or refusal.status,
-            ARRAY_FORM,
-        )
-        records = await self._requester.create(path, array_body, model, self._key(path, array_body))
-        if self.body_forms.get(path) != ARRAY_FORM:
-            self.body_forms[path] = ARRAY_FORM
-            self.notes.append(
-                f"POST {path}: the service does not take `{SINGLE_FORM}`; "
-                f"`{ARRAY_FORM}: [ref]` was sent instead for the rest of the run"
-            )
-        return records
-
-    def _key(self, path: str, body: Any) -> str:
-        return derive_key(self.settings.org_id, "POST", path, body)
+        return await self._reference_form.create("/v1/entities", elements, Entity, idempotency_key)
 
     def list_entities(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Entity]:
         """The organization's entities."""
@@ -338,7 +259,7 @@ class FundClient:
         try:
             return await self._requester.create(path, body, Contact, idempotency_key)
         except APIError as exc:
-            raise _unavailable(exc, "associate_contacts", path, (ent_id,)) from exc
+            raise unavailable_error(exc, "associate_contacts", path, (ent_id,)) from exc
 
     async def create_contacts(
         self, elements: CreateElements, *, idempotency_key: str | None = None
@@ -347,7 +268,7 @@ class FundClient:
 
         The body form of `external_reference` adapts as for `create_entities`.
         """
-        return await self._create_with_reference("/v1/contacts", elements, Contact, idempotency_key)
+        return await self._reference_form.create("/v1/contacts", elements, Contact, idempotency_key)
 
     def list_contacts(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Contact]:
         """The organization's contacts."""

@@ -22,6 +22,7 @@ from fundpipe.client._errors import (
     InvalidParam,
     InvalidRequestError,
     NotFoundError,
+    OperationUnavailableError,
     PermissionDeniedError,
     RateLimitError,
     RequestTimeoutError,
@@ -184,4 +185,28 @@ def error_from_response(
         error=error,
         body=body,
         secrets=secrets,
+    )
+
+
+#: Statuses by which a server says it does not serve an operation at all.
+_UNSERVED_STATUSES = frozenset({404, 405, 501})
+
+
+def unavailable_error(exc: APIError, operation: str, path: str, ids: tuple[str, ...]) -> APIError:
+    """`exc` as `OperationUnavailableError` when it says the operation is not served.
+
+    404, 405 and 501 qualify; but a 404 whose message names one of the request's `ids` says
+    that resource is missing (the operation exists) and stays a `NotFoundError`.
+    """
+    if exc.status not in _UNSERVED_STATUSES:
+        return exc
+    if isinstance(exc, NotFoundError) and any(i in exc.message for i in ids):
+        return exc
+    return OperationUnavailableError(
+        f"{operation} is not served at {path} ({exc.status}: {exc.message}); it is an "
+        "optional operation the interface does not show: set its path in FUNDPIPE_PATHS or "
+        "go on without it",
+        operation=operation,
+        path=path,
+        **exc.fields(),
     )

@@ -13,10 +13,20 @@ the same key for it.
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
-from fundpipe.client._errors import APIError
+from pydantic import BaseModel
+
+from fundpipe.client._errors import APIError, InvalidRequestError, UnprocessableEntityError
+from fundpipe.client._idempotency import idempotency_key, to_json_value
+from fundpipe.client._requester import Requester
+
+logger = logging.getLogger("fundpipe.client")
+
+M = TypeVar("M", bound=BaseModel)
 
 SINGLE_FORM = "external_reference"
 ARRAY_FORM = "external_references"
@@ -76,3 +86,64 @@ def refuses_single_form(error: APIError) -> bool:
     return bool(_SINGLE_NAMED.search(error.message)) and (
         error.code == "parameter_unknown" or bool(_UNKNOWN_WORDS.search(error.message))
     )
+
+
+class ReferenceForm:
+    """The reference form one client sends to each create path, learned from the service."""
+
+    def __init__(self, requester: Requester, org_id: str | None) -> None:
+        """Send through `requester`; derive keys for `org_id`."""
+        self._requester = requester
+        self._org_id = org_id
+        #: Create path → `external_references` once the service was found to want it.
+        self.body_forms: dict[str, str] = {}
+        #: Plain-language notes for the run summary.
+        self.notes: list[str] = []
+
+    async def create(
+        self,
+        path: str,
+        elements: Sequence[Mapping[str, Any] | BaseModel],
+        model: type[M],
+        key: str | None,
+    ) -> list[M]:
+        """A create whose elements may carry `external_reference`, in the form the service takes.
+
+        Sent as given (with `key`, or the derived key) until the service refuses
+        `external_reference` (400/422 `parameter_unknown` or naming the field); then the same
+        batch is sent once more as `external_references: [ref]` with the key derived from that
+        rewritten body, and on success the array form is remembered for `path`: later creates
+        send it directly, again with keys derived from the rewritten body. A refused batch
+        created nothing (creates are atomic), so the one resend cannot create twice; every
+        other failure is raised as is.
+        """
+        body = to_json_value(elements)
+        if not isinstance(body, list) or not uses_single_form(body):
+            return await self._requester.create(path, body, model, key)
+        if self.body_forms.get(path) == ARRAY_FORM:
+            return await self._send_array_form(path, body, model)
+        try:
+            return await self._requester.create(path, body, model, key)
+        except (InvalidRequestError, UnprocessableEntityError) as exc:
+            if not refuses_single_form(exc):
+                raise
+            logger.warning(
+                "POST %s: the service refused %s (%s); sending %s instead",
+                path,
+                SINGLE_FORM,
+                exc.code or exc.status,
+                ARRAY_FORM,
+            )
+        records = await self._send_array_form(path, body, model)
+        if self.body_forms.get(path) != ARRAY_FORM:
+            self.body_forms[path] = ARRAY_FORM
+            self.notes.append(
+                f"POST {path}: the service does not take `{SINGLE_FORM}`; "
+                f"`{ARRAY_FORM}: [ref]` was sent instead for the rest of the run"
+            )
+        return records
+
+    async def _send_array_form(self, path: str, body: list[Any], model: type[M]) -> list[M]:
+        array_body = to_array_form(body)
+        key = idempotency_key(self._org_id, "POST", path, array_body)
+        return await self._requester.create(path, array_body, model, key)

@@ -8,7 +8,6 @@ into a typed error when the answer is not a success.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import ssl
@@ -35,9 +34,10 @@ from fundpipe.client._errors import (
 from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
 from fundpipe.client._pagination import Paginator, iter_raw_pages
 from fundpipe.client._ratelimit import RateGate
-from fundpipe.client._redact import redact
+from fundpipe.client._redact import account_numbers, redact
 from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
 from fundpipe.client._scopes import missing_scope_error, scope_for
+from fundpipe.client._urls import check_url, token_endpoint
 from fundpipe.config import Settings
 
 logger = logging.getLogger("fundpipe.client")
@@ -45,55 +45,11 @@ logger = logging.getLogger("fundpipe.client")
 M = TypeVar("M", bound=BaseModel)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_url(name: str, url: str, *, transport_injected: bool) -> httpx.URL:
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        msg = f"{name} must be an absolute http(s) URL, got {redact(url)!r}"
-        raise ConfigurationError(msg)
-    if parsed.scheme == "http" and not _is_loopback(parsed.host) and not transport_injected:
-        # Credentials and tokens must never cross a network in clear text.
-        msg = f"{name} uses plain http to a non-loopback host ({parsed.host}); use https"
-        raise ConfigurationError(msg)
-    return parsed
-
-
-def _token_endpoint(token_url: str) -> str:
-    if token_url.rstrip("/").endswith("/oauth/token"):
-        return token_url.rstrip("/")
-    return token_url.rstrip("/") + "/oauth/token"
-
-
 def _path_of(url: str) -> str:
     """The path of `url` for log lines; no URL parsing for the common plain relative path."""
     if url.startswith("/") and "%" not in url and "#" not in url:
         return url.partition("?")[0]
     return httpx.URL(url).path
-
-
-def _account_numbers(body: Any) -> tuple[str, ...]:
-    """Every account number in a request body, to scrub them from error messages."""
-    found: list[str] = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if "account_number" in key and isinstance(value, str) and value:
-                    found.append(value)
-                else:
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return tuple(found)
 
 
 class Requester:
@@ -119,8 +75,8 @@ class Requester:
                 msg += " (load the Prefect Secret block first: await with_prefect_secret(settings))"
             raise ConfigurationError(msg)
         injected = transport is not None
-        base_url = _check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)
-        token_url = _check_url(
+        base_url = check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)
+        token_url = check_url(
             "FUNDPIPE_TOKEN_URL",
             settings.effective_token_url or settings.base_url,
             transport_injected=injected,
@@ -128,7 +84,7 @@ class Requester:
         self.settings = settings
         self._clock = clock or (lambda: datetime.now(UTC))
         self.auth = ClientCredentialsAuth(
-            token_url=_token_endpoint(str(token_url)),
+            token_url=token_endpoint(str(token_url)),
             client_id=settings.client_id,
             client_secret=settings.client_secret.get_secret_value(),
             scopes=settings.scopes,
@@ -359,7 +315,7 @@ class Requester:
             path,
             content=dumps_plain(json_body).encode("ascii"),
             headers={"Content-Type": "application/json", "Idempotency-Key": key},
-            secrets=_account_numbers(json_body),
+            secrets=account_numbers(json_body),
         )
         envelope = self._json(response)
         data = envelope.get("data") if isinstance(envelope, dict) else None
