@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import httpx
@@ -377,15 +378,104 @@ async def test_client_secret_can_come_from_a_prefect_secret_block(monkeypatch):
     assert loaded == ["fundpipe-client-secret"]
 
 
-@pytest.mark.parametrize("ca_bundle", [None, "certifi"])
-async def test_tls_certificates_and_host_names_are_always_verified(ca_bundle):
+@pytest.fixture(scope="module")
+def tls_certificate(tmp_path_factory) -> tuple[str, str]:
+    """A self-signed certificate (and key) for the address 127.0.0.1 only, as PEM files."""
+    pytest.importorskip("cryptography")
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fundpipe test service")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(cert_file), str(key_file)
+
+
+@pytest.fixture
+async def tls_service(tls_certificate) -> AsyncIterator[int]:
+    """A TLS server on 127.0.0.1 answering every request with a token-and-vehicle JSON body."""
+    import asyncio
+    import json
     import ssl
 
-    import certifi
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*tls_certificate)
+    body = json.dumps({"access_token": "t", "expires_in": 3600, "id": "veh_1"}).encode()
 
-    bundle = certifi.where() if ca_bundle else None
-    client = FundClient(make_settings(base_url="https://fund.example.com", ca_bundle=bundle))
-    context = client._requester.http._transport._pool._ssl_context
-    assert context.verify_mode == ssl.CERT_REQUIRED
-    assert context.check_hostname
-    await client.aclose()
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (head := await reader.readuntil(b"\r\n\r\n")) is not None:
+                length = 0
+                for line in head.decode("latin-1").split("\r\n"):
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                await reader.readexactly(length)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=context)
+    async with server:
+        yield server.sockets[0].getsockname()[1]
+
+
+async def test_tls_certificates_are_verified_against_the_trust_store(tls_service):
+    settings = make_settings(base_url=f"https://127.0.0.1:{tls_service}", max_attempts=1)
+    async with FundClient(settings) as client:
+        with pytest.raises(errors.ServiceConnectionError) as info:
+            await client.get_vehicle("veh_1")
+    assert "CERTIFICATE_VERIFY_FAILED" in str(info.value.__cause__)
+
+
+async def test_a_ca_bundle_replaces_the_trust_store_and_host_names_are_still_checked(
+    tls_service, tls_certificate
+):
+    bundle = tls_certificate[0]
+    trusted = make_settings(base_url=f"https://127.0.0.1:{tls_service}", ca_bundle=bundle)
+    async with FundClient(trusted) as client:
+        assert (await client.get_vehicle("veh_1")).id == "veh_1"
+    # The certificate names 127.0.0.1 only: the same server reached as localhost is refused.
+    renamed = make_settings(
+        base_url=f"https://localhost:{tls_service}", ca_bundle=bundle, max_attempts=1
+    )
+    async with FundClient(renamed) as client:
+        with pytest.raises(errors.ServiceConnectionError) as info:
+            await client.get_vehicle("veh_1")
+    assert "CERTIFICATE_VERIFY_FAILED" in str(info.value.__cause__)
+    assert "Hostname mismatch" in str(info.value.__cause__)

@@ -28,6 +28,7 @@ from fundpipe.client._models import (
     Vehicle,
 )
 from fundpipe.client._pagination import PageFetcher, Paginator, iter_raw_pages
+from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
 
@@ -70,7 +71,8 @@ class FundClient:
     and is retried by the policy in `fundpipe.client._retry`. Creates send a deterministic
     `Idempotency-Key` (`idempotency_key(org_id, "POST", path, body)`) unless one is passed.
     `transport` replaces the network (tests pass `httpx.ASGITransport(app=create_app())`);
-    `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`).
+    `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`);
+    `rate_gate` replaces the client-side rate limit (tests pass a `RateGate` on a virtual clock).
     """
 
     def __init__(
@@ -79,10 +81,11 @@ class FundClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
+        rate_gate: RateGate | None = None,
     ) -> None:
         """Configure the client from `settings`; no network I/O happens before the first call."""
         self.settings = settings
-        self._requester = Requester(settings, transport=transport, clock=clock)
+        self._requester = Requester(settings, transport=transport, clock=clock, rate_gate=rate_gate)
         self._reference_form = ReferenceForm(self._requester, settings.org_id)
         # Where payment instructions are read: the interface's path first (see
         # `get_payment_instructions`); the /v1 one once it is the one that answered.

@@ -61,6 +61,7 @@ class Requester:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
+        rate_gate: RateGate | None = None,
     ) -> None:
         """Check `settings` and build the HTTP client; no network I/O happens here."""
         if not settings.base_url:
@@ -91,7 +92,7 @@ class Requester:
             leeway_s=settings.token_leeway_s,
             clock=self._clock,
         )
-        self.gate = RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self.gate = rate_gate or RateGate(settings.rate_limit_per_s, settings.max_concurrency)
         self._retry = RetryPolicy(
             max_attempts=settings.max_attempts,
             deadline_s=settings.retry_deadline_s,
