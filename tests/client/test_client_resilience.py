@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from email.utils import format_datetime
 
@@ -319,38 +318,6 @@ async def test_a_wait_past_the_deadline_is_not_started(service, clock):
 # --- OAuth -----------------------------------------------------------------------------------
 
 
-async def test_token_is_fetched_once_and_sent_as_bearer(client, service):
-    route = service.get("/v1/vehicles/veh_1").mock(
-        return_value=httpx.Response(200, json={"id": "veh_1"})
-    )
-    await client.get_vehicle("veh_1")
-    await client.get_vehicle("veh_1")
-    assert service["token"].call_count == 1
-    token_call = service["token"].calls.last.request
-    assert token_call.headers["Authorization"].startswith("Basic ")
-    assert b"grant_type=client_credentials" in token_call.content
-    assert route.calls.last.request.headers["Authorization"] == f"Bearer {TOKEN}"
-    assert route.calls.last.request.headers["X-Organization-Id"] == ORG
-
-
-async def test_401_refetches_the_token_and_replays_once(client, service):
-    service["token"].mock(side_effect=[token_response(TOKEN), token_response(TOKEN_2)])
-    seen: list[tuple[str, str]] = []  # httpx replays the same Request object: copy headers
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append((request.headers["Authorization"], request.headers["Idempotency-Key"]))
-        if len(seen) == 1:
-            return api_error(401, "authentication_error", "unauthorized")
-        return created()
-
-    service.post("/v1/distributions").mock(side_effect=answer)
-    result = await client.create_distributions([DIST])
-    assert result[0].id == "dst_1"
-    assert [auth for auth, _ in seen] == [f"Bearer {TOKEN}", f"Bearer {TOKEN_2}"]
-    assert len({key for _, key in seen}) == 1
-    assert client.token_fetches == 2
-
-
 async def test_second_401_raises_and_is_not_retried(client, service):
     service["token"].mock(side_effect=[token_response(TOKEN), token_response(TOKEN_2)])
     route = service.get("/v1/vehicles/veh_1").mock(
@@ -362,59 +329,10 @@ async def test_second_401_raises_and_is_not_retried(client, service):
     assert service["token"].call_count == 2
 
 
-async def test_rejected_credentials_raise_authentication_error(client, service):
-    service["token"].mock(
-        return_value=httpx.Response(
-            401, json={"error": "invalid_client", "error_description": "bad client"}
-        )
-    )
-    route = service.get("/v1/vehicles/veh_1").mock(
-        return_value=httpx.Response(200, json={"id": "veh_1"})
-    )
-    with pytest.raises(errors.AuthenticationError) as info:
-        await client.get_vehicle("veh_1")
-    assert info.value.code == "invalid_client"
-    assert route.call_count == 0
-    assert service["token"].call_count == 1
-
-
 async def test_token_endpoint_outage_is_retried(client, service):
     service["token"].mock(side_effect=[httpx.Response(503, text="down"), token_response()])
     service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
     assert (await client.get_vehicle("veh_1")).id == "veh_1"
-
-
-async def test_concurrent_requests_share_one_token_fetch(client, service):
-    async def slow_token(request: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(0.05)
-        return token_response()
-
-    service["token"].mock(side_effect=slow_token)
-    service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
-    results = await asyncio.gather(*(client.get_vehicle("veh_1") for _ in range(8)))
-    assert len(results) == 8
-    assert service["token"].call_count == 1
-
-
-async def test_token_is_refreshed_leeway_before_expiry(client, service, clock):
-    service["token"].mock(side_effect=[token_response(TOKEN, 3600), token_response(TOKEN_2, 3600)])
-    seen: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers["Authorization"])
-        return httpx.Response(200, json={"id": "veh_1"})
-
-    service.get("/v1/vehicles/veh_1").mock(side_effect=answer)
-    await client.get_vehicle("veh_1")
-    clock.advance(3600 - 60 - 1)  # still 61 s left: the default leeway is 60 s
-    await client.get_vehicle("veh_1")
-    clock.advance(2)
-    await client.get_vehicle("veh_1")
-    assert seen == [
-        f"Bearer {TOKEN}",
-        f"Bearer {TOKEN}",
-        f"Bearer {TOKEN_2}",
-    ]
 
 
 # --- rate limit ------------------------------------------------------------------------------

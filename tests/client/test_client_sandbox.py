@@ -239,14 +239,6 @@ async def test_read_only_client_is_refused_writes(app):
             await reader.create_distributions([distribution("NOPE")])
 
 
-async def test_wrong_secret_is_an_authentication_error(app):
-    async with FundClient(
-        demo_settings(client_secret="wrong"), transport=httpx.ASGITransport(app=app)
-    ) as c:
-        with pytest.raises(errors.AuthenticationError):
-            await c.get_vehicle("veh_demo1")
-
-
 async def test_token_expiring_mid_pagination_is_refetched_transparently(sandbox_client, control):
     seen = []
     async for account in sandbox_client.list_financial_accounts(limit=2):
