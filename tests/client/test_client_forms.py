@@ -282,3 +282,15 @@ async def test_current_error_form_field_is_the_invalid_params_name(client, servi
     with pytest.raises(errors.InvalidRequestError) as info:
         await client.create_contacts([{"name": "Jo", "email": "nope"}])
     assert info.value.param == "body.[0].email"
+
+
+def test_a_nested_list_says_when_it_goes_on_in_either_form():
+    def payments(**envelope_fields: object) -> models.PaymentList:
+        return models.Distribution.model_validate(
+            {"id": "dst_1", "payments": {"object": "list", "data": [], **envelope_fields}}
+        ).payments  # type: ignore[return-value]
+
+    assert payments(next_page_url="/v1/distributions/dst_1/payments?page=page_2").more_to_fetch
+    assert payments(has_more=True).more_to_fetch  # the older form: no URL to follow
+    assert not payments(has_more=False, next_page_url=None).more_to_fetch
+    assert not payments().more_to_fetch

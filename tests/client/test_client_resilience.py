@@ -211,12 +211,6 @@ async def test_key_is_deterministic_and_constant_across_retries(client, service)
     assert all(sent_json(c) == [DIST] for c in route.calls)
 
 
-async def test_caller_key_is_used_as_given(client, service):
-    route = service.post("/v1/distributions").mock(return_value=created())
-    await client.create_distributions([DIST], idempotency_key="ledger-key-1")
-    assert route.calls.last.request.headers["Idempotency-Key"] == "ledger-key-1"
-
-
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])
 async def test_transient_statuses_are_retried(client, service, status):
     route = service.get("/v1/vehicles/veh_1").mock(

@@ -189,3 +189,9 @@ async def test_empty_create_is_refused_before_sending(client, recorder):
     with pytest.raises(ValueError, match="non-empty"):
         await client.create_entities([])
     assert recorder.to("/v1/entities", "POST") == []
+
+
+async def test_caller_key_is_used_as_given(client, recorder):
+    await client.create_distributions([distribution("KEYED")], idempotency_key="ledger-key-1")
+    [request] = recorder.to("/v1/distributions", "POST")
+    assert request.headers["Idempotency-Key"] == "ledger-key-1"

@@ -107,6 +107,17 @@ class NestedList(_Record):
     has_more: bool | None = None
     url: str | None = None
 
+    @property
+    def more_to_fetch(self) -> bool:
+        """Whether the list goes on past this first page.
+
+        True with a `next_page_url`, and also with `has_more: true` and no URL (the older
+        public form): then list the rest through the list operation of the parent record
+        (e.g. `FundClient.list_distribution_payments`), which raises `IncompleteListError`
+        if the service cannot continue there either.
+        """
+        return bool(self.next_page_url) or self.has_more is True
+
 
 class DistributionNotification(ServiceRecord):
     """A contact notified about a payment (`dntf_...`)."""
