@@ -64,7 +64,15 @@ class FundClient:
       `list_vehicle_financial_accounts`, `get_financial_account`
     - vehicles and organizations: `list_vehicles`, `get_vehicle`, `list_organizations`,
       `get_organization`
-    - bulk reads: `raw_pages(path, params)` yields the raw JSON pages of any list.
+    - bulk reads: `raw_pages(path, params, operation=None)` yields the raw JSON pages of any
+      list.
+
+    Optional operations — the ones the interface does not show (`list_vehicles`,
+    `get_vehicle`, `list_organizations`, `get_organization`, the organization-wide
+    `list_financial_accounts`, `associate_contacts`) — take their paths from `settings.paths`
+    (`path_of(name, **ids)`) and raise `OperationUnavailableError` on 404/405/501, for callers
+    to turn into a warning. Entity and contact creates adapt to the service's form of
+    `external_reference` once per path; `body_forms` and `notes` say so for the run summary.
 
     Every request is authorized by the client-credentials flow, carries `X-Organization-Id`
     when `settings.org_id` is set, waits for the client-side rate limit and concurrency bound,
