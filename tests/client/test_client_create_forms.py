@@ -142,3 +142,22 @@ async def test_bodies_without_a_reference_are_sent_as_given(client, service):
     with pytest.raises(errors.InvalidRequestError):
         await client.create_entities([{"name": "No Ref", "type": "llc"}])
     assert route.call_count == 1
+
+
+async def test_the_older_error_form_naming_the_field_in_param_also_switches(client, service):
+    older = {
+        "error": {
+            "type": "invalid_request_error",
+            "code": "parameter_unknown",
+            "message": "Received unknown parameter: external_reference",
+            "param": "external_reference",
+        }
+    }
+    answers = iter([httpx.Response(400, json=older)])
+    route = service.post("/v1/entities").mock(
+        side_effect=lambda request: next(answers, None) or created_from(request)
+    )
+    await client.create_entities(ENTITIES)
+    assert route.call_count == 2
+    assert sent_json(route.calls.last) == ARRAY_ENTITIES
+    assert client.body_forms == {"/v1/entities": "external_references"}

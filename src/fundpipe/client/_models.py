@@ -29,7 +29,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 def _drop_null_optionals(model: type[BaseModel], value: Any) -> Any:
     """Remove null values of optional fields, so their default (None, an empty list) applies."""
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or None not in value.values():
         return value
     fields = model.model_fields
     return {
