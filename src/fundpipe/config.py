@@ -7,21 +7,23 @@ embedded sandbox (see `fundpipe.embedded`) with the demo client's credentials.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: Every scope the pipeline uses; a real deployment may narrow it with FUNDPIPE_SCOPES.
-DEFAULT_SCOPES = (
-    "organizations:read",
-    "vehicles:read",
-    "financial_accounts:read",
-    "distributions:*",
-    "entities:*",
-    "contacts:*",
-)
+#: Paths of the operations the interface does not show (DESIGN, "ours"): guesses the sandbox
+#: serves, overridable one by one with FUNDPIPE_PATHS (JSON object, e.g. '{"vehicles": "/v2/funds"}').
+DEFAULT_PATHS = {
+    "vehicles": "/v1/vehicles",
+    "vehicle": "/v1/vehicles/{veh_id}",
+    "organizations": "/v1/organizations",
+    "organization": "/v1/organizations/{org_id}",
+    "financial_accounts": "/v1/financial_accounts",
+    "entity_contacts": "/v1/entities/{ent_id}/contacts",
+}
 
 #: Credentials of the embedded sandbox's demo organization (not secrets: the sandbox seeds them).
 DEMO_CLIENT_ID = "demo-client"
@@ -55,8 +57,17 @@ class Settings(BaseSettings):
         "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.client.with_prefect_secret).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
-    scopes: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=DEFAULT_SCOPES, description="OAuth scopes to request."
+    scopes: str | None = Field(
+        default=None,
+        description="OAuth scopes to request, space separated (e.g. 'entities:write "
+        "distributions:*'); unset → the token request sends no `scope` and the service grants "
+        "the client's own.",
+    )
+
+    paths: dict[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_PATHS),
+        description="Paths of the guessed (optional) operations, by name; names not given keep "
+        "DESIGN's defaults (see DEFAULT_PATHS).",
     )
 
     # --- HTTP behaviour ----------------------------------------------------------------------
@@ -115,10 +126,27 @@ class Settings(BaseSettings):
 
     @field_validator("scopes", mode="before")
     @classmethod
-    def _split_scopes(cls, value: Any) -> Any:
+    def _normalise_scopes(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            value = " ".join(str(s) for s in value)
         if isinstance(value, str):
-            return tuple(s for s in value.replace(",", " ").split() if s)
+            return " ".join(value.replace(",", " ").split()) or None
         return value
+
+    @field_validator("paths", mode="after")
+    @classmethod
+    def _complete_paths(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(DEFAULT_PATHS))
+        if unknown:
+            msg = f"unknown operation names {unknown}; known: {sorted(DEFAULT_PATHS)}"
+            raise ValueError(msg)
+        merged = {**DEFAULT_PATHS, **value}
+        for name, path in merged.items():
+            placeholders = set(re.findall(r"{(\w+)}", DEFAULT_PATHS[name]))
+            if not path.startswith("/") or set(re.findall(r"{(\w+)}", path)) != placeholders:
+                msg = f"path of {name!r} must start with / and hold {sorted(placeholders)}"
+                raise ValueError(msg)
+        return merged
 
     @property
     def embedded(self) -> bool:

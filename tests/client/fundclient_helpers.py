@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +34,42 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
+
+
+class VirtualTime:
+    """Monotonic time that moves only when every task waits, to the earliest wake-up.
+
+    Pass `monotonic` and `sleep` to a `RateGate`; `run(*coroutines)` drives them: it lets every
+    runnable task run, then wakes the earliest sleeper and sets the time to its wake-up — or
+    later, where `lag(wake)` says the event loop was stalled then.
+    """
+
+    def __init__(self, start: float = 1000.0, lag: Callable[[float], float] | None = None) -> None:
+        self.now = start
+        self._lag = lag
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + max(0.0, delay), self._seq, future))
+        self._seq += 1
+        await future
+
+    async def run(self, *coroutines: Awaitable[object]) -> list[object]:
+        tasks = [asyncio.ensure_future(c) for c in coroutines]
+        while True:
+            for _ in range(50):  # every runnable task runs until it waits on the clock
+                await asyncio.sleep(0)
+            if all(t.done() for t in tasks):
+                return [t.result() for t in tasks]
+            assert self._sleepers, "tasks wait on something the virtual clock does not drive"
+            wake, _, future = heapq.heappop(self._sleepers)
+            self.now = max(self.now, self._lag(wake) if self._lag else wake)
+            future.set_result(None)
 
 
 def make_settings(**overrides: Any) -> Settings:

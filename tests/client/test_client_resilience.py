@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from email.utils import format_datetime
 
 import httpx
@@ -14,6 +12,7 @@ from fundclient_helpers import (
     ORG,
     TOKEN,
     TOKEN_2,
+    VirtualTime,
     envelope,
     error_body,
     make_settings,
@@ -163,13 +162,13 @@ async def test_malformed_json_in_a_success_is_a_decode_error_not_a_retry(client,
 
 
 async def test_malformed_json_error_body_still_gives_the_status_class(client, service):
-    service.get("/v1/vehicles/veh_1").mock(
+    service.get("/v1/entities/ent_1").mock(
         return_value=httpx.Response(
             404, content=b'{"object": "error", "type"', headers={"content-type": "application/json"}
         )
     )
     with pytest.raises(errors.NotFoundError) as info:
-        await client.get_vehicle("veh_1")
+        await client.get_entity("ent_1")
     assert info.value.code is None
 
 
@@ -212,12 +211,6 @@ async def test_key_is_deterministic_and_constant_across_retries(client, service)
     assert all(sent_json(c) == [DIST] for c in route.calls)
 
 
-async def test_caller_key_is_used_as_given(client, service):
-    route = service.post("/v1/distributions").mock(return_value=created())
-    await client.create_distributions([DIST], idempotency_key="ledger-key-1")
-    assert route.calls.last.request.headers["Idempotency-Key"] == "ledger-key-1"
-
-
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])
 async def test_transient_statuses_are_retried(client, service, status):
     route = service.get("/v1/vehicles/veh_1").mock(
@@ -232,11 +225,22 @@ async def test_transient_statuses_are_retried(client, service, status):
 
 
 async def test_501_is_not_retried(client, service):
-    route = service.get("/v1/vehicles/veh_1").mock(
+    route = service.get("/v1/entities/ent_1").mock(
         return_value=api_error(501, "api_error", "not_implemented")
     )
     with pytest.raises(errors.APIServerError):
+        await client.get_entity("ent_1")
+    assert route.call_count == 1
+
+
+async def test_501_of_a_guessed_operation_is_unavailable_and_not_retried(client, service):
+    route = service.get("/v1/vehicles/veh_1").mock(
+        return_value=api_error(501, "api_error", "not_implemented")
+    )
+    with pytest.raises(errors.OperationUnavailableError) as info:
         await client.get_vehicle("veh_1")
+    assert info.value.status == 501
+    assert isinstance(info.value.__cause__, errors.APIServerError)
     assert route.call_count == 1
 
 
@@ -308,38 +312,6 @@ async def test_a_wait_past_the_deadline_is_not_started(service, clock):
 # --- OAuth -----------------------------------------------------------------------------------
 
 
-async def test_token_is_fetched_once_and_sent_as_bearer(client, service):
-    route = service.get("/v1/vehicles/veh_1").mock(
-        return_value=httpx.Response(200, json={"id": "veh_1"})
-    )
-    await client.get_vehicle("veh_1")
-    await client.get_vehicle("veh_1")
-    assert service["token"].call_count == 1
-    token_call = service["token"].calls.last.request
-    assert token_call.headers["Authorization"].startswith("Basic ")
-    assert b"grant_type=client_credentials" in token_call.content
-    assert route.calls.last.request.headers["Authorization"] == f"Bearer {TOKEN}"
-    assert route.calls.last.request.headers["X-Organization-Id"] == ORG
-
-
-async def test_401_refetches_the_token_and_replays_once(client, service):
-    service["token"].mock(side_effect=[token_response(TOKEN), token_response(TOKEN_2)])
-    seen: list[tuple[str, str]] = []  # httpx replays the same Request object: copy headers
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append((request.headers["Authorization"], request.headers["Idempotency-Key"]))
-        if len(seen) == 1:
-            return api_error(401, "authentication_error", "unauthorized")
-        return created()
-
-    service.post("/v1/distributions").mock(side_effect=answer)
-    result = await client.create_distributions([DIST])
-    assert result[0].id == "dst_1"
-    assert [auth for auth, _ in seen] == [f"Bearer {TOKEN}", f"Bearer {TOKEN_2}"]
-    assert len({key for _, key in seen}) == 1
-    assert client.token_fetches == 2
-
-
 async def test_second_401_raises_and_is_not_retried(client, service):
     service["token"].mock(side_effect=[token_response(TOKEN), token_response(TOKEN_2)])
     route = service.get("/v1/vehicles/veh_1").mock(
@@ -351,90 +323,65 @@ async def test_second_401_raises_and_is_not_retried(client, service):
     assert service["token"].call_count == 2
 
 
-async def test_rejected_credentials_raise_authentication_error(client, service):
-    service["token"].mock(
-        return_value=httpx.Response(
-            401, json={"error": "invalid_client", "error_description": "bad client"}
-        )
-    )
-    route = service.get("/v1/vehicles/veh_1").mock(
-        return_value=httpx.Response(200, json={"id": "veh_1"})
-    )
-    with pytest.raises(errors.AuthenticationError) as info:
-        await client.get_vehicle("veh_1")
-    assert info.value.code == "invalid_client"
-    assert route.call_count == 0
-    assert service["token"].call_count == 1
-
-
 async def test_token_endpoint_outage_is_retried(client, service):
     service["token"].mock(side_effect=[httpx.Response(503, text="down"), token_response()])
     service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
     assert (await client.get_vehicle("veh_1")).id == "veh_1"
 
 
-async def test_concurrent_requests_share_one_token_fetch(client, service):
-    async def slow_token(request: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(0.05)
-        return token_response()
-
-    service["token"].mock(side_effect=slow_token)
-    service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
-    results = await asyncio.gather(*(client.get_vehicle("veh_1") for _ in range(8)))
-    assert len(results) == 8
-    assert service["token"].call_count == 1
-
-
-async def test_token_is_refreshed_leeway_before_expiry(client, service, clock):
-    service["token"].mock(side_effect=[token_response(TOKEN, 3600), token_response(TOKEN_2, 3600)])
-    seen: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers["Authorization"])
-        return httpx.Response(200, json={"id": "veh_1"})
-
-    service.get("/v1/vehicles/veh_1").mock(side_effect=answer)
-    await client.get_vehicle("veh_1")
-    clock.advance(3600 - 60 - 1)  # still 61 s left: the default leeway is 60 s
-    await client.get_vehicle("veh_1")
-    clock.advance(2)
-    await client.get_vehicle("veh_1")
-    assert seen == [
-        f"Bearer {TOKEN}",
-        f"Bearer {TOKEN}",
-        f"Bearer {TOKEN_2}",
-    ]
-
-
 # --- rate limit ------------------------------------------------------------------------------
 
 
-async def test_a_429_pauses_every_request_of_the_client(client, service):
-    service.get("/v1/vehicles/veh_1").mock(
-        return_value=httpx.Response(
-            429,
-            json=error_body(429, "rate_limit_error", "rate_limit_exceeded"),
-            headers={"Retry-After": "3"},
-        )
-    )
-    with pytest.raises(errors.RateLimitError):
-        await client.get_vehicle("veh_1")
-    # The pause is shared: any other request of this client would now wait ~3 s.
-    assert 2.0 < client._pipeline.gate.paused_for <= 3.0
+async def test_a_429_pauses_every_request_of_the_client(service, clock):
+    vt = VirtualTime()
+    gate = RateGate(10_000, 8, monotonic=vt.monotonic, sleep=vt.sleep)
+    sent_at: dict[str, float] = {}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent_at.setdefault(request.url.path, vt.now)
+        if request.url.path == "/v1/vehicles/veh_1":
+            return httpx.Response(
+                429,
+                json=error_body(429, "rate_limit_error", "rate_limit_exceeded"),
+                headers={"Retry-After": "3"},
+            )
+        return httpx.Response(200, json={"id": "veh_2"})
+
+    service.get(url__regex=r"/v1/vehicles/.*").mock(side_effect=answer)
+    settings = make_settings(max_attempts=1)  # no retry: the refused request gives up at once
+    async with FundClient(
+        settings,
+        transport=httpx.MockTransport(service.async_handler),
+        clock=clock,
+        rate_gate=gate,
+    ) as client:
+        with stamina.set_testing(False):  # the shared pause is off in stamina's test mode
+            with pytest.raises(errors.RateLimitError):
+                await vt.run(client.get_vehicle("veh_1"))
+            # The pause is shared: another request of this client waits for the 3 s too.
+            [other] = await vt.run(client.get_vehicle("veh_2"))
+    assert other.id == "veh_2"
+    assert 2.0 < sent_at["/v1/vehicles/veh_2"] - sent_at["/v1/vehicles/veh_1"] <= 3.0 + 1e-9
 
 
 async def test_rate_gate_pause_holds_other_requests():
-    gate = RateGate(rate_per_s=1000, max_concurrency=4)
-    with stamina.set_testing(False):
-        gate.penalize(0.15)
-        started = time.monotonic()
+    vt = VirtualTime()
+    gate = RateGate(rate_per_s=1000, max_concurrency=4, monotonic=vt.monotonic, sleep=vt.sleep)
+
+    async def one() -> None:
         async with gate.slot():
             pass
-    assert time.monotonic() - started >= 0.14
+
+    with stamina.set_testing(False):
+        gate.penalize(0.15)
+        started = vt.now
+        await vt.run(one())
+    assert vt.now - started >= 0.14
 
 
 async def test_rate_gate_bounds_concurrency():
-    gate = RateGate(rate_per_s=1000, max_concurrency=2)
+    vt = VirtualTime()
+    gate = RateGate(rate_per_s=1000, max_concurrency=2, monotonic=vt.monotonic, sleep=vt.sleep)
     in_flight = peak = 0
 
     async def one() -> None:
@@ -442,22 +389,23 @@ async def test_rate_gate_bounds_concurrency():
         async with gate.slot():
             in_flight += 1
             peak = max(peak, in_flight)
-            await asyncio.sleep(0.02)
+            await vt.sleep(0.02)
             in_flight -= 1
 
-    await asyncio.gather(*(one() for _ in range(8)))
+    await vt.run(*(one() for _ in range(8)))
     assert peak == 2
 
 
 async def test_rate_gate_paces_requests_without_an_initial_burst():
-    gate = RateGate(rate_per_s=50, max_concurrency=8)
+    vt = VirtualTime()
+    gate = RateGate(rate_per_s=50, max_concurrency=8, monotonic=vt.monotonic, sleep=vt.sleep)
     sent: list[float] = []
 
     async def one() -> None:
         async with gate.slot():
-            sent.append(time.monotonic())
+            sent.append(vt.now)
 
-    await asyncio.gather(*(one() for _ in range(11)))
+    await vt.run(*(one() for _ in range(11)))
     # 11 requests at 50/s span at least 10 intervals of 20 ms: no burst on top of the rate.
     assert sent[-1] - sent[0] >= 0.19
 
@@ -485,20 +433,27 @@ async def test_retries_are_logged_with_their_cause_and_wait(client, service, cap
     assert "GET /v1/vehicles/veh_1 -> 200 (request_id=None, attempt 2," in caplog.text
 
 
-def test_a_429_slows_the_shared_rate_once_and_it_recovers():
-    now = [1000.0]
-    gate = RateGate(rate_per_s=100, max_concurrency=4, recovery_s=10, monotonic=lambda: now[0])
+async def test_a_429_slows_the_shared_rate_once_and_it_recovers():
+    vt = VirtualTime()
+    gate = RateGate(
+        rate_per_s=100, max_concurrency=4, recovery_s=10, monotonic=vt.monotonic, sleep=vt.sleep
+    )
+
+    async def one() -> None:
+        async with gate.slot():
+            pass
+
     gate.penalize(1.0)
     assert gate.current_rate == pytest.approx(95)
     gate.penalize(1.0)  # another answer of the same burst: no second slowdown
     assert gate.current_rate == pytest.approx(95)
     assert gate.paused_for == pytest.approx(1.0)
-    now[0] += 2
+    vt.now += 2
     gate.penalize(1.0)  # a new 429 after the pause
     assert gate.current_rate == pytest.approx(90.25)
-    for _ in range(20):
-        now[0] += 10
-        gate._maybe_recover()
+    for _ in range(20):  # a request every 10 s without a 429: the rate climbs back
+        vt.now += 10
+        await vt.run(one())
     assert gate.current_rate == 100  # back to the configured rate, never above
 
 
@@ -532,23 +487,21 @@ def test_rate_gate_guard_never_lets_bunched_slots_exceed_the_rate_over_a_window(
 
 
 async def test_rate_gate_keeps_the_rate_when_the_event_loop_lags():
-    gate = RateGate(rate_per_s=40, max_concurrency=8)
+    def stalled(wake: float) -> float:
+        # CPU work elsewhere in the loop: 100 ms stalls every 120 ms; a wake-up that falls in
+        # a stall happens when the stall ends.
+        into = (wake - 1000.0) % 0.12
+        return wake - into + 0.1 if into < 0.1 else wake
+
+    vt = VirtualTime(lag=stalled)
+    gate = RateGate(rate_per_s=40, max_concurrency=8, monotonic=vt.monotonic, sleep=vt.sleep)
     sent: list[float] = []
-    done = False
 
     async def one() -> None:
         async with gate.slot():
-            sent.append(time.monotonic())
+            sent.append(vt.now)
 
-    async def hog() -> None:  # CPU work elsewhere in the loop: 100 ms stalls every 120 ms
-        while not done:
-            time.sleep(0.1)
-            await asyncio.sleep(0.02)
-
-    lagger = asyncio.create_task(hog())
-    await asyncio.gather(*(one() for _ in range(41)))
-    done = True
-    await lagger
+    await vt.run(*(one() for _ in range(41)))
     # 40 intervals at 40/s: 1 s on schedule; a leaky bucket that lost the slots the stalls
     # delayed needs ~2.4 s. The guard: never more than 40 sends in any 1-s window.
     assert sent[-1] - sent[0] < 1.5

@@ -21,6 +21,7 @@ from fundclient_helpers import (
 )
 
 from fundpipe.client import REDACTED, errors, models, redact
+from fundpipe.client._auth import ClientCredentialsAuth
 
 FORBIDDEN = (
     CLIENT_SECRET,
@@ -67,7 +68,7 @@ PMI = [
 ]
 
 
-async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture):
+async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture, clock):
     raised: list[BaseException] = []
 
     async def expect(coro, exc_type):
@@ -148,7 +149,7 @@ async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture
     await expect(client.get_vehicle("veh_3"), errors.ServiceConnectionError)
 
     # 4. the token endpoint refuses and echoes the secret; or answers garbage holding a token.
-    client._pipeline.auth._token = type(client._pipeline.auth._token)()  # force a new fetch
+    clock.advance(3600)  # the token expired: the next call fetches a new one
     service["token"].mock(
         return_value=httpx.Response(
             401,
@@ -166,8 +167,17 @@ async def test_client_scenarios_at_debug_leak_no_secret(client, service, capture
 
     assert any("veh_1" in line for line in capture.lines)  # the logs did record the calls
     texts = capture.lines + [str(e) for e in raised] + [repr(e) for e in raised]
+    auth = ClientCredentialsAuth(
+        token_url="https://fund.test/oauth/token",
+        client_id="fp-client",
+        client_secret=CLIENT_SECRET,
+        scopes=None,
+        leeway_s=60,
+        clock=clock,
+    )
     texts += [
-        repr(client._pipeline.auth),
+        repr(auth),
+        repr(client),
         repr(models.PaymentInstructionCreate(account_number=ACCOUNT_NUMBER)),
     ]
     assert_clean(texts)

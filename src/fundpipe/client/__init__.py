@@ -7,7 +7,7 @@ async with FundClient(settings) as client:
         ...
 ```
 
-Public surface: `FundClient`, `Paginator`, `Page`, `idempotency_key`, `canonical_json`,
+Public surface: `FundClient`, `Paginator`, `Page`, `RateGate`, `idempotency_key`, `canonical_json`,
 `redact`, `with_prefect_secret`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
 """
 
@@ -17,6 +17,7 @@ from fundpipe.client._errors import FundServiceError
 from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
 from fundpipe.client._pagination import Page, Paginator
 from fundpipe.client._prefect import with_prefect_secret
+from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import REDACTED, redact
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "FundServiceError",
     "Page",
     "Paginator",
+    "RateGate",
     "canonical_json",
     "errors",
     "idempotency_key",

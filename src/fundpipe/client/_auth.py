@@ -1,7 +1,9 @@
 """OAuth 2.0 client credentials as an `httpx.Auth` flow.
 
-- The token is fetched on first use (RFC 6749 §4.4: form `grant_type=client_credentials` and
-  `scope`, client authenticated with HTTP Basic) from `<token host>/oauth/token`.
+- The token is fetched on first use (RFC 6749 §4.4: form `grant_type=client_credentials`, plus
+  `scope` only when scopes are configured, client authenticated with HTTP Basic) from
+  `<token host>/oauth/token`. An `invalid_scope` answer raises `InvalidScopeError` naming the
+  scopes asked for and the one the operation needs.
 - It is refreshed `leeway_s` before it expires (at most half its lifetime, so a short-lived token
   is not refetched on every request).
 - Concurrent requests share one in-flight fetch: the fetch runs under an `asyncio.Lock`, and a
@@ -24,9 +26,11 @@ from datetime import datetime, timedelta
 
 import httpx
 
-from fundpipe.client._errors import ResponseDecodeError, error_from_response, request_id_of
+from fundpipe.client._error_map import error_from_response, request_id_of
+from fundpipe.client._errors import ResponseDecodeError
 from fundpipe.client._redact import redact
 from fundpipe.client._retry import parse_retry_after
+from fundpipe.client._scopes import invalid_scope_error, scope_for
 
 logger = logging.getLogger("fundpipe.client")
 
@@ -49,7 +53,7 @@ class ClientCredentialsAuth(httpx.Auth):
         token_url: str,
         client_id: str,
         client_secret: str,
-        scopes: tuple[str, ...],
+        scopes: str | None,
         leeway_s: float,
         clock: Callable[[], datetime],
     ) -> None:
@@ -96,7 +100,7 @@ class ClientCredentialsAuth(httpx.Auth):
                 if not self._valid(token):
                     token_request = self._token_request()
                     token_response = yield token_request
-                    token = await self._store(token_response)
+                    token = await self._store(token_response, request)
         request.headers["Authorization"] = f"Bearer {token.value}"
         response = yield request
         if response.status_code != 401:
@@ -107,7 +111,7 @@ class ClientCredentialsAuth(httpx.Auth):
             token = self._token
             if token.value == stale:  # nobody refreshed it meanwhile
                 token_response = yield self._token_request()
-                token = await self._store(token_response)
+                token = await self._store(token_response, request)
         logger.info(
             "401 on %s %s: token re-fetched, request replayed once",
             request.method,
@@ -119,7 +123,7 @@ class ClientCredentialsAuth(httpx.Auth):
     def _token_request(self) -> httpx.Request:
         data = {"grant_type": "client_credentials"}
         if self._scopes:
-            data["scope"] = " ".join(self._scopes)
+            data["scope"] = self._scopes
         return httpx.Request(
             "POST",
             self._token_url,
@@ -127,14 +131,19 @@ class ClientCredentialsAuth(httpx.Auth):
             headers={"Authorization": self._basic, "Accept": "application/json"},
         )
 
-    async def _store(self, response: httpx.Response) -> _Token:
+    async def _store(self, response: httpx.Response, request: httpx.Request) -> _Token:
         await response.aread()
         if response.status_code != 200:
-            raise error_from_response(
+            error = error_from_response(
                 response,
                 retry_after=parse_retry_after(response.headers.get("retry-after"), self._clock()),
                 secrets=(self._secret,),
             )
+            rfc_error = error.error.get("error") if error.error else None
+            if "invalid_scope" in (error.code, rfc_error):
+                needed = scope_for(request.method, request.url.path)
+                raise invalid_scope_error(error, self._scopes, needed)
+            raise error
         try:
             payload = json.loads(response.content)
             value = payload["access_token"]

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
+from fundpipe.client._error_map import unavailable_error
+from fundpipe.client._errors import APIError, NotFoundError
+from fundpipe.client._forms import ReferenceForm
 from fundpipe.client._models import (
     Contact,
     Distribution,
@@ -23,14 +27,18 @@ from fundpipe.client._models import (
     PaymentInstructions,
     Vehicle,
 )
-from fundpipe.client._pagination import Paginator
-from fundpipe.client._pipeline import Pipeline
+from fundpipe.client._pagination import PageFetcher, Paginator, iter_raw_pages
+from fundpipe.client._ratelimit import RateGate
+from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
+
+logger = logging.getLogger("fundpipe.client")
 
 #: Page size the list operations ask for (the interface's maximum).
 DEFAULT_PAGE_SIZE = 100
 
 CreateElements = Sequence[Mapping[str, Any] | BaseModel]
+M = TypeVar("M", bound=BaseModel)
 
 
 def _segment(value: str) -> str:
@@ -56,14 +64,23 @@ class FundClient:
       `list_vehicle_financial_accounts`, `get_financial_account`
     - vehicles and organizations: `list_vehicles`, `get_vehicle`, `list_organizations`,
       `get_organization`
-    - bulk reads: `raw_pages(path, params)` yields the raw JSON pages of any list.
+    - bulk reads: `raw_pages(path, params, operation=None)` yields the raw JSON pages of any
+      list.
+
+    Optional operations — the ones the interface does not show (`list_vehicles`,
+    `get_vehicle`, `list_organizations`, `get_organization`, the organization-wide
+    `list_financial_accounts`, `associate_contacts`) — take their paths from `settings.paths`
+    (`path_of(name, **ids)`) and raise `OperationUnavailableError` on 404/405/501, for callers
+    to turn into a warning. Entity and contact creates adapt to the service's form of
+    `external_reference` once per path; `body_forms` and `notes` say so for the run summary.
 
     Every request is authorized by the client-credentials flow, carries `X-Organization-Id`
     when `settings.org_id` is set, waits for the client-side rate limit and concurrency bound,
     and is retried by the policy in `fundpipe.client._retry`. Creates send a deterministic
     `Idempotency-Key` (`idempotency_key(org_id, "POST", path, body)`) unless one is passed.
     `transport` replaces the network (tests pass `httpx.ASGITransport(app=create_app())`);
-    `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`).
+    `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`);
+    `rate_gate` replaces the client-side rate limit (tests pass a `RateGate` on a virtual clock).
     """
 
     def __init__(
@@ -72,16 +89,21 @@ class FundClient:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
+        rate_gate: RateGate | None = None,
     ) -> None:
         """Configure the client from `settings`; no network I/O happens before the first call."""
         self.settings = settings
-        self._pipeline = Pipeline(settings, transport=transport, clock=clock)
+        self._requester = Requester(settings, transport=transport, clock=clock, rate_gate=rate_gate)
+        self._reference_form = ReferenceForm(self._requester, settings.org_id)
+        # Where payment instructions are read: the interface's path first (see
+        # `get_payment_instructions`); the /v1 one once it is the one that answered.
+        self._pmi_paths = ("/payment_instructions/", "/v1/payment_instructions/")
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         """Enter the client's context; connections are opened on demand."""
-        await self._pipeline.__aenter__()
+        await self._requester.__aenter__()
         return self
 
     async def __aexit__(
@@ -91,26 +113,81 @@ class FundClient:
         tb: TracebackType | None,
     ) -> None:
         """Close every pooled connection."""
-        await self._pipeline.aclose()
+        await self._requester.aclose()
 
     async def aclose(self) -> None:
         """Close every pooled connection (for use without `async with`)."""
-        await self._pipeline.aclose()
+        await self._requester.aclose()
+
+    @property
+    def body_forms(self) -> dict[str, str]:
+        """Create path → the body form the service was found to want (`external_references`).
+
+        Learned during this client's life; paths not listed send `external_reference`.
+        """
+        return self._reference_form.body_forms
+
+    @property
+    def notes(self) -> list[str]:
+        """Plain-language notes for the run summary (e.g. a body form that was switched)."""
+        return self._reference_form.notes
 
     @property
     def token_fetches(self) -> int:
         """How many access tokens this client has fetched so far."""
-        return self._pipeline.auth.fetch_count
+        return self._requester.auth.fetch_count
 
     def raw_pages(
-        self, path: str, params: Mapping[str, Any] | None = None
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        operation: str | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
 
         For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
-        are fetched one at a time as they are consumed.
+        are fetched one at a time as they are consumed. With `operation` (a name of
+        `settings.paths`, for `path_of(operation)`), a 404/405/501 raises
+        `OperationUnavailableError`.
         """
-        return self._pipeline.raw_pages(path, params)
+        fetch: PageFetcher = self._requester.fetch_page
+        if operation is not None:
+            fetch = self._guarded(fetch, operation, path)
+        return iter_raw_pages(fetch, path, params)
+
+    def path_of(self, operation: str, **ids: str) -> str:
+        """The configured path of a guessed operation (`settings.paths`), ids filled in.
+
+        Names: `vehicles`, `vehicle` (veh_id), `organizations`, `organization` (org_id),
+        `financial_accounts`, `entity_contacts` (ent_id).
+        """
+        template = self.settings.paths[operation]
+        return template.format(**{k: _segment(v) for k, v in ids.items()})
+
+    def _guarded(self, fetch: PageFetcher, operation: str, path: str) -> PageFetcher:
+        async def guarded(url: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+            """One page; a 404/405/501 becomes `OperationUnavailableError`."""
+            try:
+                return await fetch(url, params)
+            except APIError as exc:
+                raise unavailable_error(exc, operation, path, ()) from exc
+
+        return guarded
+
+    def _optional_list(
+        self, operation: str, model: type[M], params: Mapping[str, Any]
+    ) -> Paginator[M]:
+        path = self.path_of(operation)
+        fetch = self._guarded(self._requester.fetch_page, operation, path)
+        return Paginator(fetch, path, params, lambda item: self._requester.parse(model, item))
+
+    async def _optional_get(self, operation: str, model: type[M], **ids: str) -> M:
+        path = self.path_of(operation, **ids)
+        try:
+            return await self._requester.get_object(path, model)
+        except APIError as exc:
+            raise unavailable_error(exc, operation, path, tuple(ids.values())) from exc
 
     # --- distributions -----------------------------------------------------------------------
 
@@ -121,17 +198,17 @@ class FundClient:
 
         Elements are dicts or `DistributionCreate` models; amounts are integer cents.
         """
-        return await self._pipeline.create(
+        return await self._requester.create(
             "/v1/distributions", elements, Distribution, idempotency_key
         )
 
     def list_distributions(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Distribution]:
         """The organization's distributions, newest first."""
-        return self._pipeline.paginate("/v1/distributions", Distribution, {"limit": limit})
+        return self._requester.paginate("/v1/distributions", Distribution, {"limit": limit})
 
     async def get_distribution(self, dst_id: str) -> Distribution:
         """One distribution by id."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/distributions/{_segment(dst_id)}", Distribution
         )
 
@@ -140,37 +217,41 @@ class FundClient:
     ) -> Paginator[DistributionPayment]:
         """The payments of one distribution."""
         path = f"/v1/distributions/{_segment(dst_id)}/payments"
-        return self._pipeline.paginate(path, DistributionPayment, {"limit": limit})
+        return self._requester.paginate(path, DistributionPayment, {"limit": limit})
 
     def list_payment_notifications(
         self, dpmt_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[DistributionNotification]:
         """The notifications of one distribution payment."""
         path = f"/v1/distribution_payments/{_segment(dpmt_id)}/notifications"
-        return self._pipeline.paginate(path, DistributionNotification, {"limit": limit})
+        return self._requester.paginate(path, DistributionNotification, {"limit": limit})
 
     # --- entities, contacts, payment instructions --------------------------------------------
 
     async def create_entities(
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Entity]:
-        """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models."""
-        return await self._pipeline.create("/v1/entities", elements, Entity, idempotency_key)
+        """Create entities atomically (`POST /v1/entities`); dicts or `EntityCreate` models.
+
+        The body form of `external_reference` adapts to the service (`ReferenceForm.create` in
+        `fundpipe.client._forms`): `body_forms` and `notes` record a switch.
+        """
+        return await self._reference_form.create("/v1/entities", elements, Entity, idempotency_key)
 
     def list_entities(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Entity]:
         """The organization's entities."""
-        return self._pipeline.paginate("/v1/entities", Entity, {"limit": limit})
+        return self._requester.paginate("/v1/entities", Entity, {"limit": limit})
 
     async def get_entity(self, ent_id: str) -> Entity:
         """One entity by id (with its payment-instructions URLs)."""
-        return await self._pipeline.get_object(f"/v1/entities/{_segment(ent_id)}", Entity)
+        return await self._requester.get_object(f"/v1/entities/{_segment(ent_id)}", Entity)
 
     def list_entity_payment_instructions(
         self, ent_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[PaymentInstructions]:
         """The payment instructions of one entity."""
         path = f"/v1/entities/{_segment(ent_id)}/payment_instructions"
-        return self._pipeline.paginate(path, PaymentInstructions, {"limit": limit})
+        return self._requester.paginate(path, PaymentInstructions, {"limit": limit})
 
     async def associate_contacts(
         self,
@@ -179,24 +260,34 @@ class FundClient:
         *,
         idempotency_key: str | None = None,
     ) -> list[Contact]:
-        """Associate 1–100 contacts with an entity (`POST /v1/entities/{ent_id}/contacts`)."""
+        """Associate 1–100 contacts with an entity (path `paths["entity_contacts"]`).
+
+        Optional (the interface does not show the path): a 404/405/501 that does not name
+        `ent_id` raises `OperationUnavailableError`.
+        """
         body = [{"id": contact_id} for contact_id in contact_ids]
-        path = f"/v1/entities/{_segment(ent_id)}/contacts"
-        return await self._pipeline.create(path, body, Contact, idempotency_key)
+        path = self.path_of("entity_contacts", ent_id=ent_id)
+        try:
+            return await self._requester.create(path, body, Contact, idempotency_key)
+        except APIError as exc:
+            raise unavailable_error(exc, "associate_contacts", path, (ent_id,)) from exc
 
     async def create_contacts(
         self, elements: CreateElements, *, idempotency_key: str | None = None
     ) -> list[Contact]:
-        """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models."""
-        return await self._pipeline.create("/v1/contacts", elements, Contact, idempotency_key)
+        """Create contacts atomically (`POST /v1/contacts`); dicts or `ContactCreate` models.
+
+        The body form of `external_reference` adapts as for `create_entities`.
+        """
+        return await self._reference_form.create("/v1/contacts", elements, Contact, idempotency_key)
 
     def list_contacts(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Contact]:
         """The organization's contacts."""
-        return self._pipeline.paginate("/v1/contacts", Contact, {"limit": limit})
+        return self._requester.paginate("/v1/contacts", Contact, {"limit": limit})
 
     async def get_contact(self, cnt_id: str) -> Contact:
         """One contact by id."""
-        return await self._pipeline.get_object(f"/v1/contacts/{_segment(cnt_id)}", Contact)
+        return await self._requester.get_object(f"/v1/contacts/{_segment(cnt_id)}", Contact)
 
     async def create_payment_instructions(
         self, elements: CreateElements, *, idempotency_key: str | None = None
@@ -206,57 +297,70 @@ class FundClient:
         Elements are `{entity, payment_instructions: [...]}` dicts or
         `PaymentInstructionsCreate` models. Account numbers are sent, never logged.
         """
-        return await self._pipeline.create(
+        return await self._requester.create(
             "/v1/payment_instructions", elements, EntityPaymentInstructions, idempotency_key
         )
 
     async def get_payment_instructions(self, pmi_id: str) -> PaymentInstructions:
-        """One payment instructions record by id (`GET /v1/payment_instructions/{id}`)."""
-        return await self._pipeline.get_object(
-            f"/v1/payment_instructions/{_segment(pmi_id)}", PaymentInstructions
-        )
+        """One payment instructions record by id.
+
+        `GET /payment_instructions/{id}` as the interface writes it; on a 404 there,
+        `GET /v1/payment_instructions/{id}` once (every other path carries `/v1`, so the
+        interface's may be a slip), and the path that answered is tried first from then on.
+        """
+        first, second = self._pmi_paths
+        try:
+            return await self._requester.get_object(first + _segment(pmi_id), PaymentInstructions)
+        except NotFoundError:
+            record = await self._requester.get_object(
+                second + _segment(pmi_id), PaymentInstructions
+            )
+            self._pmi_paths = (second, first)
+            return record
 
     # --- financial accounts, vehicles, organizations -----------------------------------------
 
     def list_financial_accounts(
         self, ids: Sequence[str] | None = None, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[FinancialAccount]:
-        """The organization's financial accounts, newest first; `ids` filters (1–100 ids)."""
+        """The organization's financial accounts, newest first; `ids` filters (1–100 ids).
+
+        Optional (path `paths["financial_accounts"]`, filter name `ids` are guesses): a
+        404/405/501 raises `OperationUnavailableError` when iterated.
+        """
         params: dict[str, Any] = {"limit": limit}
         if ids is not None:
             if not 1 <= len(ids) <= 100:
                 msg = "ids filters on 1 to 100 financial account ids"
                 raise ValueError(msg)
             params["ids"] = list(ids)
-        return self._pipeline.paginate("/v1/financial_accounts", FinancialAccount, params)
+        return self._optional_list("financial_accounts", FinancialAccount, params)
 
     def list_vehicle_financial_accounts(
         self, veh_id: str, *, limit: int = DEFAULT_PAGE_SIZE
     ) -> Paginator[FinancialAccount]:
         """The financial accounts of one vehicle."""
         path = f"/v1/vehicles/{_segment(veh_id)}/financial_accounts"
-        return self._pipeline.paginate(path, FinancialAccount, {"limit": limit})
+        return self._requester.paginate(path, FinancialAccount, {"limit": limit})
 
     async def get_financial_account(self, fa_id: str) -> FinancialAccount:
         """One financial account (with its balance) by id."""
-        return await self._pipeline.get_object(
+        return await self._requester.get_object(
             f"/v1/financial_accounts/{_segment(fa_id)}", FinancialAccount
         )
 
     def list_vehicles(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Vehicle]:
-        """The organization's vehicles."""
-        return self._pipeline.paginate("/v1/vehicles", Vehicle, {"limit": limit})
+        """The organization's vehicles (optional: `OperationUnavailableError` when unserved)."""
+        return self._optional_list("vehicles", Vehicle, {"limit": limit})
 
     async def get_vehicle(self, veh_id: str) -> Vehicle:
-        """One vehicle by id."""
-        return await self._pipeline.get_object(f"/v1/vehicles/{_segment(veh_id)}", Vehicle)
+        """One vehicle by id (optional: `OperationUnavailableError` when unserved)."""
+        return await self._optional_get("vehicle", Vehicle, veh_id=veh_id)
 
     def list_organizations(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Organization]:
-        """The organizations this client may act on."""
-        return self._pipeline.paginate("/v1/organizations", Organization, {"limit": limit})
+        """The organizations this client may act on (optional, as `list_vehicles`)."""
+        return self._optional_list("organizations", Organization, {"limit": limit})
 
     async def get_organization(self, org_id: str) -> Organization:
-        """One organization by id."""
-        return await self._pipeline.get_object(
-            f"/v1/organizations/{_segment(org_id)}", Organization
-        )
+        """One organization by id (optional, as `get_vehicle`)."""
+        return await self._optional_get("organization", Organization, org_id=org_id)

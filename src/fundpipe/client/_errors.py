@@ -5,13 +5,18 @@ FundServiceError                      anything the client raises about the servi
 ├── ConfigurationError                 settings that cannot work (no base URL, plain HTTP to a remote host)
 ├── ServiceConnectionError             no usable HTTP answer: connect/read timeout, dropped connection
 ├── ResponseDecodeError                a 2xx answer whose body is not the JSON the interface promises
+├── IncompleteListError                a page said `has_more` but gave no `next_page_url`
 └── APIError                           an HTTP error answer (status, code, message, request_id, ...)
     ├── InvalidRequestError            400 invalid_request_error (also 405, 413, 415)
+    │   └── InvalidScopeError          400 `invalid_scope` from the token endpoint
     ├── AuthenticationError            401 authentication_error (token endpoint: invalid_client)
-    ├── PermissionDeniedError          403 permission_error
+    ├── PermissionDeniedError          403 permission_error (e.g. no access to the organization)
+    │   └── MissingScopeError          403 for a scope the client is not granted (`scope`)
     ├── NotFoundError                  404 not_found_error
+    ├── OperationUnavailableError      404/405/501 of an operation the interface does not show
     ├── RequestTimeoutError            408 request_timeout_error            retryable
     ├── ConflictError                  409 conflict_error, code `conflict`  retryable
+    │   └── AlreadyExistsError         409 naming `conflicts_with`: definitive, never retried
     ├── IdempotencyMismatchError       code `idempotency_mismatch`, whatever the status: fatal
     ├── UnprocessableEntityError       422 unprocessable_entity_error (e.g. zone offset mismatch)
     ├── RateLimitError                 429 rate_limit_error                 retryable
@@ -22,7 +27,9 @@ FundServiceError                      anything the client raises about the servi
 code `idempotency_mismatch` first (the interface says 422, older public docs 409: we branch on
 the code), then the transient statuses (5xx, 408, 429), then the error object's `type`, then the
 HTTP status alone (for bodies that are not an error object, such as a
-proxy's HTML 502 or an RFC 6749 token error). Every `APIError` keeps `status`, `type`, `code`,
+proxy's HTML 502 or an RFC 6749 token error); a 409 whose `invalid-params` name the existing
+resource (`conflicts_with`) is an `AlreadyExistsError`. The older public error form — the object
+nested under `error`, the failing field in `param` — is read too. Every `APIError` keeps `status`, `type`, `code`,
 `message`, `request_id`, `invalid_params`, `doc_url`, `retry_after` (seconds, when the answer
 carried `Retry-After`), the parsed `error` object (or None) and the raw `body` bytes; the raw body
 is never rendered by `str()` or `repr()`, and messages pass through the redaction function.
@@ -30,11 +37,8 @@ is never rendered by `str()` or `repr()`, and messages pass through the redactio
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
-
-import httpx
 
 from fundpipe.client._redact import redact
 
@@ -87,6 +91,23 @@ class ResponseDecodeError(FundServiceError):
         self.body = body
 
 
+class IncompleteListError(FundServiceError):
+    """A list page said `has_more: true` but gave no `next_page_url` to continue from.
+
+    The older public form of the list envelope; stopping silently would lose records, so the
+    listing stops loudly instead. `path` is the list's path, `resource` its plain name.
+    """
+
+    def __init__(self, path: str, resource: str) -> None:
+        """Name the list that cannot be continued."""
+        super().__init__(
+            f"GET {path}: the service said there are more {resource} but gave no way to "
+            "continue (has_more is true, next_page_url is missing); stopping so nothing is missed"
+        )
+        self.path = path
+        self.resource = resource
+
+
 @dataclass(frozen=True)
 class InvalidParam:
     """One entry of the error object's `invalid-params`."""
@@ -137,13 +158,39 @@ class APIError(FundServiceError):
         self.body = body
         super().__init__(self._render())
 
+    def fields(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this error's fields on another class."""
+        return {
+            "status": self.status,
+            "type": self.type,
+            "code": self.code,
+            "request_id": self.request_id,
+            "doc_url": self.doc_url,
+            "invalid_params": self.invalid_params,
+            "retry_after": self.retry_after,
+            "error": self.error,
+            "body": self.body,
+            "secrets": self._secrets,
+        }
+
+    @property
+    def param(self) -> str | None:
+        """The request field the failure is about (first `invalid-params` name, or `param`)."""
+        for entry in self.invalid_params:
+            if entry.name:
+                return entry.name
+        return None
+
     def _render(self) -> str:
         parts = [f"{self.status}"]
         if self.code:
             parts.append(self.code)
         text = f"[{' '.join(parts)}] {self.message}"
         for param in self.invalid_params:
-            text += f"; {param.name}: {param.reason}"
+            if param.reason and param.reason != self.message:
+                text += f"; {param.name}: {param.reason}"
+            else:
+                text += f" (field {param.name})"
         if self.request_id:
             text += f" (request_id={self.request_id})"
         return str(redact(text, self._secrets))
@@ -174,10 +221,62 @@ class PermissionDeniedError(APIError):
     error_type = "permission_error"
 
 
+class MissingScopeError(PermissionDeniedError):
+    """403 because the client is not granted a scope; `scope` names it (when known).
+
+    The message says so in plain words: which scope, and to ask the service administrator or
+    set FUNDPIPE_SCOPES.
+    """
+
+    def __init__(self, message: str, *, scope: str | None = None, **kwargs: Any) -> None:
+        """`scope` is the missing scope (the service's word, else the operation's own)."""
+        self.scope = scope
+        super().__init__(message, **kwargs)
+
+
+class InvalidScopeError(InvalidRequestError):
+    """400 `invalid_scope` from the token endpoint: a requested scope is not granted.
+
+    `scopes` are the scopes the client asked for (FUNDPIPE_SCOPES); `scope` is the one the
+    failing operation needs, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        scopes: tuple[str, ...] = (),
+        scope: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Keep the requested scopes and the operation's scope."""
+        self.scopes = scopes
+        self.scope = scope
+        super().__init__(message, **kwargs)
+
+
 class NotFoundError(APIError):
     """404: no such resource (or route)."""
 
     error_type = "not_found_error"
+
+
+class OperationUnavailableError(APIError):
+    """404, 405 or 501 from an operation the interface does not show (a guessed path).
+
+    Raised only by the optional operations (vehicles, organizations, the organization-wide
+    financial account list, contact association), whose paths are settings: callers turn it
+    into a warning. `operation` names the client method, `path` the path tried; `__cause__`
+    holds the original error.
+    """
+
+    error_type = None
+
+    def __init__(self, message: str, *, operation: str, path: str, **kwargs: Any) -> None:
+        """Name the operation and the path that the service does not serve."""
+        self.operation = operation
+        self.path = path
+        super().__init__(message, **kwargs)
 
 
 class RequestTimeoutError(APIError):
@@ -196,6 +295,25 @@ class ConflictError(APIError):
         """A 409 is retryable when its code is `conflict` (or absent, e.g. a proxy body)."""
         super().__init__(message, **kwargs)
         self.retryable = self.code in (None, "conflict")
+
+
+class AlreadyExistsError(ConflictError):
+    """409 naming the existing resource (`conflicts_with`): definitive, never retried.
+
+    E.g. an entity or distribution whose `external_reference` the service already holds.
+    `conflicts_with` lists the ids of the existing resources, so the caller can link to them.
+    """
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        """Never retried: the conflict is with a stored resource, not a request in flight."""
+        super().__init__(message, **kwargs)
+        self.retryable = False
+
+    @property
+    def conflicts_with(self) -> tuple[str, ...]:
+        """Ids of the existing resources the service named, in order, without repeats."""
+        ids = (p.conflicts_with for p in self.invalid_params if p.conflicts_with)
+        return tuple(dict.fromkeys(ids))
 
 
 class IdempotencyMismatchError(APIError):
@@ -229,144 +347,3 @@ class APIServerError(APIError):
         """Retryable only for the transient statuses 500, 502, 503 and 504."""
         super().__init__(message, **kwargs)
         self.retryable = self.status in RETRYABLE_SERVER_STATUSES
-
-
-_BY_TYPE: dict[str, type[APIError]] = {
-    cls.error_type: cls
-    for cls in (
-        InvalidRequestError,
-        AuthenticationError,
-        PermissionDeniedError,
-        NotFoundError,
-        RequestTimeoutError,
-        ConflictError,
-        UnprocessableEntityError,
-        RateLimitError,
-        APIServerError,
-    )
-    if cls.error_type
-}
-_BY_STATUS: dict[int, type[APIError]] = {
-    400: InvalidRequestError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    405: InvalidRequestError,
-    408: RequestTimeoutError,
-    409: ConflictError,
-    413: InvalidRequestError,
-    415: InvalidRequestError,
-    422: UnprocessableEntityError,
-    429: RateLimitError,
-}
-
-
-def request_id_of(response: httpx.Response) -> str | None:
-    """The service's request id of an answer (`Request-Id` or `X-Request-Id` header)."""
-    value: str | None = response.headers.get("request-id") or response.headers.get("x-request-id")
-    return value
-
-
-def error_class_for(status: int, error_type: str | None, code: str | None) -> type[APIError]:
-    """The exception class for an error answer.
-
-    The code `idempotency_mismatch` wins (whatever the status); then the transient statuses
-    decide (5xx → `APIServerError`, 408, 429), so a mislabelled body cannot make a transient
-    failure fatal; then the error object's `type`; then the status alone.
-    """
-    if code == "idempotency_mismatch":
-        return IdempotencyMismatchError
-    if status >= 500:
-        return APIServerError
-    if status in (408, 429):
-        return _BY_STATUS[status]
-    if error_type in _BY_TYPE:
-        return _BY_TYPE[error_type]
-    return _BY_STATUS.get(status, InvalidRequestError)
-
-
-def _parse_invalid_params(raw: Any) -> tuple[InvalidParam, ...]:
-    if not isinstance(raw, list):
-        return ()
-    params = []
-    for entry in raw:
-        if not isinstance(entry, dict):
-            continue
-        name = str(entry.get("name", ""))
-        value = entry.get("value")
-        if "account_number" in name.lower():
-            value = None  # never keep an account number on an exception
-        params.append(
-            InvalidParam(
-                code=str(entry.get("code", "")),
-                name=name,
-                reason=str(entry.get("reason", "")),
-                value=value,
-                conflicts_with=entry.get("conflicts_with"),
-            )
-        )
-    return tuple(params)
-
-
-def error_from_response(
-    response: httpx.Response,
-    *,
-    retry_after: float | None = None,
-    secrets: tuple[str, ...] = (),
-) -> APIError:
-    """Build the typed error for an HTTP error `response` (its body must have been read).
-
-    Works for the service's error object, an RFC 6749 token error (`error`,
-    `error_description`) and any non-JSON body (an HTML 502 from a proxy, an empty body).
-    `secrets` are scrubbed from the message (see `APIError`).
-    """
-    status = response.status_code
-    body = response.content
-    request_id = request_id_of(response)
-    try:
-        parsed: Any = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError):
-        parsed = None
-    error: dict[str, Any] | None = parsed if isinstance(parsed, dict) else None
-
-    error_type: str | None = None
-    code: str | None = None
-    message = f"HTTP {status} {response.reason_phrase}".strip()
-    doc_url: str | None = None
-    invalid_params: tuple[InvalidParam, ...] = ()
-    if error is not None:
-        if isinstance(error.get("type"), str):
-            error_type = error["type"]
-        if isinstance(error.get("code"), str):
-            code = error["code"]
-        elif isinstance(error.get("error"), str):  # RFC 6749 §5.2 token error
-            code = error["error"]
-        for key in ("message", "error_description"):
-            if isinstance(error.get(key), str):
-                message = error[key]
-                break
-        if isinstance(error.get("request_id"), str):
-            request_id = error["request_id"]
-        if isinstance(error.get("doc_url"), str):
-            doc_url = error["doc_url"]
-        invalid_params = _parse_invalid_params(
-            error.get("invalid-params", error.get("invalid_params"))
-        )
-    elif body:
-        content_type = response.headers.get("content-type", "unknown type")
-        message = f"{message} (non-JSON body, {content_type}, {len(body)} bytes)"
-
-    cls = error_class_for(status, error_type, code)
-    return cls(
-        message,
-        status=status,
-        type=error_type,
-        code=code,
-        request_id=request_id,
-        doc_url=doc_url,
-        invalid_params=invalid_params,
-        retry_after=retry_after,
-        error=error,
-        body=body,
-        secrets=secrets,
-    )

@@ -1,7 +1,18 @@
 """Pydantic models of the service's records (read side) and create bodies (write side).
 
 Records ignore unknown fields (`extra="ignore"`) so that a newer service does not break the
-client, and their datetimes are timezone-aware: both renderings the interface mentions (`Z` and an
+client, and read every public form of the service in this one module, so no caller has to:
+
+- an optional field that is null reads the same as an absent one (lists become empty);
+- entities and contacts carry `external_reference` (a string, the interface and public docs) or
+  `external_references` (an array of strings, the public spec): both are read, and the record
+  exposes `external_reference` (the first) and `external_references` (all of them);
+- lists of ids (`payment_instructions` of an entity, `entities` of a contact) may be bare ids,
+  `{object, livemode, id}` objects, or a list envelope of either: they read as a list of ids;
+- fields that are ours rather than the interface's (a payment's `distribution`, `disbursed_at`,
+  `failed_at`, `failure_reason`, a contact's `entities`) are optional.
+
+Their datetimes are timezone-aware: both renderings the interface mentions (`Z` and an
 explicit offset such as `-05:00`) are accepted; a datetime without zone is refused. Money is
 integer cents (`int`); the currency is a separate field.
 
@@ -13,13 +24,34 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
-class ServiceRecord(BaseModel):
-    """Base of every record returned by the service."""
+def _drop_null_optionals(model: type[BaseModel], value: Any) -> Any:
+    """Remove null values of optional fields, so their default (None, an empty list) applies."""
+    if not isinstance(value, dict) or None not in value.values():
+        return value
+    fields = model.model_fields
+    return {
+        k: v
+        for k, v in value.items()
+        if not (v is None and k in fields and not fields[k].is_required())
+    }
+
+
+class _Record(BaseModel):
+    """Base of every model read from the service: null optional fields read as absent ones."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, value: Any) -> Any:
+        return _drop_null_optionals(cls, value)
+
+
+class ServiceRecord(_Record):
+    """Base of every record returned by the service."""
 
     object: str | None = None
     livemode: bool | None = None
@@ -43,10 +75,8 @@ class Vehicle(ServiceRecord):
     updated_at: AwareDatetime | None = None
 
 
-class Balance(BaseModel):
+class Balance(_Record):
     """A financial account's balance, in integer cents."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
     total: int
     available: int
@@ -67,10 +97,8 @@ class FinancialAccount(ServiceRecord):
     updated_at: AwareDatetime | None = None
 
 
-class NestedList(BaseModel):
+class NestedList(_Record):
     """A list envelope nested in a record (its first page); follow `next_page_url` for more."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
     object: str | None = None
     data: list[Any] = Field(default_factory=list)
@@ -78,6 +106,17 @@ class NestedList(BaseModel):
     previous_page_url: str | None = None
     has_more: bool | None = None
     url: str | None = None
+
+    @property
+    def more_to_fetch(self) -> bool:
+        """Whether the list goes on past this first page.
+
+        True with a `next_page_url`, and also with `has_more: true` and no URL (the older
+        public form): then list the rest through the list operation of the parent record
+        (e.g. `FundClient.list_distribution_payments`), which raises `IncompleteListError`
+        if the service cannot continue there either.
+        """
+        return bool(self.next_page_url) or self.has_more is True
 
 
 class DistributionNotification(ServiceRecord):
@@ -108,6 +147,11 @@ class DistributionPayment(ServiceRecord):
     failed_at: AwareDatetime | None = None
     failure_reason: str | None = None
     notifications: NotificationList | None = None
+
+    @field_validator("payment_instructions", mode="before")
+    @classmethod
+    def _id_from_object(cls, value: Any) -> Any:
+        return value.get("id") if isinstance(value, dict) else value
 
 
 class PaymentList(NestedList):
@@ -144,11 +188,17 @@ class Entity(ServiceRecord):
     type: str | None = None
     external_type: str | None = None
     external_reference: str | None = None
+    external_references: list[str] = Field(default_factory=list)
     payment_instructions: list[str] = Field(default_factory=list)
     sender_payment_instructions_url: str | None = None
     recipient_payment_instructions_url: str | None = None
     created_at: AwareDatetime | None = None
     updated_at: AwareDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _either_reference_form(cls, value: Any) -> Any:
+        return _references(value)
 
     @field_validator("payment_instructions", mode="before")
     @classmethod
@@ -162,9 +212,15 @@ class Contact(ServiceRecord):
     name: str | None = None
     email: str | None = None
     external_reference: str | None = None
+    external_references: list[str] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list)
     created_at: AwareDatetime | None = None
     updated_at: AwareDatetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _either_reference_form(cls, value: Any) -> Any:
+        return _references(value)
 
     @field_validator("entities", mode="before")
     @classmethod
@@ -186,10 +242,8 @@ class PaymentInstructions(ServiceRecord):
     created_at: AwareDatetime | None = None
 
 
-class EntityPaymentInstructions(BaseModel):
+class EntityPaymentInstructions(_Record):
     """One element of the create-payment-instructions answer: an entity and its `pmi_` ids."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
     object: str | None = None
     livemode: bool | None = None
@@ -200,6 +254,32 @@ class EntityPaymentInstructions(BaseModel):
     @classmethod
     def _ids_from_envelope(cls, value: Any) -> Any:
         return _ids(value)
+
+
+def _references(value: Any) -> Any:
+    """Read `external_reference` (string) and `external_references` (array) as one union.
+
+    The result carries both: `external_references` lists every reference (the string first,
+    then the array's others, without repeats or empty strings) and `external_reference` is its
+    first element (None when there is none).
+    """
+    if not isinstance(value, dict):
+        return value
+    single = value.get("external_reference")
+    many = value.get("external_references")
+    if isinstance(many, str):
+        many = [many]
+    refs: list[Any] = []
+    for ref in ([single] if single is not None else []) + (many if isinstance(many, list) else []):
+        if ref != "" and ref not in refs:
+            refs.append(ref)
+    if many is not None and not isinstance(many, list):
+        refs.append(many)  # not a list: let validation name the problem
+    return {
+        **value,
+        "external_reference": refs[0] if refs else None,
+        "external_references": refs,
+    }
 
 
 def _ids(value: Any) -> Any:
@@ -260,6 +340,7 @@ class EntityCreate(CreateModel):
     type: str
     external_type: str | None = None
     external_reference: str | None = None
+    external_references: list[str] | None = None  # the public spec's form
 
 
 class ContactCreate(CreateModel):
@@ -268,6 +349,7 @@ class ContactCreate(CreateModel):
     name: str = Field(min_length=1, max_length=255)
     email: str
     external_reference: str | None = None
+    external_references: list[str] | None = None  # the public spec's form
 
 
 class PaymentInstructionCreate(CreateModel):

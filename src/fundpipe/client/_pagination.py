@@ -14,6 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from fundpipe.client._errors import IncompleteListError
+
 T = TypeVar("T")
 
 _CURSOR_PARAMS = frozenset({"page", "page_before", "limit"})
@@ -36,20 +38,34 @@ class Page(Generic[T]):
 async def iter_raw_pages(
     fetch: PageFetcher, path: str, params: Mapping[str, Any] | None = None
 ) -> AsyncIterator[dict[str, Any]]:
-    """Yield the raw JSON pages of the list at `path`, following `next_page_url` lazily."""
+    """Yield the raw JSON pages of the list at `path`, following `next_page_url` lazily.
+
+    A page with `has_more: true` and no `next_page_url` (the older public form) raises
+    `IncompleteListError` instead of being yielded: the list cannot be finished, and saying so
+    beats a listing that silently lacks records.
+    """
     url: str | None = path
     query: Mapping[str, Any] | None = params
     while url is not None:
         page = await fetch(url, query)
-        yield page
         next_url = page.get("next_page_url")
         if next_url is not None and not isinstance(next_url, str):
             msg = f"next_page_url must be a string or null, got {type(next_url).__name__}"
             raise TypeError(msg)
+        if next_url is None and page.get("has_more") is True:
+            raise IncompleteListError(path, _resource_of(path))
+        yield page
         if next_url == url:
             msg = "next_page_url points at the page just read: the list would never end"
             raise RuntimeError(msg)
         url, query = next_url, _carried_filters(next_url, params)
+
+
+def _resource_of(path: str) -> str:
+    """The plain name of what a list path lists: `/v1/vehicles/veh_1/financial_accounts` →
+    `financial accounts`."""
+    segment = path.partition("?")[0].rstrip("/").rsplit("/", 1)[-1]
+    return segment.replace("_", " ") or "records"
 
 
 def _carried_filters(

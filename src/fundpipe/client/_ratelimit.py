@@ -33,7 +33,7 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import stamina
@@ -56,12 +56,17 @@ class RateGate:
         *,
         recovery_s: float = 10.0,
         monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """Allow `rate_per_s` requests per second, `max_concurrency` at a time."""
+        """Allow `rate_per_s` requests per second, `max_concurrency` at a time.
+
+        `monotonic` and `sleep` are the clock and the wait (tests pass a virtual pair).
+        """
         self.rate_per_s = rate_per_s
         self.max_concurrency = max_concurrency
         self._recovery_s = recovery_s
         self._monotonic = monotonic
+        self._sleep = sleep
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._resume_at = 0.0  # monotonic time before which nothing is sent
         self._changed_at = monotonic()
@@ -131,8 +136,8 @@ class RateGate:
     async def _wait_resume(self) -> None:
         # Retry waits are switched off in stamina's test mode; the shared pause follows suit.
         # A loop, not an Event: another 429 may push the resume time further while we sleep.
-        while not stamina.is_testing() and (delay := self.paused_for) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(delay)
+        while not stamina.is_testing() and (delay := self.paused_for) > 0:
+            await self._sleep(delay)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -143,10 +148,10 @@ class RateGate:
                 await self._wait_resume()
                 self._maybe_recover()
                 if (delay := self.take_slot() - self._monotonic()) > 0:
-                    await asyncio.sleep(delay)
+                    await self._sleep(delay)
                 if stamina.is_testing() or self.paused_for <= 0:
                     break  # else a 429 arrived meanwhile: a new slot after the pause
-            while (delay := self.guard_delay()) > 0:  # noqa: ASYNC110 - a computed deadline
-                await asyncio.sleep(delay)
+            while (delay := self.guard_delay()) > 0:
+                await self._sleep(delay)
             self.record_send()
             yield

@@ -98,3 +98,20 @@ def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(_redact(v, secrets) for v in value)
     return value
+
+
+def account_numbers(body: Any) -> tuple[str, ...]:
+    """Every account number in a request body, to scrub them from error messages."""
+    found: list[str] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if "account_number" in key and isinstance(value, str) and value:
+                    found.append(value)
+                else:
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return tuple(found)

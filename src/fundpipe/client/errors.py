@@ -5,13 +5,18 @@ FundServiceError
 ├── ConfigurationError
 ├── ServiceConnectionError                       retryable
 ├── ResponseDecodeError
+├── IncompleteListError                          has_more without next_page_url
 └── APIError
     ├── InvalidRequestError          400
+    │   └── InvalidScopeError        400         token endpoint `invalid_scope`
     ├── AuthenticationError          401
     ├── PermissionDeniedError        403
+    │   └── MissingScopeError        403         `scope` names the missing scope
     ├── NotFoundError                404
+    ├── OperationUnavailableError    404/405/501 a guessed (optional) operation is not served
     ├── RequestTimeoutError          408         retryable
     ├── ConflictError                409         retryable (code `conflict`)
+    │   └── AlreadyExistsError       409         fatal; `conflicts_with` ids of the existing
     ├── IdempotencyMismatchError     409 or 422  fatal (code `idempotency_mismatch`)
     ├── UnprocessableEntityError     422
     ├── RateLimitError               429         retryable
@@ -19,7 +24,9 @@ FundServiceError
 ```
 """
 
+from fundpipe.client._error_map import error_class_for, error_from_response
 from fundpipe.client._errors import (
+    AlreadyExistsError,
     APIError,
     APIServerError,
     AuthenticationError,
@@ -27,30 +34,37 @@ from fundpipe.client._errors import (
     ConflictError,
     FundServiceError,
     IdempotencyMismatchError,
+    IncompleteListError,
     InvalidParam,
     InvalidRequestError,
+    InvalidScopeError,
+    MissingScopeError,
     NotFoundError,
+    OperationUnavailableError,
     PermissionDeniedError,
     RateLimitError,
     RequestTimeoutError,
     ResponseDecodeError,
     ServiceConnectionError,
     UnprocessableEntityError,
-    error_class_for,
-    error_from_response,
 )
 
 __all__ = [
     "APIError",
     "APIServerError",
+    "AlreadyExistsError",
     "AuthenticationError",
     "ConfigurationError",
     "ConflictError",
     "FundServiceError",
     "IdempotencyMismatchError",
+    "IncompleteListError",
     "InvalidParam",
     "InvalidRequestError",
+    "InvalidScopeError",
+    "MissingScopeError",
     "NotFoundError",
+    "OperationUnavailableError",
     "PermissionDeniedError",
     "RateLimitError",
     "RequestTimeoutError",

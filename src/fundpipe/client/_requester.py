@@ -1,6 +1,6 @@
-"""The request pipeline behind `FundClient`: auth, rate gate, retries, decoding, pagination.
+"""The request chain behind `FundClient`: auth, rate gate, retries, decoding, pagination.
 
-One `Pipeline` per client. `send` runs one logical request: the stamina retry loop around
+One `Requester` per client. `send` runs one logical request: the stamina retry loop around
 attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
 flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
 into a typed error when the answer is not a success.
@@ -8,7 +8,6 @@ into a typed error when the answer is not a success.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import ssl
@@ -23,52 +22,27 @@ from pydantic import BaseModel, ValidationError
 
 from fundpipe import __version__
 from fundpipe.client._auth import ClientCredentialsAuth
+from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
     APIError,
     ConfigurationError,
+    PermissionDeniedError,
     RateLimitError,
     ResponseDecodeError,
     ServiceConnectionError,
-    error_from_response,
-    request_id_of,
 )
 from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
 from fundpipe.client._pagination import Paginator, iter_raw_pages
 from fundpipe.client._ratelimit import RateGate
-from fundpipe.client._redact import redact
+from fundpipe.client._redact import account_numbers, redact
 from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
+from fundpipe.client._scopes import missing_scope_error, scope_for
+from fundpipe.client._urls import check_url, token_endpoint
 from fundpipe.config import Settings
 
 logger = logging.getLogger("fundpipe.client")
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_url(name: str, url: str, *, transport_injected: bool) -> httpx.URL:
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        msg = f"{name} must be an absolute http(s) URL, got {redact(url)!r}"
-        raise ConfigurationError(msg)
-    if parsed.scheme == "http" and not _is_loopback(parsed.host) and not transport_injected:
-        # Credentials and tokens must never cross a network in clear text.
-        msg = f"{name} uses plain http to a non-loopback host ({parsed.host}); use https"
-        raise ConfigurationError(msg)
-    return parsed
-
-
-def _token_endpoint(token_url: str) -> str:
-    if token_url.rstrip("/").endswith("/oauth/token"):
-        return token_url.rstrip("/")
-    return token_url.rstrip("/") + "/oauth/token"
 
 
 def _path_of(url: str) -> str:
@@ -78,24 +52,7 @@ def _path_of(url: str) -> str:
     return httpx.URL(url).path
 
 
-def _account_numbers(body: Any) -> tuple[str, ...]:
-    """Every account number in a request body, to scrub them from error messages."""
-    found: list[str] = []
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if "account_number" in key and isinstance(value, str) and value:
-                    found.append(value)
-                else:
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
-    return tuple(found)
-
-
-class Pipeline:
+class Requester:
     """Everything between a typed operation and the network, for one client."""
 
     def __init__(
@@ -104,6 +61,7 @@ class Pipeline:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
+        rate_gate: RateGate | None = None,
     ) -> None:
         """Check `settings` and build the HTTP client; no network I/O happens here."""
         if not settings.base_url:
@@ -118,8 +76,8 @@ class Pipeline:
                 msg += " (load the Prefect Secret block first: await with_prefect_secret(settings))"
             raise ConfigurationError(msg)
         injected = transport is not None
-        base_url = _check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)
-        token_url = _check_url(
+        base_url = check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)
+        token_url = check_url(
             "FUNDPIPE_TOKEN_URL",
             settings.effective_token_url or settings.base_url,
             transport_injected=injected,
@@ -127,14 +85,14 @@ class Pipeline:
         self.settings = settings
         self._clock = clock or (lambda: datetime.now(UTC))
         self.auth = ClientCredentialsAuth(
-            token_url=_token_endpoint(str(token_url)),
+            token_url=token_endpoint(str(token_url)),
             client_id=settings.client_id,
             client_secret=settings.client_secret.get_secret_value(),
             scopes=settings.scopes,
             leeway_s=settings.token_leeway_s,
             clock=self._clock,
         )
-        self.gate = RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self.gate = rate_gate or RateGate(settings.rate_limit_per_s, settings.max_concurrency)
         self._retry = RetryPolicy(
             max_attempts=settings.max_attempts,
             deadline_s=settings.retry_deadline_s,
@@ -180,7 +138,7 @@ class Pipeline:
         """Close every pooled connection."""
         await self.http.aclose()
 
-    # --- the request pipeline ----------------------------------------------------------------
+    # --- the request chain --------------------------------------------------------------------
 
     def _log(self, level: int, msg: str, *args: Any) -> None:
         if logger.isEnabledFor(level):
@@ -243,6 +201,12 @@ class Pipeline:
         error = error_from_response(
             response, retry_after=retry_after, secrets=secrets + self.auth.known_secrets
         )
+        if isinstance(error, PermissionDeniedError):
+            error = missing_scope_error(
+                error,
+                scope_for(method, response.request.url.path),
+                response.headers.get("www-authenticate"),
+            )
         if isinstance(error, RateLimitError):
             # Every request of this client waits, not only the one that was refused.
             pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
@@ -314,7 +278,7 @@ class Pipeline:
             ) from None
 
     @staticmethod
-    def _parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
+    def parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -332,7 +296,7 @@ class Pipeline:
     async def get_object(self, path: str, model: type[M]) -> M:
         """GET one record at `path` as a `model`."""
         response = await self.send("GET", path)
-        return self._parse(model, self._json(response), response)
+        return self.parse(model, self._json(response), response)
 
     async def create(
         self,
@@ -352,7 +316,7 @@ class Pipeline:
             path,
             content=dumps_plain(json_body).encode("ascii"),
             headers={"Content-Type": "application/json", "Idempotency-Key": key},
-            secrets=_account_numbers(json_body),
+            secrets=account_numbers(json_body),
         )
         envelope = self._json(response)
         data = envelope.get("data") if isinstance(envelope, dict) else None
@@ -363,7 +327,7 @@ class Pipeline:
                 request_id=request_id_of(response),
                 body=response.content,
             )
-        return [self._parse(model, item, response) for item in data]
+        return [self.parse(model, item, response) for item in data]
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)
@@ -406,7 +370,7 @@ class Pipeline:
         self, path: str, model: type[M], params: Mapping[str, Any] | None = None
     ) -> Paginator[M]:
         """A lazy `Paginator` over the list at `path`, records parsed as `model`."""
-        return Paginator(self.fetch_page, path, params, lambda item: self._parse(model, item))
+        return Paginator(self.fetch_page, path, params, lambda item: self.parse(model, item))
 
     def raw_pages(
         self, path: str, params: Mapping[str, Any] | None = None
