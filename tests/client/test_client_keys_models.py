@@ -305,7 +305,6 @@ async def test_client_secret_can_come_from_a_prefect_secret_block(monkeypatch):
 @pytest.fixture(scope="module")
 def tls_certificate(tmp_path_factory) -> tuple[str, str]:
     """A self-signed certificate (and key) for the address 127.0.0.1 only, as PEM files."""
-    pytest.importorskip("cryptography")
     import ipaddress
 
     from cryptography import x509
