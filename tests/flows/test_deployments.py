@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from fundpipe.pipeline import load_flows
+from fundpipe.app.samples import load_flows
 
 ROOT = Path(__file__).resolve().parents[2]
 
