@@ -46,7 +46,7 @@ def _cpu_s() -> float:
 
 def generate(root: Path) -> dict[str, Any]:
     """Fill a warehouse with the synthetic world; return timing."""
-    from fundpipe.warehouse import Warehouse
+    from fundpipe.warehouse.file import Warehouse
 
     started = time.perf_counter()
     (root / "warehouse.duckdb").unlink(missing_ok=True)
@@ -116,8 +116,8 @@ def generate(root: Path) -> dict[str, Any]:
 
 def views(root: Path) -> dict[str, Any]:
     """Run every view for AS_OF into Parquet; return time, rows and peak RSS."""
-    from fundpipe.reconcile import export_views
-    from fundpipe.warehouse import Warehouse
+    from fundpipe.reconcile.views import export_views
+    from fundpipe.warehouse.file import Warehouse
 
     started = time.perf_counter()
     with Warehouse(root / "warehouse.duckdb").read() as con:
@@ -139,7 +139,7 @@ def slice_payments(root: Path) -> Path:
 
 def workbook_fundpipe(parquet: Path, out: Path) -> dict[str, Any]:
     """fundpipe's writer: Payments sheet from the Parquet file."""
-    from fundpipe.reports import SheetSource, WorkbookSummary, write_workbook
+    from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
 
     started, cpu = time.perf_counter(), _cpu_s()
     write_workbook(

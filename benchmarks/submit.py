@@ -1,4 +1,4 @@
-"""Submission throughput: 10,000 payments in 100 distributions through `fundpipe.ingest`.
+"""Submission throughput: 10,000 payments in 100 distributions through `fundpipe.submit.ingest`.
 
     python benchmarks/submit.py [--rate 10] [--batch-size 1] [--concurrency 8]
 
@@ -43,7 +43,7 @@ from pydantic import SecretStr
 
 from fundpipe.client import FundClient
 from fundpipe.config import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_ORG_ID, Settings
-from fundpipe.ingest import ingest
+from fundpipe.submit.ingest import ingest
 
 LATENCY_MS = 20
 WINDOW_S = 2.0

@@ -39,7 +39,7 @@ def _peak_rss_mb() -> float:
 def child_fundpipe(base_url: str, out: Path) -> dict[str, Any]:
     """Run fundpipe's sync into a fresh warehouse; report records and time."""
     from fundpipe.config import Settings
-    from fundpipe.sync import sync
+    from fundpipe.sync.pull import sync
 
     settings = Settings(
         data_dir=out,

@@ -96,7 +96,7 @@ def write_xlsx(path: Path, rows: list[list[str]]) -> None:
 
 def run_fundpipe(path: Path) -> dict[str, object]:
     from fundpipe.sheets.readers import ReadLimits
-    from fundpipe.validate import validate_files
+    from fundpipe.validate.files import validate_files
 
     # Warm up once on the clean sample: pandera registers its backends lazily on first use,
     # a one-off cost per process that is not per-sheet work.

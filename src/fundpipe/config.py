@@ -2,7 +2,7 @@
 
 Settings are built at the entry points (CLI commands, flows) and passed down; nothing reads the
 environment deep inside a function. With no `FUNDPIPE_BASE_URL`, fundpipe runs against the
-embedded sandbox (see `fundpipe.embedded`) with the demo client's credentials.
+embedded sandbox (see `fundpipe.app.embedded`) with the demo client's credentials.
 """
 
 from __future__ import annotations

@@ -46,8 +46,8 @@ def describe_failure(exc: BaseException) -> tuple[int, str]:
     import httpx
 
     from fundpipe.client.errors import FundServiceError, ServiceConnectionError
-    from fundpipe.inbox import InboxBusyError
-    from fundpipe.warehouse import WarehouseLockedError
+    from fundpipe.submit.inbox import InboxBusyError
+    from fundpipe.warehouse.file import WarehouseLockedError
 
     if isinstance(exc, UserFacingError):
         return exc.exit_code, str(exc)

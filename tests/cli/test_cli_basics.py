@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fundpipe.cli import app
+from fundpipe.app.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "watch", "config"]

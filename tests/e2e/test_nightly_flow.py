@@ -22,10 +22,10 @@ from typing import Any
 import openpyxl
 import pytest
 
+from fundpipe.app.embedded import service
+from fundpipe.app.samples import load_flows
 from fundpipe.config import Settings
-from fundpipe.embedded import service
-from fundpipe.pipeline import load_flows
-from fundpipe.validate import validate_files
+from fundpipe.validate.files import validate_files
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "samples"

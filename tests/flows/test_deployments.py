@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from fundpipe.pipeline import load_flows
+from fundpipe.app.samples import load_flows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_
 
 
 def test_the_inbox_deployment_is_triggered_by_the_watchers_event() -> None:
-    from fundpipe.watch import INBOX_EVENT, INBOX_RESOURCE
+    from fundpipe.app.watch import INBOX_EVENT, INBOX_RESOURCE
 
     served = {d.name: d for d in load_flows().deployments()}
     assert served["nightly"].triggers == []

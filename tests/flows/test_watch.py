@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from fundpipe.watch import SettleTracker, list_candidates, watch_inbox
+from fundpipe.app.watch import SettleTracker, list_candidates, watch_inbox
 
 SETTLE = 1.0
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sheet_builders import HEADER, csv_bytes
 
-from fundpipe.validate import validate_files
+from fundpipe.validate.files import validate_files
 
 # (column position, a value that column must refuse)
 MUTATIONS = [

@@ -14,7 +14,7 @@ import xlsxwriter
 from sheet_builders import HEADER, clean_rows, csv_bytes
 
 from fundpipe.sheets.readers import ReadLimits
-from fundpipe.validate import FileReport, validate_files
+from fundpipe.validate.files import FileReport, validate_files
 
 
 def only(path: Path, **kwargs: object) -> FileReport:

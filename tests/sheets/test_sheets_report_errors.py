@@ -7,8 +7,8 @@ from pathlib import Path
 
 import openpyxl
 
-from fundpipe.report_errors import write_error_report
-from fundpipe.sheets.issues import FileReport, Issue
+from fundpipe.reports.rejected import write_error_report
+from fundpipe.validate.issues import FileReport, Issue
 
 
 def test_error_report_is_written_as_csv_and_xlsx_without_live_formulas(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.sheets.models import DistributionSheetModel, RosterSheetModel
 from fundpipe.sheets.templates import TEMPLATES_DIR, load_templates, normalize_header
+from fundpipe.validate.models import DistributionSheetModel, RosterSheetModel
 
 TEMPLATES = sorted(TEMPLATES_DIR.glob("*.json"))
 

@@ -11,7 +11,7 @@ import xlsxwriter
 from rich.console import Console
 from sheet_builders import HEADER, clean_rows
 
-from fundpipe.validate import (
+from fundpipe.validate.files import (
     FileReport,
     render_json,
     render_table,

@@ -10,7 +10,8 @@ import pytest
 from submit_worlds import World, write_sheet
 
 from fundpipe.client import idempotency_key
-from fundpipe.inbox import (
+from fundpipe.plan import ResolvedRequest
+from fundpipe.submit.inbox import (
     InboxBusyError,
     InboxLock,
     UnsafePathError,
@@ -19,9 +20,8 @@ from fundpipe.inbox import (
     sanitize_name,
     stable_files,
 )
-from fundpipe.ingest import ingest
-from fundpipe.ledger import open_ledger
-from fundpipe.plan import ResolvedRequest
+from fundpipe.submit.ingest import ingest
+from fundpipe.submit.ledger import open_ledger
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 from submit_worlds import World, write_sheet
 
-from fundpipe.ingest import ingest
-from fundpipe.ledger import open_ledger
+from fundpipe.submit.ingest import ingest
+from fundpipe.submit.ledger import open_ledger
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
@@ -263,7 +263,7 @@ def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> N
 
     from fundpipe.client import FundClient, idempotency_key
     from fundpipe.plan import IdMap, ServiceState, build_plan
-    from fundpipe.submit import load_state
+    from fundpipe.submit.execute import load_state
 
     def sheet(contact: str) -> list[dict[str, object]]:
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)

@@ -10,9 +10,9 @@ import pytest
 from warehouse_world import seed_known_world
 
 from fundpipe.config import Settings
-from fundpipe.reconcile import ReconcileResult, reconcile
+from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.sandbox import SandboxConfig, create_app
-from fundpipe.warehouse import Warehouse
+from fundpipe.warehouse.file import Warehouse
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fundpipe.ledger import open_ledger
-from fundpipe.sync import copy_ledger
-from fundpipe.warehouse import Warehouse
+from fundpipe.submit.ledger import open_ledger
+from fundpipe.sync.pull import copy_ledger
+from fundpipe.warehouse.file import Warehouse
 
 
 def test_the_ledgers_files_land_in_the_warehouse_and_a_rejected_one_is_an_exception(

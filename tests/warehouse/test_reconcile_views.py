@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from warehouse_world import PAYLOADS
 
+from fundpipe.app.render import format_cents, render_summary
 from fundpipe.config import Settings
-from fundpipe.reconcile import ReconcileResult, reconcile
-from fundpipe.summary import format_cents, render_summary
-from fundpipe.warehouse import Warehouse
+from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.warehouse.file import Warehouse
 
 AS_OF = dt.date(2026, 11, 30)
 

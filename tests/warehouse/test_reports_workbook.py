@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from warehouse_world import PAYLOADS
 
-from fundpipe.reconcile import ReconcileResult
-from fundpipe.reports import SheetSource, WorkbookSummary, neutralise, write_workbook
+from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reports.workbook import SheetSource, WorkbookSummary, neutralise, write_workbook
 
 CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
 

@@ -13,8 +13,8 @@ import pytest
 
 from fundpipe.client import FundClient, FundServiceError
 from fundpipe.config import Settings
-from fundpipe.sync import sync
-from fundpipe.warehouse import Warehouse
+from fundpipe.sync.pull import sync
+from fundpipe.warehouse.file import Warehouse
 
 BASE = "http://sandbox.test"
 
@@ -98,7 +98,7 @@ def test_sync_waits_for_a_warehouse_held_by_another_process_and_names_it(
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
-        with caplog.at_level(logging.WARNING, logger="fundpipe.warehouse"):
+        with caplog.at_level(logging.WARNING, logger="fundpipe.warehouse.file"):
             result = sync(settings, transport=transport, warehouse=wh)
     finally:
         holder.kill()

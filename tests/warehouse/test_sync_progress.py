@@ -9,7 +9,7 @@ from rich.console import Console
 
 from fundpipe.config import Settings
 from fundpipe.progress import RichProgress
-from fundpipe.sync import sync
+from fundpipe.sync.pull import sync
 
 
 class Recorder:

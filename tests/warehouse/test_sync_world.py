@@ -28,10 +28,10 @@ from warehouse_world import PAYLOADS
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
-from fundpipe.reconcile import ReconcileResult, reconcile
-from fundpipe.reports import neutralise
+from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reports.workbook import neutralise
 from fundpipe.sandbox import SandboxConfig, create_app
-from fundpipe.sync import SyncResult, sync
+from fundpipe.sync.pull import SyncResult, sync
 
 START = dt.datetime(2030, 1, 10, 12, 0, tzinfo=dt.UTC)
 BASE = "http://sandbox.test"

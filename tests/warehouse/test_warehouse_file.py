@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.warehouse import (
+from fundpipe.warehouse.file import (
     SCHEMA_FILE,
     MigrationError,
     Warehouse,

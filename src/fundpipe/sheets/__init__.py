@@ -6,14 +6,11 @@ cents), `parse_datetimes` (date-times in a zone → ISO with the zone's offset),
 """
 
 from fundpipe.sheets.datetimes import parse_datetimes
-from fundpipe.sheets.issues import FileReport, Issue, mask_account_number
 from fundpipe.sheets.money import format_cents, format_spreadsheet_number, parse_money
 from fundpipe.sheets.readers import RawSheet, ReadLimits, ReadResult, read_file
 from fundpipe.sheets.templates import Template, load_templates, normalize_header
 
 __all__ = [
-    "FileReport",
-    "Issue",
     "RawSheet",
     "ReadLimits",
     "ReadResult",
@@ -21,7 +18,6 @@ __all__ = [
     "format_cents",
     "format_spreadsheet_number",
     "load_templates",
-    "mask_account_number",
     "normalize_header",
     "parse_datetimes",
     "parse_money",

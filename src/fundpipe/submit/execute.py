@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 from fundpipe.client import FundClient, idempotency_key
 from fundpipe.client.errors import APIError, FundServiceError
-from fundpipe.ledger import Ledger
 from fundpipe.plan import (
     PHASES,
     IdMap,
@@ -41,6 +40,7 @@ from fundpipe.plan import (
     UnresolvedReferenceError,
 )
 from fundpipe.progress import NullProgress, ProgressSink
+from fundpipe.submit.ledger import Ledger
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,8 @@ in this package (`ingest`, `sync`, `reconcile`) and run without Prefect in unit 
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,42 +17,14 @@ from rich.console import Console
 from rich.table import Table
 
 from fundpipe.config import Settings
-from fundpipe.errors import InputError
 
 #: Sheet extensions the inbox accepts.
 SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
 
 
-def flows_dir() -> Path:
-    """The `flows/` directory: `FUNDPIPE_FLOWS_DIR`, else next to the source tree or the cwd."""
-    import os
-
-    candidates = []
-    if env := os.environ.get("FUNDPIPE_FLOWS_DIR"):
-        candidates.append(Path(env))
-    candidates += [Path(__file__).resolve().parents[2] / "flows", Path.cwd() / "flows"]
-    for candidate in candidates:
-        if (candidate / "nightly.py").is_file():
-            return candidate
-    raise InputError(
-        "cannot find flows/nightly.py; run fundpipe from the repository or set FUNDPIPE_FLOWS_DIR"
-    )
-
-
 def load_flows() -> ModuleType:
-    """Import `flows/nightly.py` (the module defining the nightly, ingest, sync and reconcile
-    flows and `serve_all`)."""
-    path = flows_dir() / "nightly.py"
-    name = "fundpipe_flows_nightly"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:  # pragma: no cover - a file we just found
-        raise InputError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The module defining the nightly, ingest, sync and reconcile flows and `serve_all`."""
+    return importlib.import_module("fundpipe.app.flows")
 
 
 def copy_samples(settings: Settings) -> list[Path]:

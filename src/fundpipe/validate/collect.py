@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fundpipe.sheets.issues import SENSITIVE_COLUMNS, Issue, mask_account_number
+from fundpipe.validate.issues import SENSITIVE_COLUMNS, Issue, mask_account_number
 
 _COLUMNS = ["row", "column", "value", "check", "reason"]
 _BLANK_CHECKS = ("not_nullable", "amount_required", "datetime_required")

@@ -18,8 +18,8 @@ import duckdb
 import pandas as pd
 
 from fundpipe.config import Settings
-from fundpipe.reports import SheetSource, WorkbookSummary, export_query, write_workbook
-from fundpipe.warehouse import Warehouse
+from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
+from fundpipe.warehouse.file import Warehouse
 
 __all__ = ["VIEWS", "ReconcileResult", "ReconcileSummary", "export_views", "reconcile"]
 

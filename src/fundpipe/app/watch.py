@@ -8,7 +8,7 @@ takes the inbox lock and picks the files up as any run would, so a file announce
 picked up by the interval run first, is still ingested exactly once.
 
 A file is *settled* when its name is a sheet's (not ``~$…``, ``*.part``, dot files…: the same
-rule as the ingest's, :func:`fundpipe.inbox.is_transient_name`), and its size and modification
+rule as the ingest's, :func:`fundpipe.submit.inbox.is_transient_name`), and its size and modification
 time have not changed for ``settle_s`` seconds. A file still growing is announced only once it
 stops; a file renamed from ``x.csv.part`` to ``x.csv`` is announced under its final name.
 """
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fundpipe.inbox import is_transient_name
+from fundpipe.submit.inbox import is_transient_name
 
 #: The Prefect event a settled inbox file emits; the `inbox` deployment is triggered by it.
 INBOX_EVENT = "fundpipe.inbox.file.settled"

@@ -3,7 +3,7 @@
 Order of work: money and date-times are parsed (their own checks), the pandera model checks ids,
 lengths, ranges and zones, then the cross-row rules: rows sharing an ``external_reference`` agree
 on name, vehicle, date and zone; no entity twice in one distribution; at most 1,000 payments per
-distribution. Entity resolution needs every file of the drop and happens in `fundpipe.validate`.
+distribution. Entity resolution needs every file of the drop and happens in `fundpipe.validate.files`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fundpipe.sheets.collect import IssueCollector
 from fundpipe.sheets.datetimes import known_zones, parse_datetimes
-from fundpipe.sheets.models import ENTITY_ID, DistributionSheetModel, failure_issues
 from fundpipe.sheets.money import MONEY_REASONS, parse_money
+from fundpipe.validate.collect import IssueCollector
+from fundpipe.validate.models import ENTITY_ID, DistributionSheetModel, failure_issues
 
 #: Most payments one distribution may hold (service decision).
 MAX_PAYMENTS_PER_DISTRIBUTION = 1000

@@ -37,7 +37,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The warehouse DDL and views (the single source; see schemas/README.md).
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "warehouse.sql"
+SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "warehouse.sql"
 
 _MIGRATION_HEADER = re.compile(r"^--\s*migration:\s*(\d+)\s+(.+?)\s*$", re.MULTILINE)
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")

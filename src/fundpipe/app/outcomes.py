@@ -13,12 +13,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.summary import format_cents
+from fundpipe.app.render import format_cents
 
 if TYPE_CHECKING:
-    from fundpipe.ingest import IngestResult
-    from fundpipe.reconcile import ReconcileResult
-    from fundpipe.sync import SyncResult
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.ingest import IngestResult
+    from fundpipe.sync.pull import SyncResult
 
 
 def _plain(value: Any) -> Any:

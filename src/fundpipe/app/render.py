@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from fundpipe.reconcile import ReconcileResult
+from fundpipe.reconcile.views import ReconcileResult
 
 __all__ = ["format_cents", "render_summary"]
 

@@ -32,9 +32,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed, State
 
+from fundpipe.app.embedded import service
+from fundpipe.app.samples import copy_samples
 from fundpipe.config import Settings
-from fundpipe.embedded import service
-from fundpipe.pipeline import copy_samples
 
 NIGHTLY_CRON = os.environ.get("FUNDPIPE_NIGHTLY_CRON", "30 1 * * *")
 NIGHTLY_TIMEZONE = os.environ.get("FUNDPIPE_NIGHTLY_TIMEZONE", "America/New_York")
@@ -134,8 +134,8 @@ def ingest_drop(settings: Settings) -> dict[str, Any]:
     `external_reference` of a roster dropped with it, so the files of a drop are validated and
     planned together. The per-file outcomes are in the result (and the run's artifacts).
     """
-    from fundpipe.ingest import ingest
-    from fundpipe.run_summary import ingest_dict
+    from fundpipe.app.outcomes import ingest_dict
+    from fundpipe.submit.ingest import ingest
 
     return _guard(lambda: ingest_dict(ingest(settings, None)))
 
@@ -143,8 +143,8 @@ def ingest_drop(settings: Settings) -> dict[str, Any]:
 @task(name="ingest-file", **_TASK_OPTIONS)
 def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
     """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
-    from fundpipe.ingest import ingest
-    from fundpipe.run_summary import ingest_dict
+    from fundpipe.app.outcomes import ingest_dict
+    from fundpipe.submit.ingest import ingest
 
     return _guard(lambda: ingest_dict(ingest(settings, [Path(path)])))
 
@@ -152,8 +152,8 @@ def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
 @task(name="sync", **_TASK_OPTIONS)
 def sync_step(settings: Settings) -> dict[str, Any]:
     """Pull the service's state into the warehouse."""
-    from fundpipe.run_summary import sync_dict
-    from fundpipe.sync import sync as run_sync
+    from fundpipe.app.outcomes import sync_dict
+    from fundpipe.sync.pull import sync as run_sync
 
     return _guard(lambda: sync_dict(run_sync(settings)))
 
@@ -161,8 +161,8 @@ def sync_step(settings: Settings) -> dict[str, Any]:
 @task(name="reconcile", **_TASK_OPTIONS)
 def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
     """Build the reconciliation views and write the reports."""
-    from fundpipe.reconcile import reconcile as run_reconcile
-    from fundpipe.run_summary import reconcile_dict
+    from fundpipe.app.outcomes import reconcile_dict
+    from fundpipe.reconcile.views import reconcile as run_reconcile
 
     report_date = date.fromisoformat(as_of) if as_of else None
     return _guard(lambda: reconcile_dict(run_reconcile(settings, as_of=report_date, out_dir=None)))
@@ -171,7 +171,7 @@ def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
 @task(name="publish-artifacts", **_TASK_OPTIONS)
 def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]]) -> None:
     """A markdown summary and a table of exceptions, attached to the flow run."""
-    from fundpipe.run_summary import summary_markdown
+    from fundpipe.app.outcomes import summary_markdown
 
     create_markdown_artifact(
         markdown=summary_markdown(summary),
@@ -246,7 +246,7 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None) -> State[Any]:
 
 
 def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> State[Any]:
-    from fundpipe.run_summary import build_summary
+    from fundpipe.app.outcomes import build_summary
 
     settings = _settings(data_dir)
     if samples:
@@ -274,7 +274,7 @@ def deployments() -> list[Any]:
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
 
-    from fundpipe.watch import INBOX_EVENT, INBOX_RESOURCE
+    from fundpipe.app.watch import INBOX_EVENT, INBOX_RESOURCE
 
     # A nightly run that would overlap the previous one is not started; an inbox run waits for
     # the one before it, so a file announced while a run is under way is picked up right after.
@@ -319,8 +319,8 @@ def serve_all() -> None:
 
     from prefect import serve
 
-    from fundpipe.inbox import InboxDirs
-    from fundpipe.watch import prefect_announcer, watch_inbox
+    from fundpipe.app.watch import prefect_announcer, watch_inbox
+    from fundpipe.submit.inbox import InboxDirs
 
     settings = _settings(None)
     stop = threading.Event()

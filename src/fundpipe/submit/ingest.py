@@ -1,7 +1,7 @@
 """`fundpipe ingest`: inbox → validate → plan → pre-flight → submit, exactly once.
 
 :func:`ingest` is the library entry point the CLI and the flows call; ``python -m
-fundpipe.ingest`` runs it on the inbox with settings from ``FUNDPIPE_*`` variables (the chaos
+fundpipe.submit.ingest`` runs it on the inbox with settings from ``FUNDPIPE_*`` variables (the chaos
 test kills that process and starts it again). Every run first settles what a previous run left
 open (files in ``processing/``, requests without an outcome), then plans against a fresh
 snapshot of the service, so a crash at any point is resumed, never repeated.
@@ -28,8 +28,6 @@ from rich.console import Console
 from rich.table import Table
 
 from fundpipe.config import Settings
-from fundpipe.inbox import InboxBusyError, InboxDirs, InboxLock, move_into, stable_files
-from fundpipe.ledger import Ledger, open_ledger
 from fundpipe.plan import (
     MAX_BATCH,
     PHASES,
@@ -39,8 +37,10 @@ from fundpipe.plan import (
     display_body,
 )
 from fundpipe.progress import ProgressSink
-from fundpipe.sheets.issues import FileReport, Issue
-from fundpipe.submit import Preflight, SubmitResult, execute, load_state, preflight, settle
+from fundpipe.submit.execute import Preflight, SubmitResult, execute, load_state, preflight, settle
+from fundpipe.submit.inbox import InboxBusyError, InboxDirs, InboxLock, move_into, stable_files
+from fundpipe.submit.ledger import Ledger, open_ledger
+from fundpipe.validate.issues import FileReport, Issue
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class IngestResult:
     def exit_code(self) -> int:
         """0 all done; 1 a file was rejected, refused or in conflict; 3 outcomes still unknown.
 
-        (``python -m fundpipe.ingest`` exits 4 when another ingest holds the inbox lock.)
+        (``python -m fundpipe.submit.ingest`` exits 4 when another ingest holds the inbox lock.)
         """
         states = {f.state for f in self.files}
         if "incomplete" in states:
@@ -179,7 +179,7 @@ def plan_phases(plan: Plan) -> list[str]:
 
 def write_report(report: FileReport, sheet_path: Path) -> list[Path]:
     """Write ``report``'s issues beside ``sheet_path`` (``<name>.errors.csv`` and ``.xlsx``)."""
-    from fundpipe.report_errors import write_error_report
+    from fundpipe.reports.rejected import write_error_report
 
     return write_error_report(replace(report, file=str(sheet_path)), sheet_path.parent)
 
@@ -293,7 +293,7 @@ def ingest(
     refusal of the file. ``transport`` replaces the network (tests pass the sandbox's ASGI
     app). ``settle_s`` (seconds an inbox file must be unchanged) and ``batch_size``
     (distributions per create request, at most 100) override ``settings.inbox_settle_s`` and
-    ``settings.submit_batch_size``. Raises :class:`fundpipe.inbox.InboxBusyError` when another
+    ``settings.submit_batch_size``. Raises :class:`fundpipe.submit.inbox.InboxBusyError` when another
     ingest holds the lock.
     """
     require = settings.require_funds if require_funds is None else require_funds
@@ -302,7 +302,7 @@ def ingest(
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
     if settings.embedded and transport is None:
-        from fundpipe.embedded import service
+        from fundpipe.app.embedded import service
 
         with service(settings) as live:
             return ingest(
@@ -387,7 +387,7 @@ async def _run(
     progress: ProgressSink | None = None,
 ) -> IngestResult:
     from fundpipe.client import FundClient
-    from fundpipe.validate import validate_files
+    from fundpipe.validate.files import validate_files
 
     dirs = InboxDirs(settings.data_dir)
     dry_run = result.dry_run
@@ -626,7 +626,7 @@ async def _only_organization(client: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fundpipe.ingest [FILE...]``: ingest with settings from the environment.
+    """``python -m fundpipe.submit.ingest [FILE...]``: ingest with settings from the environment.
 
     ``FUNDPIPE_INBOX_SETTLE_S`` (seconds a file must be unchanged) and
     ``FUNDPIPE_SUBMIT_BATCH_SIZE`` tune the run (see :class:`fundpipe.config.Settings`); the exit

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import xlsxwriter
 
-from fundpipe.sheets.issues import FileReport, Issue
+from fundpipe.validate.issues import FileReport, Issue
 
 COLUMNS = ("severity", "file", "sheet", "row", "column", "value", "check", "reason")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

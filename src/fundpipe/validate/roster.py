@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fundpipe.sheets.collect import IssueCollector
-from fundpipe.sheets.issues import mask_account_number
-from fundpipe.sheets.models import RosterSheetModel, failure_issues
+from fundpipe.validate.collect import IssueCollector
+from fundpipe.validate.issues import mask_account_number
+from fundpipe.validate.models import RosterSheetModel, failure_issues
 
 _CONTACT = ("contact_name", "contact_email", "contact_external_reference")
 _PAYMENT = (

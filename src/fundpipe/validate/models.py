@@ -18,7 +18,7 @@ from pandera.engines import pandas_engine
 from pandera.errors import SchemaErrors
 from pandera.typing import Series
 
-from fundpipe.sheets.collect import IssueCollector
+from fundpipe.validate.collect import IssueCollector
 
 #: The service's entity types (service interface, "Entity").
 ENTITY_TYPES = (

@@ -19,12 +19,12 @@ from rich.console import Console
 from rich.table import Table
 
 from fundpipe.progress import NullProgress, ProgressSink
-from fundpipe.sheets.collect import IssueCollector
-from fundpipe.sheets.distribution import canonical_payments, check_distributions
-from fundpipe.sheets.issues import FileReport, Issue, mask_account_number
 from fundpipe.sheets.readers import RawSheet, ReadLimits, read_file
-from fundpipe.sheets.roster import check_roster, roster_frames
 from fundpipe.sheets.templates import best_match, load_templates
+from fundpipe.validate.collect import IssueCollector
+from fundpipe.validate.distribution import canonical_payments, check_distributions
+from fundpipe.validate.issues import FileReport, Issue, mask_account_number
+from fundpipe.validate.roster import check_roster, roster_frames
 
 __all__ = [
     "FileReport",

@@ -217,7 +217,12 @@ def validate_command(
         raise typer.Exit(EXIT_USAGE)
     with _user_errors():
         from fundpipe.progress import RichProgress
-        from fundpipe.validate import render_json, render_table, validate_exit_code, validate_files
+        from fundpipe.validate.files import (
+            render_json,
+            render_table,
+            validate_exit_code,
+            validate_files,
+        )
 
         with RichProgress(err_console) as progress:
             reports = validate_files(files, progress=progress)
@@ -246,9 +251,9 @@ def ingest_command(
 ) -> None:
     """Validate sheets and create their entities, contacts and distributions exactly once."""
     with _user_errors():
-        from fundpipe.embedded import service
-        from fundpipe.ingest import ingest
+        from fundpipe.app.embedded import service
         from fundpipe.progress import RichProgress
+        from fundpipe.submit.ingest import ingest
 
         settings = _settings(data_dir)
         with service(settings) as live, RichProgress(err_console) as progress:
@@ -261,7 +266,7 @@ def ingest_command(
                 progress=progress,
             )
         if json_out:
-            from fundpipe.run_summary import ingest_dict
+            from fundpipe.app.outcomes import ingest_dict
 
             print(json.dumps(ingest_dict(result), indent=2, default=str))
         elif not result.files:
@@ -273,14 +278,14 @@ def ingest_command(
 def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     with _user_errors():
-        from fundpipe.embedded import service
+        from fundpipe.app.embedded import service
         from fundpipe.progress import RichProgress
-        from fundpipe.sync import sync
+        from fundpipe.sync.pull import sync
 
         settings = _settings(data_dir)
         with service(settings) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress)
-        from fundpipe.run_summary import sync_dict
+        from fundpipe.app.outcomes import sync_dict
 
         payload = sync_dict(result)
         if json_out:
@@ -303,13 +308,13 @@ def reconcile_command(
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
     report_date = _parse_date(as_of)
     with _user_errors():
-        from fundpipe.reconcile import reconcile
-        from fundpipe.summary import render_summary
+        from fundpipe.app.render import render_summary
+        from fundpipe.reconcile.views import reconcile
 
         settings = _settings(data_dir)
         result = reconcile(settings, as_of=report_date, out_dir=out)
         if json_out:
-            from fundpipe.run_summary import reconcile_dict
+            from fundpipe.app.outcomes import reconcile_dict
 
             payload = reconcile_dict(result)
             payload.pop("exceptions_rows", None)
@@ -337,7 +342,7 @@ def run_command(
     report_date = _parse_date(as_of)
     _prefect_defaults(verbose)
     with _user_errors():
-        from fundpipe.pipeline import load_flows
+        from fundpipe.app.samples import load_flows
 
         flows = load_flows()
         state = flows.nightly(
@@ -350,7 +355,7 @@ def run_command(
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         else:
-            from fundpipe.pipeline import render_run_summary
+            from fundpipe.app.samples import render_run_summary
 
             render_run_summary(summary, console)
         raise typer.Exit(summary.get("exit_code", EXIT_OK))
@@ -372,7 +377,7 @@ def serve_command() -> None:
     with _user_errors(), ExitStack() as stack:
         settings = _settings()
         if not os.environ.get("PREFECT_API_URL"):
-            from fundpipe.prefect_server import local_prefect_server
+            from fundpipe.app.prefect_server import local_prefect_server
 
             log = settings.data_dir / "prefect-server.log"
             err_console.print(f"starting a Prefect server on 127.0.0.1:{settings.prefect_port}")
@@ -382,7 +387,7 @@ def serve_command() -> None:
         err_console.print(
             f"serving nightly and inbox; watching {settings.data_dir / 'inbox'} (Ctrl-C stops)"
         )
-        from fundpipe.pipeline import load_flows
+        from fundpipe.app.samples import load_flows
 
         load_flows().serve_all()
 
@@ -406,8 +411,8 @@ def watch_command(data_dir: DataDirOption = None) -> None:
                 "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
                 "(or use `fundpipe serve`, which watches the inbox itself)"
             )
-        from fundpipe.inbox import InboxDirs
-        from fundpipe.watch import names, prefect_announcer, watch_inbox
+        from fundpipe.app.watch import names, prefect_announcer, watch_inbox
+        from fundpipe.submit.inbox import InboxDirs
 
         settings = _settings(data_dir)
         inbox = InboxDirs(settings.data_dir).inbox

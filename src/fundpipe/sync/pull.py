@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
 from fundpipe.progress import NullProgress, ProgressSink
-from fundpipe.warehouse import Warehouse, lock_holder
+from fundpipe.warehouse.file import Warehouse, lock_holder
 
 __all__ = ["SyncResult", "sync", "sync_async"]
 

@@ -1,0 +1,1 @@
+"""Stage ⑦: the reconciliation views → Parquet exports and the summary numbers."""

@@ -1,0 +1,1 @@
+"""Stage ⑧: the reconciliation workbook and the rejected-file reports."""

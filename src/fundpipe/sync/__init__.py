@@ -1,0 +1,1 @@
+"""Stage ⑤: pages of the service → Arrow → merged into the warehouse."""

@@ -1,0 +1,1 @@
+"""Stage ⑥: the DuckDB warehouse file — opening it, its lock, its migrations."""
