@@ -142,3 +142,19 @@ class Settings(BaseSettings):
         if self.client_secret is not None:
             out["client_secret"] = "**********"  # noqa: S105 - the redaction marker itself
         return out
+
+
+def require_service(settings: Settings, transport: object | None = None) -> None:
+    """Raise :class:`fundpipe.errors.ConfigurationError` unless ``settings`` name a service.
+
+    Library entry points (``ingest``, ``sync``) never start the embedded sandbox: only
+    ``fundpipe.app`` does (``fundpipe.app.embedded.service``). A test's ``transport`` stands in
+    for the service.
+    """
+    from fundpipe.errors import ConfigurationError
+
+    if settings.embedded and transport is None:
+        raise ConfigurationError(
+            "no service configured: set FUNDPIPE_BASE_URL (the CLI and the flows start the "
+            "embedded sandbox when it is unset)"
+        )

@@ -1,6 +1,6 @@
 """Exactly once under chaos: faults at the service, SIGKILLed pipeline processes, rivals.
 
-The pipeline runs as ``python -m fundpipe.submit.ingest`` subprocesses against a sandbox served over
+The pipeline runs as ``python -m fundpipe.app ingest`` subprocesses against a sandbox served over
 loopback from this test process (SQLite file state); the sandbox's own tables are read to
 decide when to kill, and the service API to check the result.
 """
@@ -42,7 +42,7 @@ PAYMENTS_PER_DISTRIBUTION = 11
 def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     """Where the pipeline subprocesses keep their bytecode, when the environment forbids it.
 
-    Under ``PYTHONDONTWRITEBYTECODE`` every ``python -m fundpipe.submit.ingest`` compiles its ~1,000
+    Under ``PYTHONDONTWRITEBYTECODE`` every ``python -m fundpipe.app ingest`` compiles its ~1,000
     modules again (5-8 s a start on a busy 2-core machine, paid at every restart): the restarts
     share a private bytecode cache instead (the checkout and the venv are left untouched).
     """
@@ -93,7 +93,7 @@ def _env(server: SandboxServer, data_dir: Path, pycache: Path | None) -> dict[st
 
 def _start(server: SandboxServer, data_dir: Path, pycache: Path | None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fundpipe.submit.ingest"],
+        [sys.executable, "-m", "fundpipe.app", "ingest"],
         env=_env(server, data_dir, pycache),
         cwd=data_dir.parent,
         stdout=subprocess.PIPE,

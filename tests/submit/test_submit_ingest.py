@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 from submit_worlds import World, write_sheet
 
+from fundpipe.app.render import render_plan
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
 
@@ -109,10 +110,10 @@ def test_dry_run_prints_the_plan_and_sends_nothing(world: World) -> None:
         transport=world.transport,
         settle_s=0,
         dry_run=True,
-        console=Console(file=out, width=250),
     )
-    printed = out.getvalue()
     assert result.plan is not None
+    render_plan(result.plan, Console(file=out, width=250))
+    printed = out.getvalue()
     assert result.plan.counts()["distributions_create"] == 3
     assert "445,276.50" in printed  # total of veh_demo1
     assert "POST /v1/distributions" in printed

@@ -1,14 +1,9 @@
 """Command-line interface: parses arguments, calls library functions, renders results.
 
-Exit codes (the same for every command):
-
-| code | meaning |
-|---|---|
-| 0 | success; every file valid |
-| 1 | a file was rejected, or a distribution needs a person (conflict, funding refusal) |
-| 2 | usage error, or an input that can't be read at all |
-| 3 | the service failed or refused us (authentication, permission, network, retries exhausted) |
-| 4 | another fundpipe process holds the inbox lock or the warehouse |
+Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reaches the person as
+one line through `_user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
+Commands build `Settings` here, start the embedded sandbox when no service is configured
+(`fundpipe.app.embedded`) and render with `fundpipe.app.render`.
 """
 
 from __future__ import annotations
@@ -20,22 +15,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from fundpipe.config import Settings
-
-EXIT_OK = 0
-EXIT_REJECTED = 1
-EXIT_USAGE = 2
-EXIT_SERVICE = 3
-EXIT_LOCKED = 4
+from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError, as_fundpipe_error
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 success · 1 a file rejected or a distribution needs a person · "
-    "2 usage error or unreadable input · 3 service error · 4 lock held by another process."
+    "Exit codes: "
+    + " · ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
+    + "."
 )
 
 app = typer.Typer(
@@ -75,39 +66,17 @@ def _settings(data_dir: Path | None = None) -> Settings:
 @contextmanager
 def _user_errors() -> Iterator[None]:
     """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
-    from fundpipe.errors import UserFacingError
-
     try:
         yield
     except typer.Exit:
         raise
-    except UserFacingError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     except Exception as exc:  # every failure becomes a message, never a traceback
-        code, message = _classify(exc)
-        err_console.print(f"[bold red]error:[/] {message}")
-        raise typer.Exit(code) from None
-
-
-def _classify(exc: BaseException) -> tuple[int, str]:
-    """Map library exceptions to an exit code and a redacted message."""
-    import httpx
-
-    from fundpipe.client.errors import FundServiceError
-    from fundpipe.submit.inbox import InboxBusyError
-    from fundpipe.warehouse.file import WarehouseLockedError
-
-    if isinstance(exc, InboxBusyError | WarehouseLockedError):
-        return EXIT_LOCKED, str(exc)
-    if isinstance(exc, FundServiceError):
-        return EXIT_SERVICE, f"the service refused the request: {exc}"
-    if isinstance(exc, httpx.HTTPError):
-        return EXIT_SERVICE, f"could not reach the service: {type(exc).__name__}"
-    return EXIT_SERVICE, f"unexpected failure ({type(exc).__name__}): {exc}"
+        error = as_fundpipe_error(exc)
+        err_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(int(error.exit_code)) from None
 
 
 DataDirOption = Annotated[
@@ -127,14 +96,9 @@ def config_command(json_out: JsonOption = False) -> None:
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
-        from rich.table import Table
+        from fundpipe.app.render import render_config
 
-        table = Table(title="fundpipe configuration", show_header=True)
-        table.add_column("setting")
-        table.add_column("value")
-        for key, value in values.items():
-            table.add_row(key, "" if value is None else str(value))
-        console.print(table)
+        render_config(values, console)
 
 
 @app.command("sandbox")
@@ -160,16 +124,14 @@ def sandbox_command(
     Clients: demo-client / demo-secret (every scope) and demo-reader / reader-secret (read only)
     act for org_demo. /_sandbox/ control routes reset it, advance its clock and inject faults.
     """
-    if seed not in {"demo", "empty"}:
-        err_console.print("[bold red]error:[/] --seed must be demo or empty")
-        raise typer.Exit(EXIT_USAGE)
-    if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
-        err_console.print(
-            f"[bold red]error:[/] refusing to serve on {host}: the sandbox's control routes "
-            "are unauthenticated; pass --allow-non-loopback if you mean it"
-        )
-        raise typer.Exit(EXIT_USAGE)
     with _user_errors():
+        if seed not in {"demo", "empty"}:
+            raise InputError("--seed must be demo or empty")
+        if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
+            raise InputError(
+                f"refusing to serve on {host}: the sandbox's control routes "
+                "are unauthenticated; pass --allow-non-loopback if you mean it"
+            )
         from fundpipe.sandbox import run_server
 
         console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
@@ -189,14 +151,12 @@ def validate_command(
 
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
     """
-    if output_format not in {"table", "json"}:
-        err_console.print("[bold red]error:[/] --format must be table or json")
-        raise typer.Exit(EXIT_USAGE)
     with _user_errors():
-        from fundpipe.progress import RichProgress
+        if output_format not in {"table", "json"}:
+            raise InputError("--format must be table or json")
+        from fundpipe.app.outcomes import validation_dict
+        from fundpipe.app.render import RichProgress, render_validation
         from fundpipe.validate.files import (
-            render_json,
-            render_table,
             validate_exit_code,
             validate_files,
         )
@@ -204,9 +164,9 @@ def validate_command(
         with RichProgress(err_console) as progress:
             reports = validate_files(files, progress=progress)
         if output_format == "json":
-            print(json.dumps(render_json(reports), indent=2, default=str))
+            print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:
-            render_table(reports, console)
+            render_validation(reports, console)
         raise typer.Exit(validate_exit_code(reports))
 
 
@@ -229,7 +189,12 @@ def ingest_command(
     """Validate sheets and create their entities, contacts and distributions exactly once."""
     with _user_errors():
         from fundpipe.app.embedded import service
-        from fundpipe.progress import RichProgress
+        from fundpipe.app.render import (
+            RichProgress,
+            render_ingest,
+            render_plan,
+            render_preflight,
+        )
         from fundpipe.submit.ingest import ingest
 
         settings = _settings(data_dir)
@@ -239,7 +204,6 @@ def ingest_command(
                 files or None,
                 dry_run=dry_run,
                 require_funds=require_funds or None,
-                console=None if json_out else console,
                 progress=progress,
             )
         if json_out:
@@ -248,6 +212,12 @@ def ingest_command(
             print(json.dumps(ingest_dict(result), indent=2, default=str))
         elif not result.files:
             console.print("nothing to ingest: no complete sheet in the inbox")
+        else:
+            render_preflight(result.preflight, console)
+            if result.dry_run and result.plan is not None:
+                render_plan(result.plan, console)
+            else:
+                render_ingest(result, console)
         raise typer.Exit(result.exit_code)
 
 
@@ -256,7 +226,7 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     with _user_errors():
         from fundpipe.app.embedded import service
-        from fundpipe.progress import RichProgress
+        from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
         settings = _settings(data_dir)
@@ -268,7 +238,7 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
         if json_out:
             print(json.dumps(payload, indent=2, default=str))
         else:
-            _print_counts("synced", payload["counts"])
+            render_counts("synced", payload["counts"], console)
 
 
 @app.command("reconcile")
@@ -283,8 +253,8 @@ def reconcile_command(
     json_out: JsonOption = False,
 ) -> None:
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
-    report_date = _parse_date(as_of)
     with _user_errors():
+        report_date = _parse_date(as_of)
         from fundpipe.app.render import render_summary
         from fundpipe.reconcile.views import reconcile
 
@@ -316,12 +286,11 @@ def run_command(
     ] = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
-    report_date = _parse_date(as_of)
     _prefect_defaults(verbose)
     with _user_errors():
-        from fundpipe.app.samples import load_flows
+        report_date = _parse_date(as_of)
+        from fundpipe.app import flows
 
-        flows = load_flows()
         summary = flows.nightly(
             samples=samples,
             as_of=report_date.isoformat() if report_date else None,
@@ -330,10 +299,10 @@ def run_command(
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         else:
-            from fundpipe.app.samples import render_run_summary
+            from fundpipe.app.render import render_run_summary
 
             render_run_summary(summary, console)
-        raise typer.Exit(summary.get("exit_code", EXIT_OK))
+        raise typer.Exit(summary.get("exit_code", ExitCode.OK))
 
 
 @app.command("serve")
@@ -341,9 +310,9 @@ def serve_command() -> None:
     """Serve the `nightly` (cron) and `inbox` (every few minutes) deployments locally."""
     _prefect_defaults()
     with _user_errors():
-        from fundpipe.app.samples import load_flows
+        from fundpipe.app import flows
 
-        load_flows().serve_all()
+        flows.serve_all()
 
 
 def _parse_date(text: str | None) -> date | None:
@@ -352,19 +321,7 @@ def _parse_date(text: str | None) -> date | None:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        err_console.print(f"[bold red]error:[/] --as-of {text!r} is not a date like 2026-11-30")
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-def _print_counts(title: str, counts: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title, show_header=True)
-    table.add_column("what")
-    table.add_column("rows", justify="right")
-    for key, value in counts.items():
-        table.add_row(str(key), f"{value:,}" if isinstance(value, int) else str(value))
-    console.print(table)
+        raise InputError(f"--as-of {text!r} is not a date like 2026-11-30") from None
 
 
 def main() -> None:

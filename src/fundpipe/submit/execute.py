@@ -40,6 +40,7 @@ from fundpipe.plan import (
     UnresolvedReferenceError,
 )
 from fundpipe.progress import NullProgress, ProgressSink
+from fundpipe.sheets.money import format_cents
 from fundpipe.submit.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -222,8 +223,8 @@ def preflight(plan: Plan, state: ServiceState, *, require_funds: bool = False) -
                     f.file_hash,
                     f.source_file,
                     "funds_available",
-                    f"{vehicle}: distributions total {_money(needed)} but the depository has "
-                    f"{_money(available)} available",
+                    f"{vehicle}: distributions total {format_cents(needed, unit='USD')} but the "
+                    f"depository has {format_cents(available, unit='USD')} available",
                 )
             )
         if short and require_funds:
@@ -232,10 +233,6 @@ def preflight(plan: Plan, state: ServiceState, *, require_funds: bool = False) -
         for v, cents in mine.items():
             committed[v] += cents
     return Preflight(tuple(issues), frozenset(refused))
-
-
-def _money(cents: int) -> str:
-    return f"{cents // 100:,}.{cents % 100:02d} USD"
 
 
 # --------------------------------------------------------------------------- execution

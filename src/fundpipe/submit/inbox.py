@@ -25,15 +25,25 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from fundpipe.errors import InboxBusyError
+
+__all__ = [
+    "SHEET_SUFFIXES",
+    "InboxBusyError",
+    "InboxDirs",
+    "InboxLock",
+    "UnsafePathError",
+    "is_transient_name",
+    "move_into",
+    "sanitize_name",
+    "stable_files",
+]
+
 #: File suffixes the readers understand.
 SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
 _TRANSIENT_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial", ".swp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
-
-
-class InboxBusyError(RuntimeError):
-    """Another process holds the inbox lock."""
 
 
 class UnsafePathError(ValueError):

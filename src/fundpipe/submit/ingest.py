@@ -1,8 +1,8 @@
-"""`fundpipe ingest`: inbox → validate → plan → pre-flight → submit, exactly once.
+"""Ingest: inbox → validate → plan → pre-flight → submit, exactly once; returns data.
 
-:func:`ingest` is the library entry point the CLI and the flows call; ``python -m
-fundpipe.submit.ingest`` runs it on the inbox with settings from ``FUNDPIPE_*`` variables (the chaos
-test kills that process and starts it again). Every run first settles what a previous run left
+:func:`ingest` is the library entry point the CLI and the flows call; it prints nothing (the
+CLI renders its result with ``fundpipe.app.render``) and never starts a sandbox (``settings``
+must name a service). Every run first settles what a previous run left
 open (files in ``processing/``, requests without an outcome), then plans against a fresh
 snapshot of the service, so a crash at any point is resumed, never repeated.
 """
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
-import sys
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -24,21 +22,18 @@ from typing import Any, Literal
 import duckdb
 import httpx
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
-from fundpipe.config import Settings
+from fundpipe.config import Settings, require_service
+from fundpipe.errors import ConfigurationError
 from fundpipe.plan import (
     MAX_BATCH,
-    PHASES,
     FileInput,
     Plan,
     build_plan,
-    display_body,
 )
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.execute import Preflight, SubmitResult, execute, load_state, preflight, settle
-from fundpipe.submit.inbox import InboxBusyError, InboxDirs, InboxLock, move_into, stable_files
+from fundpipe.submit.inbox import InboxDirs, InboxLock, move_into, stable_files
 from fundpipe.submit.ledger import Ledger, open_ledger
 from fundpipe.validate.issues import FileReport, Issue
 
@@ -99,79 +94,6 @@ def file_hash(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def _money(cents: int) -> str:
-    return f"{cents // 100:,}.{cents % 100:02d}"
-
-
-def render_plan(plan: Plan, console: Console) -> None:
-    """Print a plan: counts, totals per vehicle and per distribution, and its requests.
-
-    Account numbers are masked; placeholders show as ``<entity:REF>``.
-    """
-    counts = plan.counts()
-    console.print(
-        f"[bold]Plan[/bold] for {plan.org_id}: {len(plan.files)} file(s), "
-        f"{counts['distributions_create']} distribution(s) to create "
-        f"({counts['payments_to_create']} payments), {counts['distributions_link']} already "
-        f"at the service, {counts['distributions_conflict']} in conflict; "
-        + ", ".join(f"{counts[p]} {p} request(s)" for p in plan_phases(plan))
-    )
-    vehicles = Table(title="Totals per vehicle (to create)")
-    vehicles.add_column("vehicle")
-    vehicles.add_column("USD", justify="right")
-    for vehicle, cents in plan.totals_by_vehicle().items():
-        vehicles.add_row(vehicle, _money(cents))
-    console.print(vehicles)
-    dists = Table(title="Distributions")
-    for col in (
-        "file",
-        "external_reference",
-        "name",
-        "vehicle",
-        "date",
-        "payments",
-        "USD",
-        "action",
-    ):
-        dists.add_column(col, justify="right" if col in {"payments", "USD"} else "left")
-    excluded = {f.file_hash for f in plan.files if f.excluded}
-    for d in plan.distributions:
-        action = d.action if d.file_hash not in excluded else f"{d.action} (refused)"
-        dists.add_row(
-            d.source_file,
-            d.external_reference,
-            d.name,
-            d.vehicle,
-            d.distribution_date,
-            str(len(d.payments)),
-            _money(d.total_cents),
-            action + (f": {d.reason}" if d.reason else ""),
-        )
-    console.print(dists)
-    reqs = Table(title="Requests it would send")
-    for col in ("#", "phase", "request", "elements", "what", "Idempotency-Key"):
-        reqs.add_column(col)
-    for n, r in enumerate(plan.requests, 1):
-        key = (
-            r.resolve_key(plan.org_id)
-            if not r.placeholders
-            else "after " + ", ".join(sorted(str(p) for p in r.placeholders)[:3])
-        )
-        what = r.label
-        if r.phase != "distributions":
-            what += " " + json.dumps(display_body(list(r.body)), sort_keys=True)[:160]
-        reqs.add_row(str(n), r.phase, f"{r.method} {r.path}", str(len(r.body)), what, key)
-    console.print(reqs)
-
-
-def plan_phases(plan: Plan) -> list[str]:
-    """The phases the plan has requests in, in order."""
-    return [p for p in PHASES if plan.phase(p)]
 
 
 # --------------------------------------------------------------------------- reports
@@ -278,7 +200,6 @@ def ingest(
     *,
     dry_run: bool = False,
     require_funds: bool | None = None,
-    console: Console | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     settle_s: float | None = None,
     batch_size: int | None = None,
@@ -288,7 +209,8 @@ def ingest(
 
     ``progress`` hears the files read and validated and the requests submitted.
 
-    ``dry_run`` prints the plan and sends nothing (no file moves, no ledger writes).
+    ``dry_run`` plans and sends nothing (no file moves, no ledger writes); the plan is in
+    the result for the caller to show.
     ``require_funds`` (default ``settings.require_funds``) turns the funding warning into a
     refusal of the file. ``transport`` replaces the network (tests pass the sandbox's ASGI
     app). ``settle_s`` (seconds an inbox file must be unchanged) and ``batch_size``
@@ -301,21 +223,7 @@ def ingest(
     batch_size = settings.submit_batch_size if batch_size is None else batch_size
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
-    if settings.embedded and transport is None:
-        from fundpipe.app.embedded import service
-
-        with service(settings) as live:
-            return ingest(
-                live,
-                paths,
-                dry_run=dry_run,
-                require_funds=require,
-                console=console,
-                transport=transport,
-                progress=progress,
-                settle_s=settle_s,
-                batch_size=batch_size,
-            )
+    require_service(settings, transport)
     lock: AbstractContextManager[Any] = nullcontext() if dry_run else InboxLock(settings.data_dir)
     with lock:
         candidates, in_inbox = _collect(settings, paths, dry_run=dry_run, settle_s=settle_s)
@@ -331,14 +239,11 @@ def ingest(
                     result,
                     in_inbox=in_inbox,
                     require_funds=require,
-                    console=console,
                     transport=transport,
                     progress=progress,
                     batch_size=batch_size,
                 )
             )
-    if console is not None and not dry_run:
-        render_result(done, console)
     return done
 
 
@@ -352,25 +257,6 @@ def _run_sync(coro: Coroutine[Any, Any, IngestResult]) -> IngestResult:
         return pool.submit(asyncio.run, coro).result()
 
 
-def render_result(result: IngestResult, console: Console) -> None:
-    """Print one line per file: its verdict, rows by ledger state, and why."""
-    for f in result.files:
-        states = ", ".join(f"{n} {s}" for s, n in sorted(f.payment_states.items()))
-        style = {"processed": "green", "duplicate": "cyan", "incomplete": "yellow"}.get(
-            f.state, "red"
-        )
-        line = f"[{style}]{f.state}[/{style}] {f.source_file}"
-        if f.distributions:
-            line += (
-                f": {f.distributions} distribution(s), {f.rows} row(s), {_money(f.total_cents)} USD"
-            )
-        if states:
-            line += f" ({states})"
-        if f.message:
-            line += f" — {f.message}"
-        console.print(line, highlight=False)
-
-
 async def _run(
     settings: Settings,
     candidates: list[_Candidate],
@@ -379,7 +265,6 @@ async def _run(
     *,
     in_inbox: bool,
     require_funds: bool,
-    console: Console | None,
     transport: httpx.AsyncBaseTransport | None,
     batch_size: int,
     progress: ProgressSink | None = None,
@@ -481,14 +366,6 @@ async def _run(
         if checked.refused:
             plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
         result.plan, result.preflight = plan, checked
-        if console is not None:
-            for issue in checked.issues:
-                style = "red" if issue.level == "error" else "yellow"
-                console.print(
-                    f"[{style}]{issue.level}[/{style}] {issue.source_file}: {issue.message}"
-                )
-            if dry_run:
-                render_plan(plan, console)
         if dry_run or ledger is None:
             for c, f in zip(valid, plan.files, strict=True):
                 result.files.append(
@@ -619,31 +496,7 @@ def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None
 async def _only_organization(client: Any) -> str:
     orgs = [o.id async for o in client.list_organizations()]
     if len(orgs) != 1:
-        raise RuntimeError("FUNDPIPE_ORG_ID is required: the client reaches several organizations")
+        raise ConfigurationError(
+            "FUNDPIPE_ORG_ID is required: the client reaches several organizations"
+        )
     return str(orgs[0])
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fundpipe.submit.ingest [FILE...]``: ingest with settings from the environment.
-
-    ``FUNDPIPE_INBOX_SETTLE_S`` (seconds a file must be unchanged) and
-    ``FUNDPIPE_SUBMIT_BATCH_SIZE`` tune the run (see :class:`fundpipe.config.Settings`); the exit
-    code is :attr:`IngestResult.exit_code`.
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    settings = Settings()
-    # WARNING unless FUNDPIPE_LOG_LEVEL is set: this entry point is scripted (and killed) by tests
-    level = settings.log_level if "log_level" in settings.model_fields_set else "WARNING"
-    logging.basicConfig(level=level)
-    try:
-        result = ingest(settings, [Path(a) for a in args] or None)
-    except InboxBusyError as exc:
-        print(f"busy: {exc}", file=sys.stderr)
-        return 4
-    for f in result.files:
-        print(f"{f.state}\t{f.source_file}\t{f.message or ''}")
-    return result.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fundpipe.client import FundClient
-from fundpipe.config import Settings
+from fundpipe.config import Settings, require_service
 from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.warehouse.file import Warehouse, lock_holder
 
@@ -437,6 +437,7 @@ async def sync_async(
     progress: ProgressSink | None = None,
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
+    require_service(settings, transport)
     now = clock or (lambda: datetime.now(UTC))
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"

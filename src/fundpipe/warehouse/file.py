@@ -24,6 +24,8 @@ from pathlib import Path
 
 import duckdb
 
+from fundpipe.errors import WarehouseLockedError
+
 __all__ = [
     "SCHEMA_FILE",
     "Migration",
@@ -45,20 +47,6 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (
 
 class MigrationError(RuntimeError):
     """The migrations file is malformed, or an applied migration's text has changed."""
-
-
-class WarehouseLockedError(RuntimeError):
-    """Another process held the warehouse file for longer than the retry deadline."""
-
-    def __init__(self, path: Path, holder: str, waited_s: float) -> None:
-        """Record the file, a description of the holder and how long fundpipe waited."""
-        self.path = path
-        self.holder = holder
-        self.waited_s = waited_s
-        super().__init__(
-            f"warehouse {path} is held by {holder}; gave up after {waited_s:.1f} s. "
-            "Wait for that process to finish (or stop it) and run again."
-        )
 
 
 @dataclass(frozen=True, slots=True)
