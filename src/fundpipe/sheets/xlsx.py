@@ -16,7 +16,6 @@ day) takes the cell-by-cell python-calamine path. Both produce exactly the same 
 from __future__ import annotations
 
 import gc
-import hashlib
 import logging
 import re
 import zipfile
@@ -32,6 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fundpipe.keys import file_hash
 from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx_formulas import formulas_without_values, sheet_paths
@@ -356,7 +356,7 @@ def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     """Read every visible worksheet of ``path`` into ``result`` (errors recorded, never raised)."""
     import python_calamine as calamine
 
-    result.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    result.sha256 = file_hash(path)
     if not _check_zip(path, limits, result):
         return
     try:

@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fundpipe.client import FundClient, idempotency_key
+from fundpipe.client import FundClient
 from fundpipe.client.errors import APIError, FundServiceError
+from fundpipe.keys import idempotency_key
 from fundpipe.plan import (
     PHASES,
     IdMap,

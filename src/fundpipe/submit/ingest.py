@@ -10,7 +10,6 @@ snapshot of the service, so a crash at any point is resumed, never repeated.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ import pandas as pd
 
 from fundpipe.config import Settings, require_service
 from fundpipe.errors import ConfigurationError
+from fundpipe.keys import file_hash
 from fundpipe.plan import (
     MAX_BATCH,
     FileInput,
@@ -85,15 +85,6 @@ class IngestResult:
     def by_state(self, state: FileState) -> list[FileOutcome]:
         """The files that ended in ``state``."""
         return [f for f in self.files if f.state == state]
-
-
-def file_hash(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------- reports

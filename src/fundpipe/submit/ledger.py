@@ -30,6 +30,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from fundpipe.keys import canonical_json
 from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
 
 Clock = Callable[[], datetime]
@@ -561,7 +562,7 @@ def _stored_body(request: ResolvedRequest) -> str:
     body: Any = request.body
     if request.phase == "payment_instructions":
         body = display_body(body)
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return canonical_json(body)
 
 
 @contextmanager
