@@ -1,6 +1,7 @@
 """The submission ledger: a DuckDB file of intents and outcomes (``Settings.ledger_file``).
 
-Tables (the first two are the seam the warehouse copies; see docs/architecture.md):
+Tables (DDL in ``schemas/ledger.sql``, migrated like the warehouse; the first two are the
+seam the warehouse copies — see docs/architecture.md):
 
 - ``ledger_files``     one row per file content hash: ``processing | processed | rejected |
                        conflict``, rows, distributions, total cents (+ ``message``, ``updated_at``).
@@ -32,58 +33,12 @@ import pyarrow as pa
 
 from fundpipe.keys import canonical_json
 from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
+from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
 Clock = Callable[[], datetime]
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS ledger_files (
-    file_hash VARCHAR PRIMARY KEY,
-    source_file VARCHAR,
-    received_at TIMESTAMPTZ,
-    state VARCHAR,
-    rows INTEGER,
-    distributions INTEGER,
-    total_cents BIGINT,
-    message VARCHAR,
-    updated_at TIMESTAMPTZ
-);
-CREATE TABLE IF NOT EXISTS ledger_payments (
-    file_hash VARCHAR,
-    source_file VARCHAR,
-    sheet VARCHAR,
-    row INTEGER,
-    distribution_external_reference VARCHAR,
-    distribution_name VARCHAR,
-    vehicle VARCHAR,
-    entity VARCHAR,
-    amount_cents BIGINT,
-    currency VARCHAR,
-    distribution_id VARCHAR,
-    payment_id VARCHAR,
-    state VARCHAR,
-    updated_at TIMESTAMPTZ,
-    request_key VARCHAR,
-    position INTEGER
-);
-CREATE TABLE IF NOT EXISTS ledger_requests (
-    key VARCHAR PRIMARY KEY,
-    phase VARCHAR,
-    method VARCHAR,
-    path VARCHAR,
-    label VARCHAR,
-    file_hashes VARCHAR,
-    distribution_refs VARCHAR,
-    body VARCHAR,
-    state VARCHAR,
-    attempts INTEGER,
-    status INTEGER,
-    request_id VARCHAR,
-    service_ids VARCHAR,
-    error VARCHAR,
-    intent_at TIMESTAMPTZ,
-    outcome_at TIMESTAMPTZ
-);
-"""
+#: The ledger's DDL, applied as migrations (``fundpipe.warehouse.migrations``).
+SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "ledger.sql"
 
 _PAYMENT_SCHEMA = pa.schema(
     [
@@ -161,14 +116,15 @@ class Ledger:
         *,
         read_only: bool = False,
     ) -> None:
-        """Wrap an open DuckDB connection; creates the tables when missing (unless read-only)."""
+        """Wrap an open DuckDB connection; migrates it to ``schemas/ledger.sql`` (unless
+        read-only)."""
         self._con = connection
         self._clock = clock
         self._depth = 0
         self._marks: list[dict[str, Any]] | None = None
         self._outcomes: list[dict[str, Any]] | None = None
         if not read_only:
-            self._con.execute(_DDL)
+            apply_migrations(self._con, load_migrations(SCHEMA_FILE.read_text(encoding="utf-8")))
 
     # ------------------------------------------------------------------------ files
 

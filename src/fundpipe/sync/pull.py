@@ -368,13 +368,15 @@ def _merge(con: duckdb.DuckDBPyConnection, stage: _Stage, sync_id: str, seen_at:
     return changes
 
 
-_LEDGER_PAYMENT_COLUMNS = (
-    'file_hash, source_file, sheet, "row", distribution_external_reference, distribution_name, '
-    "vehicle, entity, amount_cents, currency, distribution_id, payment_id, state, updated_at"
-)
-_LEDGER_FILE_COLUMNS = (
-    'file_hash, source_file, received_at, state, "rows", distributions, total_cents'
-)
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The quoted column list of the warehouse's ``table``, as ``schemas/warehouse.sql`` declares
+    it: what the ledger copy carries is decided beside the DDL, never repeated here."""
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [table],
+    ).fetchall()
+    return ", ".join('"' + str(name).replace('"', '""') + '"' for (name,) in rows)
 
 
 def _attach_ledger(con: duckdb.DuckDBPyConnection, ledger_file: Path, timeout_s: float) -> None:
@@ -408,14 +410,11 @@ def copy_ledger(
             con.execute("DELETE FROM ledger_payments")
             con.execute("DELETE FROM ledger_files")
             if found:
-                con.execute(
-                    f"INSERT INTO ledger_payments ({_LEDGER_PAYMENT_COLUMNS}) "
-                    f"SELECT {_LEDGER_PAYMENT_COLUMNS} FROM ledger.ledger_payments"
-                )
-                con.execute(
-                    f"INSERT INTO ledger_files ({_LEDGER_FILE_COLUMNS}) "
-                    f"SELECT {_LEDGER_FILE_COLUMNS} FROM ledger.ledger_files"
-                )
+                for table in ("ledger_payments", "ledger_files"):
+                    columns = _columns(con, table)
+                    con.execute(
+                        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ledger.{table}"
+                    )
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
