@@ -264,7 +264,7 @@ def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> N
 
     from fundpipe.client import FundClient, idempotency_key
     from fundpipe.plan import IdMap, ServiceState, build_plan
-    from fundpipe.submit.execute import load_state
+    from fundpipe.submit.snapshot import load_state
 
     def sheet(contact: str) -> list[dict[str, object]]:
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)

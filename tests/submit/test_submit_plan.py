@@ -18,7 +18,7 @@ from fundpipe.plan import (
     build_plan,
     display_body,
 )
-from fundpipe.submit.execute import preflight
+from fundpipe.plan.preflight import preflight
 
 
 def _existing(ref: str, amounts: list[int], *, dst: str = "dst_1") -> ServiceDistribution:

@@ -25,9 +25,9 @@ from rich.progress import (
 from rich.table import Table
 
 from fundpipe.plan import PHASES, Plan, display_body
+from fundpipe.plan.preflight import Preflight
 from fundpipe.reconcile.views import ReconcileResult
 from fundpipe.sheets.money import format_cents
-from fundpipe.submit.execute import Preflight
 from fundpipe.submit.ingest import IngestResult
 from fundpipe.validate.issues import FileReport
 

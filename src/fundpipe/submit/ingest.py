@@ -31,10 +31,12 @@ from fundpipe.plan import (
     Plan,
     build_plan,
 )
+from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
-from fundpipe.submit.execute import Preflight, SubmitResult, execute, load_state, preflight, settle
+from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import InboxDirs, InboxLock, move_into, stable_files
 from fundpipe.submit.ledger import Ledger, open_ledger
+from fundpipe.submit.snapshot import load_state
 from fundpipe.validate.issues import FileReport, Issue
 
 log = logging.getLogger(__name__)
