@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from fundpipe.submit.ledger import open_ledger
-from fundpipe.sync.pull import copy_ledger
+from fundpipe.sync.merge import copy_ledger
 from fundpipe.warehouse.file import Warehouse
 
 
