@@ -88,7 +88,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 @app.command("config")
 def config_command(json_out: JsonOption = False) -> None:
-    """Print the effective configuration, with secrets redacted."""
+    """Print the effective configuration, with secrets redacted.
+
+    Example: fundpipe config --json
+    """
     with _user_errors():
         settings = _settings()
         values = settings.redacted()
@@ -123,6 +126,8 @@ def sandbox_command(
 
     Clients: demo-client / demo-secret (every scope) and demo-reader / reader-secret (read only)
     act for org_demo. /_sandbox/ control routes reset it, advance its clock and inject faults.
+
+    Example: fundpipe sandbox --port 8765 --seed demo
     """
     with _user_errors():
         if seed not in {"demo", "empty"}:
@@ -150,6 +155,8 @@ def validate_command(
     """Validate sheets offline and report every problem by file, sheet, row and column.
 
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
+
+    Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
     with _user_errors():
         if output_format not in {"table", "json"}:
@@ -186,7 +193,10 @@ def ingest_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Validate sheets and create their entities, contacts and distributions exactly once."""
+    """Validate sheets and create their entities, contacts and distributions exactly once.
+
+    Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
+    """
     with _user_errors():
         from fundpipe.app.embedded import service
         from fundpipe.app.render import (
@@ -223,7 +233,10 @@ def ingest_command(
 
 @app.command("sync")
 def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
-    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
+    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB.
+
+    Example: fundpipe sync --json
+    """
     with _user_errors():
         from fundpipe.app.embedded import service
         from fundpipe.app.render import RichProgress, render_counts
@@ -252,7 +265,10 @@ def reconcile_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
+    """Build the reconciliation views and write Parquet files and reconciliation.xlsx.
+
+    Example: fundpipe reconcile --as-of 2026-11-30
+    """
     with _user_errors():
         report_date = _parse_date(as_of)
         from fundpipe.app.render import render_summary
@@ -285,7 +301,10 @@ def run_command(
         bool, typer.Option("--verbose", help="Show Prefect's own logs (and tracebacks).")
     ] = False,
 ) -> None:
-    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
+    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
+
+    Example: fundpipe run --samples
+    """
     _prefect_defaults(verbose)
     with _user_errors():
         report_date = _parse_date(as_of)
@@ -307,7 +326,10 @@ def run_command(
 
 @app.command("serve")
 def serve_command() -> None:
-    """Serve the `nightly` (cron) and `inbox` (every few minutes) deployments locally."""
+    """Serve the `nightly` (cron) and `inbox` (every few minutes) deployments locally.
+
+    Example: fundpipe serve
+    """
     _prefect_defaults()
     with _user_errors():
         from fundpipe.app import flows

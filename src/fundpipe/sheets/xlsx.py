@@ -11,6 +11,9 @@ usual export) is read column-wise by fastexcel straight into Arrow and turned in
 anything else (a column mixing kinds, a header that is not plain text, a sheet not starting at
 A1, times of day, durations, dates before 1901 or in the 1904 system, serials a hair off a whole
 day) takes the cell-by-cell python-calamine path. Both produce exactly the same text.
+
+Longer than ~400 lines because the two paths must give the same text for every cell: they are
+kept side by side so a change to one is made, and reviewed, beside the other.
 """
 
 from __future__ import annotations

@@ -11,83 +11,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 import httpx
-import pandas as pd
 
 from fundpipe.config import Settings, require_service
 from fundpipe.errors import ConfigurationError
-from fundpipe.keys import file_hash
-from fundpipe.plan import (
-    MAX_BATCH,
-    FileInput,
-    Plan,
-    build_plan,
-)
+from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.execute import SubmitResult, execute, settle
-from fundpipe.submit.inbox import InboxDirs, InboxLock, move_into, stable_files
+from fundpipe.submit.inbox import (
+    Candidate,
+    InboxDirs,
+    InboxLock,
+    ValidationCache,
+    collect_candidates,
+    move_into,
+)
 from fundpipe.submit.ledger import Ledger, open_ledger
 from fundpipe.submit.snapshot import load_state
-from fundpipe.validate.issues import FileReport, Issue
+from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
+from fundpipe.validate.issues import FileReport
 
 log = logging.getLogger(__name__)
 
-FileState = Literal[
-    "processed", "rejected", "conflict", "duplicate", "incomplete", "refused", "planned"
-]
-
-
-@dataclass
-class FileOutcome:
-    """What happened to one file."""
-
-    source_file: str
-    file_hash: str
-    state: FileState
-    rows: int = 0
-    distributions: int = 0
-    total_cents: int = 0
-    payment_states: dict[str, int] = field(default_factory=dict)
-    message: str | None = None
-    moved_to: Path | None = None
-
-
-@dataclass
-class IngestResult:
-    """The outcome of one `ingest` call."""
-
-    files: list[FileOutcome] = field(default_factory=list)
-    plan: Plan | None = None
-    preflight: Preflight | None = None
-    dry_run: bool = False
-    submit: SubmitResult | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """0 all done; 1 a file was rejected, refused or in conflict; 3 outcomes still unknown.
-
-        (``python -m fundpipe.submit.ingest`` exits 4 when another ingest holds the inbox lock.)
-        """
-        states = {f.state for f in self.files}
-        if "incomplete" in states:
-            return 3
-        if states & {"rejected", "conflict", "refused"}:
-            return 1
-        return 0
-
-    def by_state(self, state: FileState) -> list[FileOutcome]:
-        """The files that ended in ``state``."""
-        return [f for f in self.files if f.state == state]
-
+__all__ = ["FileOutcome", "FileState", "IngestResult", "ingest", "write_report"]
 
 # --------------------------------------------------------------------------- reports
 
@@ -100,71 +55,6 @@ def write_report(report: FileReport, sheet_path: Path) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- the run
-
-
-class _ValidationCache:
-    """Canonical payment frames of valid files waiting in ``processing/``, by content hash.
-
-    Only distribution sheets are kept (roster frames hold account numbers, which are never
-    copied to disk): a run resumed after a crash does not validate them again.
-    """
-
-    def __init__(self, directory: Path, *, enabled: bool) -> None:
-        self.directory = directory
-        self.enabled = enabled
-
-    def _path(self, file_hash: str) -> Path:
-        return self.directory / f"{file_hash}.parquet"
-
-    def load(self, file_hash: str) -> FileReport | None:
-        path = self._path(file_hash)
-        if not self.enabled or not path.exists():
-            return None
-        try:
-            frame = pd.read_parquet(path)
-        except (OSError, ValueError):
-            return None
-        return FileReport(
-            file=str(frame["source_file"].iloc[0]), rows=len(frame), distributions=frame
-        )
-
-    def store(self, file_hash: str, report: FileReport) -> None:
-        roster = (report.entities, report.contacts, report.payment_instructions)
-        frame = report.distributions
-        if not self.enabled or frame is None or frame.empty or any(f is not None for f in roster):
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self._path(file_hash).with_suffix(".tmp")
-        frame.to_parquet(tmp, index=False)
-        tmp.replace(self._path(file_hash))  # atomic: a half-written cache is never read
-
-    def drop(self, file_hash: str) -> None:
-        self._path(file_hash).unlink(missing_ok=True)
-
-
-@dataclass
-class _Candidate:
-    path: Path
-    original_name: str
-    file_hash: str
-
-
-def _collect(
-    settings: Settings, paths: Sequence[Path] | None, *, dry_run: bool, settle_s: float
-) -> tuple[list[_Candidate], bool]:
-    """Files to ingest and whether they live in the inbox tree (and so are moved)."""
-    if paths is not None:
-        return [_Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths], False
-    dirs = InboxDirs(settings.data_dir)
-    if not dry_run:
-        dirs.create()
-    found = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
-    for p in stable_files(dirs.inbox, settle_s=settle_s):
-        if dry_run:
-            found.append((p, p.name))
-        else:
-            found.append((move_into(p, dirs.processing, settings.data_dir), p.name))
-    return [_Candidate(p, name, file_hash(p)) for p, name in found], True
 
 
 @contextmanager
@@ -208,8 +98,9 @@ def ingest(
     refusal of the file. ``transport`` replaces the network (tests pass the sandbox's ASGI
     app). ``settle_s`` (seconds an inbox file must be unchanged) and ``batch_size``
     (distributions per create request, at most 100) override ``settings.inbox_settle_s`` and
-    ``settings.submit_batch_size``. Raises :class:`fundpipe.submit.inbox.InboxBusyError` when another
-    ingest holds the lock.
+    ``settings.submit_batch_size``. Raises :class:`fundpipe.errors.InboxBusyError` when
+    another ingest holds the lock, :class:`fundpipe.errors.ConfigurationError` when
+    ``settings`` name no service.
     """
     require = settings.require_funds if require_funds is None else require_funds
     settle_s = settings.inbox_settle_s if settle_s is None else settle_s
@@ -219,25 +110,19 @@ def ingest(
     require_service(settings, transport)
     lock: AbstractContextManager[Any] = nullcontext() if dry_run else InboxLock(settings.data_dir)
     with lock:
-        candidates, in_inbox = _collect(settings, paths, dry_run=dry_run, settle_s=settle_s)
+        candidates, in_inbox = collect_candidates(
+            settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s
+        )
         result = IngestResult(dry_run=dry_run)
         if not candidates:
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:
-            done = _run_sync(
-                _run(
-                    settings,
-                    candidates,
-                    ledger,
-                    result,
-                    in_inbox=in_inbox,
-                    require_funds=require,
-                    transport=transport,
-                    progress=progress,
-                    batch_size=batch_size,
+            run = _Run(settings, ledger, result, in_inbox=in_inbox, progress=progress)
+            return _run_sync(
+                run.run(
+                    candidates, require_funds=require, transport=transport, batch_size=batch_size
                 )
             )
-    return done
 
 
 def _run_sync(coro: Coroutine[Any, Any, IngestResult]) -> IngestResult:
@@ -250,66 +135,100 @@ def _run_sync(coro: Coroutine[Any, Any, IngestResult]) -> IngestResult:
         return pool.submit(asyncio.run, coro).result()
 
 
-async def _run(
-    settings: Settings,
-    candidates: list[_Candidate],
-    ledger: Ledger | None,
-    result: IngestResult,
-    *,
-    in_inbox: bool,
-    require_funds: bool,
-    transport: httpx.AsyncBaseTransport | None,
-    batch_size: int,
-    progress: ProgressSink | None = None,
-) -> IngestResult:
-    from fundpipe.client import FundClient
-    from fundpipe.validate.files import validate_files
+class _Run:
+    """One ingest run over its candidates; each step is a method, called in order by `run`."""
 
-    dirs = InboxDirs(settings.data_dir)
-    dry_run = result.dry_run
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: Ledger | None,
+        result: IngestResult,
+        *,
+        in_inbox: bool,
+        progress: ProgressSink | None,
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.result = result
+        self.in_inbox = in_inbox
+        self.progress = progress
+        self.dry_run = result.dry_run
+        self.dirs = InboxDirs(settings.data_dir)
 
-    def finish(c: _Candidate, outcome: FileOutcome, dest: Path | None) -> None:
-        if in_inbox and not dry_run and dest is not None:
-            outcome.moved_to = move_into(c.path, dest, settings.data_dir, c.original_name)
-            _ValidationCache(dirs.processing / ".validated", enabled=True).drop(c.file_hash)
-        result.files.append(outcome)
+    def finish(self, c: Candidate, outcome: FileOutcome, dest: Path | None) -> None:
+        """Record ``outcome``; an inbox file moves to ``dest`` (unless a dry run)."""
+        if self.in_inbox and not self.dry_run and dest is not None:
+            outcome.moved_to = move_into(c.path, dest, self.settings.data_dir, c.original_name)
+            ValidationCache(self.dirs.processing / ".validated", enabled=True).drop(c.file_hash)
+        self.result.files.append(outcome)
 
-    # 1. the same bytes again: recognised, not re-submitted
-    todo: list[_Candidate] = []
-    seen: set[str] = set()
-    for c in candidates:
-        known = ledger.file_state(c.file_hash) if ledger is not None else None
-        if known == "processed" or c.file_hash in seen:
-            finish(
-                c,
-                FileOutcome(
-                    c.original_name,
-                    c.file_hash,
-                    "duplicate",
-                    message="same content as a file already processed: nothing sent",
-                ),
-                dirs.processed,
-            )
-            continue
-        seen.add(c.file_hash)
-        todo.append(c)
-    if not todo:
-        return result
+    async def run(
+        self,
+        candidates: list[Candidate],
+        *,
+        require_funds: bool,
+        transport: httpx.AsyncBaseTransport | None,
+        batch_size: int,
+    ) -> IngestResult:
+        """Every step, in order; returns the filled-in result."""
+        from fundpipe.client import FundClient
 
-    async with FundClient(settings, transport=transport) as client:
-        org_id = settings.org_id or await _only_organization(client)
-        state = await load_state(client, org_id)
+        todo = self.set_aside_duplicates(candidates)
+        if not todo:
+            return self.result
+        async with FundClient(self.settings, transport=transport) as client:
+            org_id = self.settings.org_id or await _only_organization(client)
+            state = await load_state(client, org_id)
+            valid, inputs = self.validate(todo, state.entities_by_ref)
+            # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
+            plan = build_plan(inputs, state, batch_size=batch_size)
+            checked = preflight(plan, state, require_funds=require_funds)
+            if checked.refused:
+                plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
+            self.result.plan, self.result.preflight = plan, checked
+            if self.dry_run or self.ledger is None:
+                self.planned(valid, plan)
+                return self.result
+            submitted = await self.send(client, self.ledger, plan, state)
+        self.verdicts(self.ledger, valid, plan, checked, submitted)
+        return self.result
 
-        # 2. validation: a file with any error is rejected whole (a resumed run reuses the
-        #    frames of files it validated before, kept beside them in processing/)
-        cache = _ValidationCache(dirs.processing / ".validated", enabled=in_inbox and not dry_run)
+    def set_aside_duplicates(self, candidates: list[Candidate]) -> list[Candidate]:
+        """1. The same bytes again: recognised, not re-submitted. Returns the rest."""
+        todo: list[Candidate] = []
+        seen: set[str] = set()
+        for c in candidates:
+            known = self.ledger.file_state(c.file_hash) if self.ledger is not None else None
+            if known == "processed" or c.file_hash in seen:
+                self.finish(
+                    c,
+                    FileOutcome(
+                        c.original_name,
+                        c.file_hash,
+                        "duplicate",
+                        message="same content as a file already processed: nothing sent",
+                    ),
+                    self.dirs.processed,
+                )
+                continue
+            seen.add(c.file_hash)
+            todo.append(c)
+        return todo
+
+    def validate(
+        self, todo: list[Candidate], known_refs: Mapping[str, Any]
+    ) -> tuple[list[Candidate], list[FileInput]]:
+        """2. A file with any error is rejected whole (a resumed run reuses the frames of files
+        it validated before, kept beside them in processing/). Returns the valid ones."""
+        from fundpipe.validate.files import validate_files
+
+        enabled = self.in_inbox and not self.dry_run
+        cache = ValidationCache(self.dirs.processing / ".validated", enabled=enabled)
         cached = {c.file_hash: cache.load(c.file_hash) for c in todo}
         fresh = [c for c in todo if cached[c.file_hash] is None]
         fresh_reports = iter(
             validate_files(
-                [c.path for c in fresh],
-                known_entity_refs=set(state.entities_by_ref),
-                progress=progress,
+                [c.path for c in fresh], known_entity_refs=set(known_refs), progress=self.progress
             )
             if fresh
             else []
@@ -319,7 +238,7 @@ async def _run(
             if cached[c.file_hash] is None and report.valid:
                 cache.store(c.file_hash, report)
         inputs: list[FileInput] = []
-        valid: list[_Candidate] = []
+        valid: list[Candidate] = []
         for c, report in zip(todo, reports, strict=True):
             if report.valid:
                 inputs.append(
@@ -333,47 +252,45 @@ async def _run(
                     )
                 )
                 valid.append(c)
-                continue
-            outcome = FileOutcome(
-                c.original_name,
-                c.file_hash,
-                "rejected",
-                rows=report.rows,
-                message=f"{len(report.errors)} validation error(s)",
+            else:
+                self.reject(c, report)
+        return valid, inputs
+
+    def reject(self, c: Candidate, report: FileReport) -> None:
+        """A file that failed validation: recorded, moved to rejected/ with its error report."""
+        outcome = FileOutcome(
+            c.original_name,
+            c.file_hash,
+            "rejected",
+            rows=report.rows,
+            message=f"{len(report.errors)} validation error(s)",
+        )
+        if not self.dry_run and self.ledger is not None:
+            self.ledger.record_file(
+                c.file_hash, c.original_name, "rejected", rows=report.rows, message=outcome.message
             )
-            if not dry_run and ledger is not None:
-                ledger.record_file(
-                    c.file_hash,
+        self.finish(c, outcome, self.dirs.rejected)
+        if outcome.moved_to is not None:
+            write_report(report, outcome.moved_to)
+
+    def planned(self, valid: list[Candidate], plan: Plan) -> None:
+        """A dry run (or one without a ledger) ends with every valid file planned."""
+        for c, f in zip(valid, plan.files, strict=True):
+            self.result.files.append(
+                FileOutcome(
                     c.original_name,
-                    "rejected",
-                    rows=report.rows,
-                    message=outcome.message,
+                    c.file_hash,
+                    "planned",
+                    rows=f.rows,
+                    distributions=f.distributions,
+                    total_cents=f.total_cents,
                 )
-            finish(c, outcome, dirs.rejected)
-            if outcome.moved_to is not None:
-                write_report(report, outcome.moved_to)
+            )
 
-        # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
-        plan = build_plan(inputs, state, batch_size=batch_size)
-        checked = preflight(plan, state, require_funds=require_funds)
-        if checked.refused:
-            plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
-        result.plan, result.preflight = plan, checked
-        if dry_run or ledger is None:
-            for c, f in zip(valid, plan.files, strict=True):
-                result.files.append(
-                    FileOutcome(
-                        c.original_name,
-                        c.file_hash,
-                        "planned",
-                        rows=f.rows,
-                        distributions=f.distributions,
-                        total_cents=f.total_cents,
-                    )
-                )
-            return result
-
-        # 4. intent of the whole plan, then settle what an earlier run left open
+    async def send(
+        self, client: Any, ledger: Ledger, plan: Plan, state: ServiceState
+    ) -> SubmitResult:
+        """4.-5. The intent of the whole plan, settling what an earlier run left open, then send."""
         for f in plan.files:
             ledger.record_file(
                 f.file_hash,
@@ -386,12 +303,15 @@ async def _run(
         ledger.record_distributions(plan.distributions)
         with ledger.batched():  # one commit for everything the lookup settles
             settle(ledger, plan, state)
-
-        # 5. send
         submitted = await execute(
-            client, ledger, plan, state, concurrency=settings.max_concurrency, progress=progress
+            client,
+            ledger,
+            plan,
+            state,
+            concurrency=self.settings.max_concurrency,
+            progress=self.progress,
         )
-        result.submit = submitted
+        self.result.submit = submitted
         # a reference twice in this drop with the same content: the second is linked to the first
         for d in plan.distributions:
             if (
@@ -411,70 +331,39 @@ async def _run(
             # requests a crashed run left open and this run did not need again: what they
             # asked for is at the service now (the snapshot showed it, or this run created it)
             ledger.settle_open(submitted.keys_sent)
+        return submitted
 
-    # 6. file verdicts
-    for c, f in zip(valid, plan.files, strict=True):
-        issues: list[Issue] = []
-        state_name: FileState
-        if f.conflict:
-            state_name, ledger_state, dest = "conflict", "conflict", dirs.rejected
-            for d in plan.distributions:
-                if d.file_hash == f.file_hash and d.action == "conflict":
-                    first = d.payments[0] if d.payments else None
-                    issues.append(
-                        Issue(
-                            c.original_name,
-                            first.sheet if first else None,
-                            first.row if first else None,
-                            "external_reference",
-                            d.external_reference,
-                            "distribution_conflict",
-                            f"{d.external_reference} already exists at the service as "
-                            f"{d.existing_id or 'another file of this run'} and does not match "
-                            f"({d.reason}); nothing of this file was sent — resolve it by hand",
-                        )
-                    )
-            _mark_unsent(ledger, plan, f.file_hash, "conflict")
-            message = f"{len(issues)} distribution(s) in conflict: nothing sent"
-        elif f.excluded:
-            state_name, ledger_state, dest = "refused", "rejected", dirs.rejected
-            for issue in checked.errors:
-                if issue.file_hash == f.file_hash:
-                    issues.append(
-                        Issue(c.original_name, None, None, None, None, issue.check, issue.message)
-                    )
-            _mark_unsent(ledger, plan, f.file_hash, "failed")
-            message = "; ".join(i.reason for i in issues) or "refused by pre-flight"
-        elif f.file_hash in submitted.unknown:
-            state_name, ledger_state, dest = "incomplete", "processing", None
-            message = "outcome unknown, the next run settles it: " + submitted.unknown[f.file_hash]
-        elif f.file_hash in submitted.failed:
-            state_name, ledger_state, dest = "rejected", "rejected", dirs.rejected
-            message = "the service refused: " + submitted.failed[f.file_hash]
-            issues.append(
-                Issue(c.original_name, None, None, None, None, "service_refused", message)
+    def verdicts(
+        self,
+        ledger: Ledger,
+        valid: list[Candidate],
+        plan: Plan,
+        checked: Preflight,
+        submitted: SubmitResult,
+    ) -> None:
+        """6. Each file's verdict: recorded, the file moved, its error report written."""
+        folders = {"processed": self.dirs.processed, "rejected": self.dirs.rejected}
+        for c, f in zip(valid, plan.files, strict=True):
+            v = verdict(f, c.original_name, plan, checked, submitted)
+            if v.unsent_state is not None:
+                _mark_unsent(ledger, plan, f.file_hash, v.unsent_state)
+            ledger.record_file(f.file_hash, f.source_file, v.ledger_state, message=v.message)
+            outcome = FileOutcome(
+                c.original_name,
+                c.file_hash,
+                v.outcome,
+                rows=f.rows,
+                distributions=f.distributions,
+                total_cents=f.total_cents,
+                payment_states=ledger.payment_states(f.file_hash),
+                message=v.message,
             )
-        else:
-            state_name, ledger_state, dest = "processed", "processed", dirs.processed
-            message = None
-        ledger.record_file(f.file_hash, f.source_file, ledger_state, message=message)
-        outcome = FileOutcome(
-            c.original_name,
-            c.file_hash,
-            state_name,
-            rows=f.rows,
-            distributions=f.distributions,
-            total_cents=f.total_cents,
-            payment_states=ledger.payment_states(f.file_hash),
-            message=message,
-        )
-        finish(c, outcome, dest)
-        if issues and outcome.moved_to is not None:
-            write_report(
-                FileReport(file=c.original_name, valid=False, rows=f.rows, errors=issues),
-                outcome.moved_to,
-            )
-    return result
+            self.finish(c, outcome, folders[v.destination] if v.destination else None)
+            if v.issues and outcome.moved_to is not None:
+                write_report(
+                    FileReport(file=c.original_name, valid=False, rows=f.rows, errors=v.issues),
+                    outcome.moved_to,
+                )
 
 
 def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None:

@@ -16,6 +16,10 @@ seam the warehouse copies — see docs/architecture.md):
 A request whose row still says ``sent`` or ``unknown`` when a run starts was interrupted: the
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
 Every write is its own transaction, so a SIGKILL loses at most the write in progress.
+
+Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
+share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
+and splitting the class would spread that one invariant over several modules.
 """
 
 from __future__ import annotations
