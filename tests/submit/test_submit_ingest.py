@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from submit_worlds import World, write_sheet
 
 from fundpipe.app.render import render_plan
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
+from worlds.submit import World, write_sheet
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
@@ -235,7 +235,7 @@ def test_a_batch_size_the_service_would_refuse_is_a_settings_error(monkeypatch) 
 
     monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "101")
     with pytest.raises(pydantic.ValidationError, match="submit_batch_size"):
-        Settings()
+        Settings(_env_file=None)  # type: ignore[call-arg]
 
 
 def test_a_distribution_cancelled_at_the_service_is_a_conflict_not_already_there(
@@ -260,11 +260,10 @@ def test_a_distribution_cancelled_at_the_service_is_a_conflict_not_already_there
 def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> None:
     import asyncio
 
-    from submit_worlds import file_input, payment_rows
-
     from fundpipe.client import FundClient, idempotency_key
     from fundpipe.plan import IdMap, ServiceState, build_plan
     from fundpipe.submit.snapshot import load_state
+    from worlds.submit import file_input, payment_rows
 
     def sheet(contact: str) -> list[dict[str, object]]:
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import xlsxwriter
 from rich.console import Console
-from sheet_builders import HEADER, clean_rows
 
 from fundpipe.app.outcomes import validation_dict
 from fundpipe.app.render import render_validation
 from fundpipe.validate.files import FileReport, validate_exit_code, validate_files
+from worlds.sheets import HEADER, clean_rows
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from submit_worlds import DEMO_STATE, file_input, payment_rows
 
 from fundpipe.client import idempotency_key
 from fundpipe.plan import (
@@ -19,6 +18,7 @@ from fundpipe.plan import (
     display_body,
 )
 from fundpipe.plan.preflight import preflight
+from worlds.submit import DEMO_STATE, file_input, payment_rows
 
 
 def _existing(ref: str, amounts: list[int], *, dst: str = "dst_1") -> ServiceDistribution:
