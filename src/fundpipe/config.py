@@ -98,6 +98,18 @@ class Settings(BaseSettings):
         "each request is atomic at the service).",
     )
 
+    # --- schedules (fundpipe serve, flows/prefect.yaml) -----------------------------------------
+    nightly_cron: str = Field(
+        default="30 1 * * *", description="When the nightly deployment runs (cron)."
+    )
+    nightly_timezone: str = Field(
+        default="America/New_York",
+        description="IANA zone the nightly cron and the inbox interval are read in.",
+    )
+    inbox_interval_s: int = Field(
+        default=300, ge=1, description="Seconds between two runs of the inbox deployment."
+    )
+
     @field_validator("scopes", mode="before")
     @classmethod
     def _split_scopes(cls, value: Any) -> Any:

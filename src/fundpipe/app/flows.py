@@ -13,7 +13,6 @@ deployments in this process; `prefect.yaml` declares the same for a Prefect serv
 
 from __future__ import annotations
 
-import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,6 @@ from prefect.cache_policies import NO_CACHE
 from fundpipe.app.embedded import service
 from fundpipe.app.samples import copy_samples
 from fundpipe.config import Settings
-
-NIGHTLY_CRON = os.environ.get("FUNDPIPE_NIGHTLY_CRON", "30 1 * * *")
-NIGHTLY_TIMEZONE = os.environ.get("FUNDPIPE_NIGHTLY_TIMEZONE", "America/New_York")
-INBOX_INTERVAL_S = int(os.environ.get("FUNDPIPE_INBOX_INTERVAL_S", "300"))
 
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -162,9 +157,16 @@ def nightly(
     return summary
 
 
-def deployments() -> list[Any]:
+def deployments(settings: Settings | None = None) -> list[Any]:
     """The `nightly` (cron, explicit timezone) and `inbox` (interval) deployments, one run at a
-    time each; `prefect.yaml` declares the same for a Prefect server with a work pool."""
+    time each; `prefect.yaml` declares the same for a Prefect server with a work pool.
+
+    The schedules come from `settings` (default: from the environment): `nightly_cron`,
+    `nightly_timezone`, `inbox_interval_s`.
+    """
+    settings = settings or Settings()
+    cron, zone = settings.nightly_cron, settings.nightly_timezone
+    interval_s = settings.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.schedules import Cron, Interval
 
@@ -175,15 +177,15 @@ def deployments() -> list[Any]:
     return [
         nightly.to_deployment(
             name="nightly",
-            schedules=[Cron(NIGHTLY_CRON, timezone=NIGHTLY_TIMEZONE)],
+            schedules=[Cron(cron, timezone=zone)],
             concurrency_limit=one_at_a_time,
-            description=f"Nightly at {NIGHTLY_CRON} ({NIGHTLY_TIMEZONE})",
+            description=f"Nightly at {cron} ({zone})",
         ),
         inbox.to_deployment(
             name="inbox",
-            schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
+            schedules=[Interval(interval_s, timezone=zone)],
             concurrency_limit=one_at_a_time,
-            description=f"Ingest complete inbox files every {INBOX_INTERVAL_S} s",
+            description=f"Ingest complete inbox files every {interval_s} s",
         ),
     ]
 
