@@ -85,3 +85,13 @@ def test_sandbox_refuses_a_public_interface_unless_asked() -> None:
     result = runner.invoke(app, ["sandbox", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "--allow-non-loopback" in result.output
+
+
+def test_readme_explains_every_exit_code() -> None:
+    from fundpipe.errors import ExitCode
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    paragraph = readme.split("Exit codes:", 1)[1].split("## ", 1)[0]
+    for code in ExitCode:
+        if code is not ExitCode.INTERRUPTED:
+            assert f"`{int(code)}`" in paragraph, code
