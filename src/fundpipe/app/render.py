@@ -152,7 +152,7 @@ def render_ingest(result: IngestResult, console: Console) -> None:
         )
         line = f"[{style}]{f.state}[/{style}] {f.source_file}"
         if f.distributions:
-            line += f": {f.distributions} distribution(s), {f.rows} row(s), {format_cents(f.total_cents)} USD"
+            line += f": {f.distributions} distribution(s), {f.rows} row(s), {format_cents(f.total_cents, unit='USD')}"
         if states:
             line += f" ({states})"
         if f.message:
