@@ -158,3 +158,43 @@ def test_a_long_module_says_why(path: Path) -> None:
         return
     docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     assert "Longer than ~400 lines" in docstring, f"{path.name}: {lines} lines and no reason"
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_library_returns_data_and_only_app_renders() -> None:
+    """Below app/ nothing imports rich or typer, and nothing calls print()."""
+    offenders = []
+    for name, path in MODULES.items():
+        if name.startswith("fundpipe.app"):
+            continue
+        shells = _third_party_imports(path) & {"rich", "typer"}
+        prints = [
+            node.lineno
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+        ]
+        if shells or prints:
+            offenders.append((name, sorted(shells), prints))
+    assert offenders == []
+
+
+def test_only_app_starts_the_embedded_sandbox() -> None:
+    """The sandbox's server is started by app/embedded.py alone (tests and benchmarks aside)."""
+    starters = {
+        name
+        for name, path in MODULES.items()
+        if not name.startswith("fundpipe.sandbox")
+        and re.search(r"\bSandboxServer\b|\brun_server\b", path.read_text(encoding="utf-8"))
+    }
+    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli"}
