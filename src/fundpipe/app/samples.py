@@ -1,8 +1,7 @@
-"""Glue between the Prefect flows in `flows/` and the CLI: load the flows, copy the samples,
-summarise a run.
+"""The sample sheets: `fundpipe run --samples` copies the clean ones into the inbox.
 
-The flows themselves live in `flows/` (as `prefect.yaml` expects); the steps they compose live
-in this package (`ingest`, `sync`, `reconcile`) and run without Prefect in unit tests.
+(`load_flows` is kept for the flow tests: the flows are the module `fundpipe.app.flows`, imported,
+never loaded by file path.)
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ from pathlib import Path
 from types import ModuleType
 
 from fundpipe.config import Settings
+from fundpipe.submit.inbox import SHEET_SUFFIXES
 
-#: Sheet extensions the inbox accepts.
-SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
 
 
 def load_flows() -> ModuleType:
