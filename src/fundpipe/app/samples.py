@@ -15,7 +15,6 @@ from fundpipe.config import Settings
 from fundpipe.submit.inbox import SHEET_SUFFIXES
 
 
-
 def load_flows() -> ModuleType:
     """The module defining the nightly, ingest, sync and reconcile flows and `serve_all`."""
     return importlib.import_module("fundpipe.app.flows")
