@@ -110,12 +110,10 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float]:
     """Median seconds of the `inbox` flow and of the same work as a plain call."""
     os.environ["PREFECT_API_URL"] = api
     os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
-    sys.path.insert(0, str(ROOT / "flows"))
-    import nightly  # type: ignore[import-not-found]
-
+    from fundpipe.app import flows as nightly
+    from fundpipe.app.embedded import service
     from fundpipe.config import Settings
-    from fundpipe.embedded import service
-    from fundpipe.ingest import ingest
+    from fundpipe.submit.ingest import ingest
 
     empty = data_dir / "overhead"
     (empty / "inbox").mkdir(parents=True)

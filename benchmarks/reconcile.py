@@ -3,10 +3,10 @@
 1. Generate, directly in a migrated DuckDB warehouse: 1,000 vehicles, 10,000 financial accounts
    (one balance snapshot each), 100,000 distributions × 100 payments = 10 M payments, and a ledger
    of ~10 M rows (0.1 % amount mismatches, some missing and extra rows).
-2. Run the views (`fundpipe.reconcile.export_views`: funding, sheet_vs_service, balance_movement,
+2. Run the views (`fundpipe.reconcile.views.export_views`: funding, sheet_vs_service, balance_movement,
    exceptions → Parquet) in a subprocess: time and peak RSS.
 3. Write the Payments workbook for the first 100,000 `sheet_vs_service` rows with
-   `fundpipe.reports.write_workbook`, and — in another subprocess of the same run — plain
+   `fundpipe.reports.workbook.write_workbook`, and — in another subprocess of the same run — plain
    xlsxwriter writing the same cells from the same Parquet file. Target: within 1.2×.
 
 Run: `.venv/bin/python benchmarks/reconcile.py`. The generated warehouse is cached in

@@ -4,7 +4,7 @@ World: the demo organization plus 10,000 bulk financial accounts (100 vehicles �
 distributions × 100 payments, served by the sandbox over loopback (uvicorn in this process).
 Each puller runs in its own subprocess (so its peak RSS is its own) against the same server:
 
-- fundpipe: `fundpipe.sync.sync()` — vehicles, each vehicle's accounts concurrently,
+- fundpipe: `fundpipe.sync.pull.sync()` — vehicles, each vehicle's accounts concurrently,
   distributions with their nested payments, entities and contacts → Arrow → DuckDB warehouse.
 - dlt: `rest_api_source` with a JSON-link paginator on `next_page_url` for the organization's
   financial accounts and the distributions (payments normalised into a child table) → DuckDB.

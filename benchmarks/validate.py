@@ -2,7 +2,7 @@
 
 Compares, in the same run and each in its own subprocess (so peak RSS is honest):
 
-- ``fundpipe``: `fundpipe.validate.validate_files` (readers + pandera models + cross-row rules);
+- ``fundpipe``: `fundpipe.validate.files.validate_files` (readers + pandera models + cross-row rules);
 - ``hand``: a hand-vectorised pandas implementation of the same checks;
 - ``pydantic``: a row-wise pydantic model over csv records.
 

@@ -124,6 +124,18 @@ class Settings(BaseSettings):
         "each request is atomic at the service).",
     )
 
+    # --- schedules (fundpipe serve, flows/prefect.yaml) -----------------------------------------
+    nightly_cron: str = Field(
+        default="30 1 * * *", description="When the nightly deployment runs (cron)."
+    )
+    nightly_timezone: str = Field(
+        default="America/New_York",
+        description="IANA zone the nightly cron and the inbox interval are read in.",
+    )
+    inbox_interval_s: int = Field(
+        default=300, ge=1, description="Seconds between two runs of the inbox deployment."
+    )
+
     @field_validator("scopes", mode="before")
     @classmethod
     def _normalise_scopes(cls, value: Any) -> Any:
@@ -185,3 +197,19 @@ class Settings(BaseSettings):
         if self.client_secret is not None:
             out["client_secret"] = "**********"  # noqa: S105 - the redaction marker itself
         return out
+
+
+def require_service(settings: Settings, transport: object | None = None) -> None:
+    """Raise :class:`fundpipe.errors.ConfigurationError` unless ``settings`` name a service.
+
+    Library entry points (``ingest``, ``sync``) never start the embedded sandbox: only
+    ``fundpipe.app`` does (``fundpipe.app.embedded.service``). A test's ``transport`` stands in
+    for the service.
+    """
+    from fundpipe.errors import ConfigurationError
+
+    if settings.embedded and transport is None:
+        raise ConfigurationError(
+            "no service configured: set FUNDPIPE_BASE_URL (the CLI and the flows start the "
+            "embedded sandbox when it is unset)"
+        )

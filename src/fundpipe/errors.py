@@ -1,62 +1,148 @@
-"""Errors a person can act on, each with the CLI exit code it maps to.
+"""The application's errors and the one table of exit codes.
 
-    UserFacingError            (exit 1 unless a subclass says otherwise)
-    ├── InputError             an input can't be read or a parameter is wrong (exit 2)
-    ├── ServiceUnavailable     the service can't be reached or refused us (exit 3)
-    └── LockHeld               another process holds the inbox lock or the warehouse (exit 4)
+Exit codes (every command, every entry point):
 
-Sheet problems are not exceptions: they are data (`fundpipe.validate.Issue`). Service errors
-have their own tree in `fundpipe.client.errors`; the CLI maps both to messages in one place.
+| code | name | meaning |
+|---|---|---|
+| 0 | OK | success; every file valid |
+| 1 | NEEDS_PERSON | a file was rejected, or a distribution needs a person (conflict, funding refusal) |
+| 2 | USAGE | usage or configuration error, or an input that can't be read at all |
+| 3 | SERVICE | the service failed or refused us (authentication, permission, network, retries exhausted), or outcomes are still unknown |
+| 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
+
+The error tree (the exit code each maps to in brackets):
+
+    FundpipeError                  a failure with a message for the person running fundpipe [1]
+    ├── InputError                 an input can't be read or a parameter is wrong [2]
+    │   └── ConfigurationError     the settings are missing something or contradict each other [2]
+    ├── ServiceUnavailable         the service can't be reached or refused us [3]
+    └── LockHeld                   another process holds a lock this one needs [4]
+        ├── InboxBusyError         … the inbox lock (``fundpipe.submit.inbox``)
+        └── WarehouseLockedError   … the warehouse file (``fundpipe.warehouse.file``)
+
+Sheet problems are not exceptions: they are data (``fundpipe.validate.issues.Issue``), and the
+outcome of a file maps to an exit code through :data:`OUTCOME_EXIT_CODES`. Service errors have
+their own tree in ``fundpipe.client.errors``; :func:`as_fundpipe_error` turns them (and any
+other exception) into this tree, so the CLI decides messages and codes in one place.
 Messages never carry secrets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from enum import IntEnum
+from pathlib import Path
 
-class UserFacingError(Exception):
+
+class ExitCode(IntEnum):
+    """The process exit codes of fundpipe (the table in the module docstring)."""
+
+    OK = 0
+    NEEDS_PERSON = 1
+    USAGE = 2
+    SERVICE = 3
+    LOCKED = 4
+    INTERRUPTED = 130
+
+
+#: One line per exit code, for help texts (the CLI's top-level help shows them).
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.NEEDS_PERSON: "a file rejected or a distribution needs a person",
+    ExitCode.USAGE: "usage or configuration error, or unreadable input",
+    ExitCode.SERVICE: "service error",
+    ExitCode.LOCKED: "lock held by another process",
+}
+
+#: The exit code each outcome of a file asks for; a run exits with the highest of its files'.
+#: Ingest outcomes (``fundpipe.submit.ingest.FileState``) and validation verdicts.
+OUTCOME_EXIT_CODES: dict[str, ExitCode] = {
+    "processed": ExitCode.OK,
+    "duplicate": ExitCode.OK,
+    "planned": ExitCode.OK,
+    "valid": ExitCode.OK,
+    "rejected": ExitCode.NEEDS_PERSON,
+    "conflict": ExitCode.NEEDS_PERSON,
+    "refused": ExitCode.NEEDS_PERSON,
+    "invalid": ExitCode.NEEDS_PERSON,
+    "unreadable": ExitCode.USAGE,
+    "incomplete": ExitCode.SERVICE,
+}
+
+
+def exit_code_of(outcomes: Iterable[str]) -> ExitCode:
+    """The exit code of a run whose files ended in ``outcomes`` (0 when there are none)."""
+    return max((OUTCOME_EXIT_CODES[o] for o in outcomes), default=ExitCode.OK)
+
+
+class FundpipeError(Exception):
     """A failure with a message written for the person running fundpipe."""
 
-    exit_code: int = 1
+    exit_code: ExitCode = ExitCode.NEEDS_PERSON
 
 
-class InputError(UserFacingError):
+#: The former name of :class:`FundpipeError`.
+UserFacingError = FundpipeError
+
+
+class InputError(FundpipeError):
     """An input file or parameter can't be used."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
-class ServiceUnavailable(UserFacingError):
-    """The service can't be reached, or refused the credentials."""
-
-    exit_code = 3
+class ConfigurationError(InputError):
+    """The settings are missing something the run needs, or contradict each other."""
 
 
-class LockHeld(UserFacingError):
+class ServiceUnavailable(FundpipeError):
+    """The service can't be reached, or refused the request or the credentials."""
+
+    exit_code = ExitCode.SERVICE
+
+
+class LockHeld(FundpipeError):
     """Another fundpipe process holds a lock this one needs; the message names the holder."""
 
-    exit_code = 4
+    exit_code = ExitCode.LOCKED
 
 
-def describe_failure(exc: BaseException) -> tuple[int, str]:
-    """The exit code and the one-line, redacted message for any failure of a run.
+class InboxBusyError(LockHeld):
+    """Another ingest holds ``<data_dir>/.ingest.lock``."""
 
-    One mapping for every shell: the CLI prints the message and exits with the code, a Prefect
-    flow ends in the state the code maps to with the message as its state message.
+
+class WarehouseLockedError(LockHeld):
+    """Another process held the warehouse file for longer than the retry deadline."""
+
+    def __init__(self, path: Path, holder: str, waited_s: float) -> None:
+        """Record the file, a description of the holder and how long fundpipe waited."""
+        self.path = path
+        self.holder = holder
+        self.waited_s = waited_s
+        super().__init__(
+            f"warehouse {path} is held by {holder}; gave up after {waited_s:.1f} s. "
+            "Wait for that process to finish (or stop it) and run again."
+        )
+
+
+def as_fundpipe_error(exc: BaseException) -> FundpipeError:
+    """``exc`` as an error of this tree: the one place failures are classified.
+
+    Errors of this tree pass through; the service client's errors and transport errors become
+    :class:`ServiceUnavailable` (with a redacted message); anything else is an unexpected
+    failure, reported with exit 3 as before (it happened while talking to the service or
+    writing its results).
     """
     import httpx
 
     from fundpipe.client.errors import FundServiceError, ServiceConnectionError
-    from fundpipe.submit.inbox import InboxBusyError
-    from fundpipe.warehouse.file import WarehouseLockedError
 
-    if isinstance(exc, UserFacingError):
-        return exc.exit_code, str(exc)
-    if isinstance(exc, InboxBusyError | WarehouseLockedError):
-        return LockHeld.exit_code, f"{exc}; this run did nothing"
+    if isinstance(exc, FundpipeError):
+        return exc
     if isinstance(exc, ServiceConnectionError):
-        return ServiceUnavailable.exit_code, f"could not reach the service: {exc}"
+        return ServiceUnavailable(f"could not reach the service: {exc}")
     if isinstance(exc, FundServiceError):
-        return ServiceUnavailable.exit_code, f"the service refused the request: {exc}"
+        return ServiceUnavailable(f"the service refused the request: {exc}")
     if isinstance(exc, httpx.HTTPError):
-        return ServiceUnavailable.exit_code, f"could not reach the service: {type(exc).__name__}"
-    return ServiceUnavailable.exit_code, f"unexpected failure ({type(exc).__name__}): {exc}"
+        return ServiceUnavailable(f"could not reach the service: {type(exc).__name__}")
+    return ServiceUnavailable(f"unexpected failure ({type(exc).__name__}): {exc}")

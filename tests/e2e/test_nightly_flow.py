@@ -216,7 +216,7 @@ def _logs_of(state: Any) -> list[str]:
 def test_a_run_that_finds_the_inbox_locked_is_cancelled_naming_the_holder(
     prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fundpipe.inbox import InboxLock
+    from fundpipe.submit.inbox import InboxLock
 
     monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "1")
     shutil.copy2(SAMPLES / "distributions_q4.csv", tmp_path / "waiting.csv")

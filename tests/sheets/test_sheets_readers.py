@@ -11,10 +11,10 @@ import openpyxl
 import pandas as pd
 import pytest
 import xlsxwriter
-from sheet_builders import HEADER, clean_rows, csv_bytes
 
 from fundpipe.sheets.readers import ReadLimits
 from fundpipe.validate.files import FileReport, validate_files
+from worlds.sheets import HEADER, clean_rows, csv_bytes
 
 
 def only(path: Path, **kwargs: object) -> FileReport:

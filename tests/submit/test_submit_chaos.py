@@ -1,6 +1,6 @@
 """Exactly once under chaos: faults at the service, SIGKILLed pipeline processes, rivals.
 
-The pipeline runs as ``python -m fundpipe.submit.ingest`` subprocesses against a sandbox served over
+The pipeline runs as ``python -m fundpipe.app ingest`` subprocesses against a sandbox served over
 loopback from this test process (SQLite file state); the sandbox's own tables are read to
 decide when to kill, and the service API to check the result.
 """
@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-from submit_worlds import write_sheet
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
@@ -30,6 +29,7 @@ from fundpipe.sandbox import SandboxConfig, SandboxServer
 from fundpipe.submit.inbox import InboxBusyError
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
+from worlds.submit import write_sheet
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +42,7 @@ PAYMENTS_PER_DISTRIBUTION = 11
 def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     """Where the pipeline subprocesses keep their bytecode, when the environment forbids it.
 
-    Under ``PYTHONDONTWRITEBYTECODE`` every ``python -m fundpipe.submit.ingest`` compiles its ~1,000
+    Under ``PYTHONDONTWRITEBYTECODE`` every ``python -m fundpipe.app ingest`` compiles its ~1,000
     modules again (5-8 s a start on a busy 2-core machine, paid at every restart): the restarts
     share a private bytecode cache instead (the checkout and the venv are left untouched).
     """
@@ -93,7 +93,7 @@ def _env(server: SandboxServer, data_dir: Path, pycache: Path | None) -> dict[st
 
 def _start(server: SandboxServer, data_dir: Path, pycache: Path | None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fundpipe.submit.ingest"],
+        [sys.executable, "-m", "fundpipe.app", "ingest"],
         env=_env(server, data_dir, pycache),
         cwd=data_dir.parent,
         stdout=subprocess.PIPE,
@@ -109,7 +109,11 @@ def _service_count(db: Path) -> int:
 
 def _service_distributions(server: SandboxServer) -> dict[str, list[int]]:
     # the read-back is not under test: no client-side pacing (the default 9/s is ~25 s here)
-    settings = Settings(rate_limit_per_s=10_000.0, max_concurrency=8).with_service(server.base_url)
+    settings = Settings(
+        rate_limit_per_s=10_000.0,
+        max_concurrency=8,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service(server.base_url)
 
     async def pull() -> dict[str, list[int]]:
         async with FundClient(settings) as client:
@@ -270,7 +274,11 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         assert time.monotonic() < deadline
         time.sleep(0.01)
     # a second ingest on the same inbox while the first one runs: refused, naming the holder
-    rival = Settings(data_dir=data_dir, rate_limit_per_s=1000.0).with_service(server.base_url)
+    rival = Settings(
+        data_dir=data_dir,
+        rate_limit_per_s=1000.0,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service(server.base_url)
     with pytest.raises(InboxBusyError, match=rf"pid {first.pid} on .+ since 20"):
         ingest(rival, settle_s=0)
     _out, err = first.communicate(timeout=120)

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from submit_worlds import World, write_sheet
 
 from fundpipe.client import idempotency_key
 from fundpipe.plan import ResolvedRequest
@@ -22,6 +21,7 @@ from fundpipe.submit.inbox import (
 )
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
+from worlds.submit import World, write_sheet
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,14 @@ import io
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 from rich.console import Console
-from submit_worlds import World, write_sheet
 
+from fundpipe.app.render import render_plan
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
+from worlds.submit import World, write_sheet
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
@@ -109,10 +111,10 @@ def test_dry_run_prints_the_plan_and_sends_nothing(world: World) -> None:
         transport=world.transport,
         settle_s=0,
         dry_run=True,
-        console=Console(file=out, width=250),
     )
-    printed = out.getvalue()
     assert result.plan is not None
+    render_plan(result.plan, Console(file=out, width=250))
+    printed = out.getvalue()
     assert result.plan.counts()["distributions_create"] == 3
     assert "445,276.50" in printed  # total of veh_demo1
     assert "POST /v1/distributions" in printed
@@ -180,9 +182,14 @@ def test_roster_objects_are_created_and_account_numbers_stay_out_of_the_ledger(
 
 
 def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
-    with open_ledger(world.settings.ledger_file) as ledger:
-        payments = ledger._con.execute("DESCRIBE ledger_payments").fetchall()
-        files = ledger._con.execute("DESCRIBE ledger_files").fetchall()
+    with open_ledger(world.settings.ledger_file):
+        pass  # a new ledger file, as a first run leaves it; read it as the warehouse does
+    con = duckdb.connect(str(world.settings.ledger_file), read_only=True)
+    try:
+        payments = con.execute("DESCRIBE ledger_payments").fetchall()
+        files = con.execute("DESCRIBE ledger_files").fetchall()
+    finally:
+        con.close()
     seam_payments = [
         ("file_hash", "VARCHAR"),
         ("source_file", "VARCHAR"),
@@ -234,7 +241,7 @@ def test_a_batch_size_the_service_would_refuse_is_a_settings_error(monkeypatch) 
 
     monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "101")
     with pytest.raises(pydantic.ValidationError, match="submit_batch_size"):
-        Settings()
+        Settings(_env_file=None)  # type: ignore[call-arg]
 
 
 def test_a_distribution_cancelled_at_the_service_is_a_conflict_not_already_there(
@@ -259,11 +266,10 @@ def test_a_distribution_cancelled_at_the_service_is_a_conflict_not_already_there
 def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> None:
     import asyncio
 
-    from submit_worlds import file_input, payment_rows
-
     from fundpipe.client import FundClient, idempotency_key
     from fundpipe.plan import IdMap, ServiceState, build_plan
-    from fundpipe.submit.execute import load_state
+    from fundpipe.submit.snapshot import load_state
+    from worlds.submit import file_input, payment_rows
 
     def sheet(contact: str) -> list[dict[str, object]]:
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)

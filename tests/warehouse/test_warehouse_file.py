@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from fundpipe.warehouse.file import (
     WarehouseLockedError,
     load_migrations,
 )
+from worlds.locks import hold_until_released, release
 
 
 def test_migrations_are_applied_once_in_order_and_recorded(tmp_path: Path) -> None:
@@ -68,22 +67,8 @@ def test_an_applied_migration_that_was_edited_is_refused(tmp_path: Path) -> None
 def test_a_held_warehouse_names_the_holder_then_is_retried_until_free(tmp_path: Path) -> None:
     path = tmp_path / "w.duckdb"
     Warehouse(path).migrate()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, sys, time\n"
-            f"con = duckdb.connect({str(path)!r})\n"
-            "print('held', flush=True)\n"
-            "time.sleep(1.5)\n"
-            "con.close()\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = hold_until_released(path)
     try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()
         with (
             pytest.raises(WarehouseLockedError) as caught,
@@ -94,7 +79,13 @@ def test_a_held_warehouse_names_the_holder_then_is_retried_until_free(tmp_path: 
         assert f"PID {holder.pid}" in str(caught.value)
         assert str(path) in str(caught.value)
 
-        with Warehouse(path, lock_timeout_s=10, retry_interval_s=0.1).write() as con:
+        def release_on_first_wait(seconds: float) -> None:
+            release(holder)  # held until now: the retry below must wait, then get the file
+
+        retrying = Warehouse(
+            path, lock_timeout_s=10, retry_interval_s=0.1, sleep=release_on_first_wait
+        )
+        with retrying.write() as con:
             applied = con.execute("SELECT count(*) FROM _migrations").fetchone()
             assert applied == (len(load_migrations(SCHEMA_FILE.read_text())),)
         assert holder.wait(timeout=5) == 0

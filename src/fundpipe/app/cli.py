@@ -1,14 +1,9 @@
 """Command-line interface: parses arguments, calls library functions, renders results.
 
-Exit codes (the same for every command):
-
-| code | meaning |
-|---|---|
-| 0 | success; every file valid |
-| 1 | a file was rejected, or a distribution needs a person (conflict, funding refusal) |
-| 2 | usage error, or an input that can't be read at all |
-| 3 | the service failed or refused us (authentication, permission, network, retries exhausted) |
-| 4 | another fundpipe process holds the inbox lock or the warehouse |
+Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reaches the person as
+one line through `_user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
+Commands build `Settings` here, start the embedded sandbox when no service is configured
+(`fundpipe.app.embedded`) and render with `fundpipe.app.render`.
 """
 
 from __future__ import annotations
@@ -17,25 +12,21 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from fundpipe.config import Settings
-
-EXIT_OK = 0
-EXIT_REJECTED = 1
-EXIT_USAGE = 2
-EXIT_SERVICE = 3
-EXIT_LOCKED = 4
+from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError, as_fundpipe_error
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 success · 1 a file rejected or a distribution needs a person · "
-    "2 usage error or unreadable input · 3 service error · 4 lock held by another process."
+    "Exit codes: "
+    + " · ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
+    + "."
 )
 
 app = typer.Typer(
@@ -75,29 +66,17 @@ def _settings(data_dir: Path | None = None) -> Settings:
 @contextmanager
 def _user_errors() -> Iterator[None]:
     """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
-    from fundpipe.errors import UserFacingError
-
     try:
         yield
     except typer.Exit:
         raise
-    except UserFacingError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     except Exception as exc:  # every failure becomes a message, never a traceback
-        code, message = _classify(exc)
-        err_console.print(f"[bold red]error:[/] {message}")
-        raise typer.Exit(code) from None
-
-
-def _classify(exc: BaseException) -> tuple[int, str]:
-    """Map library exceptions to an exit code and a redacted message."""
-    from fundpipe.errors import describe_failure
-
-    return describe_failure(exc)
+        error = as_fundpipe_error(exc)
+        err_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(int(error.exit_code)) from None
 
 
 DataDirOption = Annotated[
@@ -109,7 +88,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 @app.command("config")
 def config_command(json_out: JsonOption = False) -> None:
-    """Print the effective configuration, with secrets redacted."""
+    """Print the effective configuration, with secrets redacted.
+
+    Example: fundpipe config --json
+    """
     with _user_errors():
         settings = _settings()
         values = settings.redacted()
@@ -117,14 +99,9 @@ def config_command(json_out: JsonOption = False) -> None:
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
-        from rich.table import Table
+        from fundpipe.app.render import render_config
 
-        table = Table(title="fundpipe configuration", show_header=True)
-        table.add_column("setting")
-        table.add_column("value")
-        for key, value in values.items():
-            table.add_row(key, "" if value is None else str(value))
-        console.print(table)
+        render_config(values, console)
 
 
 @app.command("sandbox")
@@ -174,17 +151,17 @@ def sandbox_command(
 
     Clients: demo-client / demo-secret (every scope) and demo-reader / reader-secret (read only)
     act for org_demo. /_sandbox/ control routes reset it, advance its clock and inject faults.
+
+    Example: fundpipe sandbox --port 8765 --seed demo
     """
-    if seed not in {"demo", "empty"}:
-        err_console.print("[bold red]error:[/] --seed must be demo or empty")
-        raise typer.Exit(EXIT_USAGE)
-    if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
-        err_console.print(
-            f"[bold red]error:[/] refusing to serve on {host}: the sandbox's control routes "
-            "are unauthenticated; pass --allow-non-loopback if you mean it"
-        )
-        raise typer.Exit(EXIT_USAGE)
     with _user_errors():
+        if seed not in {"demo", "empty"}:
+            raise InputError("--seed must be demo or empty")
+        if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
+            raise InputError(
+                f"refusing to serve on {host}: the sandbox's control routes "
+                "are unauthenticated; pass --allow-non-loopback if you mean it"
+            )
         from fundpipe.sandbox import run_server
 
         console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
@@ -211,15 +188,15 @@ def validate_command(
     """Validate sheets offline and report every problem by file, sheet, row and column.
 
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
+
+    Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
-    if output_format not in {"table", "json"}:
-        err_console.print("[bold red]error:[/] --format must be table or json")
-        raise typer.Exit(EXIT_USAGE)
     with _user_errors():
-        from fundpipe.progress import RichProgress
+        if output_format not in {"table", "json"}:
+            raise InputError("--format must be table or json")
+        from fundpipe.app.outcomes import validation_dict
+        from fundpipe.app.render import RichProgress, render_validation
         from fundpipe.validate.files import (
-            render_json,
-            render_table,
             validate_exit_code,
             validate_files,
         )
@@ -227,9 +204,9 @@ def validate_command(
         with RichProgress(err_console) as progress:
             reports = validate_files(files, progress=progress)
         if output_format == "json":
-            print(json.dumps(render_json(reports), indent=2, default=str))
+            print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:
-            render_table(reports, console)
+            render_validation(reports, console)
         raise typer.Exit(validate_exit_code(reports))
 
 
@@ -249,10 +226,18 @@ def ingest_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Validate sheets and create their entities, contacts and distributions exactly once."""
+    """Validate sheets and create their entities, contacts and distributions exactly once.
+
+    Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
+    """
     with _user_errors():
         from fundpipe.app.embedded import service
-        from fundpipe.progress import RichProgress
+        from fundpipe.app.render import (
+            RichProgress,
+            render_ingest,
+            render_plan,
+            render_preflight,
+        )
         from fundpipe.submit.ingest import ingest
 
         settings = _settings(data_dir)
@@ -262,7 +247,6 @@ def ingest_command(
                 files or None,
                 dry_run=dry_run,
                 require_funds=require_funds or None,
-                console=None if json_out else console,
                 progress=progress,
             )
         if json_out:
@@ -271,15 +255,24 @@ def ingest_command(
             print(json.dumps(ingest_dict(result), indent=2, default=str))
         elif not result.files:
             console.print("nothing to ingest: no complete sheet in the inbox")
+        else:
+            render_preflight(result.preflight, console)
+            if result.dry_run and result.plan is not None:
+                render_plan(result.plan, console)
+            else:
+                render_ingest(result, console)
         raise typer.Exit(result.exit_code)
 
 
 @app.command("sync")
 def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
-    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
+    """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB.
+
+    Example: fundpipe sync --json
+    """
     with _user_errors():
         from fundpipe.app.embedded import service
-        from fundpipe.progress import RichProgress
+        from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
         settings = _settings(data_dir)
@@ -291,7 +284,7 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
         if json_out:
             print(json.dumps(payload, indent=2, default=str))
         else:
-            _print_counts("synced", payload["counts"])
+            render_counts("synced", payload["counts"], console)
 
 
 @app.command("reconcile")
@@ -305,9 +298,12 @@ def reconcile_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Build the reconciliation views and write Parquet files and reconciliation.xlsx."""
-    report_date = _parse_date(as_of)
+    """Build the reconciliation views and write Parquet files and reconciliation.xlsx.
+
+    Example: fundpipe reconcile --as-of 2026-11-30
+    """
     with _user_errors():
+        report_date = _parse_date(as_of)
         from fundpipe.app.render import render_summary
         from fundpipe.reconcile.views import reconcile
 
@@ -338,27 +334,31 @@ def run_command(
         bool, typer.Option("--verbose", help="Show Prefect's own logs (and tracebacks).")
     ] = False,
 ) -> None:
-    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow."""
-    report_date = _parse_date(as_of)
+    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
+
+    Example: fundpipe run --samples
+    """
     _prefect_defaults(verbose)
     with _user_errors():
-        from fundpipe.app.samples import load_flows
+        report_date = _parse_date(as_of)
+        from fundpipe.app import flows
 
-        flows = load_flows()
         state = flows.nightly(
             samples=samples,
             as_of=report_date.isoformat() if report_date else None,
             data_dir=str(data_dir) if data_dir else None,
             return_state=True,
         )
-        summary = _run_outcome(state)
+        from fundpipe.app.outcomes import summary_of_run
+
+        summary = summary_of_run(state)
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         else:
-            from fundpipe.app.samples import render_run_summary
+            from fundpipe.app.render import render_run_summary
 
             render_run_summary(summary, console)
-        raise typer.Exit(summary.get("exit_code", EXIT_OK))
+        raise typer.Exit(summary.get("exit_code", ExitCode.OK))
 
 
 @app.command("serve")
@@ -369,27 +369,14 @@ def serve_command() -> None:
     Uses the Prefect server named by PREFECT_API_URL; without one, starts `prefect server
     start` on 127.0.0.1:FUNDPIPE_PREFECT_PORT (4200) and stops it on exit. Stop with Ctrl-C.
 
-    Example: FUNDPIPE_NIGHTLY_CRON="*/5 * * * *" fundpipe serve
+    Example: fundpipe serve   (for a trial, FUNDPIPE_NIGHTLY_CRON="* * * * *" runs it every
+    minute)
     """
     _prefect_defaults()
-    # how often the served deployments look for runs to start (Prefect's default is 10 s)
-    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
-    with _user_errors(), ExitStack() as stack:
-        settings = _settings()
-        if not os.environ.get("PREFECT_API_URL"):
-            from fundpipe.app.prefect_server import local_prefect_server
+    with _user_errors():
+        from fundpipe.app.prefect_server import serve
 
-            log = settings.data_dir / "prefect-server.log"
-            err_console.print(f"starting a Prefect server on 127.0.0.1:{settings.prefect_port}")
-            url = stack.enter_context(local_prefect_server(settings.prefect_port, log))
-            os.environ["PREFECT_API_URL"] = url
-            err_console.print(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")
-        err_console.print(
-            f"serving nightly and inbox; watching {settings.data_dir / 'inbox'} (Ctrl-C stops)"
-        )
-        from fundpipe.app.samples import load_flows
-
-        load_flows().serve_all()
+        serve(_settings(), say=err_console.print)
 
 
 @app.command("watch")
@@ -400,41 +387,13 @@ def watch_command(data_dir: DataDirOption = None) -> None:
     PREFECT_API_URL; the `inbox` deployment (flows/prefect.yaml) is triggered by it. Run it on
     the machine whose data directory holds the inbox, beside `prefect worker start`.
 
-    Example: PREFECT_API_URL=http://127.0.0.1:4200/api fundpipe watch --data-dir data
+    Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
     """
     _prefect_defaults()
     with _user_errors():
-        if not os.environ.get("PREFECT_API_URL"):
-            from fundpipe.errors import InputError
+        from fundpipe.app.watch import watch_and_announce
 
-            raise InputError(
-                "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
-                "(or use `fundpipe serve`, which watches the inbox itself)"
-            )
-        from fundpipe.app.watch import names, prefect_announcer, watch_inbox
-        from fundpipe.submit.inbox import InboxDirs
-
-        settings = _settings(data_dir)
-        inbox = InboxDirs(settings.data_dir).inbox
-        announce = prefect_announcer(settings.data_dir)
-
-        def announce_and_say(paths: list[Path]) -> None:
-            announce(paths)
-            err_console.print(f"settled: {names(paths)} → inbox run requested")
-
-        err_console.print(f"watching {inbox} (Ctrl-C stops)")
-        watch_inbox(inbox, announce_and_say, settle_s=settings.inbox_settle_s)
-
-
-def _run_outcome(state: Any) -> dict[str, Any]:
-    """The summary of a finished nightly flow run; a run that did not complete exits with the
-    code its state carries and its state message (fundpipe's plain sentence)."""
-    data = state.result(raise_on_failure=False) if state.data is not None else None
-    if state.is_completed() and isinstance(data, dict):
-        return data
-    code = data.get("exit_code", EXIT_SERVICE) if isinstance(data, dict) else EXIT_SERVICE
-    err_console.print(f"[bold red]error:[/] {state.message or state.name}")
-    raise typer.Exit(code)
+        watch_and_announce(_settings(data_dir), say=err_console.print)
 
 
 def _parse_date(text: str | None) -> date | None:
@@ -443,19 +402,7 @@ def _parse_date(text: str | None) -> date | None:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        err_console.print(f"[bold red]error:[/] --as-of {text!r} is not a date like 2026-11-30")
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-def _print_counts(title: str, counts: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    table = Table(title=title, show_header=True)
-    table.add_column("what")
-    table.add_column("rows", justify="right")
-    for key, value in counts.items():
-        table.add_row(str(key), f"{value:,}" if isinstance(value, int) else str(value))
-    console.print(table)
+        raise InputError(f"--as-of {text!r} is not a date like 2026-11-30") from None
 
 
 def main() -> None:

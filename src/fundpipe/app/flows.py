@@ -22,25 +22,24 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from prefect import flow, get_run_logger, task
+from prefect import State, flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Cancelled, Completed, Failed, State
+from prefect.states import Cancelled, Completed, Failed
 
 from fundpipe.app.embedded import service
 from fundpipe.app.samples import copy_samples
 from fundpipe.config import Settings
 
-NIGHTLY_CRON = os.environ.get("FUNDPIPE_NIGHTLY_CRON", "30 1 * * *")
-NIGHTLY_TIMEZONE = os.environ.get("FUNDPIPE_NIGHTLY_TIMEZONE", "America/New_York")
-INBOX_INTERVAL_S = int(os.environ.get("FUNDPIPE_INBOX_INTERVAL_S", "300"))
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
 FLOW_LOCK_WAIT_S = 300.0
+
+_R = TypeVar("_R")
 
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -50,15 +49,18 @@ _STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelle
 
 def _refusal(exc: BaseException) -> State[Any]:
     """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
-    from fundpipe.errors import describe_failure
+    from fundpipe.errors import LockHeld, as_fundpipe_error
 
-    code, message = describe_failure(exc)
+    error = as_fundpipe_error(exc)
+    code, message = int(error.exit_code), str(error)
+    if isinstance(error, LockHeld):
+        message = f"{message}; this run did nothing"
     # the traceback is for a developer with debug logging on, never the run's INFO log
     get_run_logger().debug("step failed", exc_info=exc)
     return _STATE_FOR_EXIT.get(code, Failed)(message=message, data={"exit_code": code})
 
 
-def _guard(work: Any, *args: Any) -> Any:
+def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
     """Run one step's work; an expected failure becomes a plain Failed/Cancelled state."""
     try:
         return work(*args)
@@ -127,7 +129,7 @@ def _settings(data_dir: str | None) -> Settings:
 
 
 @task(name="ingest-inbox", **_TASK_OPTIONS)
-def ingest_drop(settings: Settings) -> dict[str, Any]:
+def ingest_drop(settings: Settings) -> dict[str, Any] | State[Any]:
     """Ingest every complete file waiting in the inbox as one drop.
 
     One task for the drop, not one per file: a distribution sheet may name entities by the
@@ -141,7 +143,7 @@ def ingest_drop(settings: Settings) -> dict[str, Any]:
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
-def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
+def ingest_one(settings: Settings, path: str) -> dict[str, Any] | State[Any]:
     """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
     from fundpipe.app.outcomes import ingest_dict
     from fundpipe.submit.ingest import ingest
@@ -150,7 +152,7 @@ def ingest_one(settings: Settings, path: str) -> dict[str, Any]:
 
 
 @task(name="sync", **_TASK_OPTIONS)
-def sync_step(settings: Settings) -> dict[str, Any]:
+def sync_step(settings: Settings) -> dict[str, Any] | State[Any]:
     """Pull the service's state into the warehouse."""
     from fundpipe.app.outcomes import sync_dict
     from fundpipe.sync.pull import sync as run_sync
@@ -159,7 +161,7 @@ def sync_step(settings: Settings) -> dict[str, Any]:
 
 
 @task(name="reconcile", **_TASK_OPTIONS)
-def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any]:
+def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | State[Any]:
     """Build the reconciliation views and write the reports."""
     from fundpipe.app.outcomes import reconcile_dict
     from fundpipe.reconcile.views import reconcile as run_reconcile
@@ -266,10 +268,17 @@ def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> Sta
     return _finished(summary, "nightly")
 
 
-def deployments() -> list[Any]:
+def deployments(settings: Settings | None = None) -> list[Any]:
     """The `nightly` (cron, explicit timezone) and `inbox` (interval, and a trigger on the
     watcher's file-settled event) deployments; `prefect.yaml` declares the same for a Prefect
-    server with a work pool."""
+    server with a work pool.
+
+    The schedules come from `settings` (default: from the environment): `nightly_cron`,
+    `nightly_timezone`, `inbox_interval_s`.
+    """
+    settings = settings or Settings()
+    cron, zone = settings.nightly_cron, settings.nightly_timezone
+    interval_s = settings.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
@@ -287,13 +296,13 @@ def deployments() -> list[Any]:
     return [
         nightly.to_deployment(
             name="nightly",
-            schedules=[Cron(NIGHTLY_CRON, timezone=NIGHTLY_TIMEZONE)],
+            schedules=[Cron(cron, timezone=zone)],
             concurrency_limit=one_at_a_time,
-            description=f"Nightly at {NIGHTLY_CRON} ({NIGHTLY_TIMEZONE})",
+            description=f"Nightly at {cron} ({zone})",
         ),
         inbox.to_deployment(
             name="inbox",
-            schedules=[Interval(INBOX_INTERVAL_S, timezone=NIGHTLY_TIMEZONE)],
+            schedules=[Interval(interval_s, timezone=zone)],
             triggers=[
                 DeploymentEventTrigger(
                     name="fundpipe inbox: a file settled",
@@ -303,7 +312,7 @@ def deployments() -> list[Any]:
             ],
             concurrency_limit=one_after_another,
             description=f"Ingest complete inbox files when one settles (fundpipe watch), and "
-            f"every {INBOX_INTERVAL_S} s as a safety net",
+            f"every {interval_s} s as a safety net",
         ),
     ]
 

@@ -13,12 +13,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.app.render import format_cents
+from fundpipe.sheets.money import format_cents
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.ingest import IngestResult
     from fundpipe.sync.pull import SyncResult
+    from fundpipe.validate.issues import FileReport
 
 
 def _plain(value: Any) -> Any:
@@ -154,3 +157,39 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", "## Reports", ""]
     lines += [f"- {k}: `{v}`" for k, v in summary.get("reports", {}).items() if v]
     return "\n".join(lines) + "\n"
+
+
+def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
+    """``{"files": [{"file", "sheet", "valid", "rows", "errors": [...], "warnings": [...]}]}``."""
+    return {
+        "files": [
+            {
+                "file": r.file,
+                "sheet": ", ".join(r.sheets) if r.sheets else None,
+                "valid": r.valid,
+                "rows": r.rows,
+                "errors": [i.as_dict() for i in r.errors],
+                "warnings": [i.as_dict() for i in r.warnings],
+            }
+            for r in reports
+        ]
+    }
+
+
+def summary_of_run(state: Any) -> dict[str, Any]:
+    """The summary of a finished nightly flow run (a Prefect state).
+
+    A run that did not complete raises the fundpipe error its exit code stands for, with the
+    state's message (fundpipe's plain sentence): the CLI prints it and exits with that code.
+    """
+    from fundpipe.errors import ExitCode, FundpipeError, InputError, LockHeld, ServiceUnavailable
+
+    data = state.result(raise_on_failure=False) if state.data is not None else None
+    if state.is_completed() and isinstance(data, dict):
+        return data
+    code = data.get("exit_code", ExitCode.SERVICE) if isinstance(data, dict) else ExitCode.SERVICE
+    error: type[FundpipeError] = {
+        ExitCode.USAGE: InputError,
+        ExitCode.LOCKED: LockHeld,
+    }.get(ExitCode(code), ServiceUnavailable)
+    raise error(state.message or state.name)

@@ -14,10 +14,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from fundpipe.config import Settings
 from fundpipe.errors import InputError
 
 #: How long a fresh server may take to migrate its database and answer (10–12 s measured).
@@ -89,3 +90,22 @@ def local_prefect_server(port: int, log_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def serve(settings: Settings, say: Callable[[str], object]) -> None:
+    """`fundpipe serve`: the deployments and the inbox watcher, on the configured Prefect
+    server or on one started here (stopped when serving ends)."""
+    # how often the served deployments look for runs to start (Prefect's default is 10 s)
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
+    with ExitStack() as stack:
+        if not os.environ.get("PREFECT_API_URL"):
+            log = settings.data_dir / "prefect-server.log"
+            say(f"starting a Prefect server on 127.0.0.1:{settings.prefect_port}")
+            url = stack.enter_context(local_prefect_server(settings.prefect_port, log))
+            # before anything imports prefect's settings in this process
+            os.environ["PREFECT_API_URL"] = url
+            say(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")
+        say(f"serving nightly and inbox; watching {settings.data_dir / 'inbox'} (Ctrl-C stops)")
+        from fundpipe.app import flows
+
+        flows.serve_all()

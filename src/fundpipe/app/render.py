@@ -1,20 +1,49 @@
-"""Rendering a reconciliation's summary as rich tables (what `fundpipe reconcile` prints)."""
+"""Every rich table and line fundpipe prints: the CLI renders library results with these.
+
+The library returns data and never prints; this module turns its results into rich output, with
+the one money formatter (`fundpipe.sheets.money.format_cents`). Progress bars (`RichProgress`)
+are drawn here too, on stderr, so `--json` output on stdout stays clean.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
+from fundpipe.plan import PHASES, Plan, display_body
+from fundpipe.plan.preflight import Preflight
 from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.sheets.money import format_cents
+from fundpipe.submit.ingest import IngestResult
+from fundpipe.validate.issues import FileReport
 
-__all__ = ["format_cents", "render_summary"]
-
-
-def format_cents(cents: int) -> str:
-    """Integer cents as `$1,234.56` (negative as `-$1,234.56`), without floats."""
-    sign = "-" if cents < 0 else ""
-    dollars, rest = divmod(abs(cents), 100)
-    return f"{sign}${dollars:,}.{rest:02d}"
+__all__ = [
+    "RichProgress",
+    "format_cents",
+    "plan_phases",
+    "render_config",
+    "render_counts",
+    "render_ingest",
+    "render_plan",
+    "render_preflight",
+    "render_run_summary",
+    "render_summary",
+    "render_validation",
+]
 
 
 def render_summary(result: ReconcileResult, console: Console) -> None:
@@ -46,3 +75,212 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
     exceptions.add_row("[bold]total[/]", f"[{total_style}]{s.exceptions:,}[/]")
     console.print(exceptions)
     console.print(f"Reports: {result.workbook} (+ Parquet per view in {result.out_dir})")
+
+
+def render_plan(plan: Plan, console: Console) -> None:
+    """Print a plan: counts, totals per vehicle and per distribution, and its requests.
+
+    Account numbers are masked; placeholders show as ``<entity:REF>``.
+    """
+    counts = plan.counts()
+    console.print(
+        f"[bold]Plan[/bold] for {plan.org_id}: {len(plan.files)} file(s), "
+        f"{counts['distributions_create']} distribution(s) to create "
+        f"({counts['payments_to_create']} payments), {counts['distributions_link']} already "
+        f"at the service, {counts['distributions_conflict']} in conflict; "
+        + ", ".join(f"{counts[p]} {p} request(s)" for p in plan_phases(plan))
+    )
+    vehicles = Table(title="Totals per vehicle (to create)")
+    vehicles.add_column("vehicle")
+    vehicles.add_column("USD", justify="right")
+    for vehicle, cents in plan.totals_by_vehicle().items():
+        vehicles.add_row(vehicle, format_cents(cents))
+    console.print(vehicles)
+    dists = Table(title="Distributions")
+    for col in (
+        "file",
+        "external_reference",
+        "name",
+        "vehicle",
+        "date",
+        "payments",
+        "USD",
+        "action",
+    ):
+        dists.add_column(col, justify="right" if col in {"payments", "USD"} else "left")
+    excluded = {f.file_hash for f in plan.files if f.excluded}
+    for d in plan.distributions:
+        action = d.action if d.file_hash not in excluded else f"{d.action} (refused)"
+        dists.add_row(
+            d.source_file,
+            d.external_reference,
+            d.name,
+            d.vehicle,
+            d.distribution_date,
+            str(len(d.payments)),
+            format_cents(d.total_cents),
+            action + (f": {d.reason}" if d.reason else ""),
+        )
+    console.print(dists)
+    reqs = Table(title="Requests it would send")
+    for col in ("#", "phase", "request", "elements", "what", "Idempotency-Key"):
+        reqs.add_column(col)
+    for n, r in enumerate(plan.requests, 1):
+        key = (
+            r.resolve_key(plan.org_id)
+            if not r.placeholders
+            else "after " + ", ".join(sorted(str(p) for p in r.placeholders)[:3])
+        )
+        what = r.label
+        if r.phase != "distributions":
+            what += " " + json.dumps(display_body(list(r.body)), sort_keys=True)[:160]
+        reqs.add_row(str(n), r.phase, f"{r.method} {r.path}", str(len(r.body)), what, key)
+    console.print(reqs)
+
+
+def plan_phases(plan: Plan) -> list[str]:
+    """The phases the plan has requests in, in order."""
+    return [p for p in PHASES if plan.phase(p)]
+
+
+def render_ingest(result: IngestResult, console: Console) -> None:
+    """Print one line per file: its verdict, rows by ledger state, and why."""
+    for f in result.files:
+        states = ", ".join(f"{n} {s}" for s, n in sorted(f.payment_states.items()))
+        style = {"processed": "green", "duplicate": "cyan", "incomplete": "yellow"}.get(
+            f.state, "red"
+        )
+        line = f"[{style}]{f.state}[/{style}] {f.source_file}"
+        if f.distributions:
+            line += f": {f.distributions} distribution(s), {f.rows} row(s), {format_cents(f.total_cents, unit='USD')}"
+        if states:
+            line += f" ({states})"
+        if f.message:
+            line += f" — {f.message}"
+        console.print(line, highlight=False)
+
+
+def render_validation(
+    reports: Sequence[FileReport], console: Console, *, max_issues: int = 50
+) -> None:
+    """Print a readable verdict per file and a table of its issues to ``console``."""
+    for report in reports:
+        verdict = (
+            "[green]valid[/]"
+            if report.valid
+            else ("[red]unreadable[/]" if report.unreadable else "[red]rejected[/]")
+        )
+        console.print(
+            f"[bold]{report.file}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
+        )
+        issues = [*report.errors, *report.warnings]
+        if not issues:
+            continue
+        table = Table(show_lines=False)
+        for title in ("", "sheet", "row", "column", "value", "check", "reason"):
+            table.add_column(title, overflow="fold")
+        for issue in issues[:max_issues]:
+            kind = "[red]error[/]" if issue in report.errors else "[yellow]warning[/]"
+            table.add_row(
+                kind,
+                issue.sheet or "",
+                "" if issue.row is None else str(issue.row),
+                issue.column or "",
+                issue.value or "",
+                issue.check,
+                issue.reason,
+            )
+        console.print(table)
+        if len(issues) > max_issues:
+            console.print(f"… and {len(issues) - max_issues:,} more (use --format json for all)")
+
+
+def render_preflight(preflight: Preflight | None, console: Console) -> None:
+    """Print the pre-flight's warnings and refusals, one line each."""
+    if preflight is None:
+        return
+    for issue in preflight.issues:
+        style = "red" if issue.level == "error" else "yellow"
+        console.print(f"[{style}]{issue.level}[/{style}] {issue.source_file}: {issue.message}")
+
+
+def render_run_summary(summary: dict[str, Any], console: Console) -> None:
+    """Print a nightly run's summary table and where its reports are."""
+    table = Table(title=f"fundpipe nightly run — {summary.get('as_of', '')}", show_header=True)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in summary.get("facts", {}).items():
+        table.add_row(str(key), str(value))
+    console.print(table)
+    rejected = summary.get("rejected_files") or []
+    for item in rejected:
+        console.print(f"[red]rejected[/] {item['file']} — report: {item.get('report', '')}")
+    paths = summary.get("reports") or {}
+    if paths:
+        console.print("[bold]Reports[/]")
+        for label, path in paths.items():
+            console.print(f"  {label}: {path}")
+
+
+def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:
+    """Print a two-column table of counts (what `fundpipe sync` prints)."""
+    table = Table(title=title, show_header=True)
+    table.add_column("what")
+    table.add_column("rows", justify="right")
+    for key, value in counts.items():
+        table.add_row(str(key), f"{value:,}" if isinstance(value, int) else str(value))
+    console.print(table)
+
+
+def render_config(values: dict[str, Any], console: Console) -> None:
+    """Print the effective configuration (already redacted) as a table."""
+    table = Table(title="fundpipe configuration", show_header=True)
+    table.add_column("setting")
+    table.add_column("value")
+    for key, value in values.items():
+        table.add_row(key, "" if value is None else str(value))
+    console.print(table)
+
+
+class RichProgress:
+    """Rich progress bars, one per step, drawn on `console` (stderr in the CLI)."""
+
+    def __init__(self, console: Console) -> None:
+        """Prepare bars on `console`; they show once the context is entered."""
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, key: str, description: str, total: int | None = None) -> None:
+        """Add a bar for `key`, or update its description and total."""
+        if key in self._tasks:
+            self._progress.update(self._tasks[key], description=description, total=total)
+        else:
+            self._tasks[key] = self._progress.add_task(description, total=total)
+
+    def advance(self, key: str, amount: int = 1) -> None:
+        """Move `key`'s bar forward (an unknown key starts an open-ended bar)."""
+        if key not in self._tasks:
+            self.start(key, key)
+        self._progress.advance(self._tasks[key], amount)
+
+    def __enter__(self) -> Self:
+        """Start drawing."""
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop drawing, leaving the final state of each bar on screen."""
+        self._progress.stop()

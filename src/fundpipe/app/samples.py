@@ -1,8 +1,7 @@
-"""Glue between the Prefect flows in `flows/` and the CLI: load the flows, copy the samples,
-summarise a run.
+"""The sample sheets: `fundpipe run --samples` copies the clean ones into the inbox.
 
-The flows themselves live in `flows/` (as `prefect.yaml` expects); the steps they compose live
-in this package (`ingest`, `sync`, `reconcile`) and run without Prefect in unit tests.
+(`load_flows` is kept for the flow tests: the flows are the module `fundpipe.app.flows`, imported,
+never loaded by file path.)
 """
 
 from __future__ import annotations
@@ -11,15 +10,9 @@ import importlib
 import shutil
 from pathlib import Path
 from types import ModuleType
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 from fundpipe.config import Settings
-
-#: Sheet extensions the inbox accepts.
-SHEET_SUFFIXES = (".csv", ".tsv", ".txt", ".xlsx", ".parquet")
+from fundpipe.submit.inbox import SHEET_SUFFIXES
 
 
 def load_flows() -> ModuleType:
@@ -44,21 +37,3 @@ def copy_samples(settings: Settings) -> list[Path]:
             shutil.copy2(sheet, target)
             copied.append(target)
     return copied
-
-
-def render_run_summary(summary: dict[str, Any], console: Console) -> None:
-    """Print a nightly run's summary table and where its reports are."""
-    table = Table(title=f"fundpipe nightly run — {summary.get('as_of', '')}", show_header=True)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    for key, value in summary.get("facts", {}).items():
-        table.add_row(str(key), str(value))
-    console.print(table)
-    rejected = summary.get("rejected_files") or []
-    for item in rejected:
-        console.print(f"[red]rejected[/] {item['file']} — report: {item.get('report', '')}")
-    paths = summary.get("reports") or {}
-    if paths:
-        console.print("[bold]Reports[/]")
-        for label, path in paths.items():
-            console.print(f"  {label}: {path}")

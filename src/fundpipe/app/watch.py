@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fundpipe.submit.inbox import is_transient_name
+from fundpipe.config import Settings
+from fundpipe.errors import ConfigurationError
+from fundpipe.submit.inbox import InboxDirs, is_transient_name
 
 #: The Prefect event a settled inbox file emits; the `inbox` deployment is triggered by it.
 INBOX_EVENT = "fundpipe.inbox.file.settled"
@@ -150,3 +152,24 @@ def _size(path: Path) -> int:
 def names(paths: Iterable[Path]) -> str:
     """The base names of ``paths``, comma separated (for a log line)."""
     return ", ".join(p.name for p in paths)
+
+
+def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None:
+    """`fundpipe watch`: announce settled files of the settings' inbox to the Prefect server
+    named by `PREFECT_API_URL` until interrupted."""
+    import os
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ConfigurationError(
+            "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
+            "(or use `fundpipe serve`, which watches the inbox itself)"
+        )
+    inbox = InboxDirs(settings.data_dir).inbox
+    announce = prefect_announcer(settings.data_dir)
+
+    def announce_and_say(paths: list[Path]) -> None:
+        announce(paths)
+        say(f"settled: {names(paths)} → inbox run requested")
+
+    say(f"watching {inbox} (Ctrl-C stops)")
+    watch_inbox(inbox, announce_and_say, settle_s=settings.inbox_settle_s)

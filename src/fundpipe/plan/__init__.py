@@ -45,9 +45,8 @@ from fundpipe.plan._model import (
     ServicePayment,
     ServiceState,
     UnresolvedReferenceError,
-    content_hash,
 )
-from fundpipe.plan._values import canonical_json, derived_reference, display_body, mask_account
+from fundpipe.plan._values import derived_reference, display_body, mask_account
 
 __all__ = [
     "MAX_BATCH",
@@ -69,8 +68,6 @@ __all__ = [
     "ServiceState",
     "UnresolvedReferenceError",
     "build_plan",
-    "canonical_json",
-    "content_hash",
     "derived_reference",
     "display_body",
     "mask_account",

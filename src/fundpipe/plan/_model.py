@@ -7,13 +7,14 @@ filesystem. :class:`Ref` placeholders stand for objects an earlier phase creates
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
+
+from fundpipe.keys import idempotency_key
 
 Phase = Literal["entities", "contacts", "associations", "payment_instructions", "distributions"]
 PHASES: tuple[Phase, ...] = (
@@ -230,8 +231,6 @@ class PlannedRequest:
     def resolve_key(self, org_id: str, key_fn: KeyFunction | None = None) -> str:
         """The key of a request without placeholders (what ``--dry-run`` shows)."""
         if key_fn is None:
-            from fundpipe.client import idempotency_key
-
             key_fn = idempotency_key
         return self.resolve(IdMap(), org_id, key_fn).key
 
@@ -314,11 +313,6 @@ class Plan:
 
 
 # --------------------------------------------------------------------------- placeholders
-
-
-def content_hash(data: bytes) -> str:
-    """SHA-256 hex digest of a file's bytes: how a re-dropped file is recognised."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def _collect_refs(value: Any, found: set[Ref]) -> None:

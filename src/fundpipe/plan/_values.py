@@ -1,4 +1,4 @@
-"""Value helpers of the plan: blank/text/instant coercion, masking, references, JSON.
+"""Value helpers of the plan: blank/text/instant coercion, masking, references.
 
 Part of :mod:`fundpipe.plan` (import the public ones from there).
 """
@@ -6,7 +6,6 @@ Part of :mod:`fundpipe.plan` (import the public ones from there).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -90,8 +89,3 @@ def derived_reference(vehicle: str, name: str, distribution_date: str) -> str:
     """A stable ``external_reference`` for a sheet that gives none (same sheet → same ref)."""
     digest = hashlib.sha256(f"{vehicle}\x1f{name}\x1f{distribution_date}".encode()).hexdigest()
     return "FP-" + digest[:20].upper()
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted-key compact JSON, the form hashed and stored by the ledger."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -1,8 +1,7 @@
 """Write a rejected file's error report as CSV and XLSX, safe to open in a spreadsheet.
 
-Every text cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``,
-``@``, a tab or a carriage return) is prefixed with an apostrophe, so an analyst's
-``=HYPERLINK(...)`` in a sheet cannot run when the report is opened. Values are already masked
+Every text cell goes through the one formula-neutraliser (``fundpipe.reports.cells``), so an
+analyst's ``=HYPERLINK(...)`` in a sheet cannot run when the report is opened. Values are already masked
 (`Issue.value` never holds a full account number).
 """
 
@@ -13,16 +12,10 @@ from pathlib import Path
 
 import xlsxwriter
 
+from fundpipe.reports.cells import neutralise
 from fundpipe.validate.issues import FileReport, Issue
 
 COLUMNS = ("severity", "file", "sheet", "row", "column", "value", "check", "reason")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralize(value: object) -> str:
-    """Text safe to put in a spreadsheet cell: no leading formula characters."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _rows(report: FileReport) -> list[list[str]]:
@@ -38,7 +31,7 @@ def _rows(report: FileReport) -> list[list[str]]:
             issue.check,
             issue.reason,
         ]
-        return [neutralize(v) for v in values]
+        return [neutralise(v) for v in values]
 
     return [row("error", i) for i in report.errors] + [row("warning", i) for i in report.warnings]
 

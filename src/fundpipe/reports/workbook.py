@@ -36,6 +36,8 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
+from fundpipe.reports.cells import INJECTION_PATTERN, INJECTION_PREFIXES, neutralise
+
 __all__ = [
     "EXCEL_MAX_ROWS",
     "INJECTION_PREFIXES",
@@ -48,18 +50,10 @@ __all__ = [
 
 #: Rows in one Excel worksheet, the header included.
 EXCEL_MAX_ROWS = 1_048_576
-#: Leading characters that spreadsheet programs may read as the start of a formula.
-INJECTION_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-_INJECTION_PATTERN = r"^[=+\-@\t\r]"
 _EXCEL_EPOCH_DAYS = 25569  # 1970-01-01 as an Excel serial day number
 _US_PER_DAY = 86_400_000_000
 _CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
 _CHART_VEHICLES = 50
-
-
-def neutralise(text: str) -> str:
-    """`text` made safe for a spreadsheet cell: an apostrophe before a formula-like start."""
-    return "'" + text if text.startswith(INJECTION_PREFIXES) else text
 
 
 def export_query(con: duckdb.DuckDBPyConnection, query: str, path: Path) -> int:
@@ -165,7 +159,7 @@ def _column_values(kind: str, column: pa.Array) -> list[Any]:
         return pc.add(days, float(_EXCEL_EPOCH_DAYS)).to_pylist()  # type: ignore[no-any-return]
     if kind == "text":
         text = column if pa.types.is_string(column.type) else column.cast(pa.string())
-        risky = pc.fill_null(pc.match_substring_regex(text, _INJECTION_PATTERN), False)
+        risky = pc.fill_null(pc.match_substring_regex(text, INJECTION_PATTERN), False)
         if pc.any(risky).as_py():
             text = pc.if_else(risky, pc.binary_join_element_wise("'", text, ""), text)
         return text.to_pylist()  # type: ignore[no-any-return]

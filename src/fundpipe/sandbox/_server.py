@@ -60,6 +60,9 @@ def _uvicorn_config(config: SandboxConfig, host: str, port: int) -> uvicorn.Conf
         host=host,
         port=port,
         log_level="warning",
+        # uvicorn's dictConfig would reconfigure logging mid-run (deadlocking with Prefect's log
+        # handler, seen as a hung nightly run); our own loggers are set by quiet_uvicorn_logs
+        log_config=None,
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=2,

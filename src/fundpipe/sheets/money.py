@@ -12,6 +12,7 @@ parts, then integer casts): no float and no per-row ``Decimal`` ever touches the
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -153,8 +154,12 @@ def format_spreadsheet_number(value: float) -> str:
     return repr(value)
 
 
-def format_cents(cents: int) -> str:
-    """``123456`` → ``$1,234.56`` (for reports and messages)."""
+def format_cents(cents: int, *, unit: Literal["$", "USD"] = "$") -> str:
+    """``123456`` → ``$1,234.56`` (``-5`` → ``-$0.05``), or ``1,234.56 USD`` with
+    ``unit="USD"``: the one money formatter (messages, summaries, every table the CLI prints),
+    exact — no floats."""
     sign = "-" if cents < 0 else ""
     dollars, rest = divmod(abs(cents), 100)
+    if unit == "USD":
+        return f"{sign}{dollars:,}.{rest:02d} USD"
     return f"{sign}${dollars:,}.{rest:02d}"

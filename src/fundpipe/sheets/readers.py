@@ -10,7 +10,6 @@ memory.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
 from pathlib import Path
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from fundpipe.keys import content_hash, file_hash
 from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
@@ -140,7 +140,7 @@ def _sniff_delimiter(first_line: str) -> str:
 
 def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     data = path.read_bytes()
-    result.sha256 = hashlib.sha256(data).hexdigest()
+    result.sha256 = content_hash(data)
     if not data[:65536].strip() and not data.strip():
         result.errors.append(("file_empty", "the file is empty", None))
         return
@@ -240,7 +240,7 @@ def _csv_slow(
 
 
 def _read_parquet(path: Path, limits: ReadLimits, result: ReadResult) -> None:
-    result.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    result.sha256 = file_hash(path)
     try:
         meta = pq.read_metadata(path)
     except Exception:

@@ -11,12 +11,14 @@ usual export) is read column-wise by fastexcel straight into Arrow and turned in
 anything else (a column mixing kinds, a header that is not plain text, a sheet not starting at
 A1, times of day, durations, dates before 1901 or in the 1904 system, serials a hair off a whole
 day) takes the cell-by-cell python-calamine path. Both produce exactly the same text.
+
+Longer than ~400 lines because the two paths must give the same text for every cell: they are
+kept side by side so a change to one is made, and reviewed, beside the other.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import logging
 import re
 import zipfile
@@ -32,6 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fundpipe.keys import file_hash
 from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx_formulas import formulas_without_values, sheet_paths
@@ -356,7 +359,7 @@ def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     """Read every visible worksheet of ``path`` into ``result`` (errors recorded, never raised)."""
     import python_calamine as calamine
 
-    result.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    result.sha256 = file_hash(path)
     if not _check_zip(path, limits, result):
         return
     try:

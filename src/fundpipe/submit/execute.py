@@ -1,10 +1,8 @@
 """Execute a plan through the client, recording every request to the ledger.
 
-- :func:`load_state` reads what the service has (vehicles, entities, contacts, distributions,
-  depository balances) into a :class:`fundpipe.plan.ServiceState`.
-- :func:`preflight` (pure) checks a plan against that state: vehicles exist, ``ent_``/``cnt_``
-  ids exist, placeholders will be created, and the funding check (a vehicle's new distributions
-  vs its depository ``available``): a warning by default, a refusal with ``require_funds``.
+(What the service holds is read by :mod:`fundpipe.submit.snapshot`; the plan is checked by
+:mod:`fundpipe.plan.preflight` before it gets here.)
+
 - :func:`settle` closes requests a crashed run left open: a distribution the service holds is
   recorded as created; one it lacks is planned again — with the same body, hence the same key.
   Looking the distribution up by ``external_reference`` comes first, always, so a request whose
@@ -18,24 +16,22 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from fundpipe.client import FundClient, idempotency_key
+from fundpipe.client import FundClient
 from fundpipe.client.errors import APIError, FundServiceError
+from fundpipe.keys import idempotency_key
 from fundpipe.plan import (
     PHASES,
     IdMap,
     Plan,
     PlannedDistribution,
     PlannedRequest,
-    Ref,
     ResolvedRequest,
     ServiceDistribution,
-    ServicePayment,
     ServiceState,
     UnresolvedReferenceError,
 )
@@ -46,196 +42,6 @@ log = logging.getLogger(__name__)
 
 #: Client errors whose outcome is certain: the service refused and stored nothing.
 _DEFINITIVE_STATUSES = frozenset({400, 401, 403, 404, 405, 413, 415, 422})
-
-Level = Literal["warning", "error"]
-
-
-# --------------------------------------------------------------------------- service state
-
-
-async def load_state(client: FundClient, org_id: str) -> ServiceState:
-    """Read the service's vehicles, entities, contacts, distributions and depository balances."""
-    vehicles = frozenset([v.id async for v in client.list_vehicles()])
-    entities_by_ref: dict[str, str] = {}
-    entity_ids: set[str] = set()
-    with_instructions: set[str] = set()
-    async for e in client.list_entities():
-        entity_ids.add(e.id)
-        if e.external_reference:
-            # newest first: keep the oldest entity carrying a reference
-            entities_by_ref[e.external_reference] = e.id
-        if e.payment_instructions:
-            with_instructions.add(e.id)
-    contacts_by_email: dict[str, str] = {}
-    contact_ids: set[str] = set()
-    contact_entities: dict[str, frozenset[str]] = {}
-    async for c in client.list_contacts():
-        contact_ids.add(c.id)
-        if c.email:
-            contacts_by_email[c.email.lower()] = c.id
-        contact_entities[c.id] = frozenset(c.entities)
-    distributions: dict[str, ServiceDistribution] = {}
-    async for d in client.list_distributions():
-        if not d.external_reference:
-            continue
-        if d.status == "cancelled" and d.external_reference in distributions:
-            continue  # a live distribution with the same reference is what counts
-        payments = list(d.payments.data) if d.payments else []
-        if d.payments is not None and d.payments.next_page_url:
-            payments = [p async for p in client.list_distribution_payments(d.id)]
-        distributions[d.external_reference] = ServiceDistribution(
-            id=d.id,
-            external_reference=d.external_reference,
-            name=d.name or "",
-            vehicle=d.vehicle or "",
-            distribution_date=d.distribution_date.isoformat() if d.distribution_date else "",
-            distribution_timezone=d.distribution_timezone or "UTC",
-            payments=tuple(
-                ServicePayment(
-                    entity=p.entity or "",
-                    amount_cents=p.amount,
-                    currency=p.currency,
-                    distribution_date_override=(
-                        p.distribution_date_override.isoformat()
-                        if p.distribution_date_override
-                        else None
-                    ),
-                    notify=tuple(
-                        sorted(n.contact for n in p.notifications.data if n.contact)
-                        if p.notifications is not None
-                        else ()
-                    ),
-                )
-                for p in payments
-            ),
-            payment_ids=tuple(p.id for p in payments),
-            status=d.status,
-        )
-    available: dict[str, int] = {}
-    async for fa in client.list_financial_accounts():
-        if fa.type == "depository":
-            available[fa.vehicle] = available.get(fa.vehicle, 0) + fa.balance.available
-    return ServiceState(
-        org_id=org_id,
-        vehicles=vehicles,
-        entities_by_ref=entities_by_ref,
-        entity_ids=frozenset(entity_ids),
-        entities_with_instructions=frozenset(with_instructions),
-        contacts_by_email=contacts_by_email,
-        contact_ids=frozenset(contact_ids),
-        contact_entities=contact_entities,
-        distributions_by_ref=distributions,
-        available_cents=available,
-    )
-
-
-# --------------------------------------------------------------------------- pre-flight
-
-
-@dataclass(frozen=True)
-class PreflightIssue:
-    """One finding of the pre-flight check."""
-
-    level: Level
-    file_hash: str | None
-    source_file: str | None
-    check: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """Pre-flight findings and the files they refuse."""
-
-    issues: tuple[PreflightIssue, ...]
-    refused: frozenset[str]
-
-    @property
-    def warnings(self) -> list[PreflightIssue]:
-        """Findings that do not stop anything."""
-        return [i for i in self.issues if i.level == "warning"]
-
-    @property
-    def errors(self) -> list[PreflightIssue]:
-        """Findings that refuse their file."""
-        return [i for i in self.issues if i.level == "error"]
-
-
-def _created_placeholders(plan: Plan) -> set[Ref]:
-    made: set[Ref] = set()
-    for r in plan.requests:
-        if r.phase == "entities":
-            made |= {Ref("entity", e["external_reference"]) for e in r.body}
-        elif r.phase == "contacts":
-            made |= {Ref("contact", c["email"]) for c in r.body}
-    return made
-
-
-def preflight(plan: Plan, state: ServiceState, *, require_funds: bool = False) -> Preflight:
-    """Check ``plan`` against ``state``; pure. Refused files must be excluded from the plan."""
-    issues: list[PreflightIssue] = []
-    refused: set[str] = set()
-    blocked = {f.file_hash for f in plan.files if f.conflict or f.excluded}
-    made = _created_placeholders(plan)
-    todo = [d for d in plan.distributions if d.action == "create" and d.file_hash not in blocked]
-
-    def refuse(d: PlannedDistribution, check: str, message: str) -> None:
-        refused.add(d.file_hash)
-        issues.append(PreflightIssue("error", d.file_hash, d.source_file, check, message))
-
-    for d in todo:
-        if d.vehicle not in state.vehicles:
-            refuse(d, "vehicle_exists", f"{d.external_reference}: vehicle {d.vehicle} not found")
-        for p in d.payments:
-            where = f"{d.external_reference} row {p.row}"
-            if isinstance(p.entity, Ref):
-                if p.entity not in made:
-                    refuse(d, "entity_exists", f"{where}: entity {p.entity.key!r} unknown")
-            elif p.entity not in state.entity_ids:
-                refuse(d, "entity_exists", f"{where}: entity {p.entity} not found")
-            for c in p.notify:
-                if isinstance(c, Ref):
-                    if c not in made:
-                        refuse(d, "contact_exists", f"{where}: contact {c.key!r} unknown")
-                elif c not in state.contact_ids:
-                    refuse(d, "contact_exists", f"{where}: contact {c} not found")
-
-    # Funding: files in plan order; with require_funds a file that would overdraw is refused
-    # whole and the following files are checked without it.
-    committed: dict[str, int] = defaultdict(int)
-    for f in plan.files:
-        if f.file_hash in blocked or f.file_hash in refused:
-            continue
-        mine: dict[str, int] = defaultdict(int)
-        for d in todo:
-            if d.file_hash == f.file_hash:
-                mine[d.vehicle] += d.total_cents
-        short = {
-            v: (committed[v] + cents, state.available_cents.get(v, 0))
-            for v, cents in mine.items()
-            if committed[v] + cents > state.available_cents.get(v, 0)
-        }
-        for vehicle, (needed, available) in sorted(short.items()):
-            issues.append(
-                PreflightIssue(
-                    "error" if require_funds else "warning",
-                    f.file_hash,
-                    f.source_file,
-                    "funds_available",
-                    f"{vehicle}: distributions total {_money(needed)} but the depository has "
-                    f"{_money(available)} available",
-                )
-            )
-        if short and require_funds:
-            refused.add(f.file_hash)
-            continue
-        for v, cents in mine.items():
-            committed[v] += cents
-    return Preflight(tuple(issues), frozenset(refused))
-
-
-def _money(cents: int) -> str:
-    return f"{cents // 100:,}.{cents % 100:02d} USD"
 
 
 # --------------------------------------------------------------------------- execution

@@ -9,6 +9,9 @@
 - :class:`InboxLock` is an exclusive ``fcntl`` lock on ``<data>/.ingest.lock``: a second
   ``fundpipe ingest`` fails at once with the holder's pid, host and start time. The kernel drops
   the lock when its process dies, even by SIGKILL, so a crash never leaves the inbox locked.
+- :func:`collect_candidates` picks the files a run ingests (what ``processing/`` still holds,
+  then the settled inbox files); :class:`ValidationCache` keeps the validated frames of files
+  waiting in ``processing/`` so a resumed run does not validate them again.
 """
 
 from __future__ import annotations
@@ -19,21 +22,39 @@ import os
 import re
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+import pandas as pd
+
+from fundpipe.errors import InboxBusyError
+from fundpipe.keys import file_hash
+from fundpipe.validate.issues import FileReport
+
+__all__ = [
+    "SHEET_SUFFIXES",
+    "Candidate",
+    "InboxBusyError",
+    "InboxDirs",
+    "InboxLock",
+    "UnsafePathError",
+    "ValidationCache",
+    "collect_candidates",
+    "is_transient_name",
+    "move_into",
+    "sanitize_name",
+    "stable_files",
+]
+
 #: File suffixes the readers understand.
 SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
 _TRANSIENT_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial", ".swp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
-
-
-class InboxBusyError(RuntimeError):
-    """Another process holds the inbox lock."""
 
 
 class UnsafePathError(ValueError):
@@ -223,3 +244,81 @@ def _describe_holder(text: str) -> str:
         return f"pid {info['pid']} on {info['host']} since {info['since']}"
     except (ValueError, KeyError, TypeError):
         return "holder unknown"
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+class ValidationCache:
+    """Canonical payment frames of valid files waiting in ``processing/``, by content hash.
+
+    Only distribution sheets are kept (roster frames hold account numbers, which are never
+    copied to disk): a run resumed after a crash does not validate them again.
+    """
+
+    def __init__(self, directory: Path, *, enabled: bool) -> None:
+        """A cache in ``directory``; when not ``enabled`` it neither loads nor stores."""
+        self.directory = directory
+        self.enabled = enabled
+
+    def _path(self, file_hash: str) -> Path:
+        return self.directory / f"{file_hash}.parquet"
+
+    def load(self, file_hash: str) -> FileReport | None:
+        """The cached report of a valid file, or None (not cached, unreadable, disabled)."""
+        path = self._path(file_hash)
+        if not self.enabled or not path.exists():
+            return None
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError):
+            return None
+        return FileReport(
+            file=str(frame["source_file"].iloc[0]), rows=len(frame), distributions=frame
+        )
+
+    def store(self, file_hash: str, report: FileReport) -> None:
+        """Keep a valid distribution sheet's frame (never a roster's)."""
+        roster = (report.entities, report.contacts, report.payment_instructions)
+        frame = report.distributions
+        if not self.enabled or frame is None or frame.empty or any(f is not None for f in roster):
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self._path(file_hash).with_suffix(".tmp")
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(self._path(file_hash))  # atomic: a half-written cache is never read
+
+    def drop(self, file_hash: str) -> None:
+        """Forget a file (it left ``processing/``)."""
+        self._path(file_hash).unlink(missing_ok=True)
+
+
+@dataclass
+class Candidate:
+    """A file to ingest: where it is now, the name it was dropped with, its content hash."""
+
+    path: Path
+    original_name: str
+    file_hash: str
+
+
+def collect_candidates(
+    data_dir: Path, paths: Sequence[Path] | None, *, dry_run: bool, settle_s: float
+) -> tuple[list[Candidate], bool]:
+    """Files to ingest and whether they live in the inbox tree (and so are moved).
+
+    ``paths`` None → what waits in ``processing/`` (left by a crashed run) and every file of the
+    inbox unchanged for ``settle_s`` seconds, moved into ``processing/`` (unless ``dry_run``).
+    """
+    if paths is not None:
+        return [Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths], False
+    dirs = InboxDirs(data_dir)
+    if not dry_run:
+        dirs.create()
+    found = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
+    for p in stable_files(dirs.inbox, settle_s=settle_s):
+        if dry_run:
+            found.append((p, p.name))
+        else:
+            found.append((move_into(p, dirs.processing, data_dir), p.name))
+    return [Candidate(p, name, file_hash(p)) for p, name in found], True

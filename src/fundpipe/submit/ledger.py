@@ -1,6 +1,7 @@
 """The submission ledger: a DuckDB file of intents and outcomes (``Settings.ledger_file``).
 
-Tables (the first two are the seam the warehouse copies; see docs/architecture.md):
+Tables (DDL in ``schemas/ledger.sql``, migrated like the warehouse; the first two are the
+seam the warehouse copies — see docs/architecture.md):
 
 - ``ledger_files``     one row per file content hash: ``processing | processed | rejected |
                        conflict``, rows, distributions, total cents (+ ``message``, ``updated_at``).
@@ -15,6 +16,10 @@ Tables (the first two are the seam the warehouse copies; see docs/architecture.m
 A request whose row still says ``sent`` or ``unknown`` when a run starts was interrupted: the
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
 Every write is its own transaction, so a SIGKILL loses at most the write in progress.
+
+Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
+share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
+and splitting the class would spread that one invariant over several modules.
 """
 
 from __future__ import annotations
@@ -30,59 +35,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from fundpipe.keys import canonical_json
 from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
+from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
 Clock = Callable[[], datetime]
 
-_DDL = """
-CREATE TABLE IF NOT EXISTS ledger_files (
-    file_hash VARCHAR PRIMARY KEY,
-    source_file VARCHAR,
-    received_at TIMESTAMPTZ,
-    state VARCHAR,
-    rows INTEGER,
-    distributions INTEGER,
-    total_cents BIGINT,
-    message VARCHAR,
-    updated_at TIMESTAMPTZ
-);
-CREATE TABLE IF NOT EXISTS ledger_payments (
-    file_hash VARCHAR,
-    source_file VARCHAR,
-    sheet VARCHAR,
-    row INTEGER,
-    distribution_external_reference VARCHAR,
-    distribution_name VARCHAR,
-    vehicle VARCHAR,
-    entity VARCHAR,
-    amount_cents BIGINT,
-    currency VARCHAR,
-    distribution_id VARCHAR,
-    payment_id VARCHAR,
-    state VARCHAR,
-    updated_at TIMESTAMPTZ,
-    request_key VARCHAR,
-    position INTEGER
-);
-CREATE TABLE IF NOT EXISTS ledger_requests (
-    key VARCHAR PRIMARY KEY,
-    phase VARCHAR,
-    method VARCHAR,
-    path VARCHAR,
-    label VARCHAR,
-    file_hashes VARCHAR,
-    distribution_refs VARCHAR,
-    body VARCHAR,
-    state VARCHAR,
-    attempts INTEGER,
-    status INTEGER,
-    request_id VARCHAR,
-    service_ids VARCHAR,
-    error VARCHAR,
-    intent_at TIMESTAMPTZ,
-    outcome_at TIMESTAMPTZ
-);
-"""
+#: The ledger's DDL, applied as migrations (``fundpipe.warehouse.migrations``).
+SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "ledger.sql"
 
 _PAYMENT_SCHEMA = pa.schema(
     [
@@ -160,14 +120,15 @@ class Ledger:
         *,
         read_only: bool = False,
     ) -> None:
-        """Wrap an open DuckDB connection; creates the tables when missing (unless read-only)."""
+        """Wrap an open DuckDB connection; migrates it to ``schemas/ledger.sql`` (unless
+        read-only)."""
         self._con = connection
         self._clock = clock
         self._depth = 0
         self._marks: list[dict[str, Any]] | None = None
         self._outcomes: list[dict[str, Any]] | None = None
         if not read_only:
-            self._con.execute(_DDL)
+            apply_migrations(self._con, load_migrations(SCHEMA_FILE.read_text(encoding="utf-8")))
 
     # ------------------------------------------------------------------------ files
 
@@ -561,7 +522,7 @@ def _stored_body(request: ResolvedRequest) -> str:
     body: Any = request.body
     if request.phase == "payment_instructions":
         body = display_body(body)
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return canonical_json(body)
 
 
 @contextmanager

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -32,15 +31,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fundpipe.client import FundClient
-from fundpipe.config import Settings
+from fundpipe.config import Settings, require_service
 from fundpipe.progress import NullProgress, ProgressSink
-from fundpipe.warehouse.file import Warehouse, lock_holder
+from fundpipe.sync.merge import copy_ledger, merge
+from fundpipe.warehouse.file import Warehouse
 
 __all__ = ["SyncResult", "sync", "sync_async"]
 
@@ -286,147 +285,6 @@ class _Puller:
             raise
 
 
-def _parquet(stage: _Stage, name: str) -> str:
-    path = str(stage[name].path).replace("'", "''")
-    return f"(SELECT * FROM read_parquet('{path}') QUALIFY row_number() OVER (PARTITION BY id) = 1)"
-
-
-def _merge(con: duckdb.DuckDBPyConnection, stage: _Stage, sync_id: str, seen_at: datetime) -> int:
-    """Merge the staged tables in one transaction; return the number of status changes."""
-    p = {name: _parquet(stage, name) for name in STAGE_SCHEMAS}
-    seen = [seen_at]
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("INSERT INTO syncs (sync_id, started_at) VALUES (?, ?)", [sync_id, seen_at])
-        con.execute(
-            f"INSERT OR REPLACE INTO vehicles SELECT id, organization, name, livemode, "
-            f"created_at::TIMESTAMPTZ, updated_at::TIMESTAMPTZ, ? FROM {p['vehicles']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT OR REPLACE INTO financial_accounts SELECT id, vehicle, name, type, bank_name, "
-            f"account_number_last_four, currency, livemode, created_at::TIMESTAMPTZ, "
-            f"updated_at::TIMESTAMPTZ, ? FROM {p['financial_accounts']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT INTO balance_snapshots SELECT ?, ?, id, vehicle, type, total, available, "
-            f"total_end_of_last_month, currency, updated_at::TIMESTAMPTZ "
-            f"FROM {p['financial_accounts']}",
-            [sync_id, seen_at],
-        )
-        changes = 0
-        for table, object_name in (
-            ("distributions", "distribution"),
-            ("distribution_payments", "distribution_payment"),
-        ):
-            row = con.execute(
-                f"INSERT INTO status_history SELECT ?, s.id, t.status, s.status, ?, ? "
-                f"FROM {p[table]} s LEFT JOIN {table} t ON t.id = s.id "
-                f"WHERE t.id IS NULL OR t.status IS DISTINCT FROM s.status",
-                [object_name, seen_at, sync_id],
-            ).fetchone()
-            changes += int(row[0]) if row else 0
-        con.execute(
-            f"INSERT OR REPLACE INTO distributions SELECT id, name, vehicle, external_reference, "
-            f"distribution_date::TIMESTAMPTZ, distribution_date, distribution_timezone, short_id, "
-            f"status, published_at::TIMESTAMPTZ, approved_at::TIMESTAMPTZ, "
-            f"executed_at::TIMESTAMPTZ, cancelled_at::TIMESTAMPTZ, created_at::TIMESTAMPTZ, "
-            f"updated_at::TIMESTAMPTZ, sender_url, recipient_url, livemode, ? "
-            f"FROM {p['distributions']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT OR REPLACE INTO distribution_payments SELECT id, distribution, amount, "
-            f"currency, distribution_date_override::TIMESTAMPTZ, status, "
-            f"recipient_confirmed_at::TIMESTAMPTZ, verified_at::TIMESTAMPTZ, "
-            f"disbursed_at::TIMESTAMPTZ, failed_at::TIMESTAMPTZ, failure_reason, entity, "
-            f"payment_instructions, livemode, ? FROM {p['distribution_payments']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT OR REPLACE INTO distribution_notifications SELECT id, payment, contact, "
-            f"livemode, ? FROM {p['distribution_notifications']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT OR REPLACE INTO entities SELECT id, name, type, external_type, "
-            f"external_reference, payment_instructions, livemode, created_at::TIMESTAMPTZ, "
-            f"updated_at::TIMESTAMPTZ, ? FROM {p['entities']}",
-            seen,
-        )
-        con.execute(
-            f"INSERT OR REPLACE INTO contacts SELECT id, name, email, external_reference, "
-            f"entities, livemode, created_at::TIMESTAMPTZ, updated_at::TIMESTAMPTZ, ? "
-            f"FROM {p['contacts']}",
-            seen,
-        )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    return changes
-
-
-_LEDGER_PAYMENT_COLUMNS = (
-    'file_hash, source_file, sheet, "row", distribution_external_reference, distribution_name, '
-    "vehicle, entity, amount_cents, currency, distribution_id, payment_id, state, updated_at"
-)
-_LEDGER_FILE_COLUMNS = (
-    'file_hash, source_file, received_at, state, "rows", distributions, total_cents'
-)
-
-
-def _attach_ledger(con: duckdb.DuckDBPyConnection, ledger_file: Path, timeout_s: float) -> None:
-    path = str(ledger_file).replace("'", "''")
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            con.execute(f"ATTACH '{path}' AS ledger (READ_ONLY)")
-            return
-        except duckdb.IOException as error:
-            holder = lock_holder(error)
-            if holder is None or time.monotonic() >= deadline:
-                raise
-            log.warning("ledger %s is held by %s; retrying", ledger_file, holder)
-            time.sleep(0.5)
-
-
-def copy_ledger(
-    con: duckdb.DuckDBPyConnection, ledger_file: Path, *, timeout_s: float = 60.0
-) -> int:
-    """Replace the warehouse's ledger tables with the ledger file's; return ledger payment rows.
-
-    A missing ledger file leaves both tables empty.
-    """
-    found = ledger_file.exists()
-    if found:
-        _attach_ledger(con, ledger_file, timeout_s)
-    try:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute("DELETE FROM ledger_payments")
-            con.execute("DELETE FROM ledger_files")
-            if found:
-                con.execute(
-                    f"INSERT INTO ledger_payments ({_LEDGER_PAYMENT_COLUMNS}) "
-                    f"SELECT {_LEDGER_PAYMENT_COLUMNS} FROM ledger.ledger_payments"
-                )
-                con.execute(
-                    f"INSERT INTO ledger_files ({_LEDGER_FILE_COLUMNS}) "
-                    f"SELECT {_LEDGER_FILE_COLUMNS} FROM ledger.ledger_files"
-                )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-    finally:
-        if found:
-            con.execute("DETACH ledger")
-    row = con.execute("SELECT count(*) FROM ledger_payments").fetchone()
-    return int(row[0]) if row else 0
-
-
 async def sync_async(
     settings: Settings,
     *,
@@ -437,6 +295,7 @@ async def sync_async(
     progress: ProgressSink | None = None,
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
+    require_service(settings, transport)
     now = clock or (lambda: datetime.now(UTC))
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
@@ -450,7 +309,9 @@ async def sync_async(
             stage.close()
         counts = {name: sink.rows for name, sink in stage.sinks.items()}
         with warehouse.write() as con:
-            changes = _merge(con, stage, sync_id, seen_at)
+            changes = merge(
+                con, {name: stage[name].path for name in STAGE_SCHEMAS}, sync_id, seen_at
+            )
             ledger_rows = copy_ledger(con, settings.ledger_file, timeout_s=warehouse.lock_timeout_s)
             finished_at = now()
             con.execute(

@@ -5,19 +5,18 @@ to a template (distribution or roster), parses money and date-times, runs the te
 model and the cross-row rules, and finally resolves every distribution's entities across the
 whole drop. It never raises on bad input: problems are data (`FileReport.errors`).
 
-Rendering for the CLI: `render_json`, `render_table`, `validate_exit_code`.
+Its exit code: `validate_exit_code`; its rendering lives in `fundpipe.app` (JSON in
+`outcomes.validation_dict`, tables in `render.render_validation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from rich.console import Console
-from rich.table import Table
 
+from fundpipe.errors import exit_code_of
 from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.sheets.readers import RawSheet, ReadLimits, read_file
 from fundpipe.sheets.templates import best_match, load_templates
@@ -31,8 +30,6 @@ __all__ = [
     "Issue",
     "ReadLimits",
     "mask_account_number",
-    "render_json",
-    "render_table",
     "validate_exit_code",
     "validate_files",
 ]
@@ -283,57 +280,8 @@ def _resolve_entities(report: FileReport, roster_refs: set[str], known: set[str]
 
 
 def validate_exit_code(reports: Sequence[FileReport]) -> int:
-    """CLI exit code: 0 all valid, 1 any rejected, 2 any input unreadable."""
-    if any(r.unreadable for r in reports):
-        return 2
-    return 0 if all(r.valid for r in reports) else 1
-
-
-def render_json(reports: Sequence[FileReport]) -> dict[str, Any]:
-    """``{"files": [{"file", "sheet", "valid", "rows", "errors": [...], "warnings": [...]}]}``."""
-    return {
-        "files": [
-            {
-                "file": r.file,
-                "sheet": ", ".join(r.sheets) if r.sheets else None,
-                "valid": r.valid,
-                "rows": r.rows,
-                "errors": [i.as_dict() for i in r.errors],
-                "warnings": [i.as_dict() for i in r.warnings],
-            }
-            for r in reports
-        ]
-    }
-
-
-def render_table(reports: Sequence[FileReport], console: Console, *, max_issues: int = 50) -> None:
-    """Print a readable verdict per file and a table of its issues to ``console``."""
-    for report in reports:
-        verdict = (
-            "[green]valid[/]"
-            if report.valid
-            else ("[red]unreadable[/]" if report.unreadable else "[red]rejected[/]")
-        )
-        console.print(
-            f"[bold]{report.file}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
-        )
-        issues = [*report.errors, *report.warnings]
-        if not issues:
-            continue
-        table = Table(show_lines=False)
-        for title in ("", "sheet", "row", "column", "value", "check", "reason"):
-            table.add_column(title, overflow="fold")
-        for issue in issues[:max_issues]:
-            kind = "[red]error[/]" if issue in report.errors else "[yellow]warning[/]"
-            table.add_row(
-                kind,
-                issue.sheet or "",
-                "" if issue.row is None else str(issue.row),
-                issue.column or "",
-                issue.value or "",
-                issue.check,
-                issue.reason,
-            )
-        console.print(table)
-        if len(issues) > max_issues:
-            console.print(f"… and {len(issues) - max_issues:,} more (use --format json for all)")
+    """Exit code of a validation (``fundpipe.errors``): 0 all valid, 1 any rejected, 2 any
+    input unreadable."""
+    return exit_code_of(
+        "unreadable" if r.unreadable else "valid" if r.valid else "invalid" for r in reports
+    )

@@ -18,28 +18,9 @@ from pandera.engines import pandas_engine
 from pandera.errors import SchemaErrors
 from pandera.typing import Series
 
+from fundpipe.enums import ENTITY_TYPES, PAYMENT_TYPES, one_of
 from fundpipe.validate.collect import IssueCollector
 
-#: The service's entity types (service interface, "Entity").
-ENTITY_TYPES = (
-    "individual",
-    "individual_retirement_plan",
-    "corporation",
-    "llc",
-    "partnership",
-    "trust",
-    "joint_tenants_ros",
-    "tenants_in_common",
-    "community_property",
-    "registered_investment_company",
-    "foundation",
-    "charitable_remainder_trust",
-    "endowment",
-    "employee_benefit_plan",
-    "keogh_plan",
-    "other_entity",
-)
-PAYMENT_TYPES = ("ach", "domestic_wire", "international_wire")
 #: Largest payment accepted: $10,000,000,000.00.
 MAX_AMOUNT_CENTS = 1_000_000_000_000
 
@@ -47,6 +28,7 @@ VEHICLE_ID = r"veh_[A-Za-z0-9]+"
 ENTITY_ID = r"ent_[A-Za-z0-9]+"
 CONTACT_ID = r"cnt_[A-Za-z0-9]+"
 EMAIL = r"[^@\s;,<>]+@[^@\s;,<>]+\.[A-Za-z]{2,}"
+
 
 CHECK_REASONS: dict[str, str] = {
     "not_nullable": "this required cell is blank",
@@ -60,7 +42,7 @@ CHECK_REASONS: dict[str, str] = {
     "notify_format": "each entry must be a contact id (cnt_…) or an email address, separated by ;",
     "entity_type_known": "not an entity type; use one of: " + ", ".join(ENTITY_TYPES),
     "email_format": "not an email address",
-    "payment_type_known": "the payment type must be ach, domestic_wire or international_wire",
+    "payment_type_known": "the payment type must be " + one_of(PAYMENT_TYPES),
     "routing_number_format": "a routing number is 9 digits with a valid ABA check digit (a lost leading zero? format the column as text)",
     "account_number_format": "an account number is 4 to 34 letters or digits",
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from fundpipe.enums import DOMESTIC_PAYMENT_TYPES, PAYMENT_TYPES, one_of
 from fundpipe.validate.collect import IssueCollector
 from fundpipe.validate.issues import mask_account_number
 from fundpipe.validate.models import RosterSheetModel, failure_issues
@@ -66,7 +67,7 @@ def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
         "payment_type",
         out["payment_type"],
         "payment_complete",
-        "payment instructions need a payment type (ach, domestic_wire or international_wire)",
+        f"payment instructions need a payment type ({one_of(PAYMENT_TYPES)})",
     )
     issues.add(
         has_payment & out["account_number"].isna(),
@@ -75,7 +76,7 @@ def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
         "payment_complete",
         "payment instructions need an account number",
     )
-    domestic = out["payment_type"].isin(["ach", "domestic_wire"])
+    domestic = out["payment_type"].isin(DOMESTIC_PAYMENT_TYPES)
     issues.add(
         has_payment & domestic & out["routing_number"].isna(),
         "routing_number",

@@ -6,23 +6,29 @@ file lock). fundpipe therefore opens the warehouse for the shortest span that do
 When another process holds the file, the opener logs who holds it (DuckDB's lock error names the
 program and PID), retries with a bounded deadline, then raises `WarehouseLockedError`.
 
-The schema lives in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections. Each
-section is applied once, in order, in its own transaction, and recorded in `_migrations` with a
-checksum; an applied section whose text later changes is refused rather than silently re-run.
+The schema lives in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections applied
+by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+
+from fundpipe.errors import WarehouseLockedError
+from fundpipe.warehouse.migrations import (
+    Migration,
+    MigrationError,
+    applied_numbers,
+    apply_migrations,
+    load_migrations,
+)
 
 __all__ = [
     "SCHEMA_FILE",
@@ -39,99 +45,7 @@ log = logging.getLogger(__name__)
 #: The warehouse DDL and views (the single source; see schemas/README.md).
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "warehouse.sql"
 
-_MIGRATION_HEADER = re.compile(r"^--\s*migration:\s*(\d+)\s+(.+?)\s*$", re.MULTILINE)
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
-
-
-class MigrationError(RuntimeError):
-    """The migrations file is malformed, or an applied migration's text has changed."""
-
-
-class WarehouseLockedError(RuntimeError):
-    """Another process held the warehouse file for longer than the retry deadline."""
-
-    def __init__(self, path: Path, holder: str, waited_s: float) -> None:
-        """Record the file, a description of the holder and how long fundpipe waited."""
-        self.path = path
-        self.holder = holder
-        self.waited_s = waited_s
-        super().__init__(
-            f"warehouse {path} is held by {holder}; gave up after {waited_s:.1f} s. "
-            "Wait for that process to finish (or stop it) and run again."
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered section of the migrations file."""
-
-    number: int
-    name: str
-    sql: str
-
-    @property
-    def checksum(self) -> str:
-        """SHA-256 of the section's SQL, to detect edits after it was applied."""
-        return hashlib.sha256(self.sql.strip().encode()).hexdigest()
-
-
-def load_migrations(text: str) -> list[Migration]:
-    """Split a migrations file into its numbered sections, checking they are in order."""
-    headers = list(_MIGRATION_HEADER.finditer(text))
-    if not headers:
-        raise MigrationError("no '-- migration: NNN name' sections found")
-    migrations: list[Migration] = []
-    for i, header in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        number = int(header.group(1))
-        if migrations and number <= migrations[-1].number:
-            raise MigrationError(f"migration {number} is out of order")
-        migrations.append(Migration(number, header.group(2), text[header.end() : end]))
-    return migrations
-
-
-def apply_migrations(con: duckdb.DuckDBPyConnection, migrations: list[Migration]) -> list[int]:
-    """Apply every migration not yet recorded, each in its own transaction; return their numbers."""
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS _migrations (number INTEGER PRIMARY KEY, name VARCHAR, "
-        "checksum VARCHAR, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
-    )
-    applied = {
-        int(n): str(c)
-        for n, c in con.execute("SELECT number, checksum FROM _migrations").fetchall()
-    }
-    done: list[int] = []
-    for migration in migrations:
-        if migration.number in applied:
-            if applied[migration.number] != migration.checksum:
-                raise MigrationError(
-                    f"migration {migration.number} ({migration.name}) was changed after it was "
-                    "applied; add a new migration instead"
-                )
-            continue
-        con.execute("BEGIN TRANSACTION")
-        try:
-            con.execute(migration.sql)
-            con.execute(
-                "INSERT INTO _migrations (number, name, checksum) VALUES (?, ?, ?)",
-                [migration.number, migration.name, migration.checksum],
-            )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        done.append(migration.number)
-        log.info("warehouse migration %03d %s applied", migration.number, migration.name)
-    return done
-
-
-def _applied_numbers(con: duckdb.DuckDBPyConnection) -> set[int]:
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_migrations'"
-    ).fetchone()
-    if not exists or not exists[0]:
-        return set()
-    return {int(n) for (n,) in con.execute("SELECT number FROM _migrations").fetchall()}
 
 
 def lock_holder(error: BaseException) -> str | None:
@@ -207,7 +121,7 @@ class Warehouse:
         if self.path.exists():
             con = self._connect(read_only=True)
             try:
-                applied = _applied_numbers(con)
+                applied = applied_numbers(con)
             except BaseException:
                 con.close()
                 raise

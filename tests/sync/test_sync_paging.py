@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
 
 import duckdb
 import httpx
@@ -15,6 +13,7 @@ from fundpipe.client import FundClient, FundServiceError
 from fundpipe.config import Settings
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
+from worlds.locks import hold_until_released, release
 
 BASE = "http://sandbox.test"
 
@@ -81,23 +80,23 @@ def test_sync_waits_for_a_warehouse_held_by_another_process_and_names_it(
     service: tuple[httpx.ASGITransport, Settings], caplog: pytest.LogCaptureFixture
 ) -> None:
     transport, settings = service
-    wh = Warehouse(settings.warehouse_file, lock_timeout_s=20, retry_interval_s=0.05)
-    wh.migrate()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, time\n"
-            f"con = duckdb.connect({str(settings.warehouse_file)!r})\n"
-            "print('held', flush=True)\n"
-            "time.sleep(1.0)\n",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
+    waits: list[float] = []
+
+    def release_on_first_wait(seconds: float) -> None:
+        """The warehouse's wait between attempts: the holder lets go the first time (no race)."""
+        waits.append(seconds)
+        if len(waits) == 1:
+            release(holder)
+
+    wh = Warehouse(
+        settings.warehouse_file,
+        lock_timeout_s=20,
+        retry_interval_s=0.05,
+        sleep=release_on_first_wait,
     )
+    wh.migrate()
+    holder = hold_until_released(settings.warehouse_file)
     try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "held"
         with caplog.at_level(logging.WARNING, logger="fundpipe.warehouse.file"):
             result = sync(settings, transport=transport, warehouse=wh)
     finally:
@@ -105,6 +104,7 @@ def test_sync_waits_for_a_warehouse_held_by_another_process_and_names_it(
         holder.wait()
     assert result.counts["vehicles"] == 3
     assert f"PID {holder.pid}" in caplog.text
+    assert len(waits) == 1  # it waited while the file was held, and went on once released
 
 
 def test_a_failed_pull_leaves_the_warehouse_as_it_was(

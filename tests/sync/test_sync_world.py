@@ -24,7 +24,6 @@ import duckdb
 import httpx
 import openpyxl
 import pytest
-from warehouse_world import PAYLOADS
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
@@ -32,6 +31,7 @@ from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.reports.workbook import neutralise
 from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.sync.pull import SyncResult, sync
+from worlds.warehouse import PAYLOADS
 
 START = dt.datetime(2030, 1, 10, 12, 0, tzinfo=dt.UTC)
 BASE = "http://sandbox.test"

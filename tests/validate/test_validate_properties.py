@@ -6,9 +6,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sheet_builders import HEADER, csv_bytes
 
 from fundpipe.validate.files import validate_files
+from worlds.sheets import HEADER, csv_bytes
 
 # (column position, a value that column must refuse)
 MUTATIONS = [

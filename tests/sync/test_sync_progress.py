@@ -7,8 +7,8 @@ from collections import Counter
 import httpx
 from rich.console import Console
 
+from fundpipe.app.render import RichProgress
 from fundpipe.config import Settings
-from fundpipe.progress import RichProgress
 from fundpipe.sync.pull import sync
 
 

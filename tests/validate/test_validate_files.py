@@ -9,15 +9,11 @@ from pathlib import Path
 import pytest
 import xlsxwriter
 from rich.console import Console
-from sheet_builders import HEADER, clean_rows
 
-from fundpipe.validate.files import (
-    FileReport,
-    render_json,
-    render_table,
-    validate_exit_code,
-    validate_files,
-)
+from fundpipe.app.outcomes import validation_dict
+from fundpipe.app.render import render_validation
+from fundpipe.validate.files import FileReport, validate_exit_code, validate_files
+from worlds.sheets import HEADER, clean_rows
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 
@@ -207,7 +203,7 @@ def test_account_numbers_are_masked_everywhere_but_the_secret_column(tmp_path: P
         (2, "Routing Number", "routing_number_format"),
         (2, "Account Number", "account_number_format"),
     }
-    dumped = json.dumps(render_json([bad])) + repr(bad) + render_text([bad])
+    dumped = json.dumps(validation_dict([bad])) + repr(bad) + render_text([bad])
     assert "1-2x" not in dumped
     assert "12x" not in dumped
     assert "99887766554433" not in dumped
@@ -216,7 +212,7 @@ def test_account_numbers_are_masked_everywhere_but_the_secret_column(tmp_path: P
 
 def render_text(reports: list[FileReport]) -> str:
     console = Console(record=True, width=200)
-    render_table(reports, console)
+    render_validation(reports, console)
     return console.export_text()
 
 
@@ -240,7 +236,7 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
     assert validate_exit_code(reports) == 1
     assert validate_exit_code(reports[:1]) == 0
     assert validate_exit_code(validate_files([good, bad, binary])) == 2
-    doc = render_json(reports)
+    doc = validation_dict(reports)
     assert [set(f) for f in doc["files"]] == [
         {"file", "sheet", "valid", "rows", "errors", "warnings"}
     ] * 2

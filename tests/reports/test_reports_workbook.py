@@ -9,10 +9,10 @@ import openpyxl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from warehouse_world import PAYLOADS
 
 from fundpipe.reconcile.views import ReconcileResult
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, neutralise, write_workbook
+from worlds.warehouse import PAYLOADS
 
 CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from submit_worlds import DEMO_STATE, file_input, payment_rows
 
 from fundpipe.client import idempotency_key
 from fundpipe.plan import (
@@ -18,7 +17,8 @@ from fundpipe.plan import (
     build_plan,
     display_body,
 )
-from fundpipe.submit.execute import preflight
+from fundpipe.plan.preflight import preflight
+from worlds.submit import DEMO_STATE, file_input, payment_rows
 
 
 def _existing(ref: str, amounts: list[int], *, dst: str = "dst_1") -> ServiceDistribution:

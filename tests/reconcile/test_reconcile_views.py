@@ -9,12 +9,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
-from warehouse_world import PAYLOADS
 
 from fundpipe.app.render import format_cents, render_summary
 from fundpipe.config import Settings
 from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse
+from worlds.warehouse import PAYLOADS
 
 AS_OF = dt.date(2026, 11, 30)
 

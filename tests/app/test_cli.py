@@ -12,9 +12,17 @@ from typer.testing import CliRunner
 from fundpipe.app.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "watch", "config"]
+#: The CLI's registered commands (a new command is checked without editing this file).
+COMMANDS = [command.name or "" for command in app.registered_commands]
 
 runner = CliRunner()
+
+
+def test_the_commands_are_read_from_the_cli() -> None:
+    assert all(COMMANDS)
+    assert {"run", "validate", "ingest", "sync", "reconcile", "sandbox", "serve", "config"} <= set(
+        COMMANDS
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -24,6 +32,10 @@ def test_every_command_has_help(command: str) -> None:
     assert "Usage" in result.output
     # the help says what the command does, not just its options
     assert len(result.output.split("Options")[0].strip().splitlines()) >= 2
+    # ... and shows how to call it
+    assert re.search(rf"Example: fundpipe {command}\b", " ".join(result.output.split())), (
+        result.output
+    )
 
 
 def test_top_level_help_lists_every_command_and_exit_codes() -> None:
@@ -73,3 +85,13 @@ def test_sandbox_refuses_a_public_interface_unless_asked() -> None:
     result = runner.invoke(app, ["sandbox", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "--allow-non-loopback" in result.output
+
+
+def test_readme_explains_every_exit_code() -> None:
+    from fundpipe.errors import ExitCode
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    paragraph = readme.split("Exit codes:", 1)[1].split("## ", 1)[0]
+    for code in ExitCode:
+        if code is not ExitCode.INTERRUPTED:
+            assert f"`{int(code)}`" in paragraph, code

@@ -46,3 +46,11 @@ def test_error_report_is_written_as_csv_and_xlsx_without_live_formulas(tmp_path:
     assert values[1][5] == '\'=HYPERLINK("http://x")'
     assert all(c.data_type != "f" for row in sheet.iter_rows() for c in row)
     assert values[2][5] == "****6789"
+
+
+def test_both_report_writers_use_the_one_formula_neutraliser() -> None:
+    from fundpipe.reports import cells, rejected, workbook
+
+    assert rejected.neutralise is workbook.neutralise is cells.neutralise
+    assert cells.neutralise(None) == ""
+    assert cells.neutralise("=1+1") == "'=1+1"

@@ -1,0 +1,111 @@
+"""Canonical JSON, deterministic Idempotency-Keys and content hashes: the one recipe of each.
+
+Pure (no I/O but reading a file's bytes for :func:`file_hash`); used by the plan (the keys of
+its requests), the ledger (the bodies it stores), the client (the key it sends when none is
+given) and ingest (how a re-dropped file is recognised).
+
+The key of a mutating request is
+
+    "fp1_" + sha256(canonical_json(["fp1", org_id or "", METHOD, path, body])).hexdigest()
+
+where `canonical_json` is JSON with sorted object keys, no whitespace (`,` and `:` separators),
+`ensure_ascii=True` and no NaN/Infinity. `path` is the request path without query string (e.g.
+`/v1/distributions`), `METHOD` is upper case and `body` is the JSON request body. The result only
+depends on those values: it is the same across processes, machines, Python versions and the
+insertion order of dict keys, so a re-run after a crash sends the same key for the same request.
+`fp1` is the version of this recipe; a different recipe would use another prefix.
+
+Money must be integer cents: floats (and Decimals) are refused rather than hashed, so `100` and
+`100.0` can never produce two keys for one payment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+#: Prefix (and version) of every derived key.
+KEY_PREFIX = "fp1_"
+
+
+def to_json_value(value: Any) -> Any:
+    """Convert `value` to plain JSON data (dict/list/str/int/bool/None) for hashing and sending.
+
+    Pydantic models are dumped in JSON mode without None fields; aware datetimes and dates become
+    ISO 8601 strings; tuples become lists. Floats and other types raise `TypeError`.
+    """
+    if isinstance(value, BaseModel):
+        return to_json_value(value.model_dump(mode="json", exclude_none=True, by_alias=True))
+    if value is None or isinstance(value, bool | int | str):
+        # bool is an int subclass: both pass through unchanged.
+        return value
+    if isinstance(value, float):
+        msg = "floats are not allowed in request bodies: money is integer cents"
+        raise TypeError(msg)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            msg = "naive datetime in a request body: pass an ISO string or an aware datetime"
+            raise TypeError(msg)
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                msg = f"JSON object keys must be strings, got {type(key).__name__}"
+                raise TypeError(msg)
+            out[key] = to_json_value(item)
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [to_json_value(item) for item in value]
+    msg = f"cannot encode {type(value).__name__} as JSON"
+    raise TypeError(msg)
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of `value`: sorted keys, no whitespace, ASCII only."""
+    return dumps_plain(to_json_value(value))
+
+
+def dumps_plain(plain: Any) -> str:
+    """Canonical JSON of data already converted by `to_json_value`."""
+    return json.dumps(
+        plain,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+        allow_nan=False,
+    )
+
+
+def content_hash(data: bytes) -> str:
+    """SHA-256 hex digest of a file's bytes: how a re-dropped file is recognised."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_hash(path: Path) -> str:
+    """:func:`content_hash` of the file at ``path``, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def idempotency_key(org_id: str | None, method: str, path: str, body: Any) -> str:
+    """The deterministic Idempotency-Key of one request (recipe in the module docstring).
+
+    `org_id` is the organization acted on (None when the token is bound to one), `method` the
+    HTTP method, `path` the path without query string and `body` the JSON body (dicts, lists or
+    pydantic models).
+    """
+    payload = ["fp1", org_id or "", method.upper(), path.split("?", 1)[0], to_json_value(body)]
+    digest = hashlib.sha256(dumps_plain(payload).encode("ascii")).hexdigest()
+    return KEY_PREFIX + digest

@@ -1,0 +1,125 @@
+"""What becomes of each file of an ingest: :class:`FileOutcome` / :class:`IngestResult`, and
+(pure) a file's :func:`verdict` after a submission — its outcome, ledger state, where it goes,
+and the issues its error report lists.
+
+A file is processed only when every distribution it holds is at the service; a conflict or a
+pre-flight refusal sends nothing of it; an unknown outcome keeps it in ``processing/`` for the
+next run to settle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from fundpipe.errors import exit_code_of
+from fundpipe.plan import Plan, PlannedFile
+from fundpipe.plan.preflight import Preflight
+from fundpipe.submit.execute import SubmitResult
+from fundpipe.validate.issues import Issue
+
+__all__ = ["FileOutcome", "FileState", "IngestResult", "Verdict", "verdict"]
+
+Outcome = Literal["processed", "rejected", "conflict", "incomplete", "refused"]
+
+FileState = Literal[
+    "processed", "rejected", "conflict", "duplicate", "incomplete", "refused", "planned"
+]
+
+
+@dataclass
+class FileOutcome:
+    """What happened to one file."""
+
+    source_file: str
+    file_hash: str
+    state: FileState
+    rows: int = 0
+    distributions: int = 0
+    total_cents: int = 0
+    payment_states: dict[str, int] = field(default_factory=dict)
+    message: str | None = None
+    moved_to: Path | None = None
+
+
+@dataclass
+class IngestResult:
+    """The outcome of one `ingest` call."""
+
+    files: list[FileOutcome] = field(default_factory=list)
+    plan: Plan | None = None
+    preflight: Preflight | None = None
+    dry_run: bool = False
+    submit: SubmitResult | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 all done; 1 a file was rejected, refused or in conflict; 3 outcomes still unknown
+        (the table is ``fundpipe.errors.OUTCOME_EXIT_CODES``)."""
+        return int(exit_code_of(f.state for f in self.files))
+
+    def by_state(self, state: FileState) -> list[FileOutcome]:
+        """The files that ended in ``state``."""
+        return [f for f in self.files if f.state == state]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What becomes of one planned file."""
+
+    outcome: Outcome
+    ledger_state: str
+    #: ``processed`` or ``rejected`` (the inbox folder it moves to); None: it stays put
+    destination: Literal["processed", "rejected"] | None
+    message: str | None
+    issues: list[Issue] = field(default_factory=list)
+    #: the ledger state of its distributions that were never sent (None: nothing to mark)
+    unsent_state: str | None = None
+
+
+def verdict(
+    planned: PlannedFile,
+    source_file: str,
+    plan: Plan,
+    checked: Preflight,
+    submitted: SubmitResult,
+) -> Verdict:
+    """The verdict on ``planned`` (dropped as ``source_file``) once ``plan`` was executed."""
+    file_hash = planned.file_hash
+    if planned.conflict:
+        issues = []
+        for d in plan.distributions:
+            if d.file_hash == file_hash and d.action == "conflict":
+                first = d.payments[0] if d.payments else None
+                issues.append(
+                    Issue(
+                        source_file,
+                        first.sheet if first else None,
+                        first.row if first else None,
+                        "external_reference",
+                        d.external_reference,
+                        "distribution_conflict",
+                        f"{d.external_reference} already exists at the service as "
+                        f"{d.existing_id or 'another file of this run'} and does not match "
+                        f"({d.reason}); nothing of this file was sent — resolve it by hand",
+                    )
+                )
+        message = f"{len(issues)} distribution(s) in conflict: nothing sent"
+        return Verdict("conflict", "conflict", "rejected", message, issues, "conflict")
+    if planned.excluded:
+        issues = [
+            Issue(source_file, None, None, None, None, issue.check, issue.message)
+            for issue in checked.errors
+            if issue.file_hash == file_hash
+        ]
+        message = "; ".join(i.reason for i in issues) or "refused by pre-flight"
+        return Verdict("refused", "rejected", "rejected", message, issues, "failed")
+    if file_hash in submitted.unknown:
+        message = "outcome unknown, the next run settles it: " + submitted.unknown[file_hash]
+        return Verdict("incomplete", "processing", None, message)
+    if file_hash in submitted.failed:
+        message = "the service refused: " + submitted.failed[file_hash]
+        issue = Issue(source_file, None, None, None, None, "service_refused", message)
+        return Verdict("rejected", "rejected", "rejected", message, [issue])
+    return Verdict("processed", "processed", "processed", None)

@@ -1,0 +1,132 @@
+"""The sync's merge: staged pages → the warehouse, in one transaction; and the ledger copy.
+
+The merge statements live beside the DDL they depend on, in `schemas/warehouse_merge.sql`
+(`-- merge: name` sections run in order); the ledger copy carries the columns the warehouse's
+own `ledger_*` tables declare in `schemas/warehouse.sql`. Nothing here repeats a column list.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from fundpipe.warehouse.file import lock_holder
+
+__all__ = ["MERGE_FILE", "copy_ledger", "merge", "merge_statements"]
+
+log = logging.getLogger(__name__)
+
+#: The merge statements, beside the warehouse DDL.
+MERGE_FILE = Path(__file__).resolve().parents[3] / "schemas" / "warehouse_merge.sql"
+
+_SECTION = re.compile(r"^--\s*merge:\s*(.+?)\s*$", re.MULTILINE)
+_PARAMETER = re.compile(r"\$([a-z_]+)")
+
+
+def merge_statements(text: str) -> list[tuple[str, str]]:
+    """``(name, sql)`` of every ``-- merge: name`` section of ``text``, in order."""
+    headers = list(_SECTION.finditer(text))
+    return [
+        (h.group(1), text[h.end() : headers[i + 1].start() if i + 1 < len(headers) else None])
+        for i, h in enumerate(headers)
+    ]
+
+
+def _staged(path: Path) -> str:
+    quoted = str(path).replace("'", "''")
+    return (
+        f"(SELECT * FROM read_parquet('{quoted}') QUALIFY row_number() OVER (PARTITION BY id) = 1)"
+    )
+
+
+def merge(
+    con: duckdb.DuckDBPyConnection,
+    staged: Mapping[str, Path],
+    sync_id: str,
+    seen_at: datetime,
+) -> int:
+    """Merge the staged Parquet files (by list name) in one transaction; return the number of
+    status changes (rows the ``status_history`` statements appended)."""
+    values = {"sync_id": sync_id, "seen_at": seen_at}
+    statements = merge_statements(MERGE_FILE.read_text(encoding="utf-8"))
+    changes = 0
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for name, template in statements:
+            params = {p: values[p] for p in dict.fromkeys(_PARAMETER.findall(template))}
+            sql = template
+            for table, path in staged.items():
+                sql = sql.replace("{" + table + "}", _staged(path))
+            result = con.execute(sql, params)
+            if name.startswith("status_history"):
+                row = result.fetchone()
+                changes += int(row[0]) if row else 0
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return changes
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The quoted column list of the warehouse's ``table``, as ``schemas/warehouse.sql`` declares
+    it: what the ledger copy carries is decided beside the DDL, never repeated here."""
+    rows = con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = ? ORDER BY column_index",
+        [table],
+    ).fetchall()
+    return ", ".join('"' + str(name).replace('"', '""') + '"' for (name,) in rows)
+
+
+def _attach_ledger(con: duckdb.DuckDBPyConnection, ledger_file: Path, timeout_s: float) -> None:
+    path = str(ledger_file).replace("'", "''")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            con.execute(f"ATTACH '{path}' AS ledger (READ_ONLY)")
+            return
+        except duckdb.IOException as error:
+            holder = lock_holder(error)
+            if holder is None or time.monotonic() >= deadline:
+                raise
+            log.warning("ledger %s is held by %s; retrying", ledger_file, holder)
+            time.sleep(0.5)
+
+
+def copy_ledger(
+    con: duckdb.DuckDBPyConnection, ledger_file: Path, *, timeout_s: float = 60.0
+) -> int:
+    """Replace the warehouse's ledger tables with the ledger file's; return ledger payment rows.
+
+    A missing ledger file leaves both tables empty.
+    """
+    found = ledger_file.exists()
+    if found:
+        _attach_ledger(con, ledger_file, timeout_s)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("DELETE FROM ledger_payments")
+            con.execute("DELETE FROM ledger_files")
+            if found:
+                for table in ("ledger_payments", "ledger_files"):
+                    columns = _columns(con, table)
+                    con.execute(
+                        f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ledger.{table}"
+                    )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        if found:
+            con.execute("DETACH ledger")
+    row = con.execute("SELECT count(*) FROM ledger_payments").fetchone()
+    return int(row[0]) if row else 0

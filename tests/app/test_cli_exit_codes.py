@@ -1,0 +1,133 @@
+"""The CLI reaches every exit code of `fundpipe.errors.ExitCode`, each for the reason it names."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from fundpipe.app.cli import app
+from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode
+from fundpipe.sandbox import SandboxConfig, SandboxServer
+from fundpipe.submit.inbox import InboxLock
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "data" / "samples"
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def server() -> Iterator[SandboxServer]:
+    """A demo sandbox over loopback, the way a configured service is reached."""
+    with SandboxServer(SandboxConfig(seed="demo")) as running:
+        yield running
+
+
+@pytest.fixture
+def service_env(server: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """FUNDPIPE_* pointing the CLI at ``server`` with the demo client; returns the data dir."""
+    for name in ("FUNDPIPE_ORG_ID", "FUNDPIPE_CLIENT_SECRET_BLOCK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", server.base_url)
+    monkeypatch.setenv("FUNDPIPE_CLIENT_ID", "demo-client")
+    monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "demo-secret")
+    monkeypatch.setenv("FUNDPIPE_ORG_ID", "org_demo")
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "0")
+    return tmp_path
+
+
+def _drop(data_dir: Path, *names: str) -> None:
+    inbox = data_dir / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(SAMPLES / name, inbox / name)
+
+
+def test_every_exit_code_is_in_the_help() -> None:
+    result = runner.invoke(app, ["--help"])
+    for code, meaning in EXIT_CODE_MEANINGS.items():
+        assert f"{int(code)} {meaning}" in " ".join(result.output.split())
+
+
+def test_a_valid_sheet_exits_0() -> None:
+    result = runner.invoke(app, ["validate", str(SAMPLES / "distributions_q4.csv")])
+    assert result.exit_code == ExitCode.OK == 0, result.output
+
+
+def test_a_rejected_sheet_exits_1() -> None:
+    sheet = SAMPLES / "broken" / "negative_amount.csv"
+    result = runner.invoke(app, ["validate", str(sheet)])
+    assert result.exit_code == ExitCode.NEEDS_PERSON == 1, result.output
+
+
+def test_an_unreadable_input_exits_2() -> None:
+    result = runner.invoke(app, ["validate", str(SAMPLES / "broken" / "binary.csv")])
+    assert result.exit_code == ExitCode.USAGE == 2, result.output
+
+
+def test_a_bad_option_value_exits_2_with_one_line() -> None:
+    result = runner.invoke(app, ["validate", "--format", "xml", "x.csv"])
+    assert result.exit_code == ExitCode.USAGE
+    assert "--format must be table or json" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_configuration_problem_exits_2(server: SandboxServer, service_env: Path) -> None:
+    """A client that reaches two organizations needs FUNDPIPE_ORG_ID: a setting, not the service."""
+    control = f"{server.base_url}/_sandbox"
+    httpx.post(
+        f"{control}/organizations", json={"id": "org_second", "name": "Second"}
+    ).raise_for_status()
+    httpx.post(
+        f"{control}/clients",
+        json={
+            "client_id": "two-orgs",
+            "client_secret": "two-orgs-secret",
+            "organizations": ["org_demo", "org_second"],
+        },
+    ).raise_for_status()
+    _drop(service_env, "distributions_q4.csv")
+    env = {
+        "FUNDPIPE_CLIENT_ID": "two-orgs",
+        "FUNDPIPE_CLIENT_SECRET": "two-orgs-secret",
+        "FUNDPIPE_ORG_ID": "",
+    }
+    result = runner.invoke(app, ["ingest"], env=env)
+    assert result.exit_code == ExitCode.USAGE == 2, result.output
+    assert "FUNDPIPE_ORG_ID is required" in result.output
+
+
+def test_a_service_refusal_exits_3(service_env: Path) -> None:
+    result = runner.invoke(app, ["sync"], env={"FUNDPIPE_CLIENT_SECRET": "not-the-secret"})
+    assert result.exit_code == ExitCode.SERVICE == 3, result.output
+    assert "the service refused the request" in result.output
+    assert "not-the-secret" not in result.output
+
+
+def test_an_unreachable_service_exits_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUNDPIPE_MAX_ATTEMPTS", "1")
+    env = {
+        "FUNDPIPE_BASE_URL": "http://127.0.0.1:9",
+        "FUNDPIPE_CLIENT_ID": "demo-client",
+        "FUNDPIPE_CLIENT_SECRET": "demo-secret",
+        "FUNDPIPE_ORG_ID": "org_demo",
+        "FUNDPIPE_DATA_DIR": str(tmp_path),
+    }
+    result = runner.invoke(app, ["sync"], env=env)
+    assert result.exit_code == ExitCode.SERVICE, result.output
+    assert "ConnectError" in result.output
+
+
+def test_a_held_inbox_lock_exits_4(service_env: Path) -> None:
+    _drop(service_env, "distributions_q4.csv")
+    with InboxLock(service_env):
+        result = runner.invoke(app, ["ingest"])
+    assert result.exit_code == ExitCode.LOCKED == 4, result.output
+    assert "another fundpipe ingest is running" in result.output
+    assert (service_env / "inbox" / "distributions_q4.csv").exists()

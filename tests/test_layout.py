@@ -1,0 +1,200 @@
+"""The house tells the data path: the README's tree matches the code, app/ sits on top, no cycles.
+
+Like the CLI's commands (tests/app/test_cli.py), the layout in the README is checked against the
+code, so a new package or a moved module fails here until the README says where it lives.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "fundpipe"
+
+#: Past this many lines a module says in its docstring why it is not split ("~400" in STYLE.md).
+MAX_LINES = 420
+#: The sandbox is reworked (and split) on its own; its modules answer to tests/sandbox.
+SIZE_EXEMPT = ("sandbox/",)
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        yield ".".join(parts), path
+
+
+MODULES = dict(_modules())
+
+
+def _readme_tree() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### How the code is laid out", 1)[1]
+    block = re.search(r"```\n(src/fundpipe/\n.*?)```", section, re.DOTALL)
+    assert block, "the layout section has no src/fundpipe/ tree"
+    lines = block.group(1).splitlines()[1:]
+    return [line.split()[0] for line in lines if line.strip()]
+
+
+def test_the_readme_tree_lists_every_package_and_top_level_module() -> None:
+    listed = _readme_tree()
+    actual = {p.name + "/" for p in SRC.iterdir() if (p / "__init__.py").is_file()} | {
+        p.name for p in SRC.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    }
+    assert len(listed) == len(set(listed)), "a name is listed twice"
+    assert set(listed) == actual
+
+
+def test_the_data_path_packages_are_listed_in_the_order_data_flows() -> None:
+    listed = [name for name in _readme_tree() if name.endswith("/")]
+    path = ["sheets/", "validate/", "plan/", "submit/", "sync/", "warehouse/", "reconcile/"]
+    assert [name for name in listed if name in path] == path
+    assert listed[-1] == "app/"
+
+
+def _imports(path: Path, *, eager_only: bool) -> Iterator[str]:
+    """Modules of fundpipe imported by ``path`` (module level only when ``eager_only``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes: list[ast.AST] = []
+    if eager_only:
+        for node in tree.body:
+            is_type_checking = (
+                isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name)
+                and node.test.id == "TYPE_CHECKING"
+            )
+            if not is_type_checking:
+                nodes.extend(ast.walk(node))
+    else:
+        nodes = list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name in MODULES:
+                yield name
+
+
+def test_nothing_below_app_imports_app() -> None:
+    offenders = {
+        (name, imported)
+        for name, path in MODULES.items()
+        if not name.startswith("fundpipe.app")
+        for imported in _imports(path, eager_only=False)
+        if imported.startswith("fundpipe.app")
+    }
+    assert offenders == set()
+
+
+def test_module_imports_have_no_cycles() -> None:
+    graph = {
+        name: {i for i in _imports(path, eager_only=True) if i != name}
+        for name, path in MODULES.items()
+    }
+    # a package's __init__ importing its own submodules is how a package exposes them
+    for name in graph:
+        graph[name] = {i for i in graph[name] if not (name and i.startswith(name + "."))}
+    cycles = _cycles(graph)
+    assert cycles == [], cycles
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in MODULES.values()
+        if not any(str(p.relative_to(SRC)).startswith(x) for x in SIZE_EXEMPT)
+    ],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_a_long_module_says_why(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    if lines <= MAX_LINES:
+        return
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    assert "Longer than ~400 lines" in docstring, f"{path.name}: {lines} lines and no reason"
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_library_returns_data_and_only_app_renders() -> None:
+    """Below app/ nothing imports rich or typer, and nothing calls print()."""
+    offenders = []
+    for name, path in MODULES.items():
+        if name.startswith("fundpipe.app"):
+            continue
+        shells = _third_party_imports(path) & {"rich", "typer"}
+        prints = [
+            node.lineno
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+        ]
+        if shells or prints:
+            offenders.append((name, sorted(shells), prints))
+    assert offenders == []
+
+
+def test_only_app_starts_the_embedded_sandbox() -> None:
+    """The sandbox's server is started by app/embedded.py alone (tests and benchmarks aside)."""
+    starters = {
+        name
+        for name, path in MODULES.items()
+        if not name.startswith("fundpipe.sandbox")
+        and re.search(r"\bSandboxServer\b|\brun_server\b", path.read_text(encoding="utf-8"))
+    }
+    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli"}
