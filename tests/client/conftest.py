@@ -7,18 +7,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 import respx
-import stamina
 from fundclient_helpers import BASE_URL, FakeClock, make_settings, token_response
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
-
-
-@pytest.fixture(autouse=True)
-def _no_retry_sleeps() -> Iterator[None]:
-    """Retries run instantly; the client's own max_attempts still bounds them."""
-    with stamina.set_testing(True, attempts=100, cap=True):
-        yield
 
 
 @pytest.fixture
