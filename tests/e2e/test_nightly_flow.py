@@ -81,7 +81,7 @@ async def _service_distributions(settings: Settings) -> dict[str, list[int]]:
 
 
 def test_the_service_holds_exactly_the_sheets_distributions(night: dict[str, Any]) -> None:
-    settings = Settings(data_dir=night["data_dir"])
+    settings = Settings(data_dir=night["data_dir"], _env_file=None)  # type: ignore[call-arg]
     with service(settings) as live:
         found = asyncio.run(_service_distributions(live))
     expected = _expected_from_samples()
@@ -187,7 +187,7 @@ def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Pat
     # the second run recognised every file and submitted nothing
     assert re.search(r"distributions submitted\s*│\s*0\b", outputs[1]), outputs[1]
 
-    settings = Settings(data_dir=tmp_path / "data")
+    settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
     with service(settings) as live:
         found = asyncio.run(_service_distributions(live))
     assert all(len(totals) == 1 for totals in found.values()), found
