@@ -28,8 +28,8 @@ typecheck: install
 # The suite runs on both cores; the end-to-end tests then run alone, because Prefect's
 # temporary server (SQLite) times out when it has to fight the parallel suite for the CPU.
 unit: install
-	$(BIN)/pytest -n 2 --dist loadfile -m "not e2e"
-	$(BIN)/pytest -m e2e tests/e2e
+	$(BIN)/pytest -n 2 --dist loadfile -m "not e2e" --durations=5
+	$(BIN)/pytest -m e2e tests/e2e --durations=10
 
 test: lint typecheck unit ## install, lint, type-check and run the whole suite
 
