@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import State, flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
@@ -56,7 +55,9 @@ def _refusal(exc: BaseException) -> State[Any]:
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
     # the traceback is for a developer with debug logging on, never the run's INFO log
-    get_run_logger().debug("step failed", exc_info=exc)
+    logger = get_run_logger()
+    logger.debug("step failed", exc_info=exc)
+    logger.error(message)
     return _STATE_FOR_EXIT.get(code, Failed)(message=message, data={"exit_code": code})
 
 
@@ -171,20 +172,13 @@ def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | St
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
-def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]]) -> None:
-    """A markdown summary and a table of exceptions, attached to the flow run."""
-    from fundpipe.app.outcomes import summary_markdown
+def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings) -> None:
+    """The night's artifacts: a markdown summary linking the reports, a link to the published
+    workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
+    exceptions table."""
+    from fundpipe.app.artifacts import publish_artifacts
 
-    create_markdown_artifact(
-        markdown=summary_markdown(summary),
-        key="fundpipe-run-summary",
-        description="fundpipe nightly run: files, distributions, totals, exceptions",
-    )
-    create_table_artifact(
-        table=exceptions or [{"reason": "no exceptions"}],
-        key="fundpipe-exceptions",
-        description="Reconciliation exceptions that need a person",
-    )
+    publish_artifacts(summary, exceptions, settings)
 
 
 # --- flows --------------------------------------------------------------------------------------
@@ -224,6 +218,8 @@ def nightly(
 
 
 def _ingest_flow(data_dir: str | None, path: str | None) -> State[Any]:
+    from fundpipe.app.tell import tell_ingest
+
     settings = _settings(data_dir)
     with service(settings) as live:
         step = (
@@ -232,23 +228,38 @@ def _ingest_flow(data_dir: str | None, path: str | None) -> State[Any]:
             else ingest_drop(live, return_state=True)
         )
     ingested, stopped = _outcome(step)
-    return stopped or _finished(ingested, "ingest")
+    if stopped is not None:
+        return stopped
+    tell_ingest(ingested, settings)
+    return _finished(ingested, "ingest")
 
 
 def _sync_flow(data_dir: str | None) -> State[Any]:
+    from fundpipe.app.tell import tell_sync
+
     settings = _settings(data_dir)
     with service(settings) as live:
         synced, stopped = _outcome(sync_step(live, return_state=True))
-    return stopped or Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
+    if stopped is not None:
+        return stopped
+    tell_sync(synced, settings)
+    return Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None) -> State[Any]:
-    reconciled, stopped = _outcome(reconcile_step(_settings(data_dir), as_of, return_state=True))
-    return stopped or _finished(reconciled, "reconcile")
+    from fundpipe.app.tell import tell_reconcile
+
+    settings = _settings(data_dir)
+    reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
+    if stopped is not None:
+        return stopped
+    tell_reconcile(reconciled, settings)
+    return _finished(reconciled, "reconcile")
 
 
 def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> State[Any]:
     from fundpipe.app.outcomes import build_summary
+    from fundpipe.app.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
 
     settings = _settings(data_dir)
     if samples:
@@ -257,15 +268,20 @@ def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> Sta
         ingested, stopped = _outcome(ingest_drop(live, return_state=True))
         if stopped is not None:
             return stopped
+        tell_ingest(ingested, settings)
         synced, stopped = _outcome(sync_step(live, return_state=True))
         if stopped is not None:
             return stopped
+        tell_sync(synced, settings)
     reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
+    exceptions = tell_reconcile(reconciled, settings)
     summary = build_summary([ingested], synced, reconciled)
-    publish(summary, reconciled.get("exceptions_rows", []))
-    return _finished(summary, "nightly")
+    publish(summary, exceptions, settings)
+    final = _finished(summary, "nightly")
+    tell_night(summary, exceptions, settings, final.message or "")
+    return final
 
 
 def deployments(settings: Settings | None = None) -> list[Any]:
