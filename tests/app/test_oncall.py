@@ -52,7 +52,8 @@ def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
         "file distributions_q4.csv: processed, 12 row(s), 2 distribution(s), $223,250.50"
     )
     line = oncall.file_line(REJECTED)
-    assert "q4_typo.csv: rejected" in line and "2 validation error(s)" in line
+    assert "q4_typo.csv: rejected" in line
+    assert "2 validation error(s)" in line
     assert "error report: /data/rejected/q4_typo.csv.errors.csv" in line
 
 
@@ -70,13 +71,15 @@ def test_exception_ids_are_stable_and_the_columns_plain() -> None:
     first, again = exception_lines(RECONCILED), exception_lines(RECONCILED)
     assert first == again
     (line,) = first
-    assert line["id"].startswith("exc_") and len(line["id"]) == 14
+    assert line["id"].startswith("exc_")
+    assert len(line["id"]) == 14
     assert {k: line[k] for k in ("state", "age_days", "amount")} == {
         "state": "open",
         "age_days": 0,
         "amount": "$0.00",
     }
-    assert "q4_typo.csv" in line["what"] and line["what_to_do"]
+    assert "q4_typo.csv" in line["what"]
+    assert line["what_to_do"]
     assert oncall.exception_line(line).startswith(f"exception {line['id']} opened: ")
     assert oncall.opened(first) == first
     aged = {**line, "age_days": 3}
@@ -90,7 +93,8 @@ def test_events_carry_organization_counts_and_ids_never_secrets() -> None:
     )
     assert name == "fundpipe.file.rejected"
     assert resource["prefect.resource.id"] == "fundpipe.file.q4_typo.csv"
-    assert payload["organization"] == "org_x" and payload["file"] == "q4_typo.csv"
+    assert payload["organization"] == "org_x"
+    assert payload["file"] == "q4_typo.csv"
     assert "s3cr3t" not in str(payload)
     exceptions = exception_lines(RECONCILED)
     summary = {"facts": {"files seen": 2, "files rejected": 1}, "rejected_files": [REJECTED]}
@@ -102,8 +106,11 @@ def test_events_carry_organization_counts_and_ids_never_secrets() -> None:
 
 def test_plain_masks_account_numbers_and_keeps_money_and_ids() -> None:
     text = oncall.plain("account 123456789012 paid $1,234,567.00 to ent_123456789 (44627650)")
-    assert "123456789012" not in text and "…9012" in text
-    assert "$1,234,567.00" in text and "ent_123456789" in text and "44627650" in text
+    assert "123456789012" not in text
+    assert "…9012" in text
+    assert "$1,234,567.00" in text
+    assert "ent_123456789" in text
+    assert "44627650" in text
 
 
 def test_report_urls_follow_the_published_folder(tmp_path: Path) -> None:
