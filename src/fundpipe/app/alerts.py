@@ -150,7 +150,20 @@ def _comparable(automation: Any) -> dict[str, Any]:
         include={"name", "description", "enabled", "trigger", "actions"},
     )
     data["trigger"].pop("id", None)
+    for key in ("expect", "after", "for_each"):  # sets: their order means nothing
+        if isinstance(data["trigger"].get(key), list):
+            data["trigger"][key] = sorted(data["trigger"][key])
     return data
+
+
+def describe(trigger: Any) -> str:
+    """A trigger in one stable line: posture, the events it expects, and its window."""
+    expect = ", ".join(sorted(getattr(trigger, "expect", ()) or ()))
+    posture = getattr(trigger, "posture", "")
+    posture = getattr(posture, "value", posture)
+    within = getattr(trigger, "within", None)
+    window = f" within {within}" if posture == "Proactive" and within else ""
+    return f"{posture}: {expect}{window}"
 
 
 async def _block(webhook: str) -> tuple[Any, Installed]:
@@ -212,7 +225,7 @@ async def _list() -> list[dict[str, Any]]:
         {
             "name": a.name,
             "enabled": a.enabled,
-            "trigger": a.trigger.describe_for_cli(),
+            "trigger": describe(a.trigger),
             "actions": [action.type for action in a.actions],
             "description": a.description,
             "id": str(a.id),

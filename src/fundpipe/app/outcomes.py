@@ -228,7 +228,8 @@ def exception_lines(reconciled: dict[str, Any]) -> list[dict[str, Any]]:
         subject = str(row.get("object_id") or row.get("source_file") or row.get("vehicle") or "")
         digest = hashlib.sha256(f"{kind}|{row.get('object_type')}|{subject}".encode()).hexdigest()
         where = row.get("source_file") or row.get("vehicle") or subject
-        what = f"{kind.replace('_', ' ')}: {row.get('reason') or ''}".strip(": ")
+        reason, label = str(row.get("reason") or ""), kind.replace("_", " ")
+        what = reason if reason.startswith(label) else f"{label}: {reason}".strip(": ")
         if where:
             what = f"{what} ({Path(str(where)).name})"
         lines.append(
