@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fundpipe.app import oncall
 from fundpipe.app.artifacts import rejected_key
 from fundpipe.app.outcomes import exception_lines
@@ -120,3 +122,38 @@ def test_report_urls_follow_the_published_folder(tmp_path: Path) -> None:
     )
     assert oncall.report_url(None, workbook, tmp_path) is None
     assert rejected_key("Q4 Typo (v2).csv") == "fundpipe-rejected-q4-typo-v2-csv"
+
+
+def test_the_console_level_never_changes_what_reaches_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from fundpipe.app.cli_common import prefect_defaults
+
+    for verbose, console_level in ((False, "CRITICAL"), (True, "INFO")):
+        for name in (
+            "PREFECT_LOGGING_LEVEL",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
+        ):
+            monkeypatch.delenv(name, raising=False)
+        prefect_defaults(verbose)
+        assert os.environ["PREFECT_LOGGING_LEVEL"] == "INFO"  # the run logger → the API
+        assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL"] == console_level
+
+
+def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
+    from fundpipe.app.artifacts import summary_with_links
+    from fundpipe.config import Settings
+
+    workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
+    rejected = {**REJECTED, "moved_to": str(tmp_path / "rejected" / "q4_typo.csv")}
+    summary = {"as_of": "2026-11-23", "files": [rejected], "reports": {"workbook": str(workbook)}}
+    local = summary_with_links(summary, Settings(data_dir=tmp_path))
+    assert f"[workbook]({workbook.as_uri()})" in local
+    assert "[q4_typo.csv.errors.csv](file://" in local
+    shared = summary_with_links(
+        summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
+    )
+    assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared

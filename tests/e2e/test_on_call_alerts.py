@@ -54,7 +54,7 @@ def webhook_receiver() -> Iterator[tuple[str, list[str]]]:
     bodies: list[str] = []
 
     class Record(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook's name
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             bodies.append(self.rfile.read(length).decode("utf-8", errors="replace"))
             self.send_response(200)
@@ -191,6 +191,9 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert {"fundpipe-run-summary", "fundpipe-exceptions", "fundpipe-rejected-q4-typo-csv"} <= (
             set(api.artifacts(night["id"]))
         )
+        table = json.loads(api.artifacts(night["id"])["fundpipe-exceptions"]["data"])
+        assert list(table[0]) == ["id", "state", "age_days", "what", "amount", "what_to_do"]
+        assert table[0]["id"] == exception_id
 
         # a deployment's night whose service is unreachable: Failed, and a POST says why
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
@@ -227,7 +230,19 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
 
         run = wait_for("the deployment's run to fail", failed, 180, step=1)
         assert "could not reach the service" in run["state"]["message"]
-        _logs_tell_the_night(api.logs(run["id"]))
+        # under a worker too, the run's log says why in the plain sentence (logs arrive in
+        # batches: wait for the run's last line)
+        failed_logs = wait_for(
+            "the failed run's logs",
+            lambda: (
+                (logs := api.logs(run["id"]))
+                and any("Finished in state Failed" in line for line in logs)
+                and logs
+            ),
+            30,
+        )
+        _logs_tell_the_night(failed_logs)
+        assert any(line.startswith("could not reach the service") for line in failed_logs)
 
         def failure_posted() -> list[str]:
             return [

@@ -293,7 +293,13 @@ def run_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="Show Prefect's own logs (and tracebacks).")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show Prefect's own logs (and tracebacks) on the console; what reaches the "
+            "Prefect server is the same either way.",
+        ),
     ] = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.

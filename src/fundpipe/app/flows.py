@@ -22,6 +22,7 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -46,6 +47,26 @@ _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fal
 _STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
 
 
+class _NoTracebackForPlainFailures(logging.Filter):
+    """Drop Prefect's "Engine execution exited with unexpected exception" record (and its
+    traceback) when the exception is fundpipe's own plain error.
+
+    Under a worker, Prefect reads a failed run's result, which raises the error in the state's
+    data, and logs it with its traceback to the run's log; the run has already logged the plain
+    sentence and ends in a state that carries it, so the traceback is noise for the on-call.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from fundpipe.errors import FundpipeError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FundpipeError)
+
+
+# the logger Prefect's engine reports a flow run's end on (`flow_run_logger`)
+logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
+
+
 def _refusal(exc: BaseException) -> State[Any]:
     """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
     from fundpipe.errors import LockHeld, as_fundpipe_error
@@ -58,7 +79,9 @@ def _refusal(exc: BaseException) -> State[Any]:
     logger = get_run_logger()
     logger.debug("step failed", exc_info=exc)
     logger.error(message)
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data={"exit_code": code})
+    # the error is the state's data: Prefect raises it when it reads a failed run's result (a
+    # worker does), and `summary_of_run` reads its exit code
+    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=error)
 
 
 def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
@@ -103,9 +126,13 @@ def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
         return step.result(), None
     # a new state for the flow, with the step's sentence (returning the task's own state would
     # make Prefect summarise it as "1/1 states failed")
+    from fundpipe.errors import as_fundpipe_error
+
     data = step.result(raise_on_failure=False)
+    if not isinstance(data, BaseException):
+        data = as_fundpipe_error(RuntimeError(step.message or step.name))
     final = Cancelled if step.is_cancelled() else Failed
-    return None, final(message=step.message, data=data if isinstance(data, dict) else None)
+    return None, final(message=step.message, data=data)
 
 
 def _settings(data_dir: str | None) -> Settings:

@@ -187,7 +187,11 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     data = state.result(raise_on_failure=False) if state.data is not None else None
     if state.is_completed() and isinstance(data, dict):
         return data
-    code = data.get("exit_code", ExitCode.SERVICE) if isinstance(data, dict) else ExitCode.SERVICE
+    code = ExitCode.SERVICE
+    if isinstance(data, dict):
+        code = data.get("exit_code", ExitCode.SERVICE)
+    elif isinstance(data, FundpipeError):
+        code = data.exit_code
     error: type[FundpipeError] = {
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
