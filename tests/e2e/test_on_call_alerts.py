@@ -140,6 +140,12 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         again = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
         assert again.count("unchanged") == 5, again
         assert _automations(env) == installed
+        # a changed deadline updates the one automation it concerns, in place
+        later = run_cli(
+            [FUNDPIPE, "alerts", "install", "--webhook", hook, "--complete-by", "07:00"], env
+        )
+        assert later.count("updated") == 1, later
+        assert [a["id"] for a in _automations(env)] == [a["id"] for a in installed]
         assert [a["name"] for a in installed] == [
             "fundpipe: a file was rejected",
             "fundpipe: a run failed or crashed",

@@ -11,6 +11,11 @@ named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 at once when `fundpipe watch` announces a settled file) deployments in this process;
 `prefect.yaml` declares the same for a Prefect server + work pool.
 
+Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
+per step, per exception, and where the reports are; `fundpipe.file.rejected`,
+`fundpipe.exception.opened`, `fundpipe.night.completed`): see `fundpipe.app.tell`. The automations
+`fundpipe alerts install` creates react to those events and to a run ending Failed or Crashed.
+
 Every flow ends in a state whose message is fundpipe's plain sentence, never a traceback:
 
 | fundpipe exit code | flow run state |
