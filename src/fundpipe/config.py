@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     require_funds: bool = False
     log_level: str = "INFO"
 
+    reports_url: str | None = Field(
+        default=None,
+        description="URL the data directory's reports/ folder is published under (a shared drive "
+        "or bucket): run artifacts link the reports there.",
+    )
+
     prefect_port: int = Field(
         default=4200,
         ge=1,

@@ -1,7 +1,7 @@
 """Command-line interface: parses arguments, calls library functions, renders results.
 
 Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reaches the person as
-one line through `_user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
+one line through `user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
 Commands build `Settings` here, start the embedded sandbox when no service is configured
 (`fundpipe.app.embedded`) and render with `fundpipe.app.render`.
 """
@@ -9,19 +9,22 @@ Commands build `Settings` here, start the embedded sandbox when no service is co
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from fundpipe.config import Settings
-from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError, as_fundpipe_error
+from fundpipe.app.cli_alerts import alerts_app
+from fundpipe.app.cli_common import (
+    console,
+    err_console,
+    prefect_defaults,
+    settings_for,
+    user_errors,
+)
+from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 
 EXIT_CODES_HELP = (
     "Exit codes: "
@@ -36,48 +39,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _prefect_defaults(verbose: bool = False) -> None:
-    """Sensible Prefect defaults for a local run (each overridable by the environment).
-
-    Prefect's console handlers would print a failing task's traceback; a person gets the CLI's
-    one-line message instead (the full log still reaches the Prefect API). `--verbose` shows it.
-    """
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    level = "INFO" if verbose else "CRITICAL"
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if verbose else "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", level)
-
-
-def _settings(data_dir: Path | None = None) -> Settings:
-    settings = Settings()
-    if data_dir is not None:
-        settings = settings.model_copy(update={"data_dir": data_dir})
-    return settings
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
-    except Exception as exc:  # every failure becomes a message, never a traceback
-        error = as_fundpipe_error(exc)
-        err_console.print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(int(error.exit_code)) from None
-
+app.add_typer(alerts_app, name="alerts")
 
 DataDirOption = Annotated[
     Path | None,
@@ -92,8 +54,8 @@ def config_command(json_out: JsonOption = False) -> None:
 
     Example: fundpipe config --json
     """
-    with _user_errors():
-        settings = _settings()
+    with user_errors():
+        settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
         if json_out:
@@ -154,7 +116,7 @@ def sandbox_command(
 
     Example: fundpipe sandbox --port 8765 --seed demo
     """
-    with _user_errors():
+    with user_errors():
         if seed not in {"demo", "empty"}:
             raise InputError("--seed must be demo or empty")
         if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
@@ -191,7 +153,7 @@ def validate_command(
 
     Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
-    with _user_errors():
+    with user_errors():
         if output_format not in {"table", "json"}:
             raise InputError("--format must be table or json")
         from fundpipe.app.outcomes import validation_dict
@@ -230,7 +192,7 @@ def ingest_command(
 
     Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
     """
-    with _user_errors():
+    with user_errors():
         from fundpipe.app.embedded import service
         from fundpipe.app.render import (
             RichProgress,
@@ -240,7 +202,7 @@ def ingest_command(
         )
         from fundpipe.submit.ingest import ingest
 
-        settings = _settings(data_dir)
+        settings = settings_for(data_dir)
         with service(settings) as live, RichProgress(err_console) as progress:
             result = ingest(
                 live,
@@ -270,12 +232,12 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
 
     Example: fundpipe sync --json
     """
-    with _user_errors():
+    with user_errors():
         from fundpipe.app.embedded import service
         from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
-        settings = _settings(data_dir)
+        settings = settings_for(data_dir)
         with service(settings) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress)
         from fundpipe.app.outcomes import sync_dict
@@ -302,12 +264,12 @@ def reconcile_command(
 
     Example: fundpipe reconcile --as-of 2026-11-30
     """
-    with _user_errors():
+    with user_errors():
         report_date = _parse_date(as_of)
         from fundpipe.app.render import render_summary
         from fundpipe.reconcile.views import reconcile
 
-        settings = _settings(data_dir)
+        settings = settings_for(data_dir)
         result = reconcile(settings, as_of=report_date, out_dir=out)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
@@ -331,15 +293,21 @@ def run_command(
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="Show Prefect's own logs (and tracebacks).")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show Prefect's own logs (and tracebacks) on the console; what reaches the "
+            "Prefect server is the same either way.",
+        ),
     ] = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
 
     Example: fundpipe run --samples
     """
-    _prefect_defaults(verbose)
-    with _user_errors():
+    prefect_defaults(verbose)
+    with user_errors():
         report_date = _parse_date(as_of)
         from fundpipe.app import flows
 
@@ -372,11 +340,11 @@ def serve_command() -> None:
     Example: fundpipe serve   (for a trial, FUNDPIPE_NIGHTLY_CRON="* * * * *" runs it every
     minute)
     """
-    _prefect_defaults()
-    with _user_errors():
+    prefect_defaults()
+    with user_errors():
         from fundpipe.app.prefect_server import serve
 
-        serve(_settings(), say=err_console.print)
+        serve(settings_for(), say=err_console.print)
 
 
 @app.command("watch")
@@ -389,11 +357,11 @@ def watch_command(data_dir: DataDirOption = None) -> None:
 
     Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
     """
-    _prefect_defaults()
-    with _user_errors():
+    prefect_defaults()
+    with user_errors():
         from fundpipe.app.watch import watch_and_announce
 
-        watch_and_announce(_settings(data_dir), say=err_console.print)
+        watch_and_announce(settings_for(data_dir), say=err_console.print)
 
 
 def _parse_date(text: str | None) -> date | None:

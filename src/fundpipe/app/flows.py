@@ -11,6 +11,11 @@ named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 at once when `fundpipe watch` announces a settled file) deployments in this process;
 `prefect.yaml` declares the same for a Prefect server + work pool.
 
+Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
+per step, per exception, and where the reports are; `fundpipe.file.rejected`,
+`fundpipe.exception.opened`, `fundpipe.night.completed`): see `fundpipe.app.tell`. The automations
+`fundpipe alerts install` creates react to those events and to a run ending Failed or Crashed.
+
 Every flow ends in a state whose message is fundpipe's plain sentence, never a traceback:
 
 | fundpipe exit code | flow run state |
@@ -22,13 +27,13 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import State, flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
@@ -47,6 +52,26 @@ _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fal
 _STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
 
 
+class _NoTracebackForPlainFailures(logging.Filter):
+    """Drop Prefect's "Engine execution exited with unexpected exception" record (and its
+    traceback) when the exception is fundpipe's own plain error.
+
+    Under a worker, Prefect reads a failed run's result, which raises the error in the state's
+    data, and logs it with its traceback to the run's log; the run has already logged the plain
+    sentence and ends in a state that carries it, so the traceback is noise for the on-call.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from fundpipe.errors import FundpipeError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FundpipeError)
+
+
+# the logger Prefect's engine reports a flow run's end on (`flow_run_logger`)
+logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
+
+
 def _refusal(exc: BaseException) -> State[Any]:
     """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
     from fundpipe.errors import LockHeld, as_fundpipe_error
@@ -56,8 +81,12 @@ def _refusal(exc: BaseException) -> State[Any]:
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
     # the traceback is for a developer with debug logging on, never the run's INFO log
-    get_run_logger().debug("step failed", exc_info=exc)
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data={"exit_code": code})
+    logger = get_run_logger()
+    logger.debug("step failed", exc_info=exc)
+    logger.error(message)
+    # the error is the state's data: Prefect raises it when it reads a failed run's result (a
+    # worker does), and `summary_of_run` reads its exit code
+    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=error)
 
 
 def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
@@ -102,9 +131,13 @@ def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
         return step.result(), None
     # a new state for the flow, with the step's sentence (returning the task's own state would
     # make Prefect summarise it as "1/1 states failed")
+    from fundpipe.errors import as_fundpipe_error
+
     data = step.result(raise_on_failure=False)
+    if not isinstance(data, BaseException):
+        data = as_fundpipe_error(RuntimeError(step.message or step.name))
     final = Cancelled if step.is_cancelled() else Failed
-    return None, final(message=step.message, data=data if isinstance(data, dict) else None)
+    return None, final(message=step.message, data=data)
 
 
 def _settings(data_dir: str | None) -> Settings:
@@ -171,20 +204,13 @@ def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | St
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
-def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]]) -> None:
-    """A markdown summary and a table of exceptions, attached to the flow run."""
-    from fundpipe.app.outcomes import summary_markdown
+def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings) -> None:
+    """The night's artifacts: a markdown summary linking the reports, a link to the published
+    workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
+    exceptions table."""
+    from fundpipe.app.artifacts import publish_artifacts
 
-    create_markdown_artifact(
-        markdown=summary_markdown(summary),
-        key="fundpipe-run-summary",
-        description="fundpipe nightly run: files, distributions, totals, exceptions",
-    )
-    create_table_artifact(
-        table=exceptions or [{"reason": "no exceptions"}],
-        key="fundpipe-exceptions",
-        description="Reconciliation exceptions that need a person",
-    )
+    publish_artifacts(summary, exceptions, settings)
 
 
 # --- flows --------------------------------------------------------------------------------------
@@ -224,6 +250,8 @@ def nightly(
 
 
 def _ingest_flow(data_dir: str | None, path: str | None) -> State[Any]:
+    from fundpipe.app.tell import tell_ingest
+
     settings = _settings(data_dir)
     with service(settings) as live:
         step = (
@@ -232,23 +260,38 @@ def _ingest_flow(data_dir: str | None, path: str | None) -> State[Any]:
             else ingest_drop(live, return_state=True)
         )
     ingested, stopped = _outcome(step)
-    return stopped or _finished(ingested, "ingest")
+    if stopped is not None:
+        return stopped
+    tell_ingest(ingested, settings)
+    return _finished(ingested, "ingest")
 
 
 def _sync_flow(data_dir: str | None) -> State[Any]:
+    from fundpipe.app.tell import tell_sync
+
     settings = _settings(data_dir)
     with service(settings) as live:
         synced, stopped = _outcome(sync_step(live, return_state=True))
-    return stopped or Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
+    if stopped is not None:
+        return stopped
+    tell_sync(synced, settings)
+    return Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None) -> State[Any]:
-    reconciled, stopped = _outcome(reconcile_step(_settings(data_dir), as_of, return_state=True))
-    return stopped or _finished(reconciled, "reconcile")
+    from fundpipe.app.tell import tell_reconcile
+
+    settings = _settings(data_dir)
+    reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
+    if stopped is not None:
+        return stopped
+    tell_reconcile(reconciled, settings)
+    return _finished(reconciled, "reconcile")
 
 
 def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> State[Any]:
     from fundpipe.app.outcomes import build_summary
+    from fundpipe.app.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
 
     settings = _settings(data_dir)
     if samples:
@@ -257,15 +300,20 @@ def _nightly_flow(samples: bool, as_of: str | None, data_dir: str | None) -> Sta
         ingested, stopped = _outcome(ingest_drop(live, return_state=True))
         if stopped is not None:
             return stopped
+        tell_ingest(ingested, settings)
         synced, stopped = _outcome(sync_step(live, return_state=True))
         if stopped is not None:
             return stopped
+        tell_sync(synced, settings)
     reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
+    exceptions = tell_reconcile(reconciled, settings)
     summary = build_summary([ingested], synced, reconciled)
-    publish(summary, reconciled.get("exceptions_rows", []))
-    return _finished(summary, "nightly")
+    publish(summary, exceptions, settings)
+    final = _finished(summary, "nightly")
+    tell_night(summary, exceptions, settings, final.message or "")
+    return final
 
 
 def deployments(settings: Settings | None = None) -> list[Any]:

@@ -187,9 +187,64 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     data = state.result(raise_on_failure=False) if state.data is not None else None
     if state.is_completed() and isinstance(data, dict):
         return data
-    code = data.get("exit_code", ExitCode.SERVICE) if isinstance(data, dict) else ExitCode.SERVICE
+    code = ExitCode.SERVICE
+    if isinstance(data, dict):
+        code = data.get("exit_code", ExitCode.SERVICE)
+    elif isinstance(data, FundpipeError):
+        code = data.exit_code
     error: type[FundpipeError] = {
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
     }.get(ExitCode(code), ServiceUnavailable)
     raise error(state.message or state.name)
+
+
+#: What a person does about each kind of exception (the lifecycle of issue 13 will carry its own).
+_WHAT_TO_DO = {
+    "shortfall": "fund the vehicle's depository account or move the payment date",
+    "amount_mismatch": "compare the sheet with the service; correct whichever is wrong",
+    "missing": "re-drop the file, or find out why the service lacks the payment",
+    "extra": "find the sheet this payment came from, or cancel it at the service",
+    "status_mismatch": "see why the payment failed or was cancelled, and pay it again if due",
+    "unexplained_balance": "look for a movement of the account that no payment explains",
+    "file_rejected": "correct the file from its error report and drop it again",
+    "file_conflict": "decide which version stands: change it at the service, or drop the old one",
+}
+
+
+def exception_lines(reconciled: dict[str, Any]) -> list[dict[str, Any]]:
+    """The night's exceptions in the plain columns of the exception lifecycle.
+
+    Keys: ``id``, ``state`` (``open``, ``resolved`` or ``acknowledged``), ``age_days``,
+    ``what``, ``amount`` (dollars), ``what_to_do``, ``kind``. Logs, events and the exceptions
+    artifact read only this.
+
+    The seam to the exception lifecycle (issue 13): until it lands, the id is derived here from
+    the row's kind and subject (a short hash: the same problem gets the same id every night),
+    every exception is ``open`` and aged 0 days, so each night reports each one as opened. Point
+    this function at the lifecycle's records and nothing else changes.
+    """
+    import hashlib
+
+    lines = []
+    for row in reconciled.get("exceptions_rows", []):
+        kind = str(row.get("kind") or "exception")
+        subject = str(row.get("object_id") or row.get("source_file") or row.get("vehicle") or "")
+        digest = hashlib.sha256(f"{kind}|{row.get('object_type')}|{subject}".encode()).hexdigest()
+        where = row.get("source_file") or row.get("vehicle") or subject
+        reason, label = str(row.get("reason") or ""), kind.replace("_", " ")
+        what = reason if reason.startswith(label) else f"{label}: {reason}".strip(": ")
+        if where:
+            what = f"{what} ({Path(str(where)).name})"
+        lines.append(
+            {
+                "id": f"exc_{digest[:10]}",
+                "state": "open",
+                "age_days": 0,
+                "what": what,
+                "amount": format_cents(int(row.get("amount_cents") or 0)),
+                "what_to_do": _WHAT_TO_DO.get(kind, "look into it and decide"),
+                "kind": kind,
+            }
+        )
+    return lines

@@ -1,0 +1,94 @@
+"""The night's Prefect artifacts, for a person who has the UI and not the worker's disk.
+
+- ``fundpipe-run-summary``: markdown, linking every report (and each rejected file's error
+  report) — under ``FUNDPIPE_REPORTS_URL`` when the reports folder is published there, else as
+  ``file://`` links on the worker;
+- ``fundpipe-workbook``: a link to the published workbook (only with ``FUNDPIPE_REPORTS_URL``);
+- ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
+- ``fundpipe-exceptions``: the exceptions in the lifecycle's plain columns.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
+
+from fundpipe.app import oncall
+from fundpipe.config import Settings
+
+#: The exceptions table's columns, in order (the exception lifecycle's plain columns).
+EXCEPTION_COLUMNS = ("id", "state", "age_days", "what", "amount", "what_to_do")
+
+
+def _link(settings: Settings, path: str | None) -> str | None:
+    if not path:
+        return None
+    return (
+        oncall.report_url(settings.reports_url, path, settings.data_dir)
+        or Path(path).resolve().as_uri()
+    )
+
+
+def rejected_key(file_name: str) -> str:
+    """The artifact key of a rejected file's error table (lowercase letters, digits, dashes)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", Path(file_name).name.lower()).strip("-")
+    return f"fundpipe-rejected-{slug}"[:100]
+
+
+def summary_with_links(summary: dict[str, Any], settings: Settings) -> str:
+    """The run summary's markdown with every report as a link a person can open."""
+    from fundpipe.app.outcomes import summary_markdown
+
+    links = {name: _link(settings, path) for name, path in summary.get("reports", {}).items()}
+    text = summary_markdown({**summary, "reports": {}}).rstrip("\n")
+    lines = [text, ""] + [f"- [{name}]({url})" for name, url in links.items() if url]
+    errors = [
+        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f)))
+        for f in summary.get("files", [])
+        if f["state"] == "rejected"
+    ]
+    if errors:
+        lines += ["", "## Error reports", ""]
+        lines += [f"- [{name}.errors.csv]({url})" for name, url in errors if url]
+    return "\n".join(lines) + "\n"
+
+
+def publish_artifacts(
+    summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings
+) -> None:
+    """Attach the night's artifacts (see the module docstring) to the current run."""
+    create_markdown_artifact(
+        markdown=summary_with_links(summary, settings),
+        key="fundpipe-run-summary",
+        description="fundpipe nightly run: files, distributions, totals, exceptions, reports",
+    )
+    workbook = summary.get("reports", {}).get("workbook")
+    url = oncall.report_url(settings.reports_url, workbook, settings.data_dir)
+    if url:
+        create_link_artifact(
+            link=url,
+            link_text=f"reconciliation.xlsx ({summary.get('as_of')})",
+            key="fundpipe-workbook",
+            description="Tonight's reconciliation workbook on the shared reports folder",
+        )
+    for f in summary.get("files", []):
+        if f["state"] == "rejected":
+            name = Path(f["file"]).name
+            create_table_artifact(
+                table=oncall.error_rows(f) or [{"reason": f.get("message") or "rejected"}],
+                key=rejected_key(name),
+                description=f"Why {name} was rejected (its error report's rows)",
+            )
+    create_table_artifact(
+        table=[{c: e.get(c) for c in EXCEPTION_COLUMNS} for e in exceptions]
+        or [{"state": "no open exceptions"}],
+        key="fundpipe-exceptions",
+        description="Exceptions that need a person: id, state, age, what, amount, what to do",
+    )

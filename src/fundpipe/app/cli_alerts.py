@@ -1,0 +1,94 @@
+"""`fundpipe alerts install` and `fundpipe alerts list`: the on-call alerts as Prefect
+automations on the server named by `PREFECT_API_URL` (the logic is `fundpipe.app.alerts`).
+
+`fundpipe.app.cli` registers `alerts_app`."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import time
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from fundpipe.app.cli_common import console, prefect_defaults, settings_for, user_errors
+from fundpipe.errors import ConfigurationError, InputError
+
+alerts_app = typer.Typer(
+    help="Alerts through Prefect automations: a failed or crashed run, a night not completed "
+    "by a set hour, a rejected file, a newly opened exception — each POSTed to a webhook.",
+    no_args_is_help=True,
+)
+
+
+def _server() -> None:
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ConfigurationError(
+            "alerts live on a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api)"
+        )
+
+
+@alerts_app.command("install")
+def install_command(
+    webhook: Annotated[
+        str, typer.Option("--webhook", help="URL the notifications are POSTed to (JSON).")
+    ],
+    complete_by: Annotated[
+        str,
+        typer.Option(
+            "--complete-by",
+            help="Hour (HH:MM, the nightly cron's zone) by which a night must have completed.",
+        ),
+    ] = "06:00",
+) -> None:
+    """Create (or update) the webhook notification block and the fundpipe automations on the
+    Prefect server; running it again changes nothing.
+
+    Example: fundpipe alerts install --webhook https://hooks.example.com/fundpipe --complete-by 06:00
+    """
+    prefect_defaults()
+    with user_errors():
+        _server()
+        if not webhook.startswith(("http://", "https://")):
+            raise InputError("--webhook must be an http:// or https:// URL")
+        try:
+            deadline = time.fromisoformat(complete_by)
+        except ValueError:
+            raise InputError(f"--complete-by {complete_by!r} is not a time like 06:00") from None
+        from fundpipe.app.alerts import install
+
+        for item in install(webhook, settings_for().nightly_cron, deadline):
+            console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
+
+
+@alerts_app.command("list")
+def list_command(
+    json_out: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Show the fundpipe automations installed on the Prefect server and what fires each.
+
+    Example: fundpipe alerts list --json
+    """
+    prefect_defaults()
+    with user_errors():
+        _server()
+        from fundpipe.app.alerts import installed
+
+        found = installed()
+        if json_out:
+            print(json.dumps(found, indent=2))
+            return
+        if not found:
+            console.print("no fundpipe alerts installed: see `fundpipe alerts install --help`")
+            return
+        table = Table("automation", "enabled", "fires when", "does")
+        for item in found:
+            table.add_row(
+                item["name"],
+                "yes" if item["enabled"] else "no",
+                item["description"],
+                ", ".join(item["actions"]),
+            )
+        console.print(table)

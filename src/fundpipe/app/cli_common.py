@@ -1,0 +1,59 @@
+"""What every CLI command shares: the consoles, Prefect's defaults for a local run, settings
+from the environment, and the one place a failure becomes a line and an exit code."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from fundpipe.config import Settings
+from fundpipe.errors import ExitCode, as_fundpipe_error
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def prefect_defaults(verbose: bool = False) -> None:
+    """Sensible Prefect defaults for a local run (each overridable by the environment).
+
+    Prefect's console handlers would print a failing task's traceback; a person gets the CLI's
+    one-line message instead (the full log still reaches the Prefect API). `--verbose` shows it.
+    """
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    level = "INFO" if verbose else "CRITICAL"
+    # the run logger stays at INFO: its lines reach the Prefect API (the run's Logs tab) while
+    # the console handlers are quiet
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", level)
+
+
+def settings_for(data_dir: Path | None = None) -> Settings:
+    """Settings from the environment, with `--data-dir` when given."""
+    settings = Settings()
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    return settings
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/]")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except Exception as exc:  # every failure becomes a message, never a traceback
+        error = as_fundpipe_error(exc)
+        err_console.print(f"[bold red]error:[/] {error}")
+        raise typer.Exit(int(error.exit_code)) from None

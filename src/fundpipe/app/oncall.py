@@ -1,0 +1,234 @@
+"""What the person on call sees and hears of a night: its log lines, events and report links.
+
+Pure functions turn the per-step dicts of `fundpipe.app.outcomes` into plain lines (one per
+file, per step, per exception, and where the reports are) and into the payloads of the Prefect
+events the alerts (`fundpipe.app.alerts`) react to:
+
+| event | resource | when |
+|---|---|---|
+| ``fundpipe.file.rejected`` | ``fundpipe.file.<name>`` | a file was rejected |
+| ``fundpipe.exception.opened`` | ``fundpipe.exception.<id>`` | an exception opened tonight |
+| ``fundpipe.night.completed`` | ``fundpipe.night.<organization>`` | a nightly run finished its steps |
+
+Every line and payload goes through :func:`plain`: secrets redacted, long digit runs (account
+numbers) cut to their last four. Payloads carry the organization, counts, names and ids —
+never a secret, a row's values or a traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from fundpipe.sheets.money import format_cents
+
+FILE_REJECTED = "fundpipe.file.rejected"
+EXCEPTION_OPENED = "fundpipe.exception.opened"
+NIGHT_COMPLETED = "fundpipe.night.completed"
+
+#: A run of 9+ digits standing alone: an account number, whatever column it came from.
+_LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
+
+Emit = Callable[[str, dict[str, str], dict[str, Any]], object]
+
+
+def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` safe for a log line or an event: secrets redacted, long numbers masked."""
+    from fundpipe.client import redact
+
+    masked = _LONG_NUMBER.sub(lambda m: f"…{m.group(1)}", str(text))
+    return str(redact(masked, list(secrets)))
+
+
+def report_url(base: str | None, path: str | Path | None, data_dir: Path) -> str | None:
+    """The URL of a report under ``FUNDPIPE_REPORTS_URL`` (published as ``data_dir/reports``)."""
+    if not base or not path:
+        return None
+    try:
+        relative = Path(path).resolve().relative_to((data_dir / "reports").resolve())
+    except ValueError:
+        return None
+    return f"{base.rstrip('/')}/{relative.as_posix()}"
+
+
+def error_report_of(file: dict[str, Any]) -> str | None:
+    """Where a rejected file's error report is (``<name>.errors.csv`` beside the moved file)."""
+    moved = file.get("moved_to")
+    if not moved:
+        return None
+    path = Path(moved)
+    return str(path.with_name(f"{path.name}.errors.csv"))
+
+
+def file_line(file: dict[str, Any]) -> str:
+    """One file's outcome: name, rows, distributions and dollars, or why and where to look."""
+    name = Path(file["file"]).name
+    state = file["state"]
+    if state in {"rejected", "conflict", "refused"}:
+        reason = file.get("message") or "see its error report"
+        report = error_report_of(file) if state == "rejected" else None
+        where = f"; error report: {report}" if report else ""
+        return f"file {name}: {state}, {file.get('rows', 0)} row(s) — {reason}{where}"
+    return (
+        f"file {name}: {state}, {file.get('rows', 0)} row(s), "
+        f"{file.get('distributions', 0)} distribution(s), "
+        f"{format_cents(int(file.get('total_cents') or 0))}"
+    )
+
+
+def ingest_line(ingested: dict[str, Any]) -> str:
+    """The ingest step in one line: files by outcome, what was submitted."""
+    files = ingested.get("files", [])
+    states: dict[str, int] = {}
+    for f in files:
+        states[f["state"]] = states.get(f["state"], 0) + 1
+    created = [f for f in files if f["state"] == "processed"]
+    by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+    return (
+        f"ingest: {len(files)} file(s) seen"
+        + (f" ({by_state})" if by_state else "")
+        + f"; {sum(f.get('distributions', 0) for f in created)} distribution(s) submitted, "
+        f"{format_cents(sum(int(f.get('total_cents') or 0) for f in created))}"
+    )
+
+
+def sync_line(synced: dict[str, Any]) -> str:
+    """The sync step in one line: how many of each object were pulled."""
+    counts = synced.get("counts", {})
+    return "sync: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing pulled")
+
+
+def reconcile_line(reconciled: dict[str, Any]) -> str:
+    """The reconcile step in one line: exceptions by kind, and the funding position."""
+    summary = reconciled.get("summary", {})
+    kinds = summary.get("exception_counts", {})
+    by_kind = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    return (
+        f"reconcile: {reconciled.get('exceptions', 0)} exception(s)"
+        + (f" ({by_kind})" if by_kind else "")
+        + f"; depository available {format_cents(int(summary.get('available_cents') or 0))}, "
+        f"shortfall {format_cents(int(summary.get('shortfall_cents') or 0))}"
+    )
+
+
+def exception_line(exception: dict[str, Any]) -> str:
+    """One exception with its id: opened tonight, still open (aged), resolved or acknowledged."""
+    state = exception["state"]
+    if state == "open":
+        age = int(exception.get("age_days") or 0)
+        state = "opened" if age == 0 else f"still open ({age} day(s))"
+    return (
+        f"exception {exception['id']} {state}: {exception['what']} — {exception['amount']}; "
+        f"to do: {exception['what_to_do']}"
+    )
+
+
+def opened(exceptions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The exceptions that opened tonight (open, aged 0 days)."""
+    return [e for e in exceptions if e["state"] == "open" and not e.get("age_days")]
+
+
+def reports_line(reconciled: dict[str, Any], url: str | None) -> str:
+    """Where tonight's reports are (and their published URL, when there is one)."""
+    line = f"reports: {reconciled.get('out_dir')}"
+    return f"{line} (published at {url})" if url else line
+
+
+def rejected_event(
+    file: dict[str, Any], organization: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The ``fundpipe.file.rejected`` event of one rejected file."""
+    name = Path(file["file"]).name
+    return (
+        FILE_REJECTED,
+        {"prefect.resource.id": f"fundpipe.file.{name}", "prefect.resource.name": name},
+        {
+            "organization": organization,
+            "file": name,
+            "rows": file.get("rows", 0),
+            "reason": file.get("message") or "see its error report",
+            "error_report": error_report_of(file),
+        },
+    )
+
+
+def opened_event(
+    exception: dict[str, Any], organization: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The ``fundpipe.exception.opened`` event of one newly opened exception."""
+    return (
+        EXCEPTION_OPENED,
+        {
+            "prefect.resource.id": f"fundpipe.exception.{exception['id']}",
+            "prefect.resource.name": exception["id"],
+        },
+        {
+            "organization": organization,
+            "id": exception["id"],
+            "kind": exception.get("kind"),
+            "what": exception["what"],
+            "amount": exception["amount"],
+            "what_to_do": exception["what_to_do"],
+        },
+    )
+
+
+def night_event(
+    summary: dict[str, Any], exceptions: list[dict[str, Any]], organization: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The ``fundpipe.night.completed`` event: the night's counts and ids."""
+    facts = summary.get("facts", {})
+    return (
+        NIGHT_COMPLETED,
+        {
+            "prefect.resource.id": f"fundpipe.night.{organization}",
+            "prefect.resource.name": f"fundpipe night of {organization}",
+        },
+        {
+            "organization": organization,
+            "as_of": summary.get("as_of"),
+            "counts": {
+                "files_seen": facts.get("files seen", 0),
+                "files_accepted": facts.get("files accepted", 0),
+                "files_rejected": facts.get("files rejected", 0),
+                "distributions_submitted": facts.get("distributions submitted", 0),
+                "exceptions_open": len([e for e in exceptions if e["state"] == "open"]),
+                "exceptions_opened": len(opened(exceptions)),
+            },
+            "rejected_files": [Path(f["file"]).name for f in summary.get("rejected_files", [])],
+            "exception_ids": [e["id"] for e in exceptions if e["state"] == "open"],
+        },
+    )
+
+
+def safe_event(
+    event: tuple[str, dict[str, str], dict[str, Any]], secrets: Iterable[str | None]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """An event whose text values went through :func:`plain`."""
+    known = list(secrets)
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return plain(value, known)
+        if isinstance(value, dict):
+            return {k: scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    name, resource, payload = event
+    return name, {k: plain(v, known) for k, v in resource.items()}, scrub(payload)
+
+
+def error_rows(file: dict[str, Any], limit: int = 200) -> list[dict[str, str]]:
+    """A rejected file's error report as table rows (its values are already masked)."""
+    import csv
+
+    report = error_report_of(file)
+    if report is None or not Path(report).exists():
+        return []
+    with open(report, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    return [{k: (v or "") for k, v in row.items() if k != "file"} for row in rows[:limit]]

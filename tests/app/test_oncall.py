@@ -1,0 +1,159 @@
+"""The on-call view's lines, events and exception adapter: plain data in, plain text out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fundpipe.app import oncall
+from fundpipe.app.artifacts import rejected_key
+from fundpipe.app.outcomes import exception_lines
+
+REJECTED = {
+    "file": "q4_typo.csv",
+    "state": "rejected",
+    "rows": 3,
+    "distributions": 0,
+    "total_cents": 0,
+    "message": "2 validation error(s)",
+    "moved_to": "/data/rejected/q4_typo.csv",
+}
+PROCESSED = {
+    "file": "distributions_q4.csv",
+    "state": "processed",
+    "rows": 12,
+    "distributions": 2,
+    "total_cents": 22325050,
+    "message": None,
+    "moved_to": "/data/processed/distributions_q4.csv",
+}
+RECONCILED = {
+    "exceptions": 1,
+    "summary": {
+        "exception_counts": {"file_rejected": 1},
+        "available_cents": 100,
+        "shortfall_cents": 0,
+    },
+    "out_dir": "/data/reports/2026-11-23",
+    "exceptions_rows": [
+        {
+            "kind": "file_rejected",
+            "object_type": "ledger_file",
+            "object_id": "abc123",
+            "source_file": "q4_typo.csv",
+            "amount_cents": 0,
+            "reason": "file rejected: needs a decision",
+        }
+    ],
+}
+
+
+def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
+    assert oncall.file_line(PROCESSED) == (
+        "file distributions_q4.csv: processed, 12 row(s), 2 distribution(s), $223,250.50"
+    )
+    line = oncall.file_line(REJECTED)
+    assert "q4_typo.csv: rejected" in line
+    assert "2 validation error(s)" in line
+    assert "error report: /data/rejected/q4_typo.csv.errors.csv" in line
+
+
+def test_the_step_lines_carry_counts() -> None:
+    assert oncall.ingest_line({"files": [PROCESSED, REJECTED]}) == (
+        "ingest: 2 file(s) seen (1 processed, 1 rejected); 2 distribution(s) submitted, $223,250.50"
+    )
+    assert oncall.sync_line({"counts": {"distributions": 3}}) == "sync: 3 distributions"
+    assert oncall.reconcile_line(RECONCILED).startswith(
+        "reconcile: 1 exception(s) (1 file_rejected)"
+    )
+
+
+def test_exception_ids_are_stable_and_the_columns_plain() -> None:
+    first, again = exception_lines(RECONCILED), exception_lines(RECONCILED)
+    assert first == again
+    (line,) = first
+    assert line["id"].startswith("exc_")
+    assert len(line["id"]) == 14
+    assert {k: line[k] for k in ("state", "age_days", "amount")} == {
+        "state": "open",
+        "age_days": 0,
+        "amount": "$0.00",
+    }
+    assert "q4_typo.csv" in line["what"]
+    assert line["what_to_do"]
+    assert oncall.exception_line(line).startswith(f"exception {line['id']} opened: ")
+    assert oncall.opened(first) == first
+    aged = {**line, "age_days": 3}
+    assert "still open (3 day(s))" in oncall.exception_line(aged)
+    assert oncall.opened([aged]) == []
+
+
+def test_events_carry_organization_counts_and_ids_never_secrets() -> None:
+    name, resource, payload = oncall.safe_event(
+        oncall.rejected_event({**REJECTED, "message": "bad token s3cr3t"}, "org_x"), ["s3cr3t"]
+    )
+    assert name == "fundpipe.file.rejected"
+    assert resource["prefect.resource.id"] == "fundpipe.file.q4_typo.csv"
+    assert payload["organization"] == "org_x"
+    assert payload["file"] == "q4_typo.csv"
+    assert "s3cr3t" not in str(payload)
+    exceptions = exception_lines(RECONCILED)
+    summary = {"facts": {"files seen": 2, "files rejected": 1}, "rejected_files": [REJECTED]}
+    _, _, night = oncall.night_event(summary, exceptions, "org_x")
+    assert night["counts"]["files_rejected"] == 1
+    assert night["exception_ids"] == [exceptions[0]["id"]]
+    assert night["rejected_files"] == ["q4_typo.csv"]
+
+
+def test_plain_masks_account_numbers_and_keeps_money_and_ids() -> None:
+    text = oncall.plain("account 123456789012 paid $1,234,567.00 to ent_123456789 (44627650)")
+    assert "123456789012" not in text
+    assert "…9012" in text
+    assert "$1,234,567.00" in text
+    assert "ent_123456789" in text
+    assert "44627650" in text
+
+
+def test_report_urls_follow_the_published_folder(tmp_path: Path) -> None:
+    workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
+    assert oncall.report_url("https://drive.example/fp/", workbook, tmp_path) == (
+        "https://drive.example/fp/2026-11-23/reconciliation.xlsx"
+    )
+    assert oncall.report_url(None, workbook, tmp_path) is None
+    assert rejected_key("Q4 Typo (v2).csv") == "fundpipe-rejected-q4-typo-v2-csv"
+
+
+def test_the_console_level_never_changes_what_reaches_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from fundpipe.app.cli_common import prefect_defaults
+
+    for verbose, console_level in ((False, "CRITICAL"), (True, "INFO")):
+        for name in (
+            "PREFECT_LOGGING_LEVEL",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
+            "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
+        ):
+            monkeypatch.delenv(name, raising=False)
+        prefect_defaults(verbose)
+        assert os.environ["PREFECT_LOGGING_LEVEL"] == "INFO"  # the run logger → the API
+        assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL"] == console_level
+
+
+def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
+    from fundpipe.app.artifacts import summary_with_links
+    from fundpipe.config import Settings
+
+    workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
+    rejected = {**REJECTED, "moved_to": str(tmp_path / "rejected" / "q4_typo.csv")}
+    summary = {"as_of": "2026-11-23", "files": [rejected], "reports": {"workbook": str(workbook)}}
+    local = summary_with_links(summary, Settings(data_dir=tmp_path))
+    assert f"[workbook]({workbook.as_uri()})" in local
+    assert "[q4_typo.csv.errors.csv](file://" in local
+    shared = summary_with_links(
+        summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
+    )
+    assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared

@@ -1,0 +1,264 @@
+"""The on-call view end to end: a real `prefect server start`, the alerts installed with
+`fundpipe alerts install`, and a small HTTP receiver on loopback standing in for the webhook.
+
+Three nights, each as a person would run it: a clean night (`fundpipe run` against the server)
+sends nothing but the `fundpipe.night.completed` event; a night with a rejected file makes a
+POST arrive naming the file, and one naming the exception it opened; a night of the `nightly`
+deployment, run by a worker whose service is unreachable, ends Failed and a POST names the
+deployment and the plain reason. The runs' logs on the server tell each night at INFO, with no
+secret and no full account number. Installing the alerts twice leaves the same automations.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prefect_processes import (
+    BIN,
+    ROOT,
+    PrefectApi,
+    base_env,
+    free_port,
+    healthy,
+    processes,
+    run_cli,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
+
+SAMPLES = ROOT / "data" / "samples"
+BROKEN = SAMPLES / "broken" / "negative_amount.csv"
+PREFECT = str(BIN / "prefect")
+FUNDPIPE = str(BIN / "fundpipe")
+#: Values that must never reach the server: the client secrets, the roster's account numbers.
+SECRET_CANARY = "canary-secret-never-logged"
+CANARIES = [SECRET_CANARY, "demo-secret", "000123456789", "7788990011", "4455667788"]
+#: How long a clean night is given to (wrongly) make a POST arrive.
+QUIET_S = 8.0
+
+
+@contextmanager
+def webhook_receiver() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1 recording every POST body; yields its URL and the bodies."""
+    bodies: list[str] = []
+
+    class Record(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            bodies.append(self.rfile.read(length).decode("utf-8", errors="replace"))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _inbox(data_dir: Path, *files: tuple[Path, str]) -> None:
+    inbox = data_dir / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for source, name in files:
+        shutil.copy2(source, inbox / name)
+
+
+def _clean_samples() -> list[tuple[Path, str]]:
+    return [(p, p.name) for p in SAMPLES.iterdir() if p.is_file() and p.suffix != ".md"]
+
+
+def _latest_run_without_deployment(api: PrefectApi) -> dict[str, Any]:
+    runs = api.http.post(
+        "/flow_runs/filter",
+        json={
+            "flow_runs": {"deployment_id": {"is_null_": True}},
+            "sort": "START_TIME_DESC",
+            "limit": 1,
+        },
+    ).json()
+    assert runs, "no flow run on the server"
+    run: dict[str, Any] = runs[0]
+    return run
+
+
+def _events(api: PrefectApi, name: str) -> list[dict[str, Any]]:
+    found = api.http.post(
+        "/events/filter", json={"filter": {"event": {"name": [name]}}, "limit": 50}
+    )
+    found.raise_for_status()
+    events: list[dict[str, Any]] = found.json()["events"]
+    return events
+
+
+def _logs_tell_the_night(logs: list[str]) -> None:
+    text = "\n".join(logs)
+    for canary in CANARIES:
+        assert canary not in text, f"{canary} reached the server's logs"
+    assert "Traceback" not in text
+
+
+def _automations(env: dict[str, str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(run_cli([FUNDPIPE, "alerts", "list", "--json"], env))
+    return found
+
+
+def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> None:
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    env = base_env(tmp_path / "prefect-home", api_url, tmp_path / "unused")
+    env["FUNDPIPE_INBOX_SETTLE_S"] = "0"
+    with webhook_receiver() as (hook, bodies), processes(tmp_path / "logs") as procs:
+        procs.start(
+            "server",
+            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env,
+        )
+        wait_for("the Prefect server", lambda: healthy(api_url), 180)
+        api = PrefectApi(api_url)
+
+        # installing the alerts twice leaves the same automations
+        first = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
+        assert first.count("created") == 5, first
+        installed = _automations(env)
+        again = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
+        assert again.count("unchanged") == 5, again
+        assert _automations(env) == installed
+        # a changed deadline updates the one automation it concerns, in place
+        later = run_cli(
+            [FUNDPIPE, "alerts", "install", "--webhook", hook, "--complete-by", "07:00"], env
+        )
+        assert later.count("updated") == 1, later
+        assert [a["id"] for a in _automations(env)] == [a["id"] for a in installed]
+        assert [a["name"] for a in installed] == [
+            "fundpipe: a file was rejected",
+            "fundpipe: a run failed or crashed",
+            "fundpipe: an exception opened",
+            "fundpipe: no night completed",
+        ]
+        assert "Proactive" in next(a for a in installed if "no night" in a["name"])["trigger"]
+
+        # a clean night: nothing is POSTed, the night.completed event is on the server
+        clean = tmp_path / "clean"
+        _inbox(clean, *_clean_samples())
+        run_cli([FUNDPIPE, "run", "--data-dir", str(clean)], env)
+        night = _latest_run_without_deployment(api)
+        assert night["state"]["type"] == "COMPLETED", night["state"]
+        logs = api.logs(night["id"])
+        _logs_tell_the_night(logs)
+        assert any(line.startswith("file distributions_q4.csv: processed") for line in logs), logs
+        for step in ("ingest: 3 file(s) seen", "sync: ", "reconcile: 0 exception(s)", "reports: "):
+            assert any(line.startswith(step) for line in logs), (step, logs)
+        wait_for("fundpipe.night.completed", lambda: _events(api, "fundpipe.night.completed"), 30)
+        time.sleep(QUIET_S)
+        assert bodies == [], bodies
+
+        # a night with a rejected file: POSTs name the file and the exception it opened
+        rejecting = tmp_path / "rejecting"
+        _inbox(rejecting, (BROKEN, "q4_typo.csv"))
+        done = subprocess.run(
+            [FUNDPIPE, "run", "--data-dir", str(rejecting)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout + done.stderr  # a file needs a person
+        night = _latest_run_without_deployment(api)
+        logs = api.logs(night["id"])
+        _logs_tell_the_night(logs)
+        rejected_line = next(line for line in logs if line.startswith("file q4_typo.csv:"))
+        assert "rejected" in rejected_line
+        assert "q4_typo.csv.errors.csv" in rejected_line
+        opened = next(line for line in logs if line.startswith("exception exc_"))
+        exception_id = opened.split()[1]
+        wait_for("a POST naming the file", lambda: [b for b in bodies if "q4_typo.csv" in b], 60)
+        wait_for(
+            "a POST naming the exception", lambda: [b for b in bodies if exception_id in b], 60
+        )
+        assert {"fundpipe-run-summary", "fundpipe-exceptions", "fundpipe-rejected-q4-typo-csv"} <= (
+            set(api.artifacts(night["id"]))
+        )
+        table = json.loads(api.artifacts(night["id"])["fundpipe-exceptions"]["data"])
+        assert list(table[0]) == ["id", "state", "age_days", "what", "amount", "what_to_do"]
+        assert table[0]["id"] == exception_id
+
+        # a deployment's night whose service is unreachable: Failed, and a POST says why
+        run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
+        run_cli(
+            [
+                PREFECT,
+                "--no-prompt",
+                "deploy",
+                "--name",
+                "nightly",
+                "--prefect-file",
+                "flows/prefect.yaml",
+            ],
+            env,
+        )
+        unreachable = {
+            **env,
+            "FUNDPIPE_DATA_DIR": str(tmp_path / "unreachable"),
+            "FUNDPIPE_BASE_URL": f"http://127.0.0.1:{free_port()}",
+            "FUNDPIPE_CLIENT_ID": "night-client",
+            "FUNDPIPE_CLIENT_SECRET": SECRET_CANARY,
+            "FUNDPIPE_ORG_ID": "org_night",
+            "FUNDPIPE_RETRY_DEADLINE_S": "2",
+            "PREFECT_WORKER_QUERY_SECONDS": "2",
+        }
+        procs.start("worker", [PREFECT, "worker", "start", "--pool", "fundpipe"], unreachable)
+        before = len(bodies)
+        run_cli([PREFECT, "deployment", "run", "nightly/nightly"], env)
+
+        def failed() -> dict[str, Any] | None:
+            runs = api.flow_runs("nightly/nightly")
+            done = [r for r in runs if (r.get("state") or {}).get("type") == "FAILED"]
+            return done[0] if done else None
+
+        run = wait_for("the deployment's run to fail", failed, 180, step=1)
+        assert "could not reach the service" in run["state"]["message"]
+        # under a worker too, the run's log says why in the plain sentence (logs arrive in
+        # batches: wait for the run's last line)
+        failed_logs = wait_for(
+            "the failed run's logs",
+            lambda: (
+                (logs := api.logs(run["id"]))
+                and any("Finished in state Failed" in line for line in logs)
+                and logs
+            ),
+            30,
+        )
+        _logs_tell_the_night(failed_logs)
+        assert any(line.startswith("could not reach the service") for line in failed_logs)
+
+        def failure_posted() -> list[str]:
+            return [
+                b
+                for b in bodies[before:]
+                if "nightly/nightly" in b and "could not reach the service" in b
+            ]
+
+        (posted,) = wait_for("a POST naming the deployment and the reason", failure_posted, 60)
+        assert SECRET_CANARY not in posted
+        # what the on-call received, for a person reading the test's output
+        (tmp_path / "logs" / "webhook.jsonl").write_text("\n".join(bodies), encoding="utf-8")
+        (tmp_path / "logs" / "night.log").write_text("\n".join(logs), encoding="utf-8")
