@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: Paths of the operations the interface does not show (DESIGN, "ours"): guesses the sandbox
 #: serves, overridable one by one with FUNDPIPE_PATHS (JSON object, e.g. '{"vehicles": "/v2/funds"}').
@@ -68,6 +68,23 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_PATHS),
         description="Paths of the guessed (optional) operations, by name; names not given keep "
         "DESIGN's defaults (see DEFAULT_PATHS).",
+    )
+
+    vehicles: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Vehicle ids (veh_...) to read balances of besides those the sheets and the "
+        "ledger name (FUNDPIPE_VEHICLES, comma or space separated); the service's vehicle list "
+        "is not a documented operation.",
+    )
+    sandbox_strict: bool = Field(
+        default=False,
+        description="Embedded sandbox only: serve only the documented operations "
+        "(fundpipe sandbox --strict-interface).",
+    )
+    sandbox_public_forms: bool = Field(
+        default=False,
+        description="Embedded sandbox only: answer in the public spec's forms "
+        "(fundpipe sandbox --public-forms).",
     )
 
     # --- HTTP behaviour ----------------------------------------------------------------------
@@ -143,6 +160,13 @@ class Settings(BaseSettings):
             value = " ".join(str(s) for s in value)
         if isinstance(value, str):
             return " ".join(value.replace(",", " ").split()) or None
+        return value
+
+    @field_validator("vehicles", mode="before")
+    @classmethod
+    def _split_vehicles(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(",", " ").split()
         return value
 
     @field_validator("paths", mode="after")

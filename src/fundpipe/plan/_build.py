@@ -184,6 +184,17 @@ def _contact_entity_refs(row: dict[str, Any]) -> list[str]:
     return [t.strip() for t in text.split(";") if t.strip()]
 
 
+def _associated(contact_id: str, entity_id: str, state: ServiceState) -> bool:
+    """Whether the association exists, as far as the service lets us know.
+
+    The documented contact record does not list its entities: then a contact and an entity
+    that both exist already are taken as associated (the association was planned when one of
+    them was created), so a re-run does not ask again every night.
+    """
+    known = state.contact_entities.get(contact_id)
+    return known is None or entity_id in known
+
+
 def _association_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
     wanted: dict[str, set[str]] = defaultdict(set)  # entity key -> contact keys
     owner_rows = []
@@ -197,11 +208,7 @@ def _association_requests(files: Sequence[FileInput], state: ServiceState) -> li
                 entity_id = (
                     entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
                 )
-                if (
-                    contact_id
-                    and entity_id
-                    and entity_id in state.contact_entities.get(contact_id, frozenset())
-                ):
+                if contact_id and entity_id and _associated(contact_id, entity_id, state):
                     continue
                 wanted[entity].add(email)
                 owner_rows.append((entity, f.file_hash))

@@ -107,9 +107,16 @@ class ServiceState:
     entities_with_instructions: frozenset[str] = frozenset()
     contacts_by_email: Mapping[str, str] = field(default_factory=dict)
     contact_ids: frozenset[str] = frozenset()
+    #: only for contacts whose record lists its entities (the documented record does not)
     contact_entities: Mapping[str, frozenset[str]] = field(default_factory=dict)
     distributions_by_ref: Mapping[str, ServiceDistribution] = field(default_factory=dict)
     available_cents: Mapping[str, int] = field(default_factory=dict)
+    #: entity ids by (exact name, type): finds an investor whose reference changed
+    entities_by_name: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: what the snapshot could not read (an operation the service does not serve), in words
+    warnings: tuple[str, ...] = ()
+    #: the objects' `livemode` (None when no object was seen; True when any was live)
+    livemode: bool | None = None
 
 
 # --------------------------------------------------------------------------- plan inputs

@@ -36,7 +36,7 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.ledger import Ledger, open_ledger
-from fundpipe.submit.snapshot import load_state
+from fundpipe.submit.snapshot import load_state, unavailable_warning, with_vehicles
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
 from fundpipe.validate.issues import FileReport
 
@@ -179,9 +179,14 @@ class _Run:
         if not todo:
             return self.result
         async with FundClient(self.settings, transport=transport) as client:
-            org_id = self.settings.org_id or await _only_organization(client)
+            org_id = self.settings.org_id or await _only_organization(client, self.result)
             state = await load_state(client, org_id)
             valid, inputs = self.validate(todo, state.entities_by_ref)
+            state = await with_vehicles(
+                client, state, _vehicles_of(inputs) | set(self.settings.vehicles)
+            )
+            self.result.warnings.extend(state.warnings)
+            self.result.livemode = state.livemode
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
@@ -192,6 +197,8 @@ class _Run:
                 self.planned(valid, plan)
                 return self.result
             submitted = await self.send(client, self.ledger, plan, state)
+            self.result.warnings.extend(submitted.warnings)
+            self.result.notes.extend(client.notes)
         self.verdicts(self.ledger, valid, plan, checked, submitted)
         return self.result
 
@@ -377,8 +384,32 @@ def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None
     ledger.mark_distributions(file_hash, refs, state)
 
 
-async def _only_organization(client: Any) -> str:
-    orgs = [o.id async for o in client.list_organizations()]
+def _vehicles_of(inputs: Sequence[FileInput]) -> set[str]:
+    """The vehicles the valid sheets pay from."""
+    out: set[str] = set()
+    for f in inputs:
+        if f.distributions is not None and "vehicle" in f.distributions:
+            out |= {str(v) for v in f.distributions["vehicle"].dropna().unique() if str(v)}
+    return out
+
+
+async def _only_organization(client: Any, result: IngestResult) -> str:
+    """The one organization the client reaches; "" (the token's own) when the organization
+    list is not served — a warning, since the interface makes `X-Organization-Id` optional
+    for a client bound to one organization."""
+    from fundpipe.client.errors import OperationUnavailableError
+
+    try:
+        orgs = [o.id async for o in client.list_organizations()]
+    except OperationUnavailableError as exc:
+        result.warnings.append(
+            unavailable_warning(
+                exc,
+                "acting for the organization the client is bound to; set FUNDPIPE_ORG_ID "
+                "to name it",
+            )
+        )
+        return ""
     if len(orgs) != 1:
         raise ConfigurationError(
             "FUNDPIPE_ORG_ID is required: the client reaches several organizations"
