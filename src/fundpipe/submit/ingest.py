@@ -36,7 +36,12 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.ledger import Ledger, open_ledger
-from fundpipe.submit.snapshot import load_state, unavailable_warning, with_vehicles
+from fundpipe.submit.snapshot import (
+    OPTIONAL_REFUSALS,
+    load_state,
+    unavailable_warning,
+    with_vehicles,
+)
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
 from fundpipe.validate.issues import FileReport
 
@@ -397,14 +402,13 @@ async def _only_organization(client: Any, result: IngestResult) -> str:
     """The one organization the client reaches; "" (the token's own) when the organization
     list is not served — a warning, since the interface makes `X-Organization-Id` optional
     for a client bound to one organization."""
-    from fundpipe.client.errors import OperationUnavailableError
-
     try:
         orgs = [o.id async for o in client.list_organizations()]
-    except OperationUnavailableError as exc:
+    except OPTIONAL_REFUSALS as exc:
         result.warnings.append(
             unavailable_warning(
                 exc,
+                "organizations",
                 "acting for the organization the client is bound to; set FUNDPIPE_ORG_ID "
                 "to name it",
             )

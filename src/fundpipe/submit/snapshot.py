@@ -14,19 +14,28 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from fundpipe.client import FundClient
-from fundpipe.client.errors import NotFoundError, OperationUnavailableError
+from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
 from fundpipe.client.models import Distribution
 from fundpipe.plan import ServiceDistribution, ServicePayment, ServiceState
 
-__all__ = ["load_state", "unavailable_warning", "with_vehicles"]
+__all__ = ["OPTIONAL_REFUSALS", "load_state", "unavailable_warning", "with_vehicles"]
 
 
-def unavailable_warning(exc: OperationUnavailableError, instead: str) -> str:
+#: What an optional (guessed) operation may answer that makes it a warning, not a failure:
+#: unserved (404/405/501) or not granted to this client (403 naming the scope).
+OPTIONAL_REFUSALS = (OperationUnavailableError, MissingScopeError)
+
+
+def unavailable_warning(
+    exc: OperationUnavailableError | MissingScopeError, operation: str, instead: str
+) -> str:
     """The run summary's sentence for a guessed operation the service does not serve."""
-    return (
-        f"the service does not serve the optional operation {exc.operation!r} "
-        f"({exc.path} answered {exc.status}): {instead}"
-    )
+    if isinstance(exc, OperationUnavailableError):
+        return (
+            f"the service does not serve the optional operation {operation!r} "
+            f"({exc.path} answered {exc.status}): {instead}"
+        )
+    return f"the optional operation {operation!r} is not granted ({exc.message}): {instead}"
 
 
 def _live(seen: bool | None, livemode: bool | None) -> bool | None:
@@ -79,10 +88,12 @@ async def load_state(
     warnings: list[str] = []
     try:
         listed = {v.id async for v in client.list_vehicles()}
-    except OperationUnavailableError as exc:
+    except OPTIONAL_REFUSALS as exc:
         warnings.append(
             unavailable_warning(
-                exc, "vehicles are taken from the sheets, the ledger and FUNDPIPE_VEHICLES"
+                exc,
+                "vehicles",
+                "vehicles are taken from the sheets, the ledger and FUNDPIPE_VEHICLES",
             )
         )
     state = ServiceState(

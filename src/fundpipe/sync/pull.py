@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from fundpipe.client import FundClient
-from fundpipe.client.errors import NotFoundError, OperationUnavailableError
+from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
@@ -137,11 +137,13 @@ class _Puller:
                 for vehicle in vehicles:
                     self.hinted.discard(vehicle["id"])
                     await self.spawn(partial(self.accounts, vehicle["id"]))
-        except OperationUnavailableError as exc:
+        except (OperationUnavailableError, MissingScopeError) as exc:
+            what = f"{path} answered {exc.status}"
+            if isinstance(exc, MissingScopeError):
+                what = f"not granted: {exc.message}"
             self.warnings.append(
-                f"the service does not serve the optional operation 'vehicles' ({exc.path} "
-                f"answered {exc.status}): balances read for the vehicles of the ledger, "
-                "the distributions and FUNDPIPE_VEHICLES"
+                f"the optional operation 'vehicles' failed ({what}): balances read for the "
+                "vehicles of the ledger, the distributions and FUNDPIPE_VEHICLES"
             )
             return False
         return True
