@@ -40,8 +40,11 @@ def test_the_samples_ingest_against_the_strict_sandbox_with_warnings(tmp_path: P
     assert result.livemode is False
 
 
-def test_the_same_roster_again_creates_no_investor_twice(tmp_path: Path) -> None:
-    world = sandbox_world(tmp_path / "data", strict_interface=True)
+@pytest.mark.parametrize("public_forms", [False, True], ids=["default-forms", "public-forms"])
+def test_the_same_roster_again_creates_no_investor_twice(
+    tmp_path: Path, public_forms: bool
+) -> None:
+    world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=public_forms)
     _samples_into(world)
     ingest(world.settings, transport=world.transport, settle_s=0)
     before = sorted(e.id for e in world.entities())
@@ -55,6 +58,8 @@ def test_the_same_roster_again_creates_no_investor_twice(tmp_path: Path) -> None
     result = ingest(again.settings, transport=again.transport, settle_s=0)
     assert [f.state for f in result.files] == ["processed"]
     assert sorted(e.id for e in world.entities()) == before
+    assert result.submit is not None
+    assert result.submit.requests_sent == 0  # no entity, contact or payment instruction again
 
 
 def test_a_has_more_only_list_stops_ingest_and_creates_nothing(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ import httpx
 
 from fundpipe.client import FundClient
 from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
+from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
@@ -210,9 +211,10 @@ class _Puller:
         async for page in self.pages(path):
             self.stage["distribution_notifications"].add(page["data"], payment=payment_id)
 
-    async def simple(self, path: str, table: str) -> None:
+    async def simple(self, path: str, table: str, kind: str) -> None:
         async for page in self.pages(path, {"limit": self.page_size}):
-            self.stage[table].add(page["data"])
+            self._seen(page["data"])
+            self.stage[table].add(one_form(kind, r) for r in page["data"])
 
     async def run(self) -> None:
         # Independent cursors walk side by side; side-walks are bounded by the semaphore.
@@ -220,8 +222,8 @@ class _Puller:
             listed, *_ = await asyncio.gather(
                 self.vehicles_and_accounts(),
                 self.distributions(),
-                self.simple("/v1/entities", "entities"),
-                self.simple("/v1/contacts", "contacts"),
+                self.simple("/v1/entities", "entities", "entity"),
+                self.simple("/v1/contacts", "contacts", "contact"),
             )
             if not listed:
                 await self.unlisted_vehicles()
