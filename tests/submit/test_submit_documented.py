@@ -163,3 +163,44 @@ def test_a_409_naming_another_investor_is_a_clash_and_pays_nothing(tmp_path: Pat
     assert any("other content" in w and existing in w for w in result.warnings)
     assert "R-1" not in world.amounts()
     assert [e.id for e in world.entities() if "RACE-1" in e.external_references] == [existing]
+
+
+def test_a_probable_duplicate_investor_is_held_and_the_rest_created(tmp_path: Path) -> None:
+    world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=True)
+
+    async def existing() -> str:
+        async with FundClient(world.settings, transport=world.transport) as client:
+            (e,) = await client.create_entities(
+                [{"name": "Harbor Trust", "type": "trust", "external_reference": "OLD-7"}]
+            )
+            return e.id
+
+    harbor = asyncio.run(existing())
+    (world.inbox / "roster.csv").write_text(
+        "entity_name,entity_type,entity_external_reference,payment_type,routing_number,"
+        "account_number\n"
+        "Harbor Trust,trust,NEW-H1,ach,021000021,000123456789\n"
+        "Fresh Capital LLC,llc,NEW-H2,,,\n",
+        encoding="utf-8",
+    )
+    (world.inbox / "payments.csv").write_text(
+        "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,"
+        "Amount ($),Currency\n"
+        "Held,veh_demo1,H-1,2026-12-15 09:00,America/New_York,NEW-H1,5.00,USD\n"
+        "Sent,veh_demo1,H-2,2026-12-15 09:00,America/New_York,NEW-H2,7.00,USD\n",
+        encoding="utf-8",
+    )
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert sorted(f.state for f in result.files) == ["processed", "processed"], result.files
+    held = [w for w in result.warnings if "probably the same investor" in w]
+    assert len(held) == 1
+    assert harbor in held[0]
+    assert "NEW-H1" in held[0]
+    assert "H-1" in held[0]
+    refs = [r for e in world.entities() for r in e.external_references]
+    assert "NEW-H1" not in refs  # not created
+    assert "NEW-H2" in refs
+    assert sorted(world.amounts()) == ["H-2"]  # the rest of the drop went ahead
+    with open_ledger(world.settings.ledger_file) as ledger:
+        states = {p["distribution_external_reference"]: p["state"] for p in ledger.payments()}
+    assert states == {"H-1": "conflict", "H-2": "created"}

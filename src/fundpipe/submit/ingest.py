@@ -22,7 +22,6 @@ import duckdb
 import httpx
 
 from fundpipe.config import Settings, require_service
-from fundpipe.errors import ConfigurationError
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
@@ -36,12 +35,7 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.ledger import Ledger, open_ledger
-from fundpipe.submit.snapshot import (
-    OPTIONAL_REFUSALS,
-    load_state,
-    unavailable_warning,
-    with_vehicles,
-)
+from fundpipe.submit.snapshot import load_state, only_organization, vehicles_of, with_vehicles
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
 from fundpipe.validate.issues import FileReport
 
@@ -184,11 +178,11 @@ class _Run:
         if not todo:
             return self.result
         async with FundClient(self.settings, transport=transport) as client:
-            org_id = self.settings.org_id or await _only_organization(client, self.result)
+            org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
             state = await load_state(client, org_id)
             valid, inputs = self.validate(todo, state.entities_by_ref)
             state = await with_vehicles(
-                client, state, _vehicles_of(inputs) | set(self.settings.vehicles)
+                client, state, vehicles_of(inputs) | set(self.settings.vehicles)
             )
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
@@ -198,6 +192,7 @@ class _Run:
             if checked.refused:
                 plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
             self.result.plan, self.result.preflight = plan, checked
+            self.result.warnings.extend(h.reason for h in plan.held)
             if self.dry_run or self.ledger is None:
                 self.planned(valid, plan)
                 return self.result
@@ -361,6 +356,8 @@ class _Run:
             v = verdict(f, c.original_name, plan, checked, submitted)
             if v.unsent_state is not None:
                 _mark_unsent(ledger, plan, f.file_hash, v.unsent_state)
+            elif plan.held_refs(f.file_hash):  # held for a probable duplicate investor
+                ledger.mark_distributions(f.file_hash, plan.held_refs(f.file_hash), "conflict")
             ledger.record_file(f.file_hash, f.source_file, v.ledger_state, message=v.message)
             outcome = FileOutcome(
                 c.original_name,
@@ -387,35 +384,3 @@ def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None
         if d.file_hash == file_hash and d.action != "link"
     ]
     ledger.mark_distributions(file_hash, refs, state)
-
-
-def _vehicles_of(inputs: Sequence[FileInput]) -> set[str]:
-    """The vehicles the valid sheets pay from."""
-    out: set[str] = set()
-    for f in inputs:
-        if f.distributions is not None and "vehicle" in f.distributions:
-            out |= {str(v) for v in f.distributions["vehicle"].dropna().unique() if str(v)}
-    return out
-
-
-async def _only_organization(client: Any, result: IngestResult) -> str:
-    """The one organization the client reaches; "" (the token's own) when the organization
-    list is not served — a warning, since the interface makes `X-Organization-Id` optional
-    for a client bound to one organization."""
-    try:
-        orgs = [o.id async for o in client.list_organizations()]
-    except OPTIONAL_REFUSALS as exc:
-        result.warnings.append(
-            unavailable_warning(
-                exc,
-                "organizations",
-                "acting for the organization the client is bound to; set FUNDPIPE_ORG_ID "
-                "to name it",
-            )
-        )
-        return ""
-    if len(orgs) != 1:
-        raise ConfigurationError(
-            "FUNDPIPE_ORG_ID is required: the client reaches several organizations"
-        )
-    return str(orgs[0])

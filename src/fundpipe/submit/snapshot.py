@@ -10,15 +10,23 @@ cannot be continued (`IncompleteListError`) stops the snapshot, before anything 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from fundpipe.client import FundClient
 from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
 from fundpipe.client.models import Distribution
-from fundpipe.plan import ServiceDistribution, ServicePayment, ServiceState
+from fundpipe.errors import ConfigurationError
+from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
 
-__all__ = ["OPTIONAL_REFUSALS", "load_state", "unavailable_warning", "with_vehicles"]
+__all__ = [
+    "OPTIONAL_REFUSALS",
+    "load_state",
+    "only_organization",
+    "unavailable_warning",
+    "vehicles_of",
+    "with_vehicles",
+]
 
 
 #: What an optional (guessed) operation may answer that makes it a warning, not a failure:
@@ -169,3 +177,35 @@ async def with_vehicles(
             if fa.type == "depository":
                 available[fa.vehicle] = available.get(fa.vehicle, 0) + fa.balance.available
     return replace(state, vehicles=frozenset(known), available_cents=available, livemode=livemode)
+
+
+def vehicles_of(inputs: Sequence[FileInput]) -> set[str]:
+    """The vehicles the valid sheets pay from."""
+    out: set[str] = set()
+    for f in inputs:
+        if f.distributions is not None and "vehicle" in f.distributions:
+            out |= {str(v) for v in f.distributions["vehicle"].dropna().unique() if str(v)}
+    return out
+
+
+async def only_organization(client: FundClient, warnings: list[str]) -> str:
+    """The one organization the client reaches; "" (the token's own) when the organization
+    list is not served — a warning, since the interface makes `X-Organization-Id` optional
+    for a client bound to one organization."""
+    try:
+        orgs = [o.id async for o in client.list_organizations()]
+    except OPTIONAL_REFUSALS as exc:
+        warnings.append(
+            unavailable_warning(
+                exc,
+                "organizations",
+                "acting for the organization the client is bound to; set FUNDPIPE_ORG_ID "
+                "to name it",
+            )
+        )
+        return ""
+    if len(orgs) != 1:
+        raise ConfigurationError(
+            "FUNDPIPE_ORG_ID is required: the client reaches several organizations"
+        )
+    return str(orgs[0])
