@@ -87,6 +87,19 @@ class Settings(BaseSettings):
         "(fundpipe sandbox --public-forms).",
     )
 
+    service_name: str | None = Field(
+        default=None,
+        description="What the ledger binds its data directory to (default: the base URL; the "
+        "embedded sandbox calls itself 'embedded sandbox'). Set it to keep a ledger when only "
+        "the service's URL changes.",
+    )
+    livemode: bool | None = Field(
+        default=None,
+        description="The livemode the service's objects must have (FUNDPIPE_LIVEMODE=true for "
+        "production, false for a sandbox); a run that sees the other stops before creating "
+        "anything. Unset: no check (the embedded sandbox expects false).",
+    )
+
     # --- HTTP behaviour ----------------------------------------------------------------------
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
@@ -203,6 +216,11 @@ class Settings(BaseSettings):
     def ledger_file(self) -> Path:
         """The DuckDB submission ledger file."""
         return self.ledger_path or self.data_dir / "ledger.duckdb"
+
+    @property
+    def service_identity(self) -> str:
+        """The service the ledger binds to: `service_name`, else the base URL."""
+        return self.service_name or (self.base_url or "").rstrip("/")
 
     def with_service(self, base_url: str) -> Settings:
         """A copy pointed at `base_url`, filling the demo credentials where none are set."""

@@ -96,6 +96,15 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = _settings()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        from fundpipe.submit.binding import read_binding
+
+        bound = read_binding(settings)
+        values["ledger bound to"] = (
+            f"{bound['service']}, organization {bound['organization'] or '(the client’s own)'}"
+            f" (since {bound['bound_at']})"
+            if bound
+            else "nothing yet (the first ingest binds it)"
+        )
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return

@@ -19,6 +19,9 @@ from fundpipe.config import Settings
 
 log = logging.getLogger(__name__)
 
+#: What a data directory used with the embedded sandbox is bound to (see fundpipe.submit.binding).
+EMBEDDED_SERVICE_NAME = "embedded sandbox"
+
 
 @contextmanager
 def service(settings: Settings) -> Iterator[Settings]:
@@ -40,4 +43,10 @@ def service(settings: Settings) -> Iterator[Settings]:
     )
     with SandboxServer(config, host="127.0.0.1", port=0) as server:
         log.info("embedded sandbox listening on %s", server.base_url)
-        yield settings.with_service(server.base_url)
+        # the port changes every run: the ledger binds to "the embedded sandbox" instead
+        yield settings.with_service(server.base_url).model_copy(
+            update={
+                "service_name": settings.service_name or EMBEDDED_SERVICE_NAME,
+                "livemode": False if settings.livemode is None else settings.livemode,
+            }
+        )

@@ -25,6 +25,7 @@ from fundpipe.config import Settings, require_service
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
+from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import (
     Candidate,
@@ -107,6 +108,7 @@ def ingest(
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
     require_service(settings, transport)
+    check_binding(settings, settings.org_id, bind=False)  # before any file is moved
     lock: AbstractContextManager[Any] = (
         nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
     )
@@ -179,6 +181,8 @@ class _Run:
             return self.result
         async with FundClient(self.settings, transport=transport) as client:
             org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
+            # before anything is read or sent: this data directory is this service's
+            check_binding(self.settings, org_id, bind=not self.dry_run)
             state = await load_state(client, org_id)
             valid, inputs = self.validate(todo, state.entities_by_ref)
             state = await with_vehicles(
@@ -186,6 +190,7 @@ class _Run:
             )
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
+            check_livemode(self.settings, state.livemode)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)

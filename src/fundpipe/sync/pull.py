@@ -38,6 +38,7 @@ from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUn
 from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
+from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
 from fundpipe.warehouse.file import Warehouse
@@ -246,6 +247,7 @@ async def sync_async(
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
     require_service(settings, transport)
+    check_binding(settings, settings.org_id, bind=False)
     now = clock or (lambda: datetime.now(UTC))
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
@@ -259,6 +261,7 @@ async def sync_async(
                 await puller.run()
         finally:
             stage.close()
+        check_livemode(settings, puller.livemode)  # before the warehouse is touched
         counts = {name: sink.rows for name, sink in stage.sinks.items()}
         with warehouse.write() as con:
             changes = merge(
