@@ -96,15 +96,9 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = _settings()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
-        from fundpipe.submit.binding import read_binding
+        from fundpipe.submit.binding import describe_binding
 
-        bound = read_binding(settings)
-        values["ledger bound to"] = (
-            f"{bound['service']}, organization {bound['organization'] or '(the client’s own)'}"
-            f" (since {bound['bound_at']})"
-            if bound
-            else "nothing yet (the first ingest binds it)"
-        )
+        values["ledger bound to"] = describe_binding(settings)
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return

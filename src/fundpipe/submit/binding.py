@@ -21,7 +21,13 @@ from pathlib import Path
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
 
-__all__ = ["binding_file", "check_binding", "check_livemode", "read_binding"]
+__all__ = [
+    "binding_file",
+    "check_binding",
+    "check_livemode",
+    "describe_binding",
+    "read_binding",
+]
 
 _OWN = "(the client's own organization)"
 
@@ -45,6 +51,17 @@ def read_binding(settings: Settings) -> dict[str, str] | None:
 
 def _org(organization: str) -> str:
     return organization or _OWN
+
+
+def describe_binding(settings: Settings) -> str:
+    """The binding in words, for ``fundpipe config``."""
+    bound = read_binding(settings)
+    if bound is None:
+        return "nothing yet (the first ingest binds it)"
+    return (
+        f"{bound['service']}, organization {_org(bound['organization'])} "
+        f"(since {bound['bound_at']})"
+    )
 
 
 def check_binding(settings: Settings, organization: str | None, *, bind: bool) -> None:
