@@ -204,3 +204,33 @@ def test_a_probable_duplicate_investor_is_held_and_the_rest_created(tmp_path: Pa
     with open_ledger(world.settings.ledger_file) as ledger:
         states = {p["distribution_external_reference"]: p["state"] for p in ledger.payments()}
     assert states == {"H-1": "conflict", "H-2": "created"}
+
+
+def test_a_wire_roster_is_created_and_its_details_are_kept_masked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=True)
+    (world.inbox / "wires.csv").write_text(
+        "entity_name,entity_type,entity_external_reference,payment_type,account_number,"
+        "swift_code,beneficiary_address,originator_to_beneficiary\n"
+        "Alpine Holdings,corporation,NEW-W1,international_wire,CH9300762011623852957,"
+        'DEUTDEFF500,"12 Quai du Mont-Blanc, Geneva",Q4 distribution\n',
+        encoding="utf-8",
+    )
+    (world.inbox / "pay.csv").write_text(
+        "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,"
+        "Amount ($),Currency\n"
+        "Wired,veh_demo1,W-1,2026-12-15 09:00,America/New_York,NEW-W1,9.00,USD\n",
+        encoding="utf-8",
+    )
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert sorted(f.state for f in result.files) == ["processed", "processed"], result.files
+    assert world.amounts() == {"W-1": [900]}
+    ledger_bytes = world.settings.ledger_file.read_bytes()
+    for secret in (b"DEUTDEFF500", b"Quai du Mont-Blanc", b"CH9300762011623852957"):
+        assert secret not in ledger_bytes
+    for secret in ("DEUTDEFF500", "Quai du Mont-Blanc", "CH9300762011623852957"):
+        assert secret not in caplog.text

@@ -267,6 +267,12 @@ _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
     "bank_name": ("bank_name",),
     "branch_code": ("branch_code",),
     "external_reference": ("payment_external_reference", "external_reference"),
+    # wires (DESIGN: intermediary, SWIFT and address fields)
+    "swift_code": ("swift_code",),
+    "intermediary_bank_name": ("intermediary_bank_name",),
+    "intermediary_swift_code": ("intermediary_swift_code",),
+    "beneficiary_address": ("beneficiary_address",),
+    "originator_to_beneficiary": ("originator_to_beneficiary",),
 }
 
 
