@@ -200,6 +200,7 @@ def test_the_same_roster_a_day_later_on_the_public_forms_creates_nothing_twice(
     finally:
         sandbox.stop()
     assert first["exit_code"] == second["exit_code"] == 0, (first, second)
+    assert any("external_references" in note for note in first["notes"]), first["notes"]
     _each_once(twice)
     assert sorted(e.id for e in twice["entities"]) == sorted(e.id for e in once["entities"])
     assert sorted(c.id for c in twice["contacts"]) == sorted(c.id for c in once["contacts"])

@@ -234,3 +234,11 @@ def test_a_wire_roster_is_created_and_its_details_are_kept_masked(
         assert secret not in ledger_bytes
     for secret in ("DEUTDEFF500", "Quai du Mont-Blanc", "CH9300762011623852957"):
         assert secret not in caplog.text
+
+
+def test_the_run_notes_the_body_form_the_service_wanted(tmp_path: Path) -> None:
+    world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=True)
+    _samples_into(world)
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in result.files] == ["processed", "processed"]
+    assert any("external_references" in note for note in result.notes), result.notes
