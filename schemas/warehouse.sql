@@ -505,3 +505,76 @@ SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL
        'file ' || state || ': needs a decision'
 FROM ledger_files
 WHERE state IN ('rejected', 'conflict');
+
+-- migration: 006 payments without the sandbox-only fields
+-- `disbursed_at`, `failed_at` and `failure_reason` are ours (neither the interface nor the public
+-- material has them): they enrich, they never decide. A disbursed payment without
+-- `disbursed_at` counts at its effective date; a failed payment without `failure_reason` is
+-- still an exception, and says the reason was not given.
+CREATE OR REPLACE VIEW balance_movement AS
+WITH debited AS (
+    SELECT b.financial_account, b.vehicle, b.seen_at
+    FROM balances_as_of b
+    LEFT JOIN financial_accounts fa ON fa.id = b.financial_account
+    WHERE b.type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY b.vehicle ORDER BY fa.created_at, b.financial_account) = 1
+), disbursed AS (
+    SELECT d.financial_account, CAST(sum(p.amount_cents) AS BIGINT) AS cents, count(*) AS payments
+    FROM debited d
+    JOIN payments_effective p
+      ON p.vehicle = d.vehicle
+     AND p.status = 'disbursed'
+     AND coalesce(p.disbursed_at, p.effective_at)
+         >= timezone('UTC', date_trunc('month', timezone('UTC', d.seen_at)))
+     AND coalesce(p.disbursed_at, p.effective_at) <= d.seen_at
+    GROUP BY d.financial_account
+)
+SELECT
+    b.financial_account,
+    fa.name AS account_name,
+    b.vehicle,
+    v.name AS vehicle_name,
+    b.type,
+    b.seen_at AS balance_seen_at,
+    b.total_end_of_last_month_cents,
+    coalesce(d.cents, 0) AS disbursed_this_month_cents,
+    coalesce(d.payments, 0) AS disbursed_payments,
+    b.total_end_of_last_month_cents - coalesce(d.cents, 0) AS expected_total_cents,
+    b.total_cents,
+    b.available_cents,
+    b.total_cents - (b.total_end_of_last_month_cents - coalesce(d.cents, 0)) AS unexplained_cents
+FROM balances_as_of b
+LEFT JOIN financial_accounts fa ON fa.id = b.financial_account
+LEFT JOIN vehicles v ON v.id = b.vehicle
+LEFT JOIN disbursed d ON d.financial_account = b.financial_account;
+
+CREATE OR REPLACE VIEW exceptions AS
+SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+       NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+       shortfall_cents AS amount_cents,
+       'depository available ' || usd(available_cents) || ' is short of open obligations '
+           || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
+           || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason
+FROM funding
+WHERE shortfall_cents > 0
+UNION ALL
+SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+       CASE WHEN match = 'amount_mismatch' THEN difference_cents
+            ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
+       CASE WHEN service_status = 'failed' AND failure_reason IS NULL
+            THEN reason || ' (reason not given by the service)' ELSE reason END
+FROM sheet_vs_service
+WHERE match <> 'ok'
+UNION ALL
+SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+       unexplained_cents,
+       'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+           || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+           || usd(unexplained_cents) || ' unexplained'
+FROM balance_movement
+WHERE unexplained_cents <> 0 AND type = 'depository'
+UNION ALL
+SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL, total_cents,
+       'file ' || state || ': needs a decision'
+FROM ledger_files
+WHERE state IN ('rejected', 'conflict');

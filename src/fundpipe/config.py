@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: Paths of the operations the interface does not show (DESIGN, "ours"): guesses the sandbox
 #: serves, overridable one by one with FUNDPIPE_PATHS (JSON object, e.g. '{"vehicles": "/v2/funds"}').
@@ -68,6 +68,36 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_PATHS),
         description="Paths of the guessed (optional) operations, by name; names not given keep "
         "DESIGN's defaults (see DEFAULT_PATHS).",
+    )
+
+    vehicles: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Vehicle ids (veh_...) to read balances of besides those the sheets and the "
+        "ledger name (FUNDPIPE_VEHICLES, comma or space separated); the service's vehicle list "
+        "is not a documented operation.",
+    )
+    sandbox_strict: bool = Field(
+        default=False,
+        description="Embedded sandbox only: serve only the documented operations "
+        "(fundpipe sandbox --strict-interface).",
+    )
+    sandbox_public_forms: bool = Field(
+        default=False,
+        description="Embedded sandbox only: answer in the public spec's forms "
+        "(fundpipe sandbox --public-forms).",
+    )
+
+    service_name: str | None = Field(
+        default=None,
+        description="What the ledger binds its data directory to (default: the base URL; the "
+        "embedded sandbox calls itself 'embedded sandbox'). Set it to keep a ledger when only "
+        "the service's URL changes.",
+    )
+    livemode: bool | None = Field(
+        default=None,
+        description="The livemode the service's objects must have (FUNDPIPE_LIVEMODE=true for "
+        "production, false for a sandbox); a run that sees the other stops before creating "
+        "anything. Unset: no check (the embedded sandbox expects false).",
     )
 
     # --- HTTP behaviour ----------------------------------------------------------------------
@@ -151,6 +181,13 @@ class Settings(BaseSettings):
             return " ".join(value.replace(",", " ").split()) or None
         return value
 
+    @field_validator("vehicles", mode="before")
+    @classmethod
+    def _split_vehicles(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(",", " ").split()
+        return value
+
     @field_validator("paths", mode="after")
     @classmethod
     def _complete_paths(cls, value: dict[str, str]) -> dict[str, str]:
@@ -185,6 +222,11 @@ class Settings(BaseSettings):
     def ledger_file(self) -> Path:
         """The DuckDB submission ledger file."""
         return self.ledger_path or self.data_dir / "ledger.duckdb"
+
+    @property
+    def service_identity(self) -> str:
+        """The service the ledger binds to: `service_name`, else the base URL."""
+        return self.service_name or (self.base_url or "").rstrip("/")
 
     def with_service(self, base_url: str) -> Settings:
         """A copy pointed at `base_url`, filling the demo credentials where none are set."""

@@ -135,12 +135,18 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     """
     import httpx
 
-    from fundpipe.client.errors import FundServiceError, ServiceConnectionError
+    from fundpipe.client.errors import (
+        FundServiceError,
+        IncompleteListError,
+        ServiceConnectionError,
+    )
 
     if isinstance(exc, FundpipeError):
         return exc
     if isinstance(exc, ServiceConnectionError):
         return ServiceUnavailable(f"could not reach the service: {exc}")
+    if isinstance(exc, IncompleteListError):
+        return ServiceUnavailable(f"stopped before going on with half a list: {exc}")
     if isinstance(exc, FundServiceError):
         return ServiceUnavailable(f"the service refused the request: {exc}")
     if isinstance(exc, httpx.HTTPError):

@@ -177,3 +177,18 @@ class World:
                 return [e async for e in client.list_entities()]
 
         return asyncio.run(pull())
+
+
+def sandbox_world(data_dir: Path, **config: Any) -> World:
+    """A demo-seeded in-process sandbox built with `config` (e.g. ``strict_interface=True``)
+    and a data directory with an empty inbox pointed at it."""
+    from fundpipe.sandbox import SandboxConfig, create_app
+
+    app = create_app(SandboxConfig(rate_limit_requests=10_000, rate_limit_window_s=1, **config))
+    settings = Settings(
+        data_dir=data_dir,
+        rate_limit_per_s=1000.0,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service("http://sandbox.test")
+    (data_dir / "inbox").mkdir(parents=True, exist_ok=True)
+    return World(settings=settings, transport=httpx.ASGITransport(app=app))

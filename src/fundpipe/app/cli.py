@@ -58,6 +58,9 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        from fundpipe.submit.binding import describe_binding
+
+        values["ledger bound to"] = describe_binding(settings)
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return

@@ -2,7 +2,10 @@
 
 `service(settings)` starts `fundpipe.sandbox` on a free loopback port with its state in
 `<data_dir>/sandbox/sandbox.sqlite` (seeded with the demo organization the first time), yields
-settings pointed at it with the demo client's credentials, and stops it afterwards. With a base
+settings pointed at it with the demo client's credentials, and stops it afterwards.
+`FUNDPIPE_SANDBOX_STRICT=1` and `FUNDPIPE_SANDBOX_PUBLIC_FORMS=1` start it serving only the
+documented operations, and the public spec's forms (`fundpipe sandbox --strict-interface
+--public-forms`). With a base
 URL configured it yields the settings unchanged and never starts a sandbox.
 """
 
@@ -15,6 +18,9 @@ from contextlib import contextmanager
 from fundpipe.config import Settings
 
 log = logging.getLogger(__name__)
+
+#: What a data directory used with the embedded sandbox is bound to (see fundpipe.submit.binding).
+EMBEDDED_SERVICE_NAME = "embedded sandbox"
 
 
 @contextmanager
@@ -29,7 +35,18 @@ def service(settings: Settings) -> Iterator[Settings]:
 
     state_dir = settings.data_dir / "sandbox"
     state_dir.mkdir(parents=True, exist_ok=True)
-    config = SandboxConfig(db_path=state_dir / "sandbox.sqlite", seed="demo")
+    config = SandboxConfig(
+        db_path=state_dir / "sandbox.sqlite",
+        seed="demo",
+        strict_interface=settings.sandbox_strict,
+        public_forms=settings.sandbox_public_forms,
+    )
     with SandboxServer(config, host="127.0.0.1", port=0) as server:
         log.info("embedded sandbox listening on %s", server.base_url)
-        yield settings.with_service(server.base_url)
+        # the port changes every run: the ledger binds to "the embedded sandbox" instead
+        yield settings.with_service(server.base_url).model_copy(
+            update={
+                "service_name": settings.service_name or EMBEDDED_SERVICE_NAME,
+                "livemode": False if settings.livemode is None else settings.livemode,
+            }
+        )

@@ -57,7 +57,22 @@ def ingest_dict(result: IngestResult) -> dict[str, Any]:
                 "moved_to": str(outcome.moved_to) if outcome.moved_to else None,
             }
         )
-    return {"dry_run": result.dry_run, "exit_code": result.exit_code, "files": files}
+    return {
+        "dry_run": result.dry_run,
+        "exit_code": result.exit_code,
+        "files": files,
+        "warnings": list(result.warnings),
+        "notes": list(result.notes),
+        "livemode": result.livemode,
+    }
+
+
+def _mode(*seen: Any) -> str:
+    """ "live", "test" or "not seen", from the steps' `livemode`."""
+    values = [v for v in seen if v is not None]
+    if not values:
+        return "not seen"
+    return "live" if any(values) else "test"
 
 
 def sync_dict(result: SyncResult) -> dict[str, Any]:
@@ -99,6 +114,9 @@ def build_summary(
     accepted = [f for f in files if f["state"] in {"processed", "duplicate"}]
     created_cents = sum(f["total_cents"] for f in files if f["state"] == "processed")
     summary = reconciled.get("summary", {})
+    warnings = [w for r in ingests for w in r.get("warnings", [])]
+    warnings += [w for w in synced.get("warnings", []) if w not in warnings]
+    notes = [n for r in ingests for n in r.get("notes", [])]
     facts: dict[str, Any] = {
         "files seen": len(files),
         "files accepted": len(accepted),
@@ -115,6 +133,8 @@ def build_summary(
         "open obligations": format_cents(summary.get("obligations_cents", 0)),
         "shortfall": format_cents(summary.get("shortfall_cents", 0)),
         "exceptions": reconciled.get("exceptions", 0),
+        "service objects": _mode(*(r.get("livemode") for r in ingests), synced.get("livemode")),
+        "warnings": len(warnings),
     }
     exit_code = max((r.get("exit_code", 0) for r in ingests), default=0)
     return {
@@ -132,6 +152,8 @@ def build_summary(
         },
         "exceptions": reconciled.get("exceptions", 0),
         "exception_counts": summary.get("exception_counts", {}),
+        "warnings": warnings,
+        "notes": notes,
         "exit_code": exit_code,
     }
 
@@ -151,6 +173,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"- `{item['file']}` — {item.get('message') or 'see its error report'}"
             for item in summary["rejected_files"]
         ]
+    if summary.get("warnings") or summary.get("notes"):
+        lines += ["", "## Warnings and notes", ""]
+        lines += [f"- {w}" for w in [*summary.get("warnings", []), *summary.get("notes", [])]]
     if summary.get("exception_counts"):
         lines += ["", "## Exceptions", "", "| kind | count |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in summary["exception_counts"].items()]

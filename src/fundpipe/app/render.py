@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -158,6 +159,8 @@ def render_ingest(result: IngestResult, console: Console) -> None:
         if f.message:
             line += f" — {f.message}"
         console.print(line, highlight=False)
+    for text in [*result.warnings, *result.notes]:
+        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
 
 
 def render_validation(
@@ -215,6 +218,8 @@ def render_run_summary(summary: dict[str, Any], console: Console) -> None:
     rejected = summary.get("rejected_files") or []
     for item in rejected:
         console.print(f"[red]rejected[/] {item['file']} — report: {item.get('report', '')}")
+    for text in [*summary.get("warnings", []), *summary.get("notes", [])]:
+        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
     paths = summary.get("reports") or {}
     if paths:
         console.print("[bold]Reports[/]")

@@ -293,6 +293,21 @@ def _ids(value: Any) -> Any:
     return value
 
 
+#: Fields of raw records that are lists of ids in either form, by record `object`.
+_ID_LISTS = {"entity": ("payment_instructions",), "contact": ("entities",)}
+
+
+def one_form(kind: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A raw `entity` or `contact` record (a dict) in one form, for bulk readers that skip
+    the models: `external_reference` the first reference and `external_references` all of
+    them, id lists as bare ids — whichever form the service answered in."""
+    out: dict[str, Any] = _references(record)
+    for name in _ID_LISTS.get(kind, ()):
+        if name in out:
+            out[name] = _ids(out[name])
+    return out
+
+
 # --- create bodies -------------------------------------------------------------------------
 
 

@@ -31,6 +31,12 @@ _SECRET_KEYS = frozenset(
         "password",
         "secret",
         "account_number",
+        # wire details of payment instructions: as sensitive as the account number
+        "swift_code",
+        "intermediary_bank_name",
+        "intermediary_swift_code",
+        "beneficiary_address",
+        "originator_to_beneficiary",
         "cookie",
         "set_cookie",
     }
@@ -40,7 +46,8 @@ _ALLOWED_KEYS = frozenset({"account_number_last_four", "token_type"})
 
 _KEY_ALTERNATION = (
     r"authorization|access_token|refresh_token|id_token|client_secret|password|"
-    r"account_number(?!_last_four)"
+    r"account_number(?!_last_four)|swift_code|intermediary_bank_name|beneficiary_address|"
+    r"originator_to_beneficiary"
 )
 # "key": "value" (JSON), key=value (forms, query strings), key: value (headers, reprs).
 _JSON_PAIR = re.compile(
@@ -101,14 +108,15 @@ def _redact(value: Any, secrets: tuple[str, ...]) -> Any:
 
 
 def account_numbers(body: Any) -> tuple[str, ...]:
-    """Every account number in a request body, to scrub them from error messages."""
+    """Every account number and wire detail in a request body, to scrub them from error
+    messages."""
     found: list[str] = []
     stack = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
-                if "account_number" in key and isinstance(value, str) and value:
+                if _is_secret_key(key) and isinstance(value, str) and value:
                     found.append(value)
                 else:
                     stack.append(value)

@@ -24,6 +24,7 @@ from fundpipe.client._models import (
     PaymentList,
     ServiceRecord,
     Vehicle,
+    one_form,
 )
 from fundpipe.client._pagination import Page
 
@@ -52,4 +53,5 @@ __all__ = [
     "PaymentList",
     "ServiceRecord",
     "Vehicle",
+    "one_form",
 ]

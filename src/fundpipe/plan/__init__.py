@@ -16,7 +16,10 @@ so the key is a function of the concrete body, as DESIGN asks, and the same afte
 
 Every distribution is classified: ``create`` (nothing with its ``external_reference`` exists),
 ``link`` (the same content exists) or ``conflict`` (the reference exists with other content).
-A file with a conflict is planned as a whole as a conflict: nothing of it is sent.
+A file with a conflict is planned as a whole as a conflict: nothing of it is sent. A roster
+investor whose reference matches nothing but whose exact name and type match one existing
+entity is *held* (:class:`HeldInvestor`): not created, its distributions not sent, the rest of
+the file sent as usual.
 
 The package is split by concern — :mod:`~fundpipe.plan._model` (the types),
 :mod:`~fundpipe.plan._values` (value coercion, masking, references),
@@ -31,6 +34,7 @@ from fundpipe.plan._model import (
     PHASES,
     Action,
     FileInput,
+    HeldInvestor,
     IdMap,
     KeyFunction,
     Phase,
@@ -53,6 +57,7 @@ __all__ = [
     "PHASES",
     "Action",
     "FileInput",
+    "HeldInvestor",
     "IdMap",
     "KeyFunction",
     "Phase",

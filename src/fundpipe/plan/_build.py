@@ -9,7 +9,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fundpipe.plan._match import _classify, _contact_of, _group_distributions
+from fundpipe.plan._match import (
+    _classify,
+    _contact_of,
+    _group_distributions,
+    _held_investors,
+)
 from fundpipe.plan._model import (
     MAX_BATCH,
     FileInput,
@@ -67,14 +72,19 @@ def build_plan(
         )
     active = [f for f in files if f.file_hash not in excluded and f.file_hash not in conflict_files]
     active_hashes = {f.file_hash for f in active}
+    held = _held_investors(active, state, distributions)
+    held_refs = {h.external_reference for h in held}
+    held_distributions = {pair for h in held for pair in h.distributions}
 
     requests: list[PlannedRequest] = []
-    requests += _entity_requests(active, state)
+    requests += _entity_requests(active, state, held_refs)
     requests += _contact_requests(active, state)
-    requests += _association_requests(active, state)
-    requests += _instruction_requests(active, state)
+    requests += _association_requests(active, state, held_refs)
+    requests += _instruction_requests(active, state, held_refs)
     by_file: dict[str, list[PlannedDistribution]] = defaultdict(list)
     for d in distributions:
+        if (d.file_hash, d.external_reference) in held_distributions:
+            continue  # pays a probable duplicate investor: held for a person
         if d.action == "create" and d.file_hash in active_hashes:
             by_file[d.file_hash].append(d)
     for f in active:
@@ -104,6 +114,7 @@ def build_plan(
         distributions=tuple(distributions),
         requests=tuple(requests),
         batch_size=batch_size,
+        held=held,
     )
 
 
@@ -114,13 +125,15 @@ def _owners(rows: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in owners.items()}
 
 
-def _entity_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+def _entity_requests(
+    files: Sequence[FileInput], state: ServiceState, held: set[str]
+) -> list[PlannedRequest]:
     wanted: dict[str, dict[str, Any]] = {}
     owner_rows = []
     for f in files:
         for e in _records(f.entities):
             ref = _pick(e, "entity_external_reference", "external_reference")
-            if not ref or ref in state.entities_by_ref:
+            if not ref or ref in state.entities_by_ref or ref in held:
                 continue
             owner_rows.append((ref, f.file_hash))
             element: dict[str, Any] = {
@@ -184,7 +197,20 @@ def _contact_entity_refs(row: dict[str, Any]) -> list[str]:
     return [t.strip() for t in text.split(";") if t.strip()]
 
 
-def _association_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+def _associated(contact_id: str, entity_id: str, state: ServiceState) -> bool:
+    """Whether the association exists, as far as the service lets us know.
+
+    The documented contact record does not list its entities: then a contact and an entity
+    that both exist already are taken as associated (the association was planned when one of
+    them was created), so a re-run does not ask again every night.
+    """
+    known = state.contact_entities.get(contact_id)
+    return known is None or entity_id in known
+
+
+def _association_requests(
+    files: Sequence[FileInput], state: ServiceState, held: set[str]
+) -> list[PlannedRequest]:
     wanted: dict[str, set[str]] = defaultdict(set)  # entity key -> contact keys
     owner_rows = []
     for f in files:
@@ -193,15 +219,13 @@ def _association_requests(files: Sequence[FileInput], state: ServiceState) -> li
             if not email:
                 continue
             for entity in _contact_entity_refs(c):
+                if entity in held:
+                    continue
                 contact_id = state.contacts_by_email.get(email)
                 entity_id = (
                     entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
                 )
-                if (
-                    contact_id
-                    and entity_id
-                    and entity_id in state.contact_entities.get(contact_id, frozenset())
-                ):
+                if contact_id and entity_id and _associated(contact_id, entity_id, state):
                     continue
                 wanted[entity].add(email)
                 owner_rows.append((entity, f.file_hash))
@@ -243,10 +267,18 @@ _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
     "bank_name": ("bank_name",),
     "branch_code": ("branch_code",),
     "external_reference": ("payment_external_reference", "external_reference"),
+    # wires (DESIGN: intermediary, SWIFT and address fields)
+    "swift_code": ("swift_code",),
+    "intermediary_bank_name": ("intermediary_bank_name",),
+    "intermediary_swift_code": ("intermediary_swift_code",),
+    "beneficiary_address": ("beneficiary_address",),
+    "originator_to_beneficiary": ("originator_to_beneficiary",),
 }
 
 
-def _instruction_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
+def _instruction_requests(
+    files: Sequence[FileInput], state: ServiceState, held: set[str]
+) -> list[PlannedRequest]:
     # Only entities without any instructions at the service get some: replacing existing
     # instructions is a decision for a person, not for a re-run.
     wanted: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -254,7 +286,7 @@ def _instruction_requests(files: Sequence[FileInput], state: ServiceState) -> li
     for f in files:
         for p in _records(f.payment_instructions):
             entity = _pick(p, "entity_external_reference", "entity") or ""
-            if not entity:
+            if not entity or entity in held:
                 continue
             entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
             if entity_id and entity_id in state.entities_with_instructions:

@@ -12,13 +12,14 @@ from typing import Any
 
 from fundpipe.plan._model import (
     FileInput,
+    HeldInvestor,
     PlannedDistribution,
     PlannedPayment,
     Ref,
     ServiceDistribution,
     ServiceState,
 )
-from fundpipe.plan._values import _blank, _instant, _records, _text, derived_reference
+from fundpipe.plan._values import _blank, _instant, _pick, _records, _text, derived_reference
 
 
 def _entity_of(value: Any, is_ref: Any, state: ServiceState, roster: set[str]) -> str | Ref:
@@ -174,3 +175,35 @@ def _classify(
             seen[d.external_reference] = d
         out.append(d)
     return out
+
+
+def _held_investors(
+    files: Sequence[FileInput], state: ServiceState, distributions: Sequence[PlannedDistribution]
+) -> tuple[HeldInvestor, ...]:
+    """Roster investors whose reference the service lacks but whose exact name and type one
+    existing entity carries: probably the same investor (issue: never make one twice)."""
+    out: list[HeldInvestor] = []
+    for f in files:
+        seen: set[str] = set()
+        for e in _records(f.entities):
+            ref = _pick(e, "entity_external_reference", "external_reference")
+            name = _pick(e, "entity_name", "name")
+            kind = _pick(e, "entity_type", "type")
+            if not ref or not name or not kind or ref in seen or ref in state.entities_by_ref:
+                continue
+            seen.add(ref)
+            matches = state.entities_by_name.get((name, kind), ())
+            if len(matches) != 1:
+                continue
+            paying = tuple(
+                sorted(
+                    (d.file_hash, d.external_reference)
+                    for d in distributions
+                    if d.action == "create"
+                    and any(p.entity == Ref("entity", ref) for p in d.payments)
+                )
+            )
+            out.append(
+                HeldInvestor(f.file_hash, f.source_file, ref, name, kind, matches[0], paying)
+            )
+    return tuple(out)

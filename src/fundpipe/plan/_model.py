@@ -107,9 +107,16 @@ class ServiceState:
     entities_with_instructions: frozenset[str] = frozenset()
     contacts_by_email: Mapping[str, str] = field(default_factory=dict)
     contact_ids: frozenset[str] = frozenset()
+    #: only for contacts whose record lists its entities (the documented record does not)
     contact_entities: Mapping[str, frozenset[str]] = field(default_factory=dict)
     distributions_by_ref: Mapping[str, ServiceDistribution] = field(default_factory=dict)
     available_cents: Mapping[str, int] = field(default_factory=dict)
+    #: entity ids by (exact name, type): finds an investor whose reference changed
+    entities_by_name: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: what the snapshot could not read (an operation the service does not serve), in words
+    warnings: tuple[str, ...] = ()
+    #: the objects' `livemode` (None when no object was seen; True when any was live)
+    livemode: bool | None = None
 
 
 # --------------------------------------------------------------------------- plan inputs
@@ -256,6 +263,33 @@ class PlannedRequest:
 
 
 @dataclass(frozen=True)
+class HeldInvestor:
+    """A roster investor whose reference matches nothing at the service but whose exact name
+    and type match exactly one existing entity: probably the same investor. It is not
+    created, and the distributions paying it are not sent; a person decides."""
+
+    file_hash: str
+    source_file: str
+    external_reference: str
+    name: str
+    type: str
+    existing_id: str
+    #: (file hash, external reference) of the drop's distributions that pay the held investor
+    distributions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """The sentence for the run summary and the report."""
+        held = ", ".join(ref for _, ref in self.distributions) or "none"
+        return (
+            f"probably the same investor: roster {self.external_reference} "
+            f"({self.name!r}, {self.type}) matches no reference at the service but exactly "
+            f"one existing entity by name and type, {self.existing_id}; not created, "
+            f"distributions paying it held ({held}) — a person decides"
+        )
+
+
+@dataclass(frozen=True)
 class PlannedFile:
     """A file's share of the plan."""
 
@@ -277,6 +311,12 @@ class Plan:
     distributions: tuple[PlannedDistribution, ...]
     requests: tuple[PlannedRequest, ...]
     batch_size: int = MAX_BATCH
+    #: roster investors held as probably the same as an existing entity
+    held: tuple[HeldInvestor, ...] = ()
+
+    def held_refs(self, file_hash: str) -> list[str]:
+        """References of ``file_hash``'s distributions held for a probable duplicate investor."""
+        return sorted({r for h in self.held for f, r in h.distributions if f == file_hash})
 
     def phase(self, name: Phase) -> list[PlannedRequest]:
         """The requests of one phase, in order."""
@@ -290,8 +330,13 @@ class Plan:
     def to_create(self) -> list[PlannedDistribution]:
         """Distributions the plan sends."""
         excluded = {f.file_hash for f in self.files if f.excluded or f.conflict}
+        held = {pair for h in self.held for pair in h.distributions}
         return [
-            d for d in self.distributions if d.action == "create" and d.file_hash not in excluded
+            d
+            for d in self.distributions
+            if d.action == "create"
+            and d.file_hash not in excluded
+            and (d.file_hash, d.external_reference) not in held
         ]
 
     def totals_by_vehicle(self, *, only_new: bool = True) -> dict[str, int]:

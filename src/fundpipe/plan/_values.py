@@ -15,14 +15,27 @@ import pandas as pd
 
 from fundpipe.plan._model import Ref
 
+#: Instruction fields shown only masked: the account number and the wire details.
+SENSITIVE_KEYS = frozenset(
+    {
+        "account_number",
+        "swift_code",
+        "intermediary_bank_name",
+        "intermediary_swift_code",
+        "beneficiary_address",
+        "originator_to_beneficiary",
+    }
+)
+
 
 def display_body(value: Any) -> Any:
-    """A body with placeholders shown as ``<entity:REF>`` and account numbers masked."""
+    """A body with placeholders shown as ``<entity:REF>`` and account numbers and wire
+    details masked."""
     if isinstance(value, Ref):
         return str(value)
     if isinstance(value, dict):
         return {
-            k: (mask_account(v) if k == "account_number" else display_body(v))
+            k: (mask_account(v) if k in SENSITIVE_KEYS else display_body(v))
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

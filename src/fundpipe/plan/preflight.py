@@ -64,7 +64,14 @@ def preflight(plan: Plan, state: ServiceState, *, require_funds: bool = False) -
     refused: set[str] = set()
     blocked = {f.file_hash for f in plan.files if f.conflict or f.excluded}
     made = _created_placeholders(plan)
-    todo = [d for d in plan.distributions if d.action == "create" and d.file_hash not in blocked]
+    held = {pair for h in plan.held for pair in h.distributions}
+    todo = [
+        d
+        for d in plan.distributions
+        if d.action == "create"
+        and d.file_hash not in blocked
+        and (d.file_hash, d.external_reference) not in held  # not sent: nothing to check
+    ]
 
     def refuse(d: PlannedDistribution, check: str, message: str) -> None:
         refused.add(d.file_hash)

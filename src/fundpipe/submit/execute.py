@@ -19,10 +19,15 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from fundpipe.client import FundClient
-from fundpipe.client.errors import APIError, FundServiceError
+from fundpipe.client.errors import (
+    AlreadyExistsError,
+    APIError,
+    FundServiceError,
+)
 from fundpipe.keys import idempotency_key
 from fundpipe.plan import (
     PHASES,
@@ -36,6 +41,7 @@ from fundpipe.plan import (
     UnresolvedReferenceError,
 )
 from fundpipe.progress import NullProgress, ProgressSink
+from fundpipe.submit.adopt import association_warnings, send_adopting
 from fundpipe.submit.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,9 @@ class SubmitResult:
     unknown: dict[str, str] = field(default_factory=dict)  # file hash → reason
     requests_sent: int = 0
     elapsed_s: float = 0.0  # wall time of the execution (all phases)
+    #: what was not done but blocks nothing (associations, linked or clashing investors)
+    warnings: list[str] = field(default_factory=list)
+    linked_ids: list[str] = field(default_factory=list)  # existing entities/contacts used
 
     @property
     def complete(self) -> bool:
@@ -235,6 +244,9 @@ async def execute(
         try:
             resolved = request.resolve(ids, plan.org_id, key_fn)
         except UnresolvedReferenceError as exc:
+            if request.phase == "associations":  # optional: never blocks a distribution
+                result.warnings.append(f"{request.label}: not associated ({exc})")
+                return
             fail(result.failed, request, str(exc))
             writer.later(lambda: _fail_distributions(ledger, request, by_ref))
             return
@@ -242,23 +254,46 @@ async def execute(
             await writer.intent(resolved)
             result.requests_sent += 1
             result.keys_sent.add(resolved.key)
+            resent: list[str] = []  # smaller batches sent after a 409 named existing objects
             try:
-                records = await _send(client, resolved)
+                if request.phase in ("entities", "contacts"):
+                    adopted = await send_adopting(
+                        client,
+                        resolved,
+                        partial(_send, client),
+                        key_fn,
+                        plan.org_id,
+                        writer.intent,
+                    )
+                    records = adopted.records
+                    result.linked_ids.extend(adopted.linked)
+                    result.warnings.extend(f"{request.label}: {c}" for c in adopted.conflicts)
+                    resent = [r.key for r in adopted.requests]
+                    result.keys_sent.update(resent)
+                else:
+                    records = await _send(client, resolved)
             except FundServiceError as exc:
                 status = exc.status if isinstance(exc, APIError) else None
-                definitive = status in _DEFINITIVE_STATUSES
+                # a 409 naming the existing object is an answer, not a request still in flight
+                definitive = status in _DEFINITIVE_STATUSES or isinstance(exc, AlreadyExistsError)
                 request_id = exc.request_id if isinstance(exc, APIError) else None
                 error = str(exc)
-                fail(result.failed if definitive else result.unknown, request, str(exc))
+                optional = request.phase == "associations"
+                if optional:
+                    result.warnings.extend(association_warnings(request, resolved, exc))
+                else:
+                    fail(result.failed if definitive else result.unknown, request, str(exc))
 
                 def record_failure() -> None:
                     ledger.record_outcome(
                         resolved.key,
-                        "failed" if definitive else "unknown",
+                        "failed" if definitive or optional else "unknown",
                         status=status,
                         request_id=request_id,
                         error=error,
                     )
+                    if optional:
+                        return
                     if definitive:
                         _fail_distributions(ledger, request, by_ref)
                     else:
@@ -275,9 +310,8 @@ async def execute(
             extra = await _all_payments(client, records)
 
         def record_success() -> None:
-            ledger.record_outcome(
-                resolved.key, "succeeded", status=201, service_ids=_ids_of(records)
-            )
+            for key in [resolved.key, *resent]:
+                ledger.record_outcome(key, "succeeded", status=201, service_ids=_ids_of(records))
             if request.phase == "distributions":
                 _record_created(ledger, request, resolved, records, extra, result)
 

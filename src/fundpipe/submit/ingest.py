@@ -22,10 +22,10 @@ import duckdb
 import httpx
 
 from fundpipe.config import Settings, require_service
-from fundpipe.errors import ConfigurationError
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
+from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import (
     Candidate,
@@ -36,7 +36,7 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.ledger import Ledger, open_ledger
-from fundpipe.submit.snapshot import load_state
+from fundpipe.submit.snapshot import load_state, only_organization, vehicles_of, with_vehicles
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
 from fundpipe.validate.issues import FileReport
 
@@ -108,6 +108,7 @@ def ingest(
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
     require_service(settings, transport)
+    check_binding(settings, settings.org_id, bind=False)  # before any file is moved
     lock: AbstractContextManager[Any] = (
         nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
     )
@@ -179,19 +180,30 @@ class _Run:
         if not todo:
             return self.result
         async with FundClient(self.settings, transport=transport) as client:
-            org_id = self.settings.org_id or await _only_organization(client)
+            org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
+            # before anything is read or sent: this data directory is this service's
+            check_binding(self.settings, org_id, bind=not self.dry_run)
             state = await load_state(client, org_id)
             valid, inputs = self.validate(todo, state.entities_by_ref)
+            state = await with_vehicles(
+                client, state, vehicles_of(inputs) | set(self.settings.vehicles)
+            )
+            self.result.warnings.extend(state.warnings)
+            self.result.livemode = state.livemode
+            check_livemode(self.settings, state.livemode)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
             if checked.refused:
                 plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
             self.result.plan, self.result.preflight = plan, checked
+            self.result.warnings.extend(h.reason for h in plan.held)
             if self.dry_run or self.ledger is None:
                 self.planned(valid, plan)
                 return self.result
             submitted = await self.send(client, self.ledger, plan, state)
+            self.result.warnings.extend(submitted.warnings)
+            self.result.notes.extend(client.notes)
         self.verdicts(self.ledger, valid, plan, checked, submitted)
         return self.result
 
@@ -349,6 +361,8 @@ class _Run:
             v = verdict(f, c.original_name, plan, checked, submitted)
             if v.unsent_state is not None:
                 _mark_unsent(ledger, plan, f.file_hash, v.unsent_state)
+            elif plan.held_refs(f.file_hash):  # held for a probable duplicate investor
+                ledger.mark_distributions(f.file_hash, plan.held_refs(f.file_hash), "conflict")
             ledger.record_file(f.file_hash, f.source_file, v.ledger_state, message=v.message)
             outcome = FileOutcome(
                 c.original_name,
@@ -375,12 +389,3 @@ def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None
         if d.file_hash == file_hash and d.action != "link"
     ]
     ledger.mark_distributions(file_hash, refs, state)
-
-
-async def _only_organization(client: Any) -> str:
-    orgs = [o.id async for o in client.list_organizations()]
-    if len(orgs) != 1:
-        raise ConfigurationError(
-            "FUNDPIPE_ORG_ID is required: the client reaches several organizations"
-        )
-    return str(orgs[0])

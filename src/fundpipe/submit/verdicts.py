@@ -52,6 +52,12 @@ class IngestResult:
     preflight: Preflight | None = None
     dry_run: bool = False
     submit: SubmitResult | None = None
+    #: what the run could not do but did not need (optional operations, associations), in words
+    warnings: list[str] = field(default_factory=list)
+    #: the client's notes (e.g. the body form it switched to), in words
+    notes: list[str] = field(default_factory=list)
+    #: the service objects' `livemode` (None when none was seen)
+    livemode: bool | None = None
 
     @property
     def exit_code(self) -> int:
@@ -122,4 +128,5 @@ def verdict(
         message = "the service refused: " + submitted.failed[file_hash]
         issue = Issue(source_file, None, None, None, None, "service_refused", message)
         return Verdict("rejected", "rejected", "rejected", message, [issue])
-    return Verdict("processed", "processed", "processed", None)
+    held = [h.reason for h in plan.held if h.file_hash == file_hash]
+    return Verdict("processed", "processed", "processed", "; ".join(held) or None)

@@ -130,3 +130,22 @@ def copy_ledger(
             con.execute("DETACH ledger")
     row = con.execute("SELECT count(*) FROM ledger_payments").fetchone()
     return int(row[0]) if row else 0
+
+
+def ledger_vehicles(ledger_file: Path) -> set[str]:
+    """The vehicles the ledger's sheet rows pay from (empty when the ledger can't be read)."""
+    if not ledger_file.exists():
+        return set()
+    try:
+        con = duckdb.connect(str(ledger_file), read_only=True)
+    except duckdb.Error:  # held by an ingest: the sheets' vehicles then come from the service
+        return set()
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT vehicle FROM ledger_payments WHERE vehicle IS NOT NULL"
+        ).fetchall()
+    except duckdb.Error:
+        return set()
+    finally:
+        con.close()
+    return {str(r[0]) for r in rows if r[0]}

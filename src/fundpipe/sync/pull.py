@@ -14,7 +14,7 @@ transaction:
 Pulling is concurrent where lists are independent (each vehicle's accounts, the rest of a
 distribution's payments, the entity and contact lists) and sequential along one cursor. Pages go
 straight into Arrow record batches and are staged in Parquet files in a temporary directory
-(bounded memory: at most `_FLUSH_ROWS` rows per table wait in memory), and the warehouse is opened
+(`fundpipe.sync.stage`: bounded memory), and the warehouse is opened
 only for the final merge — it is not held while the network is slow.
 """
 
@@ -32,13 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fundpipe.client import FundClient
+from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
+from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
-from fundpipe.progress import NullProgress, ProgressSink
-from fundpipe.sync.merge import copy_ledger, merge
+from fundpipe.progress import ProgressSink
+from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
+from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
 from fundpipe.warehouse.file import Warehouse
 
 __all__ = ["SyncResult", "sync", "sync_async"]
@@ -46,51 +48,6 @@ __all__ = ["SyncResult", "sync", "sync_async"]
 log = logging.getLogger(__name__)
 
 _PAGE_SIZE = 100  # the service's maximum `limit`
-_FLUSH_ROWS = 10_000
-
-_S = pa.string()
-_TS = pa.string()  # instants are staged as the service's ISO text and cast by DuckDB on merge
-_B = pa.bool_()
-_I = pa.int64()
-
-#: Staged tables and their columns (Arrow types).
-STAGE_SCHEMAS: dict[str, pa.Schema] = {
-    "vehicles": pa.schema(
-        [("id", _S), ("organization", _S), ("name", _S), ("livemode", _B),
-         ("created_at", _TS), ("updated_at", _TS)]
-    ),
-    "financial_accounts": pa.schema(
-        [("id", _S), ("vehicle", _S), ("name", _S), ("type", _S), ("bank_name", _S),
-         ("account_number_last_four", _S), ("livemode", _B), ("created_at", _TS),
-         ("updated_at", _TS), ("total", _I), ("available", _I),
-         ("total_end_of_last_month", _I), ("currency", _S)]
-    ),
-    "distributions": pa.schema(
-        [("id", _S), ("name", _S), ("vehicle", _S), ("external_reference", _S),
-         ("distribution_date", _TS), ("distribution_timezone", _S), ("short_id", _S),
-         ("status", _S), ("published_at", _TS), ("approved_at", _TS), ("executed_at", _TS),
-         ("cancelled_at", _TS), ("created_at", _TS), ("updated_at", _TS), ("sender_url", _S),
-         ("recipient_url", _S), ("livemode", _B)]
-    ),
-    "distribution_payments": pa.schema(
-        [("id", _S), ("distribution", _S), ("amount", _I), ("currency", _S),
-         ("distribution_date_override", _TS), ("status", _S), ("recipient_confirmed_at", _TS),
-         ("verified_at", _TS), ("disbursed_at", _TS), ("failed_at", _TS),
-         ("failure_reason", _S), ("entity", _S), ("payment_instructions", _S), ("livemode", _B)]
-    ),
-    "distribution_notifications": pa.schema(
-        [("id", _S), ("payment", _S), ("contact", _S), ("livemode", _B)]
-    ),
-    "entities": pa.schema(
-        [("id", _S), ("name", _S), ("type", _S), ("external_type", _S),
-         ("external_reference", _S), ("payment_instructions", pa.list_(_S)), ("livemode", _B),
-         ("created_at", _TS), ("updated_at", _TS)]
-    ),
-    "contacts": pa.schema(
-        [("id", _S), ("name", _S), ("email", _S), ("external_reference", _S),
-         ("entities", pa.list_(_S)), ("livemode", _B), ("created_at", _TS), ("updated_at", _TS)]
-    ),
-}  # fmt: skip
 
 _BALANCE_FIELDS = ("total", "available", "total_end_of_last_month", "currency")
 
@@ -107,66 +64,10 @@ class SyncResult:
     status_changes: int
     ledger_payments: int
     ledger_found: bool
-
-
-class _Sink:
-    """Arrow batches for one staged table, flushed to Parquet every `_FLUSH_ROWS` rows."""
-
-    def __init__(self, path: Path, schema: pa.Schema, progress: ProgressSink | None = None) -> None:
-        self.path = path
-        self.schema = schema
-        self.progress = progress or NullProgress()
-        self.rows = 0
-        self._pending: list[pa.RecordBatch] = []
-        self._pending_rows = 0
-        self._writer = pq.ParquetWriter(path, schema, compression="lz4")
-
-    def add(self, records: Iterable[Mapping[str, Any]], **fixed: Any) -> None:
-        records = list(records)  # one page of at most 100 records
-        if not records:
-            return
-        columns = {
-            f.name: pa.array(
-                [fixed[f.name]] * len(records)
-                if f.name in fixed
-                else [r.get(f.name) for r in records],
-                f.type,
-            )
-            for f in self.schema
-        }
-        batch = pa.RecordBatch.from_pydict(columns, schema=self.schema)
-        self._pending.append(batch)
-        self._pending_rows += batch.num_rows
-        self.rows += batch.num_rows
-        self.progress.advance(self.path.stem, batch.num_rows)
-        if self._pending_rows >= _FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._pending:
-            self._writer.write_table(pa.Table.from_batches(self._pending, self.schema))
-            self._pending, self._pending_rows = [], 0
-
-    def close(self) -> None:
-        self.flush()
-        self._writer.close()
-
-
-class _Stage:
-    def __init__(self, root: Path, progress: ProgressSink | None = None) -> None:
-        progress = progress or NullProgress()
-        for name in STAGE_SCHEMAS:
-            progress.start(name, f"sync {name.replace('_', ' ')}")
-        self.sinks = {
-            name: _Sink(root / f"{name}.parquet", s, progress) for name, s in STAGE_SCHEMAS.items()
-        }
-
-    def __getitem__(self, name: str) -> _Sink:
-        return self.sinks[name]
-
-    def close(self) -> None:
-        for sink in self.sinks.values():
-            sink.close()
+    #: what could not be pulled but did not stop the sync (optional operations), in words
+    warnings: tuple[str, ...] = ()
+    #: the objects' `livemode` (None when none was seen; True when any was live)
+    livemode: bool | None = None
 
 
 def _flatten_accounts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,8 +81,19 @@ def _flatten_accounts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class _Puller:
     """Walks the service's lists into the stage, bounding concurrent side-walks."""
 
-    def __init__(self, client: FundClient, stage: _Stage, concurrency: int, page_size: int) -> None:
+    def __init__(
+        self,
+        client: FundClient,
+        stage: Stage,
+        concurrency: int,
+        page_size: int,
+        vehicles: Iterable[str] = (),
+    ) -> None:
         self.client = client
+        self.hinted = set(vehicles)  # from the ledger and FUNDPIPE_VEHICLES
+        self.seen_vehicles: set[str] = set()  # named by distributions
+        self.warnings: list[str] = []
+        self.livemode: bool | None = None
         self.stage = stage
         self.page_size = page_size
         self._slots = asyncio.Semaphore(concurrency)
@@ -207,24 +119,56 @@ class _Puller:
             await asyncio.gather(*list(self._tasks))
 
     def pages(
-        self, path: str, params: Mapping[str, Any] | None = None
+        self, path: str, params: Mapping[str, Any] | None = None, operation: str | None = None
     ) -> AsyncIterator[dict[str, Any]]:
-        return self.client.raw_pages(path, params)
+        return self.client.raw_pages(path, params, operation=operation)
 
-    async def vehicles_and_accounts(self) -> None:
-        async for page in self.pages("/v1/vehicles", {"limit": self.page_size}):
-            vehicles = page["data"]
-            self.stage["vehicles"].add(vehicles)
-            for vehicle in vehicles:
-                await self.spawn(partial(self.accounts, vehicle["id"]))
+    def _seen(self, records: Iterable[Mapping[str, Any]]) -> None:
+        for record in records:
+            live = record.get("livemode")
+            if live is not None:
+                self.livemode = bool(self.livemode) or bool(live)
+
+    async def vehicles_and_accounts(self) -> bool:
+        """The vehicle list (optional): False, with a warning, when the service lacks it."""
+        path = self.client.path_of("vehicles")
+        try:
+            async for page in self.pages(path, {"limit": self.page_size}, "vehicles"):
+                vehicles = page["data"]
+                self.stage["vehicles"].add(vehicles)
+                for vehicle in vehicles:
+                    self.hinted.discard(vehicle["id"])
+                    await self.spawn(partial(self.accounts, vehicle["id"]))
+        except (OperationUnavailableError, MissingScopeError) as exc:
+            what = f"{path} answered {exc.status}"
+            if isinstance(exc, MissingScopeError):
+                what = f"not granted: {exc.message}"
+            self.warnings.append(
+                f"the optional operation 'vehicles' failed ({what}): balances read for the "
+                "vehicles of the ledger, the distributions and FUNDPIPE_VEHICLES"
+            )
+            return False
+        return True
+
+    async def unlisted_vehicles(self) -> None:
+        """Without the vehicle list: every vehicle we know of, through its account list."""
+        for vehicle_id in sorted(self.hinted | self.seen_vehicles):
+            self.stage["vehicles"].add([{"id": vehicle_id}])
+            await self.spawn(partial(self.accounts, vehicle_id))
 
     async def accounts(self, vehicle_id: str) -> None:
         path = f"/v1/vehicles/{vehicle_id}/financial_accounts"
-        async for page in self.pages(path, {"limit": self.page_size}):
-            self.stage["financial_accounts"].add(_flatten_accounts(page["data"]))
+        try:
+            async for page in self.pages(path, {"limit": self.page_size}):
+                self._seen(page["data"])
+                self.stage["financial_accounts"].add(_flatten_accounts(page["data"]))
+        except NotFoundError:
+            self.warnings.append(f"vehicle {vehicle_id}: unknown to the service (404)")
 
     async def distributions(self) -> None:
         async for page in self.pages("/v1/distributions", {"limit": self.page_size}):
+            self._seen(page["data"])
+            self.seen_vehicles |= {d["vehicle"] for d in page["data"] if d.get("vehicle")}
             self.stage["distributions"].add(page["data"])
             for distribution in page["data"]:
                 await self._payments_of(distribution)
@@ -240,6 +184,10 @@ class _Puller:
         next_url = nested.get("next_page_url")
         if next_url:
             await self.spawn(partial(self.payment_pages, dst_id, next_url, None))
+        elif nested.get("has_more") is True:  # the older form: go on through the list operation
+            path = f"/v1/distributions/{dst_id}/payments"
+            params = {"limit": self.page_size}
+            await self.spawn(partial(self.payment_pages, dst_id, path, params))
 
     async def payment_pages(self, dst_id: str, path: str, params: Mapping[str, Any] | None) -> None:
         async for page in self.pages(path, params):
@@ -264,19 +212,22 @@ class _Puller:
         async for page in self.pages(path):
             self.stage["distribution_notifications"].add(page["data"], payment=payment_id)
 
-    async def simple(self, path: str, table: str) -> None:
+    async def simple(self, path: str, table: str, kind: str) -> None:
         async for page in self.pages(path, {"limit": self.page_size}):
-            self.stage[table].add(page["data"])
+            self._seen(page["data"])
+            self.stage[table].add(one_form(kind, r) for r in page["data"])
 
     async def run(self) -> None:
         # Independent cursors walk side by side; side-walks are bounded by the semaphore.
         try:
-            await asyncio.gather(
+            listed, *_ = await asyncio.gather(
                 self.vehicles_and_accounts(),
                 self.distributions(),
-                self.simple("/v1/entities", "entities"),
-                self.simple("/v1/contacts", "contacts"),
+                self.simple("/v1/entities", "entities", "entity"),
+                self.simple("/v1/contacts", "contacts", "contact"),
             )
+            if not listed:
+                await self.unlisted_vehicles()
             await self.drain()
         except BaseException:
             for task in list(self._tasks):
@@ -296,17 +247,21 @@ async def sync_async(
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
     require_service(settings, transport)
+    check_binding(settings, settings.org_id, bind=False)
     now = clock or (lambda: datetime.now(UTC))
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
-        stage = _Stage(Path(tmp), progress)
+        stage = Stage(Path(tmp), progress)
         try:
+            hints = set(settings.vehicles) | ledger_vehicles(settings.ledger_file)
             async with FundClient(settings, transport=transport) as client:
-                await _Puller(client, stage, settings.max_concurrency, page_size).run()
+                puller = _Puller(client, stage, settings.max_concurrency, page_size, hints)
+                await puller.run()
         finally:
             stage.close()
+        check_livemode(settings, puller.livemode)  # before the warehouse is touched
         counts = {name: sink.rows for name, sink in stage.sinks.items()}
         with warehouse.write() as con:
             changes = merge(
@@ -342,6 +297,8 @@ async def sync_async(
         status_changes=changes,
         ledger_payments=ledger_rows,
         ledger_found=settings.ledger_file.exists(),
+        warnings=tuple(puller.warnings),
+        livemode=puller.livemode,
     )
 
 

@@ -173,6 +173,8 @@ class RosterSheetModel(pa.DataFrameModel):
 
 def routing_number_valid(s: pd.Series) -> pd.Series:
     """Nine digits whose ABA checksum (3-7-1 weights) is a multiple of 10; vectorised."""
+    if s.empty:  # pandera drops the nulls first: a column left empty arrives with no rows
+        return pd.Series([], index=s.index, dtype=bool)
     shaped = s.str.fullmatch(r"\d{9}").fillna(False).astype(bool)
     digits = s.where(shaped, "000000000").str.split("", expand=True).iloc[:, 1:10].astype("int64")
     weights = [3, 7, 1, 3, 7, 1, 3, 7, 1]

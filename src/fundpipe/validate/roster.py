@@ -15,6 +15,14 @@ from fundpipe.validate.issues import mask_account_number
 from fundpipe.validate.models import RosterSheetModel, failure_issues
 
 _CONTACT = ("contact_name", "contact_email", "contact_external_reference")
+#: Wire details (DESIGN: wires add intermediary, SWIFT and address fields); sensitive.
+WIRE_COLUMNS = (
+    "swift_code",
+    "intermediary_bank_name",
+    "intermediary_swift_code",
+    "beneficiary_address",
+    "originator_to_beneficiary",
+)
 _PAYMENT = (
     "payment_type",
     "beneficiary_name",
@@ -23,7 +31,10 @@ _PAYMENT = (
     "account_number",
     "branch_code",
     "payment_external_reference",
+    *WIRE_COLUMNS,
 )
+_SWIFT = r"[A-Za-z0-9]{8}(?:[A-Za-z0-9]{3})?"
+_OBI_LINES, _OBI_WIDTH = 4, 35
 
 
 def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
@@ -36,6 +47,11 @@ def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
         frame["payment_type"].str.strip().str.lower().str.replace(r"[\s-]+", "_", regex=True)
     )
     out["account_number"] = frame["account_number"].str.replace(r"[\s-]", "", regex=True)
+    for column in WIRE_COLUMNS:  # a roster written before the wire columns existed
+        if column not in out:
+            out[column] = pd.Series(pd.NA, index=out.index, dtype="string")
+    for column in ("swift_code", "intermediary_swift_code"):
+        out[column] = out[column].str.replace(r"\s", "", regex=True).str.upper()
     failure_issues(RosterSheetModel, out, issues)
 
     ref = out["entity_external_reference"]
@@ -84,7 +100,49 @@ def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
         "payment_complete",
         "ach and domestic wires need a routing number",
     )
+    _check_wires(out, has_payment, issues)
     return out
+
+
+def _check_wires(out: pd.DataFrame, has_payment: pd.Series, issues: IssueCollector) -> None:
+    """Wire details present by type and well formed; values shown masked (they are sensitive)."""
+    kind = out["payment_type"]
+    issues.add(
+        has_payment & kind.eq("international_wire") & out["beneficiary_address"].isna(),
+        "beneficiary_address",
+        None,
+        "wire_complete",
+        "international wires need the beneficiary's address",
+    )
+    issues.add(
+        has_payment & kind.eq("international_wire") & out["swift_code"].isna(),
+        "swift_code",
+        None,
+        "wire_complete",
+        "international wires need the beneficiary bank's SWIFT code",
+    )
+    for column in ("swift_code", "intermediary_swift_code"):
+        value = out[column]
+        bad = value.notna() & ~value.fillna("").str.fullmatch(_SWIFT)
+        issues.add(
+            bad,
+            column,
+            value.map(mask_account_number, na_action="ignore"),
+            "swift_code_format",
+            "a SWIFT/BIC code is 8 or 11 letters or digits",
+        )
+    lines = out["originator_to_beneficiary"].fillna("").str.split(";")
+    too_long = lines.map(
+        lambda parts: len(parts) > _OBI_LINES or any(len(p.strip()) > _OBI_WIDTH for p in parts)
+    )
+    issues.add(
+        out["originator_to_beneficiary"].notna() & too_long,
+        "originator_to_beneficiary",
+        None,
+        "wire_lines",
+        f"at most {_OBI_LINES} originator-to-beneficiary lines of {_OBI_WIDTH} characters, "
+        "separated by ';'",
+    )
 
 
 def roster_frames(
@@ -151,6 +209,7 @@ def roster_frames(
             "account_number",
             "branch_code",
             "payment_external_reference",
+            *WIRE_COLUMNS,
         ]
     ].rename(
         columns={

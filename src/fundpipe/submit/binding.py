@@ -1,0 +1,112 @@
+"""Which service and organization a data directory belongs to, and what its objects must be.
+
+A ledger remembers what it submitted *to one service, for one organization*: pointed at another,
+it would skip files as "already submitted" and report phantom exceptions. So the first ingest
+records the binding beside the ledger (``<ledger>.binding.json``: the service — its base URL,
+``FUNDPIPE_SERVICE_NAME`` or "embedded sandbox" — the organization and when), and every later
+ingest or sync with another service or organization is refused with
+:class:`fundpipe.errors.ConfigurationError` (exit 2) before anything is sent or written. To
+start fresh, point ``FUNDPIPE_DATA_DIR`` at a new folder (or move the old one away).
+
+:func:`check_livemode` stops a run whose objects are live when test ones were expected (the
+embedded sandbox, or ``FUNDPIPE_LIVEMODE=false``), or the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fundpipe.config import Settings
+from fundpipe.errors import ConfigurationError
+
+__all__ = [
+    "binding_file",
+    "check_binding",
+    "check_livemode",
+    "describe_binding",
+    "read_binding",
+]
+
+_OWN = "(the client's own organization)"
+
+
+def binding_file(settings: Settings) -> Path:
+    """Where the ledger's binding is kept: beside the ledger file."""
+    return settings.ledger_file.with_suffix(".binding.json")
+
+
+def read_binding(settings: Settings) -> dict[str, str] | None:
+    """The binding (``service``, ``organization``, ``bound_at``); None before the first run."""
+    path = binding_file(settings)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"{path} cannot be read ({exc}); remove it to bind anew") from exc
+    return {k: str(data.get(k) or "") for k in ("service", "organization", "bound_at")}
+
+
+def _org(organization: str) -> str:
+    return organization or _OWN
+
+
+def describe_binding(settings: Settings) -> str:
+    """The binding in words, for ``fundpipe config``."""
+    bound = read_binding(settings)
+    if bound is None:
+        return "nothing yet (the first ingest binds it)"
+    return (
+        f"{bound['service']}, organization {_org(bound['organization'])} "
+        f"(since {bound['bound_at']})"
+    )
+
+
+def check_binding(settings: Settings, organization: str | None, *, bind: bool) -> None:
+    """Refuse a data directory bound to another service or organization; with ``bind``, record
+    the binding on the first run. ``organization`` None: not known (a sync without
+    ``FUNDPIPE_ORG_ID``), compared by service only."""
+    service = settings.service_identity
+    bound = read_binding(settings)
+    if bound is None:
+        if bind:
+            _write(settings, service, organization or "")
+        return
+    # "" was bound when the organization was not known (the client's own): any name matches
+    same_org = organization is None or bound["organization"] in ("", organization)
+    if bound["service"] == service and same_org:
+        return
+    raise ConfigurationError(
+        f"the data directory {settings.data_dir} belongs to {bound['service']} (organization "
+        f"{_org(bound['organization'])}), not to {service} (organization "
+        f"{_org(organization or '')}): its ledger would take files as already submitted. To "
+        f"start fresh, set FUNDPIPE_DATA_DIR to a new folder (or move {settings.data_dir} "
+        f"away); to keep it, point fundpipe back at {bound['service']}"
+    )
+
+
+def _write(settings: Settings, service: str, organization: str) -> None:
+    path = binding_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "service": service,
+        "organization": organization,
+        "bound_at": datetime.now(UTC).isoformat(),
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def check_livemode(settings: Settings, seen: bool | None) -> None:
+    """Stop when the service's objects are live and test ones were expected, or the reverse."""
+    if settings.livemode is None or seen is None or seen == settings.livemode:
+        return
+    found, expected = ("live", "test") if seen else ("test", "live")
+    raise ConfigurationError(
+        f"the service at {settings.service_identity} answers with {found} objects, but this "
+        f"run expects {expected} ones (FUNDPIPE_LIVEMODE / the embedded sandbox): stopped "
+        "before creating anything — check FUNDPIPE_BASE_URL"
+    )
