@@ -232,7 +232,7 @@ def _write_ledger(path: Path, world: World) -> None:
             12_345,
             None,
             None,
-            "failed",
+            "sent",
         ),
     ]
     for row in rows:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 
 from fundpipe.config import Settings
+from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -64,6 +65,9 @@ class ReconcileSummary:
     service_payments: int
     payments_ok: int
     exception_counts: dict[str, int] = field(default_factory=dict)
+    #: Exceptions open after this run (acknowledged ones are not counted) and acknowledged.
+    open_exceptions: int = 0
+    acknowledged_exceptions: int = 0
 
     @property
     def exceptions(self) -> int:
@@ -81,6 +85,8 @@ class ReconcileResult:
     rows: dict[str, int]
     workbook: Path
     sheets: list[str]
+    #: What this run did to the exception log: opened, resolved, still open (with ids).
+    lifecycle: Lifecycle | None = None
 
     def frame(self, view: str) -> pd.DataFrame:
         """One view's rows as a DataFrame (read from its Parquet file)."""
@@ -195,7 +201,12 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
         ],
-        exception_counts=[*summary.exception_counts.items(), ("Total", summary.exceptions)],
+        exception_counts=[
+            *summary.exception_counts.items(),
+            ("Total", summary.exceptions),
+            ("Open (not acknowledged)", summary.open_exceptions),
+            ("Acknowledged", summary.acknowledged_exceptions),
+        ],
     )
 
 
@@ -220,7 +231,18 @@ def reconcile(
         rows = export_views(con, as_of, out_dir)
         last_sync = _last_sync(con)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
-    summary = summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync)
+    with warehouse.write() as con:
+        lifecycle = track(
+            con,
+            f"read_parquet('{_q(str(parquet['exceptions']))}')",
+            as_of=as_of,
+            now=run_at,
+        )
+    summary = replace(
+        summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
+        open_exceptions=lifecycle.open,
+        acknowledged_exceptions=lifecycle.acknowledged,
+    )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
         workbook,
@@ -234,4 +256,5 @@ def reconcile(
         rows=rows,
         workbook=workbook,
         sheets=sheets,
+        lifecycle=lifecycle,
     )
