@@ -11,17 +11,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from fundpipe.config import Settings
-from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError, as_fundpipe_error
+from fundpipe.app.cli_exceptions import exceptions_app
+from fundpipe.app.cli_shared import (
+    DataDirOption,
+    JsonOption,
+    _settings,
+    _user_errors,
+    console,
+    err_console,
+)
+from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 
 EXIT_CODES_HELP = (
     "Exit codes: "
@@ -37,9 +42,6 @@ app = typer.Typer(
     add_completion=False,
 )
 
-console = Console()
-err_console = Console(stderr=True)
-
 
 def _prefect_defaults(verbose: bool = False) -> None:
     """Sensible Prefect defaults for a local run (each overridable by the environment).
@@ -54,36 +56,6 @@ def _prefect_defaults(verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", level)
-
-
-def _settings(data_dir: Path | None = None) -> Settings:
-    settings = Settings()
-    if data_dir is not None:
-        settings = settings.model_copy(update={"data_dir": data_dir})
-    return settings
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/]")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
-    except Exception as exc:  # every failure becomes a message, never a traceback
-        error = as_fundpipe_error(exc)
-        err_console.print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(int(error.exit_code)) from None
-
-
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory (inbox, ledger, warehouse, reports)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
 @app.command("config")
@@ -411,3 +383,6 @@ def main() -> None:
         app()
     except SystemExit as exc:
         sys.exit(exc.code)
+
+
+app.add_typer(exceptions_app, name="exceptions")

@@ -26,6 +26,7 @@ from rich.table import Table
 
 from fundpipe.plan import PHASES, Plan, display_body
 from fundpipe.plan.preflight import Preflight
+from fundpipe.reconcile.lifecycle import TrackedException
 from fundpipe.reconcile.views import ReconcileResult
 from fundpipe.sheets.money import format_cents
 from fundpipe.submit.ingest import IngestResult
@@ -284,3 +285,22 @@ class RichProgress:
     ) -> None:
         """Stop drawing, leaving the final state of each bar on screen."""
         self._progress.stop()
+
+
+def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
+    """The exception log as a table: id, state, age, what, amount, what to do."""
+    if not found:
+        console.print("[green]no exceptions[/]")
+        return
+    table = Table(show_header=True, title="Exceptions")
+    table.add_column("Id", no_wrap=True)
+    for column in ("State", "Age (days)", "What", "Amount (USD)", "What to do"):
+        table.add_column(
+            column, justify="right" if column in ("Age (days)", "Amount (USD)") else "left"
+        )
+    for t in found:
+        state = t.state + (
+            f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
+        )
+        table.add_row(t.id, state, str(t.age_days), t.what, t.amount_dollars, t.action or "")
+    console.print(table)

@@ -117,9 +117,9 @@ class Lifecycle:
         return len(self.opened) + len(self.still_open)
 
 
-def _rows(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any], as_of: date) -> list[
-    TrackedException
-]:
+def _rows(
+    con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any], as_of: date
+) -> list[TrackedException]:
     rows = con.execute(
         f"SELECT {_COLUMNS} FROM exception_log WHERE {where} ORDER BY kind, vehicle NULLS FIRST, id",
         list(params),
@@ -149,9 +149,7 @@ def _rows(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any], as_
     ]
 
 
-def track(
-    con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: datetime
-) -> Lifecycle:
+def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: datetime) -> Lifecycle:
     """Fold the exceptions of `current` (a relation: the view, or its Parquet export) into the log.
 
     `con` is a writable warehouse connection; everything happens in one transaction.
@@ -163,9 +161,7 @@ def track(
             'exception_id AS id, kind, object_type, object_id, vehicle, source_file, "row", '
             f"amount_cents, reason AS what, action FROM {current}"
         )
-        before = {
-            r[0]: r[1] for r in con.execute("SELECT id, state FROM exception_log").fetchall()
-        }
+        before = {r[0]: r[1] for r in con.execute("SELECT id, state FROM exception_log").fetchall()}
         con.execute(
             "UPDATE exception_log SET state = 'resolved', resolved_on = ?, updated_at = ? "
             "WHERE state <> 'resolved' AND id NOT IN (SELECT id FROM _current)",
