@@ -265,7 +265,11 @@ def reconcile_command(
         str | None, typer.Option("--as-of", help="Report date, YYYY-MM-DD (default: today).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Report directory (default data/reports/<date>).")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Report directory (default data/reports/<date>/<run time>Z, with data/reports/latest).",
+        ),
     ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,

@@ -8,6 +8,7 @@ warehouse is free again while the workbook is written.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -210,6 +211,26 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
     )
 
 
+def run_folder(reports: Path, run_at: datetime) -> Path:
+    """`reports/<date>/<HHMMSS>Z` for a run at `run_at` (UTC); a suffix when it already exists."""
+    at = run_at.astimezone(UTC)
+    folder = reports / at.date().isoformat() / at.strftime("%H%M%SZ")
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = reports / at.date().isoformat() / f"{at.strftime('%H%M%SZ')}-{n}"
+    return folder
+
+
+def point_latest(reports: Path, out_dir: Path) -> None:
+    """Point `reports/latest` at `out_dir` (a relative symlink, replaced atomically)."""
+    link = reports / "latest"
+    staged = reports / f".latest-{os.getpid()}"
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(out_dir.relative_to(reports), target_is_directory=True)
+    staged.replace(link)
+
+
 def reconcile(
     settings: Settings,
     *,
@@ -220,11 +241,14 @@ def reconcile(
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
 
-    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/`.
+    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/<run time>Z/` (one folder
+    per run, never overwritten), with `<data_dir>/reports/latest` pointing at the newest.
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
     as_of = as_of or run_at.astimezone(UTC).date()
-    out_dir = out_dir or settings.data_dir / "reports" / run_at.astimezone(UTC).date().isoformat()
+    default = out_dir is None
+    if out_dir is None:
+        out_dir = run_folder(settings.data_dir / "reports", run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
@@ -249,6 +273,8 @@ def reconcile(
         workbook_summary(summary, out_dir),
         [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
     )
+    if default:
+        point_latest(settings.data_dir / "reports", out_dir)
     return ReconcileResult(
         summary=summary,
         out_dir=out_dir,
