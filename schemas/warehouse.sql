@@ -511,6 +511,17 @@ WHERE state IN ('rejected', 'conflict');
 -- re-saved copy): the earliest row stands for it and `sheet_rows` counts them. Sheet rows that
 -- never reached the service (state planned, conflict or failed, with no payment id: the file was
 -- rejected, refused, in conflict or superseded) belong to their file's outcome, not here.
+-- Where a sheet is now, relative to the data directory: the ledger remembers the name it was
+-- dropped under (or its path in processing/); a finished file was moved to processed/ or rejected/.
+CREATE MACRO file_now(source_file, state) AS
+    CASE state
+        WHEN 'processed' THEN 'processed/'
+        WHEN 'rejected' THEN 'rejected/'
+        WHEN 'conflict' THEN 'rejected/'
+        WHEN 'processing' THEN 'processing/'
+        ELSE ''
+    END || regexp_extract(source_file, '[^/\\]+$');
+
 CREATE OR REPLACE VIEW sheet_vs_service AS
 WITH reached AS (
     SELECT l.*, count(*) OVER (PARTITION BY l.payment_id) AS copies
@@ -524,7 +535,8 @@ WITH reached AS (
     WHERE l.payment_id IS NULL AND l.state IN ('sent', 'created', 'linked')
 ), joined AS (
     SELECT
-        l.file_hash, l.source_file, l.sheet, l."row",
+        l.file_hash, l.source_file, file_now(l.source_file, f.state) AS file_location,
+        l.sheet, l."row",
         l.copies,
         l.state AS ledger_state,
         l.amount_cents AS sheet_amount_cents,
@@ -547,6 +559,7 @@ WITH reached AS (
         s.failure_reason,
         (l.file_hash IS NOT NULL OR l.source_file IS NOT NULL OR l.state IS NOT NULL) AS in_ledger
     FROM reached l
+    LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
     FULL OUTER JOIN payments_effective s ON s.id = l.payment_id
 ), classified AS (
     SELECT *,
@@ -594,7 +607,8 @@ SELECT
     sheet,
     "row",
     file_hash,
-    coalesce(copies, 0) AS sheet_rows
+    coalesce(copies, 0) AS sheet_rows,
+    file_location
 FROM classified;
 
 -- A rejected or conflicting file stops being an exception once a later file went through in its
@@ -634,7 +648,7 @@ WITH raw AS (
                || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
                || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason,
            NULL::VARCHAR AS distribution_name, NULL::VARCHAR AS distribution_external_reference,
-           NULL::VARCHAR AS entity, NULL::VARCHAR AS file_hash,
+           NULL::VARCHAR AS entity, NULL::VARCHAR AS file_hash, NULL::VARCHAR AS file_location,
            'fund the depository account of ' || coalesce(vehicle_name, vehicle) || ' with '
                || usd(shortfall_cents) || ' before ' || coalesce(CAST(first_short_date AS VARCHAR), 'the next distribution')
                || ', or move the distribution''s date' AS action
@@ -645,11 +659,14 @@ WITH raw AS (
            CASE WHEN match = 'amount_mismatch' THEN difference_cents
                 ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
            reason, distribution_name, distribution_external_reference, entity, file_hash,
+           file_location,
            CASE match
                WHEN 'extra' THEN 'find the sheet this payment came from, or cancel it at the service'
                WHEN 'missing' THEN 'check the service for this payment; drop the sheet again if it never arrived'
                WHEN 'amount_mismatch' THEN 'agree the amount with the investor team, then correct the sheet or the service'
-               ELSE CASE WHEN service_status = 'failed' THEN 'fix the investor''s payment instructions and pay again'
+               ELSE CASE WHEN service_status = 'failed' AND failure_reason ILIKE '%insufficient%'
+                              THEN 'fund the vehicle''s depository account, then pay the investor again'
+                         WHEN service_status = 'failed' THEN 'fix the investor''s payment instructions and pay again'
                          WHEN service_status = 'cancelled' THEN 'confirm the cancellation was intended; remove the row from the sheet'
                          ELSE 'check the payment''s status at the service' END
            END
@@ -661,18 +678,20 @@ WITH raw AS (
            'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
                || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
                || usd(unexplained_cents) || ' unexplained',
-           NULL, NULL, NULL, NULL,
+           NULL, NULL, NULL, NULL, NULL,
            'find the movement on the bank statement of ' || coalesce(account_name, financial_account)
     FROM balance_movement
     WHERE unexplained_cents <> 0 AND type = 'depository'
     UNION ALL
-    SELECT 'file_' || f.state, NULL, 'ledger_file', f.file_hash, f.source_file, NULL, NULL, f.total_cents,
+    SELECT 'file_' || f.state, NULL, 'ledger_file', f.file_hash, f.source_file, NULL, NULL,
+           f.total_cents,
            CASE f.state
-               WHEN 'rejected' THEN 'file ' || f.source_file || ' (' || coalesce(CAST(f."rows" AS VARCHAR), '?')
-                   || ' rows, ' || coalesce(usd(f.total_cents), '?') || ') was rejected on '
+               WHEN 'rejected' THEN 'file ' || file_now(f.source_file, f.state) || ' (' || coalesce(CAST(f."rows" AS VARCHAR), '?')
+                   || ' row(s)' || CASE WHEN f.total_cents IS NULL THEN '' ELSE ', ' || usd(f.total_cents) END
+                   || ') was rejected on '
                    || CAST(CAST(timezone('UTC', f.received_at) AS DATE) AS VARCHAR)
                    || ': nothing in it was paid'
-               ELSE 'file ' || f.source_file || ' changes distributions already at the service: '
+               ELSE 'file ' || file_now(f.source_file, f.state) || ' changes distributions already at the service: '
                    || coalesce((SELECT string_agg(coalesce(e.name, c.entity) || ' (' || c.entity || ') row '
                                    || c."row" || ': sheet ' || usd(c.sheet_amount_cents) || ' vs service '
                                    || coalesce(usd(c.service_amount_cents), 'none'), '; ' ORDER BY c."row")
@@ -684,9 +703,9 @@ WITH raw AS (
            END,
            (SELECT min(l.distribution_name) FROM ledger_payments l WHERE l.file_hash = f.file_hash),
            (SELECT min(l.distribution_external_reference) FROM ledger_payments l WHERE l.file_hash = f.file_hash),
-           NULL, f.file_hash,
+           NULL, f.file_hash, file_now(f.source_file, f.state),
            CASE f.state
-               WHEN 'rejected' THEN 'open its error report in data/rejected/, fix the sheet and drop it in the inbox again'
+               WHEN 'rejected' THEN 'open its error report beside it in rejected/, fix the sheet and drop it in the inbox again'
                ELSE 'make the change at the service (or restore the sheet), then drop the file again'
            END
     FROM ledger_files f
@@ -703,7 +722,23 @@ SELECT
     v.name AS vehicle_name,
     r.distribution_name, r.distribution_external_reference,
     r.entity, e.name AS investor_name, e.external_reference AS investor_reference,
-    r.action
+    r.action,
+    r.file_location,
+    -- the whole problem in one plain line: whose money, how much, where in which sheet
+    CASE
+        WHEN r.object_type = 'distribution_payment' THEN
+            coalesce(r.distribution_name, '?') || coalesce(' (' || r.distribution_external_reference || ')', '')
+            || ', ' || coalesce(e.name, r.entity, 'unknown investor')
+            || coalesce(' (' || e.external_reference || ')', '') || coalesce(' [' || r.entity || ']', '')
+            || ': ' || r.reason
+            || coalesce('; ' || coalesce(r.file_location, r.source_file)
+                        || coalesce(' row ' || CAST(r."row" AS VARCHAR), ''), '')
+        WHEN r.object_type IN ('vehicle', 'financial_account') THEN
+            coalesce(v.name || ' (' || r.vehicle || ')', r.vehicle, '?') || ': ' || r.reason
+        ELSE r.reason
+            || coalesce('; distribution ' || r.distribution_name
+                        || coalesce(' (' || r.distribution_external_reference || ')', ''), '')
+    END AS what
 FROM raw r
 LEFT JOIN vehicles v ON v.id = r.vehicle
 LEFT JOIN entities e ON e.id = r.entity;

@@ -50,7 +50,7 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
     assert rows["veh_b"][header.index("next_distribution_date")].number_format == "yyyy-mm-dd"
     assert funding.column_dimensions["C"].width >= 14
     payments = wb["Payments"]
-    assert payments.auto_filter.ref == "A1:T7"  # issue 13: + sheet_rows
+    assert payments.auto_filter.ref == "A1:U7"  # issue 13: + sheet_rows, file_location
     cents = {r[6].value: r[8].value for r in payments.iter_rows(min_row=2)}
     assert cents["dpmt_2"] == 250
     balances = wb["Balances"]

@@ -267,6 +267,28 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         for key, exception_id in got.items():
             assert history.setdefault(key, exception_id) == exception_id, (day, key)
         month.ids.update(got)
+        lines = {
+            (str(r.kind), str(r.object_id)): (str(r.what), str(r.action))
+            for r in frame.itertuples()
+        }
+        if day == 2:  # a rejected file: where it is now, what to do
+            what, action = lines[("file_rejected", month.files["bad"])]
+            assert what.startswith("file rejected/bad.csv (1 row(s)) was rejected on "), what
+            assert "fix the sheet" in action
+        if day == 8:  # a conflict: the changed row side by side, in dollars, and where to change it
+            what, _ = lines[("file_conflict", month.files["A-edit"])]
+            assert (
+                "Brightwater Capital LLC (ent_demo2) row 3: sheet $2,500.00 vs service $2,000.00"
+                in what
+            )
+            assert "/sender" in what
+            assert "Distribution A1 (A1)" in what
+        if day == 10:  # a payment: distribution, investor name and reference, dollars, file and row
+            what, _ = lines[("amount_mismatch", month.changed)]  # type: ignore[attr-defined]
+            assert what == (
+                "Distribution A1 (A1), Carmen Ortiz (DEMO-E3) [ent_demo3]: "
+                "sheet $3,000.00 vs service $3,100.00; processed/A.csv row 4"
+            ), what
 
         # the lifecycle: resolved on the right day; acknowledged ones out of the open count
         assert result.lifecycle is not None

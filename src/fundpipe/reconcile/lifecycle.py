@@ -159,7 +159,7 @@ def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: dat
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _current AS SELECT DISTINCT ON (exception_id) "
             'exception_id AS id, kind, object_type, object_id, vehicle, source_file, "row", '
-            f"amount_cents, reason AS what, action FROM {current}"
+            f"amount_cents, what, action FROM {current}"
         )
         before = {r[0]: r[1] for r in con.execute("SELECT id, state FROM exception_log").fetchall()}
         con.execute(
