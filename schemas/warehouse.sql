@@ -595,6 +595,7 @@ SELECT
     coalesce(ledger_distribution_name, service_distribution_name) AS distribution_name,
     coalesce(service_payment_id, ledger_payment_id) AS payment_id,
     coalesce(service_entity, ledger_entity) AS entity,
+    inv.name AS investor_name,
     sheet_amount_cents,
     service_amount_cents,
     service_amount_cents - sheet_amount_cents AS difference_cents,
@@ -609,7 +610,8 @@ SELECT
     file_hash,
     coalesce(copies, 0) AS sheet_rows,
     file_location
-FROM classified;
+FROM classified
+LEFT JOIN entities inv ON inv.id = coalesce(service_entity, ledger_entity);
 
 -- A rejected or conflicting file stops being an exception once a later file went through in its
 -- place: one dropped under the same name, or one holding any of its distributions.

@@ -202,6 +202,22 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
         ],
+        notes=[
+            "Notes on figures that are not what their name may suggest:",
+            "Unexplained balance movement counts depository accounts only: brokerage accounts "
+            "move with the market, so their differences are listed on the Balances sheet "
+            "(column Unexplained (USD)) but are not unexplained payments.",
+            "Open obligations are service payments not yet disbursed, failed or cancelled, "
+            "whatever their date.",
+            "Service payments counts each payment at the service once, however many sheet rows "
+            "(re-saved copies of a file) point at it; Sheet rows (ledger) counts those payments "
+            "and the rows sent that the service does not have. Rows of rejected, refused or "
+            "conflicting files are their file's exception, not a payment.",
+            "Exceptions by kind count every current problem; Open leaves out the ones a person "
+            "acknowledged (fundpipe exceptions list --state acknowledged).",
+            "Times are UTC unless a header says otherwise; payment dates are the distribution's "
+            "local date.",
+        ],
         exception_counts=[
             *summary.exception_counts.items(),
             ("Total", summary.exceptions),
