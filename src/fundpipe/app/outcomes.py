@@ -96,12 +96,13 @@ def build_summary(
     by_state: dict[str, int] = {}
     for f in files:
         by_state[f["state"]] = by_state.get(f["state"], 0) + 1
-    accepted = [f for f in files if f["state"] in {"processed", "duplicate"}]
+    # A file is counted once: new (processed now) or already submitted (a no-op), never both.
+    accepted = [f for f in files if f["state"] == "processed"]
     created_cents = sum(f["total_cents"] for f in files if f["state"] == "processed")
     summary = reconciled.get("summary", {})
     facts: dict[str, Any] = {
         "files seen": len(files),
-        "files accepted": len(accepted),
+        "files processed (new)": len(accepted),
         "files rejected": by_state.get("rejected", 0),
         "files in conflict or refused": by_state.get("conflict", 0) + by_state.get("refused", 0),
         "files already submitted (no-op)": by_state.get("duplicate", 0),
