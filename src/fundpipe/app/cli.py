@@ -231,8 +231,8 @@ def ingest_command(
             render_preflight(result.preflight, console)
             if result.dry_run and result.plan is not None:
                 render_plan(result.plan, console)
-            else:
-                render_ingest(result, console)
+            # a dry run too: what a real run would reject, refuse or leave in conflict, and why
+            render_ingest(result, console)
         raise typer.Exit(result.exit_code)
 
 

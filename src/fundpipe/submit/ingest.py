@@ -265,7 +265,7 @@ class _Run:
             c.file_hash,
             "rejected",
             rows=report.rows,
-            message=f"{len(report.errors)} validation error(s)",
+            message=f"{len(report.errors)} validation error(s)" + _first_reasons(report),
         )
         if not self.dry_run and self.ledger is not None:
             self.ledger.record_file(
@@ -276,16 +276,33 @@ class _Run:
             write_report(report, outcome.moved_to)
 
     def planned(self, valid: list[Candidate], plan: Plan) -> None:
-        """A dry run (or one without a ledger) ends with every valid file planned."""
+        """A dry run (or one without a ledger) ends with every valid file planned — or, when a
+        real run would send nothing of it, in conflict or refused (so the exit code says so)."""
         for c, f in zip(valid, plan.files, strict=True):
+            state: FileState = "planned"
+            message = None
+            if f.conflict:
+                state, message = "conflict", "distribution(s) in conflict: a real run sends nothing"
+            elif f.excluded:
+                checked = self.result.preflight
+                reasons = [
+                    i.message
+                    for i in (checked.errors if checked else [])
+                    if i.file_hash == f.file_hash
+                ]
+                state = "refused"
+                message = (
+                    "; ".join(reasons or ["refused by pre-flight"]) + ": a real run sends nothing"
+                )
             self.result.files.append(
                 FileOutcome(
                     c.original_name,
                     c.file_hash,
-                    "planned",
+                    state,
                     rows=f.rows,
                     distributions=f.distributions,
                     total_cents=f.total_cents,
+                    message=message,
                 )
             )
 
@@ -366,6 +383,19 @@ class _Run:
                     FileReport(file=c.original_name, valid=False, rows=f.rows, errors=v.issues),
                     outcome.moved_to,
                 )
+
+
+def _first_reasons(report: FileReport, limit: int = 3) -> str:
+    """`: row 3 Amount ($) 'abc': reason; …` — the first errors, for a run's one-line summary."""
+    parts = []
+    for issue in report.errors[:limit]:
+        where = " ".join(
+            p for p in (f"row {issue.row}" if issue.row else "", issue.column or "") if p
+        )
+        value = f" {issue.value!r}" if issue.value not in (None, "") else ""
+        parts.append(f"{where}{value}: {issue.reason}".strip(": ").strip())
+    more = f"; and {len(report.errors) - limit} more" if len(report.errors) > limit else ""
+    return (": " + "; ".join(parts) + more) if parts else ""
 
 
 def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None:
