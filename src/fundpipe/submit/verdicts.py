@@ -109,7 +109,15 @@ def verdict(
         return Verdict("conflict", "conflict", "rejected", message, issues, "conflict")
     if planned.excluded:
         issues = [
-            Issue(source_file, None, None, None, None, issue.check, issue.message)
+            Issue(
+                source_file,
+                issue.sheet,
+                issue.row,
+                issue.column,
+                issue.value,
+                issue.check,
+                issue.message,
+            )
             for issue in checked.errors
             if issue.file_hash == file_hash
         ]
