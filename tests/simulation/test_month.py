@@ -267,6 +267,10 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         for key, exception_id in got.items():
             assert history.setdefault(key, exception_id) == exception_id, (day, key)
         month.ids.update(got)
+        states = {(str(r.kind), str(r.object_id)): str(r.state) for r in frame.itertuples()}
+        for key in expected:  # the Exceptions sheet shows each one's state
+            want = "acknowledged" if key in month.acked else "open"  # type: ignore[attr-defined]
+            assert states[key] == want, (day, key)
         lines = {
             (str(r.kind), str(r.object_id)): (str(r.what), str(r.action))
             for r in frame.itertuples()

@@ -62,7 +62,9 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
         "Shortfall",
         f"[{short_style}]{format_cents(s.shortfall_cents)}[/] ({s.vehicles_short:,} vehicles)",
     )
-    table.add_row("Unexplained balance movement", format_cents(s.unexplained_cents))
+    table.add_row(
+        "Unexplained balance movement (depository only)", format_cents(s.unexplained_cents)
+    )
     table.add_row("Sheet rows / service payments", f"{s.sheet_rows:,} / {s.service_payments:,}")
     table.add_row("Payments matching", f"{s.payments_ok:,}")
     console.print(table)
@@ -74,6 +76,8 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
         exceptions.add_row(kind, f"{count:,}")
     total_style = "red" if s.exceptions else "green"
     exceptions.add_row("[bold]total[/]", f"[{total_style}]{s.exceptions:,}[/]")
+    exceptions.add_row("open (not acknowledged)", f"{s.open_exceptions:,}")
+    exceptions.add_row("acknowledged", f"{s.acknowledged_exceptions:,}")
     console.print(exceptions)
     console.print(f"Reports: {result.workbook} (+ Parquet per view in {result.out_dir})")
 

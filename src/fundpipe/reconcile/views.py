@@ -227,6 +227,25 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
     )
 
 
+def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -> None:
+    """Rewrite the exported exceptions with their lifecycle: state, first seen, age, who acked."""
+    staged = exceptions.with_suffix(".staged.parquet")
+    source, target = _q(str(exceptions)), _q(str(staged))
+    con.execute(
+        f"""
+        COPY (
+            SELECT x.*, l.state, l.first_seen, (CAST(? AS DATE) - l.first_seen) AS age_days,
+                   l.acknowledged_by, l.acknowledged_at, l.note
+            FROM read_parquet('{source}') x
+            LEFT JOIN exception_log l ON l.id = x.exception_id
+            ORDER BY {VIEWS["exceptions"]}
+        ) TO '{target}' (FORMAT parquet, COMPRESSION zstd)
+        """,
+        [as_of],
+    )
+    staged.replace(exceptions)
+
+
 def run_folder(reports: Path, run_at: datetime) -> Path:
     """`reports/<date>/<HHMMSS>Z` for a run at `run_at` (UTC); a suffix when it already exists."""
     at = run_at.astimezone(UTC)
@@ -278,6 +297,7 @@ def reconcile(
             as_of=as_of,
             now=run_at,
         )
+        with_states(con, parquet["exceptions"], as_of)
     summary = replace(
         summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
         open_exceptions=lifecycle.open,
