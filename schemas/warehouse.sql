@@ -578,3 +578,267 @@ SELECT 'file_' || state, NULL, 'ledger_file', file_hash, source_file, NULL, NULL
        'file ' || state || ': needs a decision'
 FROM ledger_files
 WHERE state IN ('rejected', 'conflict');
+
+-- migration: 007 one row per service payment; exception ids and their lifecycle
+-- A service payment appears once however many sheet rows point at it (the original file and any
+-- re-saved copy): the earliest row stands for it and `sheet_rows` counts them. Sheet rows that
+-- never reached the service (state planned, conflict or failed, with no payment id: the file was
+-- rejected, refused, in conflict or superseded) belong to their file's outcome, not here.
+-- Where a sheet is now, relative to the data directory: the ledger remembers the name it was
+-- dropped under (or its path in processing/); a finished file was moved to processed/ or rejected/.
+CREATE MACRO file_now(source_file, state) AS
+    CASE state
+        WHEN 'processed' THEN 'processed/'
+        WHEN 'rejected' THEN 'rejected/'
+        WHEN 'conflict' THEN 'rejected/'
+        WHEN 'processing' THEN 'processing/'
+        ELSE ''
+    END || regexp_extract(source_file, '[^/\\]+$');
+
+CREATE OR REPLACE VIEW sheet_vs_service AS
+WITH reached AS (
+    SELECT l.*, count(*) OVER (PARTITION BY l.payment_id) AS copies
+    FROM ledger_payments l
+    WHERE l.payment_id IS NOT NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY l.payment_id ORDER BY l.updated_at, l.file_hash, l."row") = 1
+    UNION ALL
+    SELECT l.*, 1 AS copies
+    FROM ledger_payments l
+    WHERE l.payment_id IS NULL AND l.state IN ('sent', 'created', 'linked')
+), joined AS (
+    SELECT
+        l.file_hash, l.source_file, file_now(l.source_file, f.state) AS file_location,
+        l.sheet, l."row",
+        l.copies,
+        l.state AS ledger_state,
+        l.amount_cents AS sheet_amount_cents,
+        l.payment_id AS ledger_payment_id,
+        l.distribution_id AS ledger_distribution_id,
+        l.distribution_external_reference AS ledger_external_reference,
+        l.distribution_name AS ledger_distribution_name,
+        l.vehicle AS ledger_vehicle,
+        l.entity AS ledger_entity,
+        s.id AS service_payment_id,
+        s.distribution AS service_distribution_id,
+        s.distribution_external_reference AS service_external_reference,
+        s.distribution_name AS service_distribution_name,
+        s.vehicle AS service_vehicle,
+        s.entity AS service_entity,
+        s.amount_cents AS service_amount_cents,
+        s.status AS service_status,
+        s.effective_date,
+        s.disbursed_at,
+        s.failure_reason,
+        (l.file_hash IS NOT NULL OR l.source_file IS NOT NULL OR l.state IS NOT NULL) AS in_ledger
+    FROM reached l
+    LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
+    FULL OUTER JOIN payments_effective s ON s.id = l.payment_id
+), classified AS (
+    SELECT *,
+        CASE
+            WHEN NOT in_ledger THEN 'extra'
+            WHEN service_payment_id IS NULL THEN 'missing'
+            WHEN sheet_amount_cents IS DISTINCT FROM service_amount_cents THEN 'amount_mismatch'
+            WHEN ledger_state NOT IN ('created', 'linked')
+                 OR service_status IN ('failed', 'cancelled') THEN 'status_mismatch'
+            ELSE 'ok'
+        END AS match
+    FROM joined
+)
+SELECT
+    match,
+    CASE match
+        WHEN 'extra' THEN 'service payment of ' || usd(service_amount_cents)
+            || ' (' || coalesce(service_status, '?') || ') is in no sheet'
+        WHEN 'missing' THEN 'sheet row of ' || usd(sheet_amount_cents) || ' (ledger '
+            || coalesce(ledger_state, '?') || ') has no payment at the service'
+            || CASE WHEN ledger_payment_id IS NOT NULL THEN ' (' || ledger_payment_id || ' not found)'
+                    ELSE '' END
+        WHEN 'amount_mismatch' THEN 'sheet ' || usd(sheet_amount_cents) || ' vs service '
+            || usd(service_amount_cents)
+        WHEN 'status_mismatch' THEN 'ledger ' || coalesce(ledger_state, '?') || ' vs service '
+            || coalesce(service_status, '?')
+            || coalesce(' (' || failure_reason || ')', '')
+        ELSE ''
+    END AS reason,
+    coalesce(service_vehicle, ledger_vehicle) AS vehicle,
+    coalesce(service_distribution_id, ledger_distribution_id) AS distribution_id,
+    coalesce(ledger_external_reference, service_external_reference) AS distribution_external_reference,
+    coalesce(ledger_distribution_name, service_distribution_name) AS distribution_name,
+    coalesce(service_payment_id, ledger_payment_id) AS payment_id,
+    coalesce(service_entity, ledger_entity) AS entity,
+    inv.name AS investor_name,
+    sheet_amount_cents,
+    service_amount_cents,
+    service_amount_cents - sheet_amount_cents AS difference_cents,
+    ledger_state,
+    service_status,
+    effective_date,
+    disbursed_at,
+    failure_reason,
+    source_file,
+    sheet,
+    "row",
+    file_hash,
+    coalesce(copies, 0) AS sheet_rows,
+    file_location
+FROM classified
+LEFT JOIN entities inv ON inv.id = coalesce(service_entity, ledger_entity);
+
+-- A rejected or conflicting file stops being an exception once a later file went through in its
+-- place: one dropped under the same name, or one holding any of its distributions.
+CREATE VIEW superseded_files AS
+SELECT DISTINCT f.file_hash
+FROM ledger_files f
+JOIN ledger_files g
+  ON g.state = 'processed' AND g.file_hash <> f.file_hash
+ AND g.received_at >= f.received_at
+WHERE f.state IN ('rejected', 'conflict')
+  AND (g.source_file = f.source_file
+       OR EXISTS (SELECT 1 FROM ledger_payments lf JOIN ledger_payments lg
+                    ON lg.distribution_external_reference = lf.distribution_external_reference
+                   WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash));
+
+-- A conflicting file's rows beside the service's payments of the same distribution.
+CREATE VIEW conflict_rows AS
+SELECT l.file_hash, l."row", l.distribution_external_reference, l.entity,
+       l.amount_cents AS sheet_amount_cents, s.amount_cents AS service_amount_cents,
+       s.sender_url
+FROM ledger_payments l
+LEFT JOIN (
+    SELECT p.entity, p.amount_cents, d.external_reference, d.sender_url
+    FROM distribution_payments p JOIN distributions d ON d.id = p.distribution
+) s ON s.external_reference = l.distribution_external_reference AND s.entity = l.entity
+WHERE l.state = 'conflict';
+
+-- exceptions: as in 005, without superseded files, with a stable id (same problem, same id on
+-- every run), the distribution and investor in words, and what to do.
+CREATE OR REPLACE VIEW exceptions AS
+WITH raw AS (
+    SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+           NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+           shortfall_cents AS amount_cents,
+           'depository available ' || usd(available_cents) || ' is short of open obligations '
+               || usd(obligations_cents) || ' by ' || usd(shortfall_cents)
+               || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason,
+           NULL::VARCHAR AS distribution_name, NULL::VARCHAR AS distribution_external_reference,
+           NULL::VARCHAR AS entity, NULL::VARCHAR AS file_hash, NULL::VARCHAR AS file_location,
+           'fund the depository account of ' || coalesce(vehicle_name, vehicle) || ' with '
+               || usd(shortfall_cents) || ' before ' || coalesce(CAST(first_short_date AS VARCHAR), 'the next distribution')
+               || ', or move the distribution''s date' AS action
+    FROM funding
+    WHERE shortfall_cents > 0
+    UNION ALL
+    SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+           CASE WHEN match = 'amount_mismatch' THEN difference_cents
+                ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
+           CASE WHEN service_status = 'failed' AND failure_reason IS NULL
+                THEN reason || ' (reason not given by the service)' ELSE reason END,
+           distribution_name, distribution_external_reference, entity, file_hash,
+           file_location,
+           CASE match
+               WHEN 'extra' THEN 'find the sheet this payment came from, or cancel it at the service'
+               WHEN 'missing' THEN 'check the service for this payment; drop the sheet again if it never arrived'
+               WHEN 'amount_mismatch' THEN 'agree the amount with the investor team, then correct the sheet or the service'
+               ELSE CASE WHEN service_status = 'failed' AND failure_reason ILIKE '%insufficient%'
+                              THEN 'fund the vehicle''s depository account, then pay the investor again'
+                         WHEN service_status = 'failed' THEN 'fix the investor''s payment instructions and pay again'
+                         WHEN service_status = 'cancelled' THEN 'confirm the cancellation was intended; remove the row from the sheet'
+                         ELSE 'check the payment''s status at the service' END
+           END
+    FROM sheet_vs_service
+    WHERE match <> 'ok'
+    UNION ALL
+    SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+           unexplained_cents,
+           'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+               || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+               || usd(unexplained_cents) || ' unexplained',
+           NULL, NULL, NULL, NULL, NULL,
+           'find the movement on the bank statement of ' || coalesce(account_name, financial_account)
+    FROM balance_movement
+    WHERE unexplained_cents <> 0 AND type = 'depository'
+    UNION ALL
+    SELECT 'file_' || f.state, NULL, 'ledger_file', f.file_hash, f.source_file, NULL, NULL,
+           f.total_cents,
+           CASE f.state
+               WHEN 'rejected' THEN 'file ' || file_now(f.source_file, f.state) || ' (' || coalesce(CAST(f."rows" AS VARCHAR), '?')
+                   || ' row(s)' || CASE WHEN f.total_cents IS NULL THEN '' ELSE ', ' || usd(f.total_cents) END
+                   || ') was rejected on '
+                   || CAST(CAST(timezone('UTC', f.received_at) AS DATE) AS VARCHAR)
+                   || ': nothing in it was paid'
+               ELSE 'file ' || file_now(f.source_file, f.state) || ' changes distributions already at the service: '
+                   || coalesce((SELECT string_agg(coalesce(e.name, c.entity) || ' (' || c.entity || ') row '
+                                   || c."row" || ': sheet ' || usd(c.sheet_amount_cents) || ' vs service '
+                                   || coalesce(usd(c.service_amount_cents), 'none'), '; ' ORDER BY c."row")
+                                FROM conflict_rows c LEFT JOIN entities e ON e.id = c.entity
+                                WHERE c.file_hash = f.file_hash
+                                  AND c.sheet_amount_cents IS DISTINCT FROM c.service_amount_cents), 'no row differs')
+                   || coalesce(' — change it at ' || (SELECT min(c.sender_url) FROM conflict_rows c
+                                                      WHERE c.file_hash = f.file_hash), '')
+           END,
+           (SELECT min(l.distribution_name) FROM ledger_payments l WHERE l.file_hash = f.file_hash),
+           (SELECT min(l.distribution_external_reference) FROM ledger_payments l WHERE l.file_hash = f.file_hash),
+           NULL, f.file_hash, file_now(f.source_file, f.state),
+           CASE f.state
+               WHEN 'rejected' THEN 'open its error report beside it in rejected/, fix the sheet and drop it in the inbox again'
+               ELSE 'make the change at the service (or restore the sheet), then drop the file again'
+           END
+    FROM ledger_files f
+    WHERE f.state IN ('rejected', 'conflict')
+      AND f.file_hash NOT IN (SELECT file_hash FROM superseded_files)
+)
+SELECT
+    r.kind, r.vehicle, r.object_type, r.object_id, r.source_file, r.sheet, r."row",
+    r.amount_cents, r.reason,
+    'EX-' || upper(left(md5(r.kind || '|' || r.object_type || '|' || CASE
+        WHEN r.object_id IS NOT NULL THEN r.object_id
+        ELSE coalesce(r.file_hash, '') || ':' || coalesce(CAST(r."row" AS VARCHAR), '') END), 10))
+        AS exception_id,
+    v.name AS vehicle_name,
+    r.distribution_name, r.distribution_external_reference,
+    r.entity, e.name AS investor_name, e.external_reference AS investor_reference,
+    r.action,
+    r.file_location,
+    -- the whole problem in one plain line: whose money, how much, where in which sheet
+    CASE
+        WHEN r.object_type = 'distribution_payment' THEN
+            coalesce(r.distribution_name, '?') || coalesce(' (' || r.distribution_external_reference || ')', '')
+            || ', ' || coalesce(e.name, r.entity, 'unknown investor')
+            || coalesce(' (' || e.external_reference || ')', '') || coalesce(' [' || r.entity || ']', '')
+            || ': ' || r.reason
+            || coalesce('; ' || coalesce(r.file_location, r.source_file)
+                        || coalesce(' row ' || CAST(r."row" AS VARCHAR), ''), '')
+        WHEN r.object_type IN ('vehicle', 'financial_account') THEN
+            coalesce(v.name || ' (' || r.vehicle || ')', r.vehicle, '?') || ': ' || r.reason
+        ELSE r.reason
+            || coalesce('; distribution ' || r.distribution_name
+                        || coalesce(' (' || r.distribution_external_reference || ')', ''), '')
+    END AS what
+FROM raw r
+LEFT JOIN vehicles v ON v.id = r.vehicle
+LEFT JOIN entities e ON e.id = r.entity;
+
+-- The exception lifecycle, kept by `fundpipe.reconcile.lifecycle`: one row per exception id,
+-- open → resolved (its condition gone) or open → acknowledged (by a person, with a note) → resolved.
+CREATE TABLE exception_log (
+    id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    object_type VARCHAR,
+    object_id VARCHAR,
+    state VARCHAR NOT NULL,              -- open | acknowledged | resolved
+    first_seen DATE NOT NULL,
+    last_seen DATE NOT NULL,
+    resolved_on DATE,
+    acknowledged_by VARCHAR,
+    acknowledged_at TIMESTAMPTZ,
+    note VARCHAR,
+    vehicle VARCHAR,
+    source_file VARCHAR,
+    "row" INTEGER,
+    amount_cents BIGINT,
+    what VARCHAR,
+    action VARCHAR,
+    updated_at TIMESTAMPTZ NOT NULL
+);

@@ -147,6 +147,28 @@ def format_offset(offset: timedelta) -> str:
     return f"{out}:{seconds:02d}" if seconds else out
 
 
+def _gap_message(wall: datetime, zone: tzinfo, label: str) -> str:
+    """Why `wall` does not exist in `zone`, and the nearest times that do (before and after)."""
+    before = wall.replace(tzinfo=zone, fold=0).utcoffset() or timedelta(0)
+    after = wall.replace(tzinfo=zone, fold=1).utcoffset() or timedelta(0)
+    # the change happens at the first minute whose offset is the new one
+    start = (wall - before).replace(tzinfo=UTC) - abs(after - before)
+    change = start
+    for _ in range(int(abs(after - before).total_seconds() // 60) * 2 + 2):
+        if change.astimezone(zone).utcoffset() == after:
+            break
+        change += timedelta(minutes=1)
+    gap_from = (change + before).replace(tzinfo=None)
+    gap_to = (change + after).replace(tzinfo=None)
+    last = gap_from - timedelta(minutes=1)
+    return (
+        f"{wall.isoformat()} does not exist in {label}: clocks jump from "
+        f"{gap_from:%H:%M} to {gap_to:%H:%M} on {gap_from:%Y-%m-%d} (daylight-saving gap), so no "
+        f"UTC offset makes it valid; the nearest valid times are {last:%Y-%m-%d %H:%M} "
+        f"({format_offset(before)}) and {gap_to:%Y-%m-%d %H:%M} ({format_offset(after)})"
+    )
+
+
 def localize(wall: datetime, zone: tzinfo, zone_name: str = "") -> datetime:
     """Attach `zone` to a naive wall-clock time, rejecting DST gaps and folds.
 
@@ -159,10 +181,7 @@ def localize(wall: datetime, zone: tzinfo, zone_name: str = "") -> datetime:
     # Round-trip through UTC: a time in a gap comes back as a different wall time.
     back = early.astimezone(UTC).astimezone(zone).replace(tzinfo=None)
     if back != wall.replace(fold=0):
-        raise NonexistentTimeError(
-            f"{wall.isoformat()} does not exist in {label} (daylight-saving gap); "
-            "give the time with its UTC offset or pick another time"
-        )
+        raise NonexistentTimeError(_gap_message(wall, zone, label))
     if early.utcoffset() != late.utcoffset():
         raise AmbiguousTimeError(
             f"{wall.isoformat()} occurs twice in {label} (daylight-saving fold); "

@@ -155,7 +155,13 @@ def test_reports_default_to_a_folder_named_for_the_run_date(
 ) -> None:
     run_at = dt.datetime(2026, 12, 1, 6, 30, tzinfo=dt.UTC)
     result = reconcile(settings, clock=lambda: run_at)
-    assert result.out_dir == settings.data_dir / "reports" / "2026-12-01"
+    # issue 13: one folder per run under the run date, `latest` pointing at the newest
+    assert result.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z"
+    again = reconcile(settings, clock=lambda: run_at)
+    assert again.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z-2"
+    latest = settings.data_dir / "reports" / "latest"
+    assert latest.resolve() == again.out_dir.resolve()
+    assert (result.out_dir / "reconciliation.xlsx").exists()
     assert result.summary.as_of == dt.date(2026, 12, 1)
     assert (result.out_dir / "reconciliation.xlsx").exists()
     assert sorted(p.name for p in result.out_dir.glob("*.parquet")) == [

@@ -54,3 +54,23 @@ def test_both_report_writers_use_the_one_formula_neutraliser() -> None:
     assert rejected.neutralise is workbook.neutralise is cells.neutralise
     assert cells.neutralise(None) == ""
     assert cells.neutralise("=1+1") == "'=1+1"
+
+
+def test_error_report_names_where_the_file_is_now_and_its_rows_are_numbers(tmp_path: Path) -> None:
+    # issue 13: the file column named data/processing/… after the file moved, and the row was
+    # text in errors.xlsx
+    moved = tmp_path / "rejected" / "q4.csv"
+    report = FileReport(file=str(moved))
+    report.add_error(
+        Issue("data/processing/q4.csv", None, 7, "Amount ($)", "abc", "amount_not_a_number", "x")
+    )
+    report.add_error(Issue("data/processing/q4.csv", None, None, None, None, "file", "y"))
+    csv_path, xlsx_path = write_error_report(report, moved.parent)
+    with open(csv_path, encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert {r[1] for r in rows[1:]} == {str(moved)}
+    sheet = openpyxl.load_workbook(xlsx_path)["errors"]
+    assert sheet["D2"].value == 7
+    assert sheet["D2"].data_type == "n"
+    assert sheet["D3"].value in (None, "")
+    assert sheet["B2"].value == str(moved)

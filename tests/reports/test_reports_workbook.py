@@ -42,16 +42,23 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
         assert "file_hash" not in [c.value for c in ws[1]]
     funding = wb["Funding"]
     header = [c.value for c in funding[1]]
-    assert header[:4] == ["vehicle", "vehicle_name", "available_usd", "total_usd"]
+    # issue 13: headers in words, with the unit
+    assert header[:4] == ["Vehicle id", "Vehicle", "Available (USD)", "Total (USD)"]
     rows = {r[0].value: r for r in funding.iter_rows(min_row=2)}
-    assert rows["veh_b"][header.index("shortfall_usd")].value == 100
-    assert rows["veh_b"][header.index("shortfall_usd")].number_format == CURRENCY
-    assert rows["veh_b"][header.index("next_distribution_date")].value == dt.datetime(2026, 11, 30)
-    assert rows["veh_b"][header.index("next_distribution_date")].number_format == "yyyy-mm-dd"
+    assert rows["veh_b"][header.index("Shortfall (USD)")].value == 100
+    assert rows["veh_b"][header.index("Shortfall (USD)")].number_format == CURRENCY
+    assert rows["veh_b"][header.index("Next distribution (local date)")].value == dt.datetime(
+        2026, 11, 30
+    )
+    assert (
+        rows["veh_b"][header.index("Next distribution (local date)")].number_format == "yyyy-mm-dd"
+    )
     assert funding.column_dimensions["C"].width >= 14
     payments = wb["Payments"]
-    assert payments.auto_filter.ref == "A1:S7"
-    cents = {r[6].value: r[8].value for r in payments.iter_rows(min_row=2)}
+    assert (
+        payments.auto_filter.ref == "A1:V7"
+    )  # issue 13: + investor_name, sheet_rows, file_location
+    cents = {r[6].value: r[9].value for r in payments.iter_rows(min_row=2)}  # + Investor
     assert cents["dpmt_2"] == 250
     balances = wb["Balances"]
     seen = balances["F2"]
@@ -116,7 +123,7 @@ def test_every_text_column_is_neutralised_and_other_types_keep_their_values(tmp_
     )
     ws = openpyxl.load_workbook(path)["Data"]
     rows = list(ws.iter_rows(min_row=2, values_only=True))
-    assert [c.value for c in ws[1]] == ["kind", "reason", "amount_usd", "seen_at", "flag"]
+    assert [c.value for c in ws[1]] == ["Kind", "Reason", "Amount (USD)", "Seen at (UTC)", "Flag"]
     expected = [None if p is None else neutralise(p) for p in payloads]
     assert [_text(r[0]) for r in rows] == expected
     assert [_text(r[1]) for r in rows] == list(reversed(expected))
@@ -144,7 +151,7 @@ def test_a_sheet_past_the_row_limit_continues_on_numbered_sheets(tmp_path: Path)
     seen = []
     for name in names[1:]:
         ws = wb[name]
-        assert [c.value for c in ws[1]] == ["payment_id", "amount_usd"]
+        assert [c.value for c in ws[1]] == ["Payment id", "Amount (USD)"]
         assert ws.freeze_panes == "A2"
         seen += [r[0] for r in ws.iter_rows(min_row=2, values_only=True)]
     assert seen == [f"dpmt_{i}" for i in range(7)]

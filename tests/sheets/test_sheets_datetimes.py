@@ -144,3 +144,16 @@ def test_pandas_path_agrees_with_the_scalar_rules_on_random_times(
     assert resolve_many(texts, zones, excel_serials=False, vectorised=True) == resolve_many(
         texts, zones, excel_serials=False, vectorised=False
     )
+
+
+def test_spring_forward_reason_says_no_offset_helps_and_gives_the_nearest_valid_times() -> None:
+    # issue 13: "give the time with its UTC offset" was impossible advice for a time that
+    # does not exist; the reason now says so and names the times on either side of the gap.
+    out = parse_datetimes(pd.Series(["2026-03-08 02:30"]), pd.Series([NY]))
+    reason = out["reason"].iloc[0]
+    assert "clocks jump from 02:00 to 03:00 on 2026-03-08" in reason
+    assert "no UTC offset makes it valid" in reason
+    assert "2026-03-08 01:59 (-05:00) and 2026-03-08 03:00 (-04:00)" in reason
+    half = parse_datetimes(pd.Series(["2026-10-04 02:10"]), pd.Series(["Australia/Lord_Howe"]))
+    assert "02:00 to 02:30" in half["reason"].iloc[0]
+    assert "2026-10-04 01:59 (+10:30) and 2026-10-04 02:30 (+11:00)" in half["reason"].iloc[0]

@@ -232,7 +232,7 @@ def _write_ledger(path: Path, world: World) -> None:
             12_345,
             None,
             None,
-            "failed",
+            "sent",
         ),
     ]
     for row in rows:
@@ -416,11 +416,11 @@ def test_workbook_cells_match_the_views_and_every_payload_is_neutralised(world: 
     funding = wb["Funding"]
     header = [c.value for c in funding[1]]
     first = dict(zip(header, funding[2], strict=True))
-    assert first["vehicle"].value == world.vehicle
-    assert first["vehicle_name"].value == neutralise(PAYLOADS["eq"])
-    assert first["shortfall_usd"].value == 200
-    assert first["available_usd"].value == 500
-    assert first["available_usd"].number_format.startswith('"$"#,##0.00')
+    assert first["Vehicle id"].value == world.vehicle  # issue 13: headers in words
+    assert first["Vehicle"].value == neutralise(PAYLOADS["eq"])
+    assert first["Shortfall (USD)"].value == 200
+    assert first["Available (USD)"].value == 500
+    assert first["Available (USD)"].number_format.startswith('"$"#,##0.00')
     exceptions = wb["Exceptions"]
     assert exceptions.max_row == 1 + 5
     payments = wb["Payments"]

@@ -255,3 +255,18 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
     text = render_text(reports)
     assert "rejected" in text
     assert "amount_not_a_number" in text
+
+
+def test_every_error_is_reported_at_once_entity_references_included(
+    write_csv: Callable[..., Path],
+) -> None:
+    # issue 13: the entity-resolution check was skipped when the file had other errors, so the
+    # analyst fixed the amount, dropped the file again, and only then learnt of the entity
+    rows = clean_rows()
+    rows[0][5] = "NOBODY-1"
+    rows[1][6] = "abc"
+    report = only(write_csv(rows), known_entity_refs={"DEMO-E2"})
+    found = cells(report)
+    assert (2, "Entity ID", "entity_resolvable") in found
+    assert any(row == 3 and column == "Amount ($)" for row, column, _ in found)
+    assert report.distributions is None

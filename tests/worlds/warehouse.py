@@ -25,7 +25,8 @@ def seed_known_world(con: duckdb.DuckDBPyConnection) -> None:
     - veh_b: depository available $100.00; open payments dpmt_3 ($150, in the sheet) and
       dpmt_4 ($50, in no sheet) → obligations $200, shortfall $100; its total $90 against
       $100 at month end with nothing disbursed → $10 unexplained.
-    - a sheet row that never reached the service (ledger state failed) → missing.
+    - a sheet row sent whose payment the service does not have (ledger state sent) → missing.
+      (Issue 13: a row the service refused, ledger state failed, is its file's outcome instead.)
     - dpmt_5 ($10) failed at the service while the ledger says created → status mismatch (and
       not an obligation).
     - a rejected file → an exception.
@@ -63,7 +64,7 @@ def seed_known_world(con: duckdb.DuckDBPyConnection) -> None:
           ('h1', '{PAYLOADS["at"]}', '{PAYLOADS["tab"]}', 2, 'REF-1', '{PAYLOADS["plus"]}', 'veh_a', 'ent_1', 30000, 'USD', 'dst_1', 'dpmt_1', 'created', '{SEEN}'),
           ('h1', '{PAYLOADS["at"]}', '{PAYLOADS["tab"]}', 3, 'REF-1', '{PAYLOADS["plus"]}', 'veh_a', 'ent_2', 25000, 'USD', 'dst_1', 'dpmt_2', 'created', '{SEEN}'),
           ('h2', 'b.csv', 'b', 2, '{PAYLOADS["minus"]}', 'Q4 B', 'veh_b', 'ent_1', 15000, 'USD', 'dst_2', 'dpmt_3', 'linked', '{SEEN}'),
-          ('h2', 'b.csv', 'b', 3, '{PAYLOADS["cr"]}', 'Q4 C', 'veh_b', 'ent_4', 777, 'USD', NULL, NULL, 'failed', '{SEEN}'),
+          ('h2', 'b.csv', 'b', 3, '{PAYLOADS["cr"]}', 'Q4 C', 'veh_b', 'ent_4', 777, 'USD', NULL, NULL, 'sent', '{SEEN}'),
           ('h2', 'b.csv', 'b', 4, '{PAYLOADS["minus"]}', 'Q4 B', 'veh_b', 'ent_5', 1000, 'USD', 'dst_2', 'dpmt_5', 'created', '{SEEN}');
         INSERT INTO ledger_files VALUES
           ('h1', '{PAYLOADS["at"]}', '{SEEN}', 'processed', 2, 1, 55000),

@@ -18,12 +18,15 @@ import typer
 
 from fundpipe.app.cli_alerts import alerts_app
 from fundpipe.app.cli_common import (
+    DataDirOption,
+    JsonOption,
     console,
     err_console,
     prefect_defaults,
     settings_for,
     user_errors,
 )
+from fundpipe.app.cli_exceptions import exceptions_app
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 
 EXIT_CODES_HELP = (
@@ -40,12 +43,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(alerts_app, name="alerts")
-
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data directory (inbox, ledger, warehouse, reports)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+app.add_typer(exceptions_app, name="exceptions")
 
 
 @app.command("config")
@@ -224,8 +222,8 @@ def ingest_command(
             render_preflight(result.preflight, console)
             if result.dry_run and result.plan is not None:
                 render_plan(result.plan, console)
-            else:
-                render_ingest(result, console)
+            # a dry run too: what a real run would reject, refuse or leave in conflict, and why
+            render_ingest(result, console)
         raise typer.Exit(result.exit_code)
 
 
@@ -258,7 +256,11 @@ def reconcile_command(
         str | None, typer.Option("--as-of", help="Report date, YYYY-MM-DD (default: today).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Report directory (default data/reports/<date>).")
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Report directory (default data/reports/<date>/<run time>Z, with data/reports/latest).",
+        ),
     ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
@@ -382,3 +384,6 @@ def main() -> None:
         app()
     except SystemExit as exc:
         sys.exit(exc.code)
+
+
+app.add_typer(exceptions_app, name="exceptions")

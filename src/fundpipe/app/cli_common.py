@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -57,3 +58,10 @@ def user_errors() -> Iterator[None]:
         error = as_fundpipe_error(exc)
         err_console.print(f"[bold red]error:[/] {error}")
         raise typer.Exit(int(error.exit_code)) from None
+
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data directory (inbox, ledger, warehouse, reports)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

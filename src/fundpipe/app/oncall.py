@@ -118,7 +118,7 @@ def exception_line(exception: dict[str, Any]) -> str:
     state = exception["state"]
     if state == "open":
         age = int(exception.get("age_days") or 0)
-        state = "opened" if age == 0 else f"still open ({age} day(s))"
+        state = "opened" if _opened_tonight(exception) else f"still open ({age} day(s))"
     return (
         f"exception {exception['id']} {state}: {exception['what']} — {exception['amount']}; "
         f"to do: {exception['what_to_do']}"
@@ -126,8 +126,12 @@ def exception_line(exception: dict[str, Any]) -> str:
 
 
 def opened(exceptions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The exceptions that opened tonight (open, aged 0 days)."""
-    return [e for e in exceptions if e["state"] == "open" and not e.get("age_days")]
+    """The exceptions that opened tonight (the lifecycle says so; else open and aged 0 days)."""
+    return [e for e in exceptions if e["state"] == "open" and _opened_tonight(e)]
+
+
+def _opened_tonight(exception: dict[str, Any]) -> bool:
+    return bool(exception.get("opened_tonight", not exception.get("age_days")))
 
 
 def reports_line(reconciled: dict[str, Any], url: str | None) -> str:

@@ -100,6 +100,14 @@ def reconcile_dict(result: ReconcileResult) -> dict[str, Any]:
             _plain(r) for r in frame.astype(object).where(frame.notna(), None).to_dict("records")
         ]
     out["exceptions_rows"] = rows
+    if result.lifecycle is not None:
+        life = result.lifecycle
+        out["lifecycle"] = {
+            "opened": [_plain(e.as_dict()) for e in life.opened],
+            "still_open": [_plain(e.as_dict()) for e in life.still_open],
+            "resolved": [_plain(e.as_dict()) for e in life.resolved],
+            "acknowledged": life.acknowledged,
+        }
     return out
 
 
@@ -111,7 +119,8 @@ def build_summary(
     by_state: dict[str, int] = {}
     for f in files:
         by_state[f["state"]] = by_state.get(f["state"], 0) + 1
-    accepted = [f for f in files if f["state"] in {"processed", "duplicate"}]
+    # A file is counted once: new (processed now) or already submitted (a no-op), never both.
+    accepted = [f for f in files if f["state"] == "processed"]
     created_cents = sum(f["total_cents"] for f in files if f["state"] == "processed")
     summary = reconciled.get("summary", {})
     warnings = [w for r in ingests for w in r.get("warnings", [])]
@@ -119,7 +128,7 @@ def build_summary(
     notes = [n for r in ingests for n in r.get("notes", [])]
     facts: dict[str, Any] = {
         "files seen": len(files),
-        "files accepted": len(accepted),
+        "files processed (new)": len(accepted),
         "files rejected": by_state.get("rejected", 0),
         "files in conflict or refused": by_state.get("conflict", 0) + by_state.get("refused", 0),
         "files already submitted (no-op)": by_state.get("duplicate", 0),
@@ -224,7 +233,7 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     raise error(state.message or state.name)
 
 
-#: What a person does about each kind of exception (the lifecycle of issue 13 will carry its own).
+#: What a person does about each kind of exception, where the lifecycle gives no action.
 _WHAT_TO_DO = {
     "shortfall": "fund the vehicle's depository account or move the payment date",
     "amount_mismatch": "compare the sheet with the service; correct whichever is wrong",
@@ -244,13 +253,15 @@ def exception_lines(reconciled: dict[str, Any]) -> list[dict[str, Any]]:
     ``what``, ``amount`` (dollars), ``what_to_do``, ``kind``. Logs, events and the exceptions
     artifact read only this.
 
-    The seam to the exception lifecycle (issue 13): until it lands, the id is derived here from
-    the row's kind and subject (a short hash: the same problem gets the same id every night),
-    every exception is ``open`` and aged 0 days, so each night reports each one as opened. Point
-    this function at the lifecycle's records and nothing else changes.
+    The lines come from the exception lifecycle (`fundpipe.reconcile.lifecycle`): the ids it
+    opened tonight (``opened_tonight``), those still open (aged), and those it resolved. Without
+    a lifecycle (a reconcile result from before it), each row gets an id hashed from its kind
+    and subject and counts as open.
     """
     import hashlib
 
+    if "lifecycle" in reconciled:
+        return _lifecycle_lines(reconciled["lifecycle"])
     lines = []
     for row in reconciled.get("exceptions_rows", []):
         kind = str(row.get("kind") or "exception")
@@ -272,4 +283,27 @@ def exception_lines(reconciled: dict[str, Any]) -> list[dict[str, Any]]:
                 "kind": kind,
             }
         )
+    return lines
+
+
+def _lifecycle_lines(lifecycle: dict[str, Any]) -> list[dict[str, Any]]:
+    """`exception_lines` from the lifecycle's records (see `reconcile_dict`)."""
+    lines = []
+    for group in ("opened", "still_open", "resolved"):
+        for record in lifecycle.get(group, []):
+            kind = str(record.get("kind") or "exception")
+            cents = record.get("amount_cents")
+            lines.append(
+                {
+                    "id": record["id"],
+                    "state": record["state"],
+                    "age_days": int(record.get("age_days") or 0),
+                    "what": record.get("what") or kind.replace("_", " "),
+                    "amount": format_cents(int(cents)) if cents is not None else "",
+                    "what_to_do": record.get("action")
+                    or _WHAT_TO_DO.get(kind, "look into it and decide"),
+                    "kind": kind,
+                    "opened_tonight": group == "opened",
+                }
+            )
     return lines

@@ -27,6 +27,7 @@ from rich.table import Table
 
 from fundpipe.plan import PHASES, Plan, display_body
 from fundpipe.plan.preflight import Preflight
+from fundpipe.reconcile.lifecycle import TrackedException
 from fundpipe.reconcile.views import ReconcileResult
 from fundpipe.sheets.money import format_cents
 from fundpipe.submit.ingest import IngestResult
@@ -62,7 +63,9 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
         "Shortfall",
         f"[{short_style}]{format_cents(s.shortfall_cents)}[/] ({s.vehicles_short:,} vehicles)",
     )
-    table.add_row("Unexplained balance movement", format_cents(s.unexplained_cents))
+    table.add_row(
+        "Unexplained balance movement (depository only)", format_cents(s.unexplained_cents)
+    )
     table.add_row("Sheet rows / service payments", f"{s.sheet_rows:,} / {s.service_payments:,}")
     table.add_row("Payments matching", f"{s.payments_ok:,}")
     console.print(table)
@@ -74,6 +77,8 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
         exceptions.add_row(kind, f"{count:,}")
     total_style = "red" if s.exceptions else "green"
     exceptions.add_row("[bold]total[/]", f"[{total_style}]{s.exceptions:,}[/]")
+    exceptions.add_row("open (not acknowledged)", f"{s.open_exceptions:,}")
+    exceptions.add_row("acknowledged", f"{s.acknowledged_exceptions:,}")
     console.print(exceptions)
     console.print(f"Reports: {result.workbook} (+ Parquet per view in {result.out_dir})")
 
@@ -289,3 +294,22 @@ class RichProgress:
     ) -> None:
         """Stop drawing, leaving the final state of each bar on screen."""
         self._progress.stop()
+
+
+def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
+    """The exception log as a table: id, state, age, what, amount, what to do."""
+    if not found:
+        console.print("[green]no exceptions[/]")
+        return
+    table = Table(show_header=True, title="Exceptions")
+    table.add_column("Id", no_wrap=True)
+    for column in ("State", "Age (days)", "What", "Amount (USD)", "What to do"):
+        table.add_column(
+            column, justify="right" if column in ("Age (days)", "Amount (USD)") else "left"
+        )
+    for t in found:
+        state = t.state + (
+            f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
+        )
+        table.add_row(t.id, state, str(t.age_days), t.what, t.amount_dollars, t.action or "")
+    console.print(table)

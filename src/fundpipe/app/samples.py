@@ -20,20 +20,39 @@ def load_flows() -> ModuleType:
     return importlib.import_module("fundpipe.app.flows")
 
 
-def copy_samples(settings: Settings) -> list[Path]:
-    """Copy the clean sample sheets of `<data_dir>/samples/` (not `broken/`) into the inbox.
+#: The sample sheets shipped with the project (`data/samples/` of the checkout).
+BUNDLED_SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples"
+
+
+def _sheets(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return [
+        p for p in sorted(folder.glob("*")) if p.is_file() and p.suffix.lower() in SHEET_SUFFIXES
+    ]
+
+
+def sample_sheets(settings: Settings, bundled: Path = BUNDLED_SAMPLES) -> list[Path]:
+    """The clean sample sheets: `<data_dir>/samples/` when it has any, else the bundled ones.
+
+    A custom data directory (``FUNDPIPE_DATA_DIR``) usually has no `samples/` of its own; the
+    project's samples are used then, so `run --samples` never silently sees no files.
+    """
+    return _sheets(settings.data_dir / "samples") or _sheets(bundled)
+
+
+def copy_samples(settings: Settings, bundled: Path = BUNDLED_SAMPLES) -> list[Path]:
+    """Copy the clean sample sheets (not `broken/`) into `<data_dir>/inbox/`; return the copies.
 
     Copying the same samples twice is harmless: the ledger recognises a file it has already
     submitted by its content hash and creates nothing new.
     """
-    samples = settings.data_dir / "samples"
     inbox = settings.data_dir / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     copied = []
-    for sheet in sorted(samples.glob("*")):
-        if sheet.is_file() and sheet.suffix.lower() in SHEET_SUFFIXES:
-            target = inbox / sheet.name
-            # copy2 keeps the sample's modification time: a complete file, not one being written
-            shutil.copy2(sheet, target)
-            copied.append(target)
+    for sheet in sample_sheets(settings, bundled):
+        target = inbox / sheet.name
+        # copy2 keeps the sample's modification time: a complete file, not one being written
+        shutil.copy2(sheet, target)
+        copied.append(target)
     return copied

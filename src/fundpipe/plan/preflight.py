@@ -28,6 +28,11 @@ class PreflightIssue:
     source_file: str | None
     check: str
     message: str
+    #: Where in the sheet, when the finding is about one cell (for the error report).
+    sheet: str | None = None
+    row: int | None = None
+    column: str | None = None
+    value: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,20 +78,46 @@ def preflight(plan: Plan, state: ServiceState, *, require_funds: bool = False) -
         and (d.file_hash, d.external_reference) not in held  # not sent: nothing to check
     ]
 
-    def refuse(d: PlannedDistribution, check: str, message: str) -> None:
+    def refuse(
+        d: PlannedDistribution,
+        check: str,
+        message: str,
+        cell: tuple[str | None, int | None, str | None, str | None] = (None, None, None, None),
+    ) -> None:
         refused.add(d.file_hash)
-        issues.append(PreflightIssue("error", d.file_hash, d.source_file, check, message))
+        issues.append(PreflightIssue("error", d.file_hash, d.source_file, check, message, *cell))
 
     for d in todo:
         if d.vehicle not in state.vehicles:
-            refuse(d, "vehicle_exists", f"{d.external_reference}: vehicle {d.vehicle} not found")
+            first = d.payments[0] if d.payments else None
+            refuse(
+                d,
+                "vehicle_exists",
+                f"{d.external_reference}: vehicle {d.vehicle} not found",
+                (
+                    first.sheet if first else None,
+                    first.row if first else None,
+                    "Vehicle",
+                    d.vehicle,
+                ),
+            )
         for p in d.payments:
             where = f"{d.external_reference} row {p.row}"
             if isinstance(p.entity, Ref):
                 if p.entity not in made:
-                    refuse(d, "entity_exists", f"{where}: entity {p.entity.key!r} unknown")
+                    refuse(
+                        d,
+                        "entity_exists",
+                        f"{where}: entity {p.entity.key!r} unknown",
+                        (p.sheet, p.row, "Entity ID", p.entity.key),
+                    )
             elif p.entity not in state.entity_ids:
-                refuse(d, "entity_exists", f"{where}: entity {p.entity} not found")
+                refuse(
+                    d,
+                    "entity_exists",
+                    f"{where}: entity {p.entity} not found",
+                    (p.sheet, p.row, "Entity ID", p.entity),
+                )
             for c in p.notify:
                 if isinstance(c, Ref):
                     if c not in made:

@@ -8,9 +8,10 @@ warehouse is free again while the workbook is written.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import duckdb
 import pandas as pd
 
 from fundpipe.config import Settings
+from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -64,6 +66,9 @@ class ReconcileSummary:
     service_payments: int
     payments_ok: int
     exception_counts: dict[str, int] = field(default_factory=dict)
+    #: Exceptions open after this run (acknowledged ones are not counted) and acknowledged.
+    open_exceptions: int = 0
+    acknowledged_exceptions: int = 0
 
     @property
     def exceptions(self) -> int:
@@ -81,6 +86,8 @@ class ReconcileResult:
     rows: dict[str, int]
     workbook: Path
     sheets: list[str]
+    #: What this run did to the exception log: opened, resolved, still open (with ids).
+    lifecycle: Lifecycle | None = None
 
     def frame(self, view: str) -> pd.DataFrame:
         """One view's rows as a DataFrame (read from its Parquet file)."""
@@ -195,8 +202,68 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
         ],
-        exception_counts=[*summary.exception_counts.items(), ("Total", summary.exceptions)],
+        notes=[
+            "Notes on figures that are not what their name may suggest:",
+            "Unexplained balance movement counts depository accounts only: brokerage accounts "
+            "move with the market, so their differences are listed on the Balances sheet "
+            "(column Unexplained (USD)) but are not unexplained payments.",
+            "Open obligations are service payments not yet disbursed, failed or cancelled, "
+            "whatever their date.",
+            "Service payments counts each payment at the service once, however many sheet rows "
+            "(re-saved copies of a file) point at it; Sheet rows (ledger) counts those payments "
+            "and the rows sent that the service does not have. Rows of rejected, refused or "
+            "conflicting files are their file's exception, not a payment.",
+            "Exceptions by kind count every current problem; Open leaves out the ones a person "
+            "acknowledged (fundpipe exceptions list --state acknowledged).",
+            "Times are UTC unless a header says otherwise; payment dates are the distribution's "
+            "local date.",
+        ],
+        exception_counts=[
+            *summary.exception_counts.items(),
+            ("Total", summary.exceptions),
+            ("Open (not acknowledged)", summary.open_exceptions),
+            ("Acknowledged", summary.acknowledged_exceptions),
+        ],
     )
+
+
+def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -> None:
+    """Rewrite the exported exceptions with their lifecycle: state, first seen, age, who acked."""
+    staged = exceptions.with_suffix(".staged.parquet")
+    source, target = _q(str(exceptions)), _q(str(staged))
+    con.execute(
+        f"""
+        COPY (
+            SELECT x.*, l.state, l.first_seen, (CAST(? AS DATE) - l.first_seen) AS age_days,
+                   l.acknowledged_by, l.acknowledged_at, l.note
+            FROM read_parquet('{source}') x
+            LEFT JOIN exception_log l ON l.id = x.exception_id
+            ORDER BY {VIEWS["exceptions"]}
+        ) TO '{target}' (FORMAT parquet, COMPRESSION zstd)
+        """,
+        [as_of],
+    )
+    staged.replace(exceptions)
+
+
+def run_folder(reports: Path, run_at: datetime) -> Path:
+    """`reports/<date>/<HHMMSS>Z` for a run at `run_at` (UTC); a suffix when it already exists."""
+    at = run_at.astimezone(UTC)
+    folder = reports / at.date().isoformat() / at.strftime("%H%M%SZ")
+    n = 1
+    while folder.exists():
+        n += 1
+        folder = reports / at.date().isoformat() / f"{at.strftime('%H%M%SZ')}-{n}"
+    return folder
+
+
+def point_latest(reports: Path, out_dir: Path) -> None:
+    """Point `reports/latest` at `out_dir` (a relative symlink, replaced atomically)."""
+    link = reports / "latest"
+    staged = reports / f".latest-{os.getpid()}"
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(out_dir.relative_to(reports), target_is_directory=True)
+    staged.replace(link)
 
 
 def reconcile(
@@ -209,24 +276,41 @@ def reconcile(
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
 
-    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/`.
+    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/<run time>Z/` (one folder
+    per run, never overwritten), with `<data_dir>/reports/latest` pointing at the newest.
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
     as_of = as_of or run_at.astimezone(UTC).date()
-    out_dir = out_dir or settings.data_dir / "reports" / run_at.astimezone(UTC).date().isoformat()
+    default = out_dir is None
+    if out_dir is None:
+        out_dir = run_folder(settings.data_dir / "reports", run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
         rows = export_views(con, as_of, out_dir)
         last_sync = _last_sync(con)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
-    summary = summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync)
+    with warehouse.write() as con:
+        lifecycle = track(
+            con,
+            f"read_parquet('{_q(str(parquet['exceptions']))}')",
+            as_of=as_of,
+            now=run_at,
+        )
+        with_states(con, parquet["exceptions"], as_of)
+    summary = replace(
+        summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
+        open_exceptions=lifecycle.open,
+        acknowledged_exceptions=lifecycle.acknowledged,
+    )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
         workbook,
         workbook_summary(summary, out_dir),
         [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
     )
+    if default:
+        point_latest(settings.data_dir / "reports", out_dir)
     return ReconcileResult(
         summary=summary,
         out_dir=out_dir,
@@ -234,4 +318,5 @@ def reconcile(
         rows=rows,
         workbook=workbook,
         sheets=sheets,
+        lifecycle=lifecycle,
     )

@@ -16,6 +16,7 @@ from fundpipe.reports.cells import neutralise
 from fundpipe.validate.issues import FileReport, Issue
 
 COLUMNS = ("severity", "file", "sheet", "row", "column", "value", "check", "reason")
+_ROW = COLUMNS.index("row")
 
 
 def _rows(report: FileReport) -> list[list[str]]:
@@ -23,7 +24,7 @@ def _rows(report: FileReport) -> list[list[str]]:
         """One report line, every cell neutralised."""
         values = [
             severity,
-            issue.file,
+            report.file,  # where the sheet is now (the issue may name it where it was read)
             issue.sheet,
             issue.row,
             issue.column,
@@ -39,7 +40,8 @@ def _rows(report: FileReport) -> list[list[str]]:
 def write_error_report(report: FileReport, directory: Path) -> list[Path]:
     """Write ``<file name>.errors.csv`` and ``<file name>.errors.xlsx`` into ``directory``.
 
-    Returns the paths written. Row numbers are Excel's (header = row 1).
+    Returns the paths written. Row numbers are Excel's (header = row 1), written as numbers in
+    the workbook; the file column is ``report.file`` — where the sheet is now.
     """
     directory.mkdir(parents=True, exist_ok=True)
     stem = Path(report.file).name
@@ -58,9 +60,13 @@ def write_error_report(report: FileReport, directory: Path) -> list[Path]:
         sheet = workbook.add_worksheet("errors")
         bold = workbook.add_format({"bold": True})
         sheet.write_row(0, 0, COLUMNS, bold)
+        issues = [*report.errors, *report.warnings]
         for r, values in enumerate(rows, start=1):
             for c, value in enumerate(values):
-                sheet.write_string(r, c, value)
+                if c == _ROW and issues[r - 1].row is not None:
+                    sheet.write_number(r, c, int(issues[r - 1].row or 0))  # a number, not text
+                else:
+                    sheet.write_string(r, c, value)
         sheet.freeze_panes(1, 0)
         sheet.autofilter(0, 0, max(len(rows), 1), len(COLUMNS) - 1)
         sheet.set_column(0, 0, 9)

@@ -7,8 +7,9 @@ warehouse open.
 
 Column conventions (from the views): `*_cents` columns are int64 cents. Parquet keeps them and
 adds a `*_dollars` decimal(18,2) column right after each; timestamps stay timezone-aware (UTC).
-The workbook shows money as dollars with a currency format (header `*_usd`), instants as Excel
-date-times in UTC and dates as dates.
+The workbook shows money as dollars with a currency format, instants as Excel date-times in UTC
+and dates as dates, under headers in words (`fundpipe.reports.headers`: "Amount (USD)",
+"Disbursed at (UTC)").
 
 Formula injection: every text cell is written with `write_string`, so xlsxwriter never turns it
 into a formula; in addition a text beginning with `=`, `+`, `-`, `@`, tab or carriage return is
@@ -37,6 +38,7 @@ from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
 from fundpipe.reports.cells import INJECTION_PATTERN, INJECTION_PREFIXES, neutralise
+from fundpipe.reports.headers import header_for
 
 __all__ = [
     "EXCEL_MAX_ROWS",
@@ -186,7 +188,7 @@ def _plan_columns(
     for name in names:
         f = schema.field(name)
         kind = _column_kind(f)
-        header = name[: -len("_cents")] + "_usd" if kind == "money" else name
+        header = header_for(name, kind)
         width = {"money": 16.0, "instant": 20.0, "date": 12.0, "bool": 8.0, "number": 10.0}.get(
             kind, 12.0
         )

@@ -37,7 +37,7 @@ from fundpipe.submit.inbox import (
 )
 from fundpipe.submit.ledger import Ledger, open_ledger
 from fundpipe.submit.snapshot import load_state, only_organization, vehicles_of, with_vehicles
-from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, verdict
+from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
 
 log = logging.getLogger(__name__)
@@ -277,7 +277,7 @@ class _Run:
             c.file_hash,
             "rejected",
             rows=report.rows,
-            message=f"{len(report.errors)} validation error(s)",
+            message=f"{len(report.errors)} validation error(s)" + first_reasons(report),
         )
         if not self.dry_run and self.ledger is not None:
             self.ledger.record_file(
@@ -288,16 +288,33 @@ class _Run:
             write_report(report, outcome.moved_to)
 
     def planned(self, valid: list[Candidate], plan: Plan) -> None:
-        """A dry run (or one without a ledger) ends with every valid file planned."""
+        """A dry run (or one without a ledger) ends with every valid file planned — or, when a
+        real run would send nothing of it, in conflict or refused (so the exit code says so)."""
         for c, f in zip(valid, plan.files, strict=True):
+            state: FileState = "planned"
+            message = None
+            if f.conflict:
+                state, message = "conflict", "distribution(s) in conflict: a real run sends nothing"
+            elif f.excluded:
+                checked = self.result.preflight
+                reasons = [
+                    i.message
+                    for i in (checked.errors if checked else [])
+                    if i.file_hash == f.file_hash
+                ]
+                state = "refused"
+                message = (
+                    "; ".join(reasons or ["refused by pre-flight"]) + ": a real run sends nothing"
+                )
             self.result.files.append(
                 FileOutcome(
                     c.original_name,
                     c.file_hash,
-                    "planned",
+                    state,
                     rows=f.rows,
                     distributions=f.distributions,
                     total_cents=f.total_cents,
+                    message=message,
                 )
             )
 

@@ -17,7 +17,7 @@ from fundpipe.errors import exit_code_of
 from fundpipe.plan import Plan, PlannedFile
 from fundpipe.plan.preflight import Preflight
 from fundpipe.submit.execute import SubmitResult
-from fundpipe.validate.issues import Issue
+from fundpipe.validate.issues import FileReport, Issue
 
 __all__ = ["FileOutcome", "FileState", "IngestResult", "Verdict", "verdict"]
 
@@ -115,7 +115,15 @@ def verdict(
         return Verdict("conflict", "conflict", "rejected", message, issues, "conflict")
     if planned.excluded:
         issues = [
-            Issue(source_file, None, None, None, None, issue.check, issue.message)
+            Issue(
+                source_file,
+                issue.sheet,
+                issue.row,
+                issue.column,
+                issue.value,
+                issue.check,
+                issue.message,
+            )
             for issue in checked.errors
             if issue.file_hash == file_hash
         ]
@@ -130,3 +138,17 @@ def verdict(
         return Verdict("rejected", "rejected", "rejected", message, [issue])
     held = [h.reason for h in plan.held if h.file_hash == file_hash]
     return Verdict("processed", "processed", "processed", "; ".join(held) or None)
+
+
+def first_reasons(report: FileReport, limit: int = 3) -> str:
+    """The first errors of a rejected file for a run's one-line summary:
+    `: row 3 Amount ($) 'abc': reason; …` — the first errors, for a run's one-line summary."""
+    parts = []
+    for issue in report.errors[:limit]:
+        where = " ".join(
+            p for p in (f"row {issue.row}" if issue.row else "", issue.column or "") if p
+        )
+        value = f" {issue.value!r}" if issue.value not in (None, "") else ""
+        parts.append(f"{where}{value}: {issue.reason}".strip(": ").strip())
+    more = f"; and {len(report.errors) - limit} more" if len(report.errors) > limit else ""
+    return (": " + "; ".join(parts) + more) if parts else ""

@@ -222,6 +222,10 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
     for issue in found:
         report.add_error(issue)
     if found:
+        if match.template.name == "distribution":
+            # the file is rejected, but its entity references are still checked, so that every
+            # error is reported at once (the frame is dropped once they are)
+            report.distributions = _concat(report.distributions, _entity_refs(parsed, sheet))
         return 1
     source: str = report.file
     if match.template.name == "distribution":
@@ -235,11 +239,32 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
     return 1
 
 
+def _entity_refs(parsed: pd.DataFrame, sheet: str | None) -> pd.DataFrame:
+    """The rows of a rejected distribution sheet whose entity was read: what the check needs."""
+    if "entity" not in parsed or "entity_is_ref" not in parsed:
+        return pd.DataFrame(columns=["sheet", "row", "entity", "entity_is_ref"])
+    read = parsed[parsed["entity"].notna()]
+    return pd.DataFrame(
+        {
+            "sheet": [sheet] * len(read),
+            "row": read.index.to_numpy(dtype="int64"),
+            "entity": read["entity"].astype(object).to_numpy(),
+            "entity_is_ref": read["entity_is_ref"].fillna(False).to_numpy(dtype=bool),
+        }
+    )
+
+
 def _concat(current: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
     return new if current is None else pd.concat([current, new], ignore_index=True)
 
 
 def _resolve_entities(report: FileReport, roster_refs: set[str], known: set[str] | None) -> None:
+    _check_entities(report, roster_refs, known)
+    if not report.valid:
+        report.distributions = None
+
+
+def _check_entities(report: FileReport, roster_refs: set[str], known: set[str] | None) -> None:
     payments = report.distributions
     if payments is None:
         return
@@ -275,8 +300,6 @@ def _resolve_entities(report: FileReport, roster_refs: set[str], known: set[str]
                     "no entity has this external reference, neither in this drop's roster nor at the service",
                 )
             )
-    if not report.valid:
-        report.distributions = None
 
 
 def validate_exit_code(reports: Sequence[FileReport]) -> int:

@@ -1,0 +1,308 @@
+"""Thirty simulated days against the in-process sandbox: the reconciliation stays true.
+
+The test keeps its own ground truth — the service's payments as the client lists them, and the
+exceptions a person would expect from what happened — written without reading the views, and
+after every day checks: each service payment once in `sheet_vs_service`; the Summary's counts
+and obligations equal the service's; the current exceptions are exactly the expected ones, with
+ids stable across days; resolved ones resolve on the day their condition went away.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from fundpipe.keys import file_hash
+from fundpipe.reconcile.lifecycle import acknowledge
+from fundpipe.reconcile.views import reconcile
+from fundpipe.submit.ingest import ingest
+from fundpipe.sync.pull import sync
+from fundpipe.warehouse.file import Warehouse
+from worlds.submit import DEMO_STATE, World, write_sheet
+
+START = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC)
+FINAL = ("disbursed", "failed", "cancelled")
+
+Key = tuple[str, str]  # (kind, object): what the test expects, in its own words
+
+
+class Month:
+    """The simulation's state: the world, the files dropped, and the test's expectations."""
+
+    def __init__(self, world: World, tmp: Path) -> None:
+        self.world = world
+        self.tmp = tmp
+        self.files: dict[str, str] = {}  # label → content hash
+        self.ids: dict[Key, str] = {}  # expected problem → its exception id (stable)
+        self.gone: dict[Key, int] = {}  # problem → the day it must resolve
+        self.day = 0
+
+    def drop(
+        self,
+        label: str,
+        name: str,
+        distributions: list[tuple[str, str, list[int]]],
+        *,
+        date: str,
+        crlf: bool = False,
+        raw: str | None = None,
+        require_funds: bool = False,
+    ) -> str:
+        staged = self.tmp / f"{label}-{name}"
+        if raw is not None:
+            staged.write_text(raw, encoding="utf-8")
+        else:
+            write_sheet(staged, distributions, date=date)
+        if crlf:
+            staged.write_bytes(
+                staged.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") + b"\r\n"
+            )
+        self.files[label] = file_hash(staged)
+        (self.world.inbox / name).write_bytes(staged.read_bytes())
+        result = ingest(
+            self.world.settings,
+            transport=self.world.transport,
+            settle_s=0,
+            require_funds=require_funds,
+        )
+        return str(result.files[0].state)
+
+    def payments(self) -> list[tuple[Any, Any]]:
+        return [(d, p) for d, ps in self.world.distributions() for p in ps]
+
+    def payment(self, ref: str, amount: int) -> Any:
+        return next(
+            p for d, p in self.payments() if d.external_reference == ref and p.amount == amount
+        )
+
+
+def _expected(month: Month, problems: set[Key]) -> set[Key]:
+    """The problems a person expects: the test's file/payment events plus the service's truth."""
+    out = set(problems)
+    open_by_vehicle: dict[str, int] = {}
+    paid_by_vehicle: dict[str, int] = {}
+    for d, p in month.payments():
+        if p.status in ("failed", "cancelled"):
+            out.add(("status_mismatch", p.id))
+        if p.status not in FINAL:
+            open_by_vehicle[d.vehicle] = open_by_vehicle.get(d.vehicle, 0) + p.amount
+        if p.status == "disbursed":
+            paid_by_vehicle[d.vehicle] = paid_by_vehicle.get(d.vehicle, 0) + p.amount
+    for vehicle, owed in open_by_vehicle.items():
+        available = DEMO_STATE.available_cents[vehicle] - paid_by_vehicle.get(vehicle, 0)
+        if owed > available:
+            out.add(("shortfall", vehicle))
+    return out
+
+
+def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
+    world: World, tmp_path: Path
+) -> None:
+    month = Month(world, tmp_path)
+    world.control("POST", "clock/set", {"now": START.isoformat()})
+    later = "2026-12-20 09:00"
+    problems: set[Key] = set()  # file and amount problems the test itself caused, still standing
+    wh = Warehouse(world.settings.warehouse_file)
+
+    def a_payments() -> list[Any]:
+        return sorted(
+            (p for d, p in month.payments() if d.external_reference == "A1"), key=lambda p: p.amount
+        )
+
+    events: dict[int, Callable[[], None]] = {}
+
+    def day1() -> None:
+        assert (
+            month.drop("A", "A.csv", [("A1", "veh_demo1", [100_000, 200_000, 300_000])], date=later)
+            == "processed"
+        )
+
+    def day2() -> None:
+        bad = "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,Amount ($),Currency\nB,veh_demo2,B1,2026-12-20 09:00,America/New_York,ent_demo1,abc,USD\n"
+        assert month.drop("bad", "bad.csv", [], date=later, raw=bad) == "rejected"
+        problems.add(("file_rejected", month.files["bad"]))
+
+    def day3() -> None:
+        # more than veh_demo3's $750,000 available: a warning only, the vehicle is short
+        assert (
+            month.drop(
+                "under",
+                "under.csv",
+                [("U1", "veh_demo3", [700_000_00, 60_000_00])],
+                date="2026-12-27 09:00",
+            )
+            == "processed"
+        )
+
+    def day4() -> None:
+        assert (
+            month.drop("bad2", "bad.csv", [("B1", "veh_demo2", [50_000, 60_000])], date=later)
+            == "processed"
+        )
+        problems.discard(("file_rejected", month.files["bad"]))
+        month.gone[("file_rejected", month.files["bad"])] = 4
+
+    def day5() -> None:
+        state = month.drop(
+            "big", "big.csv", [("G1", "veh_demo2", [2_600_000_00])], date=later, require_funds=True
+        )
+        assert state == "refused"
+        problems.add(("file_rejected", month.files["big"]))
+
+    def day6() -> None:
+        assert (
+            month.drop(
+                "big2", "big.csv", [("G1", "veh_demo2", [1_000_00])], date=later, require_funds=True
+            )
+            == "processed"
+        )
+        problems.discard(("file_rejected", month.files["big"]))
+        month.gone[("file_rejected", month.files["big"])] = 6
+
+    def day7() -> None:  # the same content saved again: other bytes, linked, never counted twice
+        assert (
+            month.drop(
+                "A-copy",
+                "A copy.csv",
+                [("A1", "veh_demo1", [100_000, 200_000, 300_000])],
+                date=later,
+                crlf=True,
+            )
+            == "processed"
+        )
+
+    def day8() -> None:  # an edited copy: a conflict, never fixed, stays open and ages
+        assert (
+            month.drop(
+                "A-edit",
+                "A edited.csv",
+                [("A1", "veh_demo1", [100_000, 250_000, 300_000])],
+                date=later,
+            )
+            == "conflict"
+        )
+        problems.add(("file_conflict", month.files["A-edit"]))
+
+    def day10() -> None:  # a payment changed at the service, changed back on day 12
+        p = a_payments()[2]
+        world.control("PATCH", f"distribution_payments/{p.id}", {"amount": 310_000})
+        problems.add(("amount_mismatch", p.id))
+        month.changed = p.id  # type: ignore[attr-defined]
+
+    def day11() -> None:  # a cancelled distribution
+        d = next(d for d, _ in month.payments() if d.external_reference == "B1")
+        world.control("POST", f"distributions/{d.id}/cancel", {})
+
+    def day12() -> None:
+        pid = month.changed  # type: ignore[attr-defined]
+        world.control("PATCH", f"distribution_payments/{pid}", {"amount": 300_000})
+        problems.discard(("amount_mismatch", pid))
+        month.gone[("amount_mismatch", pid)] = 12
+
+    def day13() -> None:  # a person acknowledges the cancellations
+        for d, p in month.payments():
+            if d.external_reference == "B1":
+                acknowledge(
+                    wh,
+                    month.ids[("status_mismatch", p.id)],
+                    note="cancelled on purpose",
+                    by="ana",
+                    now=START,
+                )
+                month.acked.add(("status_mismatch", p.id))  # type: ignore[attr-defined]
+
+    def day14() -> None:  # a failed payment
+        p = a_payments()[0]
+        world.control("PATCH", f"distribution_payments/{p.id}", {"status": "failed"})
+
+    month.acked = set()  # type: ignore[attr-defined]
+    events.update({1: day1, 2: day2, 3: day3, 4: day4, 5: day5, 6: day6, 7: day7, 8: day8})
+    events.update({10: day10, 11: day11, 12: day12, 13: day13, 14: day14})
+
+    history: dict[Key, str] = {}
+    for day in range(1, 31):
+        month.day = day
+        world.control("POST", "clock/advance", {"seconds": 86_400})
+        if day in events:
+            events[day]()
+        now = dt.datetime.fromisoformat(world.control("GET", "clock")["now"])
+        sync(world.settings, transport=world.transport, clock=lambda now=now: now)
+        result = reconcile(
+            world.settings,
+            as_of=now.date(),
+            out_dir=tmp_path / "reports" / str(day),
+            clock=lambda now=now: now,
+        )
+        service = month.payments()
+
+        # each service payment once, and nothing else
+        con = duckdb.connect()
+        ids = [
+            r[0]
+            for r in con.execute(
+                f"SELECT payment_id FROM read_parquet('{result.parquet['sheet_vs_service']}')"
+            ).fetchall()
+        ]
+        con.close()
+        assert sorted(ids) == sorted(p.id for _, p in service), day
+
+        # the Summary's counts and totals are the service's
+        s = result.summary
+        assert s.service_payments == len(service), day
+        assert s.obligations_cents == sum(p.amount for _, p in service if p.status not in FINAL), (
+            day
+        )
+
+        # the current exceptions are exactly the expected ones, ids stable across days
+        frame = result.frame("exceptions")
+        got: dict[Key, str] = {}
+        for r in frame.itertuples():
+            got[(str(r.kind), str(r.object_id))] = str(r.exception_id)
+        expected = _expected(month, problems)
+        assert set(got) == expected, (day, set(got) ^ expected)
+        for key, exception_id in got.items():
+            assert history.setdefault(key, exception_id) == exception_id, (day, key)
+        month.ids.update(got)
+        states = {(str(r.kind), str(r.object_id)): str(r.state) for r in frame.itertuples()}
+        for key in expected:  # the Exceptions sheet shows each one's state
+            want = "acknowledged" if key in month.acked else "open"  # type: ignore[attr-defined]
+            assert states[key] == want, (day, key)
+        lines = {
+            (str(r.kind), str(r.object_id)): (str(r.what), str(r.action))
+            for r in frame.itertuples()
+        }
+        if day == 2:  # a rejected file: where it is now, what to do
+            what, action = lines[("file_rejected", month.files["bad"])]
+            assert what.startswith("file rejected/bad.csv (1 row(s)) was rejected on "), what
+            assert "fix the sheet" in action
+        if day == 8:  # a conflict: the changed row side by side, in dollars, and where to change it
+            what, _ = lines[("file_conflict", month.files["A-edit"])]
+            assert (
+                "Brightwater Capital LLC (ent_demo2) row 3: sheet $2,500.00 vs service $2,000.00"
+                in what
+            )
+            assert "/sender" in what
+            assert "Distribution A1 (A1)" in what
+        if day == 10:  # a payment: distribution, investor name and reference, dollars, file and row
+            what, _ = lines[("amount_mismatch", month.changed)]  # type: ignore[attr-defined]
+            assert what == (
+                "Distribution A1 (A1), Carmen Ortiz (DEMO-E3) [ent_demo3]: "
+                "sheet $3,000.00 vs service $3,100.00; processed/A.csv row 4"
+            ), what
+
+        # the lifecycle: resolved on the right day; acknowledged ones out of the open count
+        assert result.lifecycle is not None
+        resolved_today = {(t.kind, str(t.object_id)) for t in result.lifecycle.resolved}
+        due = {k for k, d in month.gone.items() if d == day}
+        assert due <= resolved_today, (day, due - resolved_today)
+        acked = len(month.acked & expected)  # type: ignore[attr-defined]
+        assert s.acknowledged_exceptions == acked, day
+        assert s.open_exceptions == len(expected) - acked, day
+
+    # the conflict was never fixed: still open, aged since day 8
+    conflict = next(t for t in result.lifecycle.still_open if t.kind == "file_conflict")
+    assert conflict.age_days == 22
