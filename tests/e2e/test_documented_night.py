@@ -170,7 +170,7 @@ def test_the_night_completes_on_the_strict_interface(
     finally:
         sandbox.stop()
     assert summary["exit_code"] == 0, summary
-    assert summary["facts"]["files accepted"] == len(CLEAN)
+    assert summary["facts"]["files processed (new)"] == len(CLEAN)
     assert summary["facts"]["distributions submitted"] == 4
     assert summary["facts"]["accounts synced"] == 6  # through each vehicle's account list
     assert summary["facts"]["service objects"] == "test"

@@ -188,7 +188,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         rejected_line = next(line for line in logs if line.startswith("file q4_typo.csv:"))
         assert "rejected" in rejected_line
         assert "q4_typo.csv.errors.csv" in rejected_line
-        opened = next(line for line in logs if line.startswith("exception exc_"))
+        opened = next(line for line in logs if line.startswith("exception EX-"))
         exception_id = opened.split()[1]
         wait_for("a POST naming the file", lambda: [b for b in bodies if "q4_typo.csv" in b], 60)
         wait_for(
