@@ -197,20 +197,7 @@ def roster_frames(
     )
     has_payment = base[list(_PAYMENT)].notna().any(axis=1)
     payments = base[has_payment][
-        [
-            "source_file",
-            "sheet",
-            "row",
-            "entity_external_reference",
-            "payment_type",
-            "beneficiary_name",
-            "bank_name",
-            "routing_number",
-            "account_number",
-            "branch_code",
-            "payment_external_reference",
-            *WIRE_COLUMNS,
-        ]
+        ["source_file", "sheet", "row", "entity_external_reference", *_PAYMENT]
     ].rename(
         columns={
             "payment_type": "type",
