@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,58 @@ def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
     assert "q4_typo.csv rejected" in (state.message or "")
     assert state.result()["exit_code"] == 1
     assert (tmp_path / "rejected" / "q4_typo.csv").exists()
+
+
+def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app
+
+    runner = CliRunner()
+    logs_by_option = {}
+    for option in ("--quiet", "--verbose"):
+        data_dir = tmp_path / option.strip("-")
+        (data_dir / "inbox").mkdir(parents=True)
+        shutil.copy2(BROKEN, data_dir / "inbox" / "q4_typo.csv")
+        result = runner.invoke(app, ["run", option, "--data-dir", str(data_dir)])
+        assert result.exit_code == 1, result.output  # the file needs a person, either way
+        if option == "--quiet":
+            assert "files seen" not in result.stdout
+        # the run just made; its logs reach the server in batches, shortly after
+        deadline = time.monotonic() + 30
+        while True:
+            lines = _newest_nightly_logs()
+            if any(line.startswith("reconcile:") for line in lines) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        logs_by_option[option] = lines
+    for lines in logs_by_option.values():
+        assert any(line.startswith("file q4_typo.csv:") for line in lines), lines
+        assert any(line.startswith("reconcile:") for line in lines), lines
+
+
+def _newest_nightly_logs() -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    async def read() -> list[str]:
+        async with get_client() as client:
+            (run,) = await client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["nightly"])),
+                sort=FlowRunSort.START_TIME_DESC,
+                limit=1,
+            )
+            logs = await client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id]))
+            )
+        return [entry.message for entry in logs]
+
+    return asyncio.run(read())

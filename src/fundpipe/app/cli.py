@@ -306,6 +306,15 @@ def run_command(
             "Prefect server is the same either way.",
         ),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print nothing but errors (the exit code still tells); the run's logs reach "
+            "the Prefect server as always.",
+        ),
+    ] = False,
 ) -> None:
     """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
 
@@ -327,7 +336,7 @@ def run_command(
         summary = summary_of_run(state)
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
-        else:
+        elif not quiet:
             from fundpipe.app.render import render_run_summary
 
             render_run_summary(summary, console)
