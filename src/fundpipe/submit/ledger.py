@@ -15,7 +15,9 @@ seam the warehouse copies — see docs/architecture.md):
 
 A request whose row still says ``sent`` or ``unknown`` when a run starts was interrupted: the
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
-Every write is its own transaction, so a SIGKILL loses at most the write in progress.
+Every write is its own transaction, so a SIGKILL loses at most the write in progress. The
+intents of a chunk of requests about to be sent together are one statement and one commit
+(:meth:`Ledger.record_intents`), committed before any of them is sent.
 
 Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
