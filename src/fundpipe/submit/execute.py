@@ -7,7 +7,9 @@
   recorded as created; one it lacks is planned again — with the same body, hence the same key.
   Looking the distribution up by ``external_reference`` comes first, always, so a request whose
   key the service has forgotten (24 h) can never create a second distribution.
-- :func:`execute` runs the phases in order with bounded concurrency: intent → send → outcome.
+- :func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests
+  in one commit → the chunk sent with bounded concurrency → its outcomes in one commit, before
+  the next chunk's intents.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -43,6 +44,7 @@ from fundpipe.plan import (
 from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.submit.adopt import association_warnings, send_adopting
 from fundpipe.submit.ledger import Ledger
+from fundpipe.submit.writer import LedgerWriter
 
 log = logging.getLogger(__name__)
 
@@ -148,67 +150,6 @@ def _ids_of(records: Iterable[Any]) -> list[str]:
     return out
 
 
-class _LedgerWriter:
-    """Ledger writes off the event loop, in one thread, in order.
-
-    Intents are written (and committed) before their request is sent. Outcomes are queued and
-    committed together every ``flush_s`` seconds and at the end of each phase: an outcome lost
-    to a crash leaves its request open, which the next run settles by lookup.
-    """
-
-    def __init__(self, ledger: Ledger, flush_s: float = 0.25) -> None:
-        self.ledger = ledger
-        self.flush_s = flush_s
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fundpipe-ledger")
-        self._pending: list[Callable[[], None]] = []
-        self._intents: list[tuple[ResolvedRequest, asyncio.Future[None]]] = []
-        self._draining: asyncio.Task[None] | None = None
-
-    async def intent(self, request: ResolvedRequest) -> None:
-        """Return once the intent is committed; intents queued meanwhile share one commit."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._intents.append((request, done))
-        if self._draining is None or self._draining.done():
-            self._draining = asyncio.create_task(self._drain_intents())
-        await done
-
-    async def _drain_intents(self) -> None:
-        loop = asyncio.get_running_loop()
-        while self._intents:
-            batch, self._intents = self._intents, []
-            try:
-                await loop.run_in_executor(
-                    self._pool, self.ledger.record_intents, [r for r, _ in batch]
-                )
-            except Exception as exc:  # every waiter learns its intent was not written
-                for _, done in batch:
-                    done.set_exception(exc)
-            else:
-                for _, done in batch:
-                    done.set_result(None)
-
-    def later(self, write: Callable[[], None]) -> None:
-        self._pending.append(write)
-
-    def _apply(self, writes: list[Callable[[], None]]) -> None:
-        with self.ledger.batched():
-            for write in writes:
-                write()
-
-    async def flush(self) -> None:
-        writes, self._pending = self._pending, []
-        if writes:
-            await asyncio.get_running_loop().run_in_executor(self._pool, self._apply, writes)
-
-    async def run_flusher(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_s)
-            await self.flush()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
-
-
 async def execute(
     client: FundClient,
     ledger: Ledger,
@@ -216,12 +157,16 @@ async def execute(
     state: ServiceState,
     *,
     concurrency: int = 8,
+    chunk_size: int | None = None,
     key_fn: Callable[[str, str, str, Any], str] = idempotency_key,
     progress: ProgressSink | None = None,
 ) -> SubmitResult:
     """Run the plan's phases in order, each with at most ``concurrency`` requests in flight.
 
-    ``progress`` hears one step per planned request, whatever its outcome.
+    A phase's requests are resolved first (ids of earlier phases only), then sent in chunks of
+    ``chunk_size`` (default ``8 × concurrency``): the chunk's intents are committed in one
+    statement before any of its requests is sent, and its outcomes in one commit before the next
+    chunk's intents. ``progress`` hears one step per planned request, whatever its outcome.
     """
     result = SubmitResult()
     sink = progress or NullProgress()
@@ -230,30 +175,31 @@ async def execute(
     by_ref = {(d.file_hash, d.external_reference): d for d in plan.distributions}
     gate = asyncio.Semaphore(concurrency)
     broken: dict[str, str] = {}  # file hash → why its later requests cannot run
-    writer = _LedgerWriter(ledger)
+    writer = LedgerWriter(ledger)
+    chunk = max(1, chunk_size or 8 * concurrency)
 
     def fail(target: dict[str, str], request: PlannedRequest, why: str) -> None:
         for h in request.file_hashes:
             broken.setdefault(h, f"{request.label}: {why}")
             target.setdefault(h, f"{request.label}: {why}")
 
-    async def run(request: PlannedRequest) -> None:
+    def prepare(request: PlannedRequest) -> ResolvedRequest | None:
         blocked = [h for h in request.file_hashes if h in broken]
         if blocked and len(blocked) == len(request.file_hashes):
-            return
+            return None
         try:
-            resolved = request.resolve(ids, plan.org_id, key_fn)
+            return request.resolve(ids, plan.org_id, key_fn)
         except UnresolvedReferenceError as exc:
             if request.phase == "associations":  # optional: never blocks a distribution
                 result.warnings.append(f"{request.label}: not associated ({exc})")
-                return
+                return None
             fail(result.failed, request, str(exc))
             writer.later(lambda: _fail_distributions(ledger, request, by_ref))
-            return
+            return None
+
+    async def run(request: PlannedRequest, resolved: ResolvedRequest) -> None:
+        """Send one request whose intent is committed; queue its outcome."""
         async with gate:
-            await writer.intent(resolved)
-            result.requests_sent += 1
-            result.keys_sent.add(resolved.key)
             resent: list[str] = []  # smaller batches sent after a 409 named existing objects
             try:
                 if request.phase in ("entities", "contacts"):
@@ -321,8 +267,20 @@ async def execute(
     flusher = asyncio.create_task(writer.run_flusher())
     try:
         for phase in PHASES:
-            await asyncio.gather(*(_counted(run(r), sink) for r in plan.phase(phase)))
-            await writer.flush()
+            ready: list[tuple[PlannedRequest, ResolvedRequest]] = []
+            for request in plan.phase(phase):
+                resolved = prepare(request)
+                if resolved is None:
+                    sink.advance("submit")
+                else:
+                    ready.append((request, resolved))
+            for start in range(0, len(ready), chunk):
+                batch = ready[start : start + chunk]
+                await writer.intents([r for _, r in batch])  # durable before any is sent
+                result.requests_sent += len(batch)
+                result.keys_sent.update(r.key for _, r in batch)
+                await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
+                await writer.flush()  # the chunk's outcomes before the next chunk's intents
     finally:
         flusher.cancel()
         with contextlib.suppress(asyncio.CancelledError):

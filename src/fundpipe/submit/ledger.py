@@ -15,7 +15,9 @@ seam the warehouse copies — see docs/architecture.md):
 
 A request whose row still says ``sent`` or ``unknown`` when a run starts was interrupted: the
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
-Every write is its own transaction, so a SIGKILL loses at most the write in progress.
+Every write is its own transaction, so a SIGKILL loses at most the write in progress. The
+intents of a chunk of requests about to be sent together are one statement and one commit
+(:meth:`Ledger.record_intents`), committed before any of them is sent.
 
 Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
@@ -72,6 +74,19 @@ _OUTCOME_SCHEMA = pa.schema(
         ("request_id", pa.string()),
         ("service_ids", pa.string()),
         ("error", pa.string()),
+    ]
+)
+_INTENT_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("phase", pa.string()),
+        ("method", pa.string()),
+        ("path", pa.string()),
+        ("label", pa.string()),
+        ("file_hashes", pa.string()),
+        ("distribution_refs", pa.string()),
+        ("body", pa.string()),
+        ("attempts", pa.int32()),
     ]
 )
 _MARK_SCHEMA = pa.schema(
@@ -398,42 +413,56 @@ class Ledger:
     # ------------------------------------------------------------------------ requests
 
     def record_intent(self, request: ResolvedRequest) -> None:
-        """Write the intent of ``request`` before it is sent (state ``sent``)."""
-        now = self._clock()
-        body = _stored_body(request)
-        # One statement, one commit: the intent is durable before anything is sent. The rows of
-        # ledger_payments follow with the outcome (a crash in between leaves the request open,
-        # and the next run settles it by looking the distributions up).
-        self._record_intent(request, body, now)
+        """Write the intent of ``request`` before it is sent (state ``sent``).
+
+        One statement, one commit: the intent is durable before anything is sent. The rows of
+        ledger_payments follow with the outcome (a crash in between leaves the request open,
+        and the next run settles it by looking the distributions up).
+        """
+        self.record_intents([request])
 
     def record_intents(self, requests: Sequence[ResolvedRequest]) -> None:
-        """Write several intents in one commit (requests about to be sent together)."""
+        """Write several intents in one statement, one commit (requests about to be sent
+        together): all of them are durable when this returns, none when it raises."""
+        if not requests:
+            return
         now = self._clock()
+        # one row per key (the same key twice in one batch counts two attempts)
+        rows: dict[str, dict[str, Any]] = {}
+        for request in requests:
+            row = rows.get(request.key)
+            if row is not None:
+                row["attempts"] += 1
+                continue
+            rows[request.key] = {
+                "key": request.key,
+                "phase": request.phase,
+                "method": request.method,
+                "path": request.path,
+                "label": request.label,
+                "file_hashes": json.dumps(list(request.file_hashes)),
+                "distribution_refs": json.dumps(list(request.distribution_refs)),
+                "body": _stored_body(request),
+                "attempts": 1,
+            }
+        table = pa.Table.from_pylist(list(rows.values()), schema=_INTENT_SCHEMA)
         with self.transaction():
-            for request in requests:
-                body = _stored_body(request)
-                self._record_intent(request, body, now)
-
-    def _record_intent(self, request: ResolvedRequest, body: str, now: datetime) -> None:
-        self._con.execute(
-            """
-            INSERT INTO ledger_requests AS r VALUES
-                (?, ?, ?, ?, ?, ?, ?, ?, 'sent', 1, NULL, NULL, NULL, NULL, ?, NULL)
-            ON CONFLICT (key) DO UPDATE SET
-                state = 'sent', attempts = r.attempts + 1, intent_at = excluded.intent_at
-            """,
-            [
-                request.key,
-                request.phase,
-                request.method,
-                request.path,
-                request.label,
-                json.dumps(list(request.file_hashes)),
-                json.dumps(list(request.distribution_refs)),
-                body,
-                now,
-            ],
-        )
+            self._con.register("_intents", table)
+            try:
+                self._con.execute(
+                    """
+                    INSERT INTO ledger_requests AS r
+                    SELECT key, phase, method, path, label, file_hashes, distribution_refs,
+                        body, 'sent', attempts, NULL, NULL, NULL, NULL, $now, NULL
+                    FROM _intents
+                    ON CONFLICT (key) DO UPDATE SET
+                        state = 'sent', attempts = r.attempts + excluded.attempts,
+                        intent_at = excluded.intent_at
+                    """,
+                    {"now": now},
+                )
+            finally:
+                self._con.unregister("_intents")
 
     def record_outcome(
         self,

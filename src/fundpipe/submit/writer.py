@@ -1,0 +1,83 @@
+"""The ledger's writer for :func:`fundpipe.submit.execute.execute`: writes off the event loop.
+
+Intents are committed in one statement per chunk of requests before any of them is sent;
+outcomes and payment marks are queued and committed together when the chunk ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from fundpipe.plan import ResolvedRequest
+from fundpipe.submit.ledger import Ledger
+
+
+class LedgerWriter:
+    """Ledger writes off the event loop, in one thread, in order.
+
+    Intents are written (and committed) before their request is sent: a chunk's in one
+    statement (:meth:`intents`), a lone one (an adopting re-send) through :meth:`intent`.
+    Outcomes are queued and committed together at the end of each chunk, and every ``flush_s``
+    seconds while a slow chunk runs: an outcome lost to a crash leaves its request open, which
+    the next run settles by lookup.
+    """
+
+    def __init__(self, ledger: Ledger, flush_s: float = 1.0) -> None:
+        self.ledger = ledger
+        self.flush_s = flush_s
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fundpipe-ledger")
+        self._pending: list[Callable[[], None]] = []
+        self._intents: list[tuple[ResolvedRequest, asyncio.Future[None]]] = []
+        self._draining: asyncio.Task[None] | None = None
+
+    async def intents(self, requests: Sequence[ResolvedRequest]) -> None:
+        """Return once the intents of ``requests`` are committed (one statement, one commit)."""
+        if requests:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._pool, self.ledger.record_intents, list(requests))
+
+    async def intent(self, request: ResolvedRequest) -> None:
+        """Return once the intent is committed; intents queued meanwhile share one commit."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._intents.append((request, done))
+        if self._draining is None or self._draining.done():
+            self._draining = asyncio.create_task(self._drain_intents())
+        await done
+
+    async def _drain_intents(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._intents:
+            batch, self._intents = self._intents, []
+            try:
+                await loop.run_in_executor(
+                    self._pool, self.ledger.record_intents, [r for r, _ in batch]
+                )
+            except Exception as exc:  # every waiter learns its intent was not written
+                for _, done in batch:
+                    done.set_exception(exc)
+            else:
+                for _, done in batch:
+                    done.set_result(None)
+
+    def later(self, write: Callable[[], None]) -> None:
+        self._pending.append(write)
+
+    def _apply(self, writes: list[Callable[[], None]]) -> None:
+        with self.ledger.batched():
+            for write in writes:
+                write()
+
+    async def flush(self) -> None:
+        writes, self._pending = self._pending, []
+        if writes:
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._apply, writes)
+
+    async def run_flusher(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_s)
+            await self.flush()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
