@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -86,3 +87,16 @@ def finish_sheet(
     if not filled.all():
         body = body[filled]
     return RawSheet(name=name, header=header, body=body, excel=excel, cell_errors=cell_errors)
+
+
+def text_by_code(codes: np.ndarray, names: list[str | None], index: pd.Index) -> pd.Series:
+    """A ``str`` column holding ``names[code]`` per row (<NA> where the code is -1 or the name
+    None), built in Arrow: a million Python strings turned into a ``str`` column one by one cost
+    a tenth of a second, the dictionary take a few milliseconds."""
+    codes = np.asarray(codes, dtype=np.int32)
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array(codes, mask=codes < 0), pa.array(names, type=pa.string())
+    )
+    column: pd.Series = pd.Series(dictionary.cast(pa.string()).to_pandas(), dtype="str")
+    column.index = index
+    return column
