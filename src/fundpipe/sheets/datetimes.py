@@ -241,8 +241,8 @@ def parse_datetimes(
     codes, distinct = pd.factorize(pair[live])  # hashing, not sorting, a million rows
     width = len(zone_names) + 1
     resolved = resolve_many(
-        [str(text_names[p // width]) for p in distinct],
-        [str(zone_names[p % width]) for p in distinct],
+        [str(text_names[int(p) // width]) for p in distinct],
+        [str(zone_names[int(p) % width]) for p in distinct],
         excel_serials=excel_serials,
     )
     # Each row holds a code into the distinct pairs' answers (the last entry: blank), and the
