@@ -28,6 +28,7 @@ from fundpipe.app.cli_common import (
 )
 from fundpipe.app.cli_exceptions import exceptions_app
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
+from fundpipe.sheets.frames import use_system_allocator
 
 EXIT_CODES_HELP = (
     "Exit codes: "
@@ -389,6 +390,7 @@ def _parse_date(text: str | None) -> date | None:
 
 def main() -> None:
     """Entry point of the `fundpipe` console script."""
+    use_system_allocator()
     try:
         app()
     except SystemExit as exc:

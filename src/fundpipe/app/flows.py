@@ -142,10 +142,14 @@ def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
 
 def _settings(data_dir: str | None) -> Settings:
     """Settings from the environment; the secret from a Prefect Secret block when one is named
-    (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set."""
+    (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
+    here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
     import asyncio
 
     from fundpipe.client import with_prefect_secret
+    from fundpipe.sheets.frames import use_system_allocator
+
+    use_system_allocator()
 
     settings = Settings()
     if "inbox_lock_wait_s" not in settings.model_fields_set:

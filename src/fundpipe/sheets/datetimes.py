@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fundpipe import timerules
+from fundpipe.sheets.frames import text_by_code
 
 _ISO_LOOSE = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
@@ -237,37 +238,31 @@ def parse_datetimes(
     live = (text_codes >= 0) & (zone_codes >= 0) & ~blank.to_numpy()
     # One code per distinct (text, zone) pair, without building tuples per row.
     pair = text_codes.astype(np.int64) * (len(zone_names) + 1) + zone_codes
-    distinct, codes = np.unique(pair[live], return_inverse=True)
+    codes, distinct = pd.factorize(pair[live])  # hashing, not sorting, a million rows
     width = len(zone_names) + 1
     resolved = resolve_many(
-        [str(text_names[p // width]) for p in distinct],
-        [str(zone_names[p % width]) for p in distinct],
+        [str(text_names[int(p) // width]) for p in distinct],
+        [str(zone_names[int(p) % width]) for p in distinct],
         excel_serials=excel_serials,
     )
-    # Filled as object arrays and turned into ``str`` columns once (setting cells of a ``str``
-    # Series one slice at a time costs more than the parses on a small sheet).
-    size = len(text)
-    iso = np.full(size, None, dtype=object)
-    check = np.full(size, None, dtype=object)
-    reason = np.full(size, None, dtype=object)
-    if resolved:
-        rows = np.flatnonzero(live)
-        iso_of, check_of, reason_of = (
-            np.array(part, dtype=object) for part in zip(*resolved, strict=True)
-        )
-        reason_of[[c is None for c in check_of]] = None
-        iso[rows] = iso_of[codes]
-        check[rows] = check_of[codes]
-        reason[rows] = reason_of[codes]
+    # Each row holds a code into the distinct pairs' answers (the last entry: blank), and the
+    # columns are built from those codes in Arrow: no per-row Python strings.
+    row_code = np.full(len(text), -1, dtype=np.int32)
+    row_code[np.flatnonzero(live)] = codes
+    iso_of: list[str | None] = [iso for iso, _, _ in resolved] + [None]
+    check_of: list[str | None] = [check for _, check, _ in resolved] + [None]
+    reason_of: list[str | None] = [
+        reason if check is not None else None for _, check, reason in resolved
+    ] + [None]
     if required:
-        is_blank = blank.to_numpy(dtype=bool)
-        check[is_blank] = "datetime_required"
-        reason[is_blank] = DATETIME_CHECKS["datetime_required"]
+        row_code[blank.to_numpy(dtype=bool)] = len(resolved)
+        check_of[-1] = "datetime_required"
+        reason_of[-1] = DATETIME_CHECKS["datetime_required"]
     return pd.DataFrame(
         {
-            "iso": pd.Series(iso, index=text.index, dtype="str"),
-            "check": pd.Series(check, index=text.index, dtype="str"),
-            "reason": pd.Series(reason, index=text.index, dtype="str"),
+            "iso": text_by_code(row_code, iso_of, text.index),
+            "check": text_by_code(row_code, check_of, text.index),
+            "reason": text_by_code(row_code, reason_of, text.index),
         },
         index=text.index,
         copy=False,

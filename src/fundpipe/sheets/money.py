@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fundpipe.sheets.frames import text_by_code
+
 #: Largest integer-part digits accepted before the amount is called absurd (keeps int64 safe).
 _MAX_INT_DIGITS = 13
 
@@ -80,19 +82,28 @@ def parse_money(values: pd.Series) -> pd.DataFrame:
             {"cents": cents_col, "check": pd.Series(pd.NA, index=values.index, dtype="str")}
         )
     rest = np.flatnonzero(~plain_ok)
-    cents_rest, check_rest = _parse_in_full(pc.take(raw, pa.array(rest)))
+    # The check per row as a code into _CHECK_NAMES (-1: fine), so no per-row strings are made.
+    check = np.where(cents_plain > 0, -1, _ZERO).astype(np.int32)
     cents = cents_plain.copy()
-    cents[rest] = cents_rest
-    check = np.where(cents_plain > 0, "", "amount_zero").astype(object)
-    check[rest] = check_rest
-    good: np.ndarray = np.asarray(check == "", dtype=bool)
-    cents_col = pd.Series(pd.array(cents, dtype="Int64"), index=values.index).mask(~good)
-    check_col = pd.Series(check, index=values.index, dtype="str").mask(good)
-    return pd.DataFrame({"cents": cents_col, "check": check_col})
+    if len(rest):
+        cents_rest, check_rest = _parse_in_full(pc.take(raw, pa.array(rest)))
+        cents[rest] = cents_rest
+        check[rest] = check_rest
+    good: np.ndarray = check < 0
+    cents_col = pd.Series(pd.arrays.IntegerArray(cents, ~good), index=values.index)
+    check_col = text_by_code(check, _CHECK_NAMES, values.index)
+    return pd.DataFrame({"cents": cents_col, "check": check_col}, copy=False)
+
+
+_CHECK_NAMES: list[str | None] = list(MONEY_REASONS)
+_ZERO = _CHECK_NAMES.index("amount_zero")
 
 
 def _parse_in_full(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(cents, check name or "") for texts outside the plain shapes, applying every rule."""
+    """(cents, check code) for texts outside the plain shapes, applying every rule.
+
+    The check code indexes `MONEY_REASONS` (its order is the rules' precedence); -1 = fine.
+    """
     blank = _flag(pc.or_kleene(pc.is_null(text), pc.equal(text, "")))
     text = pc.fill_null(text, "")
     compact = pc.replace_substring_regex(text, r"\s+", "")
@@ -127,7 +138,7 @@ def _parse_in_full(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nda
     zero = ok & (cents == 0)
 
     conditions = [blank, foreign, negative, ambiguous, ~numeric, too_many, too_large, zero]
-    check = np.select(conditions, list(MONEY_REASONS), default="")
+    check = np.select(conditions, range(len(conditions)), default=-1)
     return cents, check
 
 

@@ -131,7 +131,10 @@ def _majority_disagreement(group: np.ndarray, value: np.ndarray) -> tuple[np.nda
     if live.any():
         width = int(value.max()) + 1
         key = group[live].astype(np.int64) * width + value[live]
-        distinct, first_seen, counts = np.unique(key, return_index=True, return_counts=True)
+        # Hashed, not sorted (a million rows): the distinct keys come in order of first sight.
+        codes, distinct = pd.factorize(key)
+        counts = np.bincount(codes)
+        first_seen = np.arange(len(distinct))
         groups, values = distinct // width, distinct % width
         # per group: most rows first, then the value seen first
         order = np.lexsort((first_seen, -counts, groups))

@@ -243,7 +243,8 @@ def _entity_refs(parsed: pd.DataFrame, sheet: str | None) -> pd.DataFrame:
     """The rows of a rejected distribution sheet whose entity was read: what the check needs."""
     if "entity" not in parsed or "entity_is_ref" not in parsed:
         return pd.DataFrame(columns=["sheet", "row", "entity", "entity_is_ref"])
-    read = parsed[parsed["entity"].notna()]
+    # Only the two columns are filtered (not the whole parsed frame: a copy of every column).
+    read = parsed[["entity", "entity_is_ref"]][parsed["entity"].notna()]
     return pd.DataFrame(
         {
             "sheet": [sheet] * len(read),
