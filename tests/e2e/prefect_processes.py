@@ -8,6 +8,7 @@ does, so the tests see what a person would.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -95,6 +96,28 @@ class Processes:
         # children of a group leader that already exited (a flow-run subprocess)
         for process in self.started:
             _signal_group(process.pid, signal.SIGKILL)
+
+
+#: SQLite under a busy 2-core machine: a worker heartbeat or a log write waits past the
+#: busy timeout and the server logs the error; the client retries and nothing is lost.
+TRANSIENT_SERVER_ERRORS = ("database is locked",)
+
+
+def unexpected_tracebacks(log: str) -> list[str]:
+    """The tracebacks in a process log that are not a known transient server error.
+
+    Each traceback runs from its ``Traceback`` line to the next blank-indented error line; a
+    traceback whose text names one of :data:`TRANSIENT_SERVER_ERRORS` is left out, so a
+    scheduler failure (the SQLAlchemy 2.1 ``bulk DML`` error) is still caught.
+    """
+    chunks = log.split("Traceback (most recent call last)")[1:]
+    kept = []
+    for chunk in chunks:
+        # the chunk's own error: up to the next log record (a line starting with a timestamp)
+        body = re.split(r"\n(?=\d{2}:\d{2}:\d{2}|\S+ \| )", chunk, maxsplit=1)[0]
+        if not any(marker in body for marker in TRANSIENT_SERVER_ERRORS):
+            kept.append(body[-600:])
+    return kept
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -27,6 +27,7 @@ from prefect_processes import (
     healthy,
     processes,
     run_cli,
+    unexpected_tracebacks,
     wait_for,
 )
 
@@ -144,7 +145,9 @@ def test_server_worker_and_watch_fire_as_the_readme_says(tmp_path: Path) -> None
             {**env, "PREFECT_WORKER_QUERY_SECONDS": "2"},
         )
         _scheduled_nightly_completed(api, data_dir, timeout=240)
-        assert "Traceback" not in procs.log("server")
+        server_log = procs.log("server")
+        assert "bulk DML" not in server_log
+        assert unexpected_tracebacks(server_log) == []
 
         procs.start("watch", [FUNDPIPE, "watch"], env)
         wait_for("the watcher", lambda: "watching" in procs.log("watch"), 60)
@@ -171,4 +174,5 @@ def test_fundpipe_serve_fires_its_schedule_and_watches_the_inbox(tmp_path: Path)
         _scheduled_nightly_completed(api, data_dir, timeout=240)
         latency = _drop_and_see_it_ingested(procs, api, data_dir, "serve")
         assert latency <= ARRIVAL_TARGET_S, f"inbox run started {latency:.1f} s after settling"
-        assert "Traceback" not in procs.log("serve")
+        assert "bulk DML" not in procs.log("serve")
+        assert unexpected_tracebacks(procs.log("serve")) == []
