@@ -842,3 +842,16 @@ CREATE TABLE exception_log (
     action VARCHAR,
     updated_at TIMESTAMPTZ NOT NULL
 );
+
+-- migration: 008 sync state per list
+-- When each top-level list the sync walks newest first (distributions, entities, contacts) was
+-- last walked whole (`full`) or only down to what the warehouse already held (`incremental`).
+-- Written by fundpipe.sync after its merge has committed. A list without a row has never been
+-- synced completely into this file: its next sync walks it whole.
+CREATE TABLE sync_lists (
+    list VARCHAR PRIMARY KEY,
+    last_full_at TIMESTAMPTZ,
+    last_full_sync_id VARCHAR,
+    last_incremental_at TIMESTAMPTZ,
+    last_incremental_sync_id VARCHAR
+);

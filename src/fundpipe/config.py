@@ -123,6 +123,13 @@ class Settings(BaseSettings):
     ledger_path: Path | None = None
     require_funds: bool = False
     log_level: str = "INFO"
+    full_sync_days: float = Field(
+        default=7.0,
+        gt=0,
+        description="Days after which a sync walks the entity, contact and distribution lists "
+        "whole again instead of stopping at what the warehouse already holds (so an edit the "
+        "service made to an old object is picked up within that time).",
+    )
 
     reports_url: str | None = Field(
         default=None,

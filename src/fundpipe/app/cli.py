@@ -229,8 +229,17 @@ def ingest_command(
 
 
 @app.command("sync")
-def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
+def sync_command(
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Walk every list whole, not only down to what is known."),
+    ] = False,
+) -> None:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB.
+
+    Only what is new or still open is pulled; --full re-reads everything.
 
     Example: fundpipe sync --json
     """
@@ -241,7 +250,7 @@ def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -
 
         settings = settings_for(data_dir)
         with service(settings) as live, RichProgress(err_console) as progress:
-            result = sync(live, progress=progress)
+            result = sync(live, progress=progress, full=full)
         from fundpipe.app.outcomes import sync_dict
 
         payload = sync_dict(result)

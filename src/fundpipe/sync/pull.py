@@ -11,6 +11,12 @@ transaction:
 - the ledger's `ledger_payments` / `ledger_files` are copied from the ledger file (read-only), so
   reconciliation never needs the ledger open; no ledger file → those tables are emptied.
 
+Only what is new and what is still open is pulled (`fundpipe.sync.incremental`): the
+distribution, entity and contact lists are walked newest first down to the objects the warehouse
+already holds, and distributions still open are re-read; every `FUNDPIPE_FULL_SYNC_DAYS`, on
+`full=True`, on a first sync and when a list turns out not to be newest first, a list is walked
+whole. Nothing is ever deleted or marked missing: the merge only upserts what was pulled.
+
 Pulling is concurrent where lists are independent (each vehicle's accounts, the rest of a
 distribution's payments, the entity and contact lists) and sequential along one cursor. Pages go
 straight into Arrow record batches and are staged in Parquet files in a temporary directory
@@ -25,7 +31,7 @@ import logging
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -39,6 +45,7 @@ from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.sync.incremental import WALKED_LISTS, Known, Walk, read_known, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
 from fundpipe.warehouse.file import Warehouse
@@ -68,6 +75,10 @@ class SyncResult:
     warnings: tuple[str, ...] = ()
     #: the objects' `livemode` (None when none was seen; True when any was live)
     livemode: bool | None = None
+    #: how each top-level list was walked: "full" or "incremental" (down to known objects)
+    walks: dict[str, str] = field(default_factory=dict)
+    #: still-open distributions re-read through their payment list (beyond the list walk)
+    reread_open: int = 0
 
 
 def _flatten_accounts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,6 +87,13 @@ def _flatten_accounts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         balance = record.get("balance") or {}
         out.append({**record, **{k: balance.get(k) for k in _BALANCE_FIELDS}})
     return out
+
+
+async def _close(pages: AsyncIterator[Any]) -> None:
+    """Close a page walk left before its end (an async generator), so it fetches no more."""
+    aclose = getattr(pages, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class _Puller:
@@ -88,9 +106,21 @@ class _Puller:
         concurrency: int,
         page_size: int,
         vehicles: Iterable[str] = (),
+        known: Known | None = None,
     ) -> None:
         self.client = client
-        self.hinted = set(vehicles)  # from the ledger and FUNDPIPE_VEHICLES
+        known = known or Known(dict.fromkeys(WALKED_LISTS, "full"), {})
+        self.walks = {
+            name: Walk(
+                name,
+                known.ids.get(name) if known.modes.get(name) == "incremental" else None,
+                known.open_distributions if name == "distributions" else (),
+            )
+            for name in WALKED_LISTS
+        }
+        self.reread_open = 0
+        # from the ledger, FUNDPIPE_VEHICLES and (incremental walks) the warehouse's accounts
+        self.hinted = set(vehicles) | known.vehicles
         self.seen_vehicles: set[str] = set()  # named by distributions
         self.warnings: list[str] = []
         self.livemode: bool | None = None
@@ -166,12 +196,31 @@ class _Puller:
             self.warnings.append(f"vehicle {vehicle_id}: unknown to the service (404)")
 
     async def distributions(self) -> None:
-        async for page in self.pages("/v1/distributions", {"limit": self.page_size}):
-            self._seen(page["data"])
-            self.seen_vehicles |= {d["vehicle"] for d in page["data"] if d.get("vehicle")}
-            self.stage["distributions"].add(page["data"])
-            for distribution in page["data"]:
-                await self._payments_of(distribution)
+        walk = self.walks["distributions"]
+        pages = self.pages("/v1/distributions", {"limit": self.page_size})
+        try:
+            async for page in pages:
+                self._seen(page["data"])
+                self.seen_vehicles |= {d["vehicle"] for d in page["data"] if d.get("vehicle")}
+                self.stage["distributions"].add(page["data"])
+                for distribution in page["data"]:
+                    await self._payments_of(distribution)
+                if walk.page(page["data"]):
+                    break
+        finally:
+            await _close(pages)
+        # Open distributions the walk did not reach: their payments, through the nested list.
+        for dst_id in sorted(walk.unseen_open):
+            self.reread_open += 1
+            path = f"/v1/distributions/{dst_id}/payments"
+            await self.spawn(partial(self.open_payments, dst_id, path))
+
+    async def open_payments(self, dst_id: str, path: str) -> None:
+        """The payments of a still-open distribution the list walk stopped before."""
+        try:
+            await self.payment_pages(dst_id, path, {"limit": self.page_size})
+        except NotFoundError:
+            self.warnings.append(f"distribution {dst_id}: unknown to the service (404)")
 
     async def _payments_of(self, distribution: Mapping[str, Any]) -> None:
         dst_id = distribution["id"]
@@ -213,9 +262,16 @@ class _Puller:
             self.stage["distribution_notifications"].add(page["data"], payment=payment_id)
 
     async def simple(self, path: str, table: str, kind: str) -> None:
-        async for page in self.pages(path, {"limit": self.page_size}):
-            self._seen(page["data"])
-            self.stage[table].add(one_form(kind, r) for r in page["data"])
+        walk = self.walks[table]
+        pages = self.pages(path, {"limit": self.page_size})
+        try:
+            async for page in pages:
+                self._seen(page["data"])
+                self.stage[table].add(one_form(kind, r) for r in page["data"])
+                if walk.page(page["data"]):
+                    break
+        finally:
+            await _close(pages)
 
     async def run(self) -> None:
         # Independent cursors walk side by side; side-walks are bounded by the semaphore.
@@ -229,6 +285,7 @@ class _Puller:
             if not listed:
                 await self.unlisted_vehicles()
             await self.drain()
+            self.warnings.extend(w for walk in self.walks.values() if (w := walk.warning()))
         except BaseException:
             for task in list(self._tasks):
                 task.cancel()
@@ -244,6 +301,7 @@ async def sync_async(
     warehouse: Warehouse | None = None,
     page_size: int = _PAGE_SIZE,
     progress: ProgressSink | None = None,
+    full: bool = False,
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
     require_service(settings, transport)
@@ -252,12 +310,15 @@ async def sync_async(
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
     warehouse = warehouse or Warehouse(settings.warehouse_file)
+    known = read_known(warehouse, full=full, full_every_days=settings.full_sync_days, now=seen_at)
+    for name in WALKED_LISTS:
+        log.info("sync %s: %s walk (%s)", name, known.modes[name], known.reasons[name])
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
         stage = Stage(Path(tmp), progress)
         try:
             hints = set(settings.vehicles) | ledger_vehicles(settings.ledger_file)
             async with FundClient(settings, transport=transport) as client:
-                puller = _Puller(client, stage, settings.max_concurrency, page_size, hints)
+                puller = _Puller(client, stage, settings.max_concurrency, page_size, hints, known)
                 await puller.run()
         finally:
             stage.close()
@@ -287,6 +348,8 @@ async def sync_async(
                     sync_id,
                 ],
             )
+            walks = {name: walk.mode for name, walk in puller.walks.items()}
+            record_walks(con, walks, sync_id, seen_at)  # the merge has committed
     log.info("sync %s: %s, %d status changes", sync_id, counts, changes)
     return SyncResult(
         sync_id=sync_id,
@@ -299,6 +362,8 @@ async def sync_async(
         ledger_found=settings.ledger_file.exists(),
         warnings=tuple(puller.warnings),
         livemode=puller.livemode,
+        walks=walks,
+        reread_open=puller.reread_open,
     )
 
 
@@ -309,15 +374,22 @@ def sync(
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
     progress: ProgressSink | None = None,
+    full: bool = False,
 ) -> SyncResult:
     """Pull the service into the warehouse (see the module docstring); return what was pulled.
 
     `settings` must point at a service (`settings.base_url`); `transport` replaces the network
     (tests pass the sandbox's ASGI app); `clock` stamps `seen_at` (tests pass the sandbox clock);
-    `progress` hears the rows pulled per list (the CLI draws bars from it).
+    `progress` hears the rows pulled per list (the CLI draws bars from it); `full` walks every
+    list whole instead of stopping at what the warehouse already holds.
     """
     return asyncio.run(
         sync_async(
-            settings, transport=transport, clock=clock, warehouse=warehouse, progress=progress
+            settings,
+            transport=transport,
+            clock=clock,
+            warehouse=warehouse,
+            progress=progress,
+            full=full,
         )
     )

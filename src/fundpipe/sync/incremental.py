@@ -1,0 +1,224 @@
+"""What a sync may skip: the warehouse's known objects, the still-open ones, and when to stop.
+
+Part of :mod:`fundpipe.sync`. A night's requests should grow with the night's work, not with
+history, so the top-level lists (distributions, entities, contacts) are walked newest first only
+down to what the warehouse already holds, and the distributions still open — their own status,
+or any payment's, not terminal — are re-read (in the list walk when they are near its head,
+else through their documented nested payment list).
+
+**Stop rule** (`Walk`): a list is walked page by page until a page holds an object the warehouse
+already has; that page is the last one. Newest first, every object after the first known one is
+then known too, and everything older was pulled by an earlier sync. The assumption is guarded,
+because the interface does not show the lists' order: an object the warehouse lacks after one it
+has, or a `created_at` later than the one before it, means the list is not newest first, and the
+walk goes on to the end (a full walk) with a warning. For distributions the walk also goes on
+while still-open distributions are unseen, as long as each extra page costs no more than
+reading the unseen ones one by one would.
+
+A list is walked whole when asked (`full=True`, `fundpipe sync --full`), when the warehouse has no
+completed sync of it (`sync_lists`, migration 008), and when its last full walk is older than
+`FUNDPIPE_FULL_SYNC_DAYS`: an edit the service made to an old, closed object is picked up then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from fundpipe.enums import DISTRIBUTION_STATUSES, PAYMENT_STATUSES
+from fundpipe.warehouse.file import Warehouse
+
+__all__ = [
+    "OPEN_DISTRIBUTION_STATUSES",
+    "OPEN_PAYMENT_STATUSES",
+    "WALKED_LISTS",
+    "Known",
+    "Walk",
+    "read_known",
+    "record_walks",
+]
+
+#: Statuses after which nothing moves (DESIGN.md "Distribution states" / "Payment states").
+_DONE_DISTRIBUTION = ("executed", "cancelled")
+_DONE_PAYMENT = ("disbursed", "failed", "cancelled")
+#: The statuses a distribution or payment can still leave.
+OPEN_DISTRIBUTION_STATUSES = tuple(s for s in DISTRIBUTION_STATUSES if s not in _DONE_DISTRIBUTION)
+OPEN_PAYMENT_STATUSES = tuple(s for s in PAYMENT_STATUSES if s not in _DONE_PAYMENT)
+
+#: The top-level lists walked newest first (by their staged table's name).
+WALKED_LISTS = ("distributions", "entities", "contacts")
+
+
+def _quoted(values: Iterable[str]) -> str:
+    return ", ".join("'" + v + "'" for v in values)
+
+
+# An open distribution: its status is not terminal (or unknown), or a payment's is not.
+_OPEN_DISTRIBUTIONS = f"""
+SELECT id FROM distributions
+WHERE status IS NULL OR status NOT IN ({_quoted(_DONE_DISTRIBUTION)})
+UNION
+SELECT distribution FROM distribution_payments
+WHERE distribution IS NOT NULL AND (status IS NULL OR status NOT IN ({_quoted(_DONE_PAYMENT)}))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the warehouse held before this sync, for the lists walked incrementally."""
+
+    #: list name → "full" or "incremental", and why in words (for the log)
+    modes: dict[str, str]
+    reasons: dict[str, str]
+    #: list name → ids the warehouse holds (only for the incremental lists)
+    ids: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: distributions still open in the warehouse, oldest last (only when distributions are
+    #: walked incrementally; a full walk sees them all)
+    open_distributions: tuple[str, ...] = ()
+    #: vehicles the warehouse holds accounts of: their balances are read even when no
+    #: distribution pulled tonight names them (the vehicle list is not documented)
+    vehicles: frozenset[str] = frozenset()
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
+    return con.execute(sql).fetchall()
+
+
+def read_known(warehouse: Warehouse, *, full: bool, full_every_days: float, now: datetime) -> Known:
+    """Decide per walked list whether this sync walks it whole, and read what it needs to stop.
+
+    `full` forces full walks; otherwise a list is walked whole when `sync_lists` has no row for
+    it or its last full walk is `full_every_days` or more before `now`.
+    """
+    modes = dict.fromkeys(WALKED_LISTS, "full")
+    reasons = dict.fromkeys(WALKED_LISTS, "asked for (--full)" if full else "never synced")
+    if full or not warehouse.path.exists():
+        return Known(modes, reasons)
+    with warehouse.read() as con:
+        vehicles = frozenset(
+            str(r[0]) for r in _fetch(con, "SELECT DISTINCT vehicle FROM financial_accounts")
+        )
+        state = {
+            str(name): last_full
+            for name, last_full in _fetch(con, "SELECT list, last_full_at FROM sync_lists")
+        }
+        due = now - timedelta(days=full_every_days)
+        for name in WALKED_LISTS:
+            if name not in state:
+                continue
+            last_full = state[name]
+            if last_full is None or last_full <= due:
+                reasons[name] = f"last full walk over {full_every_days:g} days ago"
+                continue
+            modes[name], reasons[name] = "incremental", "down to what the warehouse holds"
+        ids = {
+            name: frozenset(str(r[0]) for r in _fetch(con, f"SELECT id FROM {name}"))
+            for name in WALKED_LISTS
+            if modes[name] == "incremental"
+        }
+        opened: tuple[str, ...] = ()
+        if modes["distributions"] == "incremental":
+            rows = _fetch(
+                con,
+                f"SELECT o.id FROM ({_OPEN_DISTRIBUTIONS}) o LEFT JOIN distributions d "
+                "ON d.id = o.id ORDER BY d.created_at DESC NULLS LAST, o.id",
+            )
+            opened = tuple(str(r[0]) for r in rows)
+    return Known(modes, reasons, ids, opened, vehicles)
+
+
+def _instant(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+class Walk:
+    """One newest-first walk of a top-level list: when it may stop, and whether the order held.
+
+    `known` is None for a full walk (never stops early, checks nothing). `open_ids` are the
+    list's objects to re-read even when they are older than the stop point.
+    """
+
+    def __init__(
+        self, name: str, known: frozenset[str] | None, open_ids: Iterable[str] = ()
+    ) -> None:
+        self.name = name
+        self.incremental = known is not None
+        self.known: frozenset[str] = known or frozenset()
+        self.unseen_open = set(open_ids)
+        self.pages = 0
+        self.disorder: str | None = None
+        self._reached = False
+        self._pages_past = 0
+        self._previous: tuple[str, datetime] | None = None
+
+    def page(self, records: Iterable[Mapping[str, Any]]) -> bool:
+        """Note one page of the list; True when the walk may stop after it."""
+        self.pages += 1
+        for record in records:
+            object_id = str(record.get("id"))
+            self.unseen_open.discard(object_id)
+            if not self.incremental:
+                continue
+            known = object_id in self.known
+            if self._reached and not known and self.disorder is None:
+                self.disorder = f"{object_id}, not in the warehouse, came after objects it holds"
+            self._reached = self._reached or known
+            created = _instant(record.get("created_at"))
+            if created is None:
+                continue
+            if self._previous is not None and created > self._previous[1] and not self.disorder:
+                before, at = self._previous
+                self.disorder = (
+                    f"{object_id} (created {created.isoformat()}) came after {before} "
+                    f"(created {at.isoformat()})"
+                )
+            self._previous = (object_id, created)
+        if not self.incremental or self.disorder is not None or not self._reached:
+            return False
+        if not self.unseen_open:
+            return True
+        # Past the known ones, a page is worth reading while it costs less than reading the
+        # still-unseen open objects one by one.
+        self._pages_past += 1
+        return self._pages_past > len(self.unseen_open)
+
+    @property
+    def mode(self) -> str:
+        """How the list was walked in the end: "incremental", or "full" (also after disorder)."""
+        return "incremental" if self.incremental and self.disorder is None else "full"
+
+    def warning(self) -> str | None:
+        """Words for SyncResult.warnings when an incremental walk fell back to a full one."""
+        if not self.incremental or self.disorder is None:
+            return None
+        return (
+            f"the {self.name} list is not newest first ({self.disorder}): walked it whole "
+            "instead of stopping at what the warehouse holds"
+        )
+
+
+def record_walks(
+    con: duckdb.DuckDBPyConnection, modes: Mapping[str, str], sync_id: str, at: datetime
+) -> None:
+    """Record in `sync_lists` how each list was walked by `sync_id` (after its merge)."""
+    for name, mode in modes.items():
+        if mode not in ("full", "incremental"):
+            msg = f"unknown walk mode {mode!r} for {name}"
+            raise ValueError(msg)
+        con.execute(
+            f"INSERT INTO sync_lists (list, last_{mode}_at, last_{mode}_sync_id) "
+            f"VALUES (?, ?, ?) ON CONFLICT (list) DO UPDATE SET "
+            f"last_{mode}_at = excluded.last_{mode}_at, "
+            f"last_{mode}_sync_id = excluded.last_{mode}_sync_id",
+            [name, at, sync_id],
+        )
