@@ -11,6 +11,15 @@ Each puller runs in its own subprocess (so its peak RSS is its own) against the 
 
 Throughput = (financial accounts + payments landed) / wall time of the child. Target: fundpipe
 ≥ 2× dlt. Run: `.venv/bin/python benchmarks/sync.py` (needs the `bench` extra for dlt).
+
+History (issue 14, a night's cost grows with the night's work): a fresh sandbox gets 100,000
+executed distributions × 3 disbursed payments (300,000 payments) through `POST
+/_sandbox/history`; one warehouse is then synced night after night, each sync in its own
+subprocess, its service requests counted at the transport: the first sync (full walk), a
+re-run with nothing new, a night after 1,000 new (open) distributions, and the night after
+that with those 1,000 still open. Targets: nothing new ≤ 10 s; the 1k night's requests ≤
+new/100 + open + C, where C = 10 (vehicle list, 3 account lists, entities, contacts, and the
+page where each walk meets known objects). `--history` runs only this part (no dlt needed).
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ import httpx
 ORG = "org_demo"
 VEHICLES, ACCOUNTS_PER_VEHICLE = 100, 100
 DISTRIBUTIONS, PAYMENTS_PER_DISTRIBUTION = 100, 100
+HISTORY, HISTORY_PAYMENTS, NEW = 100_000, 3, 1_000
+#: requests a night costs whatever its work: vehicle list, 3 account lists, entities, contacts,
+#: and the page on which each of the three walks meets what the warehouse holds
+C = 10
 
 
 def _peak_rss_mb() -> float:
@@ -54,6 +67,48 @@ def child_fundpipe(base_url: str, out: Path) -> dict[str, Any]:
         "seconds": elapsed,
         "accounts": result.counts["financial_accounts"],
         "payments": result.counts["distribution_payments"],
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+class _Counting(httpx.AsyncBaseTransport):
+    """The network, counting the service requests (`/v1/...`) that go through it."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.requests = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/v1/"):
+            self.requests += 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def child_history(base_url: str, out: Path) -> dict[str, Any]:
+    """One night's sync into the warehouse of `out` (kept between nights); requests and time."""
+    from fundpipe.config import Settings
+    from fundpipe.sync.pull import sync
+
+    settings = Settings(
+        data_dir=out,
+        rate_limit_per_s=1_000_000,
+        max_concurrency=8,
+        _env_file=None,  # type: ignore[call-arg]
+    ).with_service(base_url)
+    transport = _Counting()
+    started = time.perf_counter()
+    result = sync(settings, transport=transport)
+    elapsed = time.perf_counter() - started
+    return {
+        "seconds": elapsed,
+        "requests": transport.requests,
+        "distributions": result.counts["distributions"],
+        "payments": result.counts["distribution_payments"],
+        "walks": result.walks,
+        "reread_open": result.reread_open,
         "peak_rss_mb": _peak_rss_mb(),
     }
 
@@ -146,11 +201,11 @@ def _seed(base_url: str) -> str:
         return access
 
 
-def _run_child(kind: str, base_url: str, token: str) -> dict[str, Any]:
+def _run_child(kind: str, base_url: str, token: str, out: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"bench-sync-{kind}-") as tmp:
         proc = subprocess.run(
-            [sys.executable, __file__, "--child", kind, "--base-url", base_url, "--out", tmp,
-             "--token", token],
+            [sys.executable, __file__, "--child", kind, "--base-url", base_url, "--out",
+             str(out or tmp), "--token", token],
             capture_output=True,
             text=True,
             timeout=280,
@@ -159,6 +214,85 @@ def _run_child(kind: str, base_url: str, token: str) -> dict[str, Any]:
         if proc.returncode != 0:
             raise SystemExit(f"{kind} child failed:\n{proc.stderr[-4000:]}")
         return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _new_distributions(http: httpx.Client, token: str, count: int) -> None:
+    """`count` new distributions (one payment each, dated 2031: still open) in batches of 100."""
+    headers = {"Authorization": f"Bearer {token}", "X-Organization-Id": ORG}
+    for start in range(0, count, 100):
+        body = [
+            {
+                "name": f"night {n}",
+                "vehicle": "veh_demo1",
+                "external_reference": f"NIGHT-{n}",
+                "distribution_date": "2031-06-01T00:00:00Z",
+                "payments": [{"amount": 100 + n, "currency": "USD", "entity": "ent_demo1"}],
+            }
+            for n in range(start, min(start + 100, count))
+        ]
+        http.post("/v1/distributions", json=body, headers=headers).raise_for_status()
+
+
+def history() -> None:
+    """Nights over a long history: requests and wall time of each sync, and the target lines."""
+    from fundpipe.sandbox import SandboxConfig, SandboxServer
+
+    config = SandboxConfig(seed="demo", rate_limit_requests=10_000_000, rate_limit_window_s=1)
+    with (
+        SandboxServer(config) as server,
+        tempfile.TemporaryDirectory(prefix="bench-sync-history-") as tmp,
+        httpx.Client(base_url=server.base_url, timeout=600) as http,
+    ):
+        started = time.perf_counter()
+        seeded = http.post(
+            "/_sandbox/history",
+            json={
+                "vehicle": "veh_demo1",
+                "distributions": HISTORY,
+                "payments_per_distribution": HISTORY_PAYMENTS,
+            },
+        )
+        seeded.raise_for_status()
+        print(
+            f"history: {HISTORY:,} executed distributions, {HISTORY * HISTORY_PAYMENTS:,} "
+            f"payments seeded in {time.perf_counter() - started:.1f} s"
+        )
+        token = http.post(
+            "/oauth/token",
+            data={"grant_type": "client_credentials"},
+            auth=("demo-client", "demo-secret"),
+        )
+        token.raise_for_status()
+        access = str(token.json()["access_token"])
+        nights: dict[str, dict[str, Any]] = {}
+        out = Path(tmp)
+        nights["first (full)"] = _run_child("history", server.base_url, "", out)
+        nights["nothing new"] = _run_child("history", server.base_url, "", out)
+        _new_distributions(http, access, NEW)
+        nights[f"{NEW:,} new"] = _run_child("history", server.base_url, "", out)
+        nights[f"{NEW:,} still open"] = _run_child("history", server.base_url, "", out)
+    print(
+        f"{'night':<16} {'requests':>9} {'seconds':>8} {'distributions':>14} {'payments':>9} "
+        f"{'re-read open':>13}  walks"
+    )
+    for name, r in nights.items():
+        walks = ", ".join(f"{k} {v}" for k, v in r["walks"].items())
+        print(
+            f"{name:<16} {r['requests']:>9,} {r['seconds']:>8.2f} {r['distributions']:>14,} "
+            f"{r['payments']:>9,} {r['reread_open']:>13,}  {walks}"
+        )
+    idle = nights["nothing new"]
+    print(
+        f"target sync re-run with nothing new ({HISTORY * HISTORY_PAYMENTS:,} payments of "
+        f"history): {idle['seconds']:.2f} s vs <= 10 s — {'met' if idle['seconds'] <= 10 else 'short'}"
+    )
+    for name, new, still_open in ((f"{NEW:,} new", NEW, 0), (f"{NEW:,} still open", 0, NEW)):
+        measured = nights[name]["requests"]
+        bound = new // 100 + still_open + C
+        print(
+            f"target sync requests with history ({name}): {measured} vs <= new/100 + open + C "
+            f"= {new}/100 + {still_open} + {C} = {bound} — {'met' if measured <= bound else 'short'}"
+        )
 
 
 def main() -> None:
@@ -197,7 +331,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--child", choices=("fundpipe", "dlt"))
+    parser.add_argument("--child", choices=("fundpipe", "dlt", "history"))
+    parser.add_argument("--history", action="store_true", help="only the history nights")
     parser.add_argument("--base-url")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--token")
@@ -206,5 +341,10 @@ if __name__ == "__main__":
         print(json.dumps(child_fundpipe(args.base_url, args.out)))
     elif args.child == "dlt":
         print(json.dumps(child_dlt(args.base_url, args.out, args.token)))
+    elif args.child == "history":
+        print(json.dumps(child_history(args.base_url, args.out)))
+    elif args.history:
+        history()
     else:
         main()
+        history()
