@@ -175,7 +175,7 @@ class _Puller:
                 what = f"not granted: {exc.message}"
             self.warnings.append(
                 f"the optional operation 'vehicles' failed ({what}): balances read for the "
-                "vehicles of the ledger, the distributions and FUNDPIPE_VEHICLES"
+                "vehicles of the ledger, the distributions, the warehouse and FUNDPIPE_VEHICLES"
             )
             return False
         return True
