@@ -2,6 +2,8 @@
 -- Run by fundpipe.sync.merge in this order, in one transaction. `{name}` is the staged Parquet of
 -- that list (one row per id); `$seen_at`, `$sync_id` and `$object_name` are bound parameters.
 -- Instants are staged as the service's ISO text and cast here. Column order follows the DDL.
+-- Only upserts and appends: nothing is deleted or marked missing, so a sync that pulled only
+-- what is new and still open (fundpipe.sync.incremental) leaves every other row as it was.
 
 -- merge: syncs
 INSERT INTO syncs (sync_id, started_at) VALUES ($sync_id, $seen_at);

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import httpx
+import pytest
+from typer.testing import CliRunner
 
+from fundpipe.app.cli import app
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
-from fundpipe.sandbox import SandboxConfig, create_app
+from fundpipe.sandbox import SandboxConfig, SandboxServer, create_app
 from fundpipe.sync.pull import SyncResult, sync
 from worlds.submit import sandbox_world
 
@@ -237,3 +241,21 @@ def test_full_pulls_everything_and_a_week_brings_a_full_walk_by_itself(tmp_path:
     assert sync(settings, transport=transport, clock=lambda: day).walks == dict.fromkeys(
         ("distributions", "entities", "contacts"), "incremental"
     )
+
+
+def test_fundpipe_sync_full_walks_every_list_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SandboxServer(SandboxConfig(seed="demo")) as server:
+        monkeypatch.delenv("FUNDPIPE_CLIENT_SECRET_BLOCK", raising=False)
+        monkeypatch.setenv("FUNDPIPE_BASE_URL", server.base_url)
+        monkeypatch.setenv("FUNDPIPE_CLIENT_ID", "demo-client")
+        monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "demo-secret")
+        monkeypatch.setenv("FUNDPIPE_ORG_ID", "org_demo")
+        monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(tmp_path))
+        walks = []
+        for args in (["sync", "--json"], ["sync", "--json"], ["sync", "--full", "--json"]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 0, result.output
+            walks.append(set(json.loads(result.stdout)["walks"].values()))
+    assert walks == [{"full"}, {"incremental"}, {"full"}]
