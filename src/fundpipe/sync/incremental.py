@@ -100,7 +100,10 @@ def read_known(warehouse: Warehouse, *, full: bool, full_every_days: float, now:
         return Known(modes, reasons)
     with warehouse.read() as con:
         vehicles = frozenset(
-            str(r[0]) for r in _fetch(con, "SELECT DISTINCT vehicle FROM financial_accounts")
+            str(r[0])
+            for r in _fetch(
+                con, "SELECT DISTINCT vehicle FROM financial_accounts WHERE vehicle IS NOT NULL"
+            )
         )
         state = {
             str(name): last_full
