@@ -64,6 +64,23 @@ def _escape(text: pa.Array) -> pa.Array:
     return text
 
 
+def _cut(text: pa.Array) -> pa.Array:
+    """Text cut to Excel's MAX_TEXT UTF-16 units, as xlsxwriter cuts it (never within a
+    character above U+FFFF, which counts twice)."""
+    if not pc.any(pc.greater(pc.utf8_length(text), MAX_TEXT // 2)).as_py():
+        return text  # too short to reach the limit even in UTF-16
+    return pa.array([None if v is None else _utf16_cut(v) for v in text.to_pylist()], pa.string())
+
+
+def _utf16_cut(text: str) -> str:
+    units = 0
+    for index, char in enumerate(text):
+        units += 2 if ord(char) > 0xFFFF else 1
+        if units > MAX_TEXT:
+            return text[:index]
+    return text
+
+
 def neutralised(values: pa.Array) -> pa.Array:
     """A column as text with an apostrophe before every formula-like start (`cells.neutralise`)."""
     text = values if pa.types.is_string(values.type) else values.cast(pa.string())
@@ -78,7 +95,7 @@ def _cells(column: XmlColumn, values: pa.Array, numbers: pa.Array) -> pa.Array:
     style = f' s="{column.style}"' if column.style else ""
     parts: list[pa.Array | str]
     if column.kind == "text":
-        text = _escape(pc.utf8_slice_codeunits(neutralised(values), 0, MAX_TEXT))
+        text = _escape(_cut(neutralised(values)))
         preserve = pc.match_substring_regex(text, r"^\s|\s$")
         t_open = pc.if_else(preserve, '<t xml:space="preserve">', "<t>")
         parts = [f'"{style} t="inlineStr"><is>', t_open, text, "</t></is></c>"]
@@ -129,20 +146,21 @@ def _buffer(rows: pa.StringArray) -> memoryview:
 RowSource = Callable[[], Iterable[pa.StringArray]]
 
 
-def splice_rows(path: Path, sheets: dict[str, tuple[RowSource, str]]) -> None:
-    """Put data rows into the worksheets of the xlsx at `path` (as written by xlsxwriter).
+def splice_rows(source: Path, target: Path, sheets: dict[str, tuple[RowSource, str]]) -> None:
+    """Write `target`: the xlsx at `source` (as xlsxwriter wrote it) with data rows put in.
 
     `sheets` maps a zip member (`xl/worksheets/sheet5.xml`) to a function producing its rows
     and the sheet's full `<dimension>` range. The rows go right after the header row, before
-    `</sheetData>`; every other member is copied unchanged. The file is replaced atomically.
+    `</sheetData>`; every other member is copied unchanged. `target` appears whole or not at all
+    (written beside it, then renamed).
     """
-    staged = path.with_name(path.name + ".part")
+    staged = target.with_name(target.name + ".part")
     try:
-        _copy_filling(path, staged, sheets)
+        _copy_filling(source, staged, sheets)
     except BaseException:
         staged.unlink(missing_ok=True)
         raise
-    staged.replace(path)
+    staged.replace(target)
 
 
 def _copy_filling(path: Path, staged: Path, sheets: dict[str, tuple[RowSource, str]]) -> None:

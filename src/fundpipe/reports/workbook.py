@@ -385,22 +385,30 @@ def write_workbook(
         raise ValueError("max_rows must leave room for a header and a row")
     path.parent.mkdir(parents=True, exist_ok=True)
     sources = list(sources)
-    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True, "tmpdir": str(path.parent)})
+    # xlsxwriter writes the headers-only workbook beside `path`; `path` itself only ever holds
+    # a whole workbook, rows and all.
+    headers = path.with_name(path.name + ".headers")
+    workbook = xlsxwriter.Workbook(
+        str(headers), {"constant_memory": True, "tmpdir": str(path.parent)}
+    )
     try:
-        formats = _Formats(workbook)
-        summary_ws = workbook.add_worksheet("Summary")
-        names = ["Summary"]
-        chart: _ChartData | None = None
-        for source in sources:
-            if source.name == summary.chart_sheet:
-                chart = _chart_data(source, summary.chart_columns)
-        _write_summary(workbook, summary_ws, summary, formats, chart)
-        fills: dict[str, tuple[RowSource, str]] = {}
-        for source in sources:
-            sheet_names, source_fills = _write_source(workbook, source, formats, max_rows)
-            names.extend(sheet_names)
-            fills.update(source_fills)
+        try:
+            formats = _Formats(workbook)
+            summary_ws = workbook.add_worksheet("Summary")
+            names = ["Summary"]
+            chart: _ChartData | None = None
+            for source in sources:
+                if source.name == summary.chart_sheet:
+                    chart = _chart_data(source, summary.chart_columns)
+            _write_summary(workbook, summary_ws, summary, formats, chart)
+            fills: dict[str, tuple[RowSource, str]] = {}
+            for source in sources:
+                sheet_names, source_fills = _write_source(workbook, source, formats, max_rows)
+                names.extend(sheet_names)
+                fills.update(source_fills)
+        finally:
+            workbook.close()
+        splice_rows(headers, path, fills)
     finally:
-        workbook.close()
-    splice_rows(path, fills)
+        headers.unlink(missing_ok=True)
     return names
