@@ -32,6 +32,7 @@ PAYMENTS = 10_000_000
 #: Issue 14: a whole `reconcile()` (views, lifecycle, workbook) at this many payments.
 RECONCILE_PAYMENTS = 300_000
 RECONCILE_REPEATS = 2
+WORKBOOK_WRITERS_ROWS = "300,000 rows × 22 columns"
 PER_DISTRIBUTION = 100
 ACCOUNTS = 10_000
 PER_VEHICLE = 10
@@ -285,7 +286,175 @@ def reconcile_whole(root: Path) -> dict[str, Any]:
     }
 
 
-CHILDREN = {"generate", "views", "workbook_fundpipe", "workbook_plain", "reconcile"}
+# --- Issue 14: the Payments sheet (300k rows x 22 columns) by each writer, side by side -------
+
+CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
+NUMBER_FORMATS = {
+    "money": CURRENCY,
+    "instant": "yyyy-mm-dd hh:mm:ss",
+    "date": "yyyy-mm-dd",
+    "number": "#,##0",
+}
+#: name → what it is; the Rust-backed ones run only where their package is importable (they are
+#: not project dependencies: `uv pip install rustpy-xlsxwriter rvgsrust-xlsxwriter` to compare).
+WRITERS = {
+    "fundpipe": "fundpipe: xlsxwriter headers/formats + Arrow-built rows spliced in",
+    "xlsxwriter_cells": "xlsxwriter constant_memory, write_number/write_string per cell (before)",
+    "xlsxwriter_rows": "xlsxwriter constant_memory, write_row per row",
+    "xlsxwriter_columns": "xlsxwriter in memory, write_column per column",
+    "rustpy": "rustpy-xlsxwriter write_worksheet (pandas via Arrow)",
+    "rvgsrust": "rvgsrust-xlsxwriter write_dataframe (Arrow, constant memory)",
+}
+
+
+def _shown_cells(parquet: Path) -> tuple[Any, list[str]]:
+    """The Payments sheet's cells as the workbook shows them, as one Arrow table + kinds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from fundpipe.reports.headers import header_for
+    from fundpipe.reports.sheetxml import neutralised
+    from fundpipe.reports.workbook import _column_kind, _shown_names
+
+    table = pq.read_table(parquet)
+    names = _shown_names(table.schema, ("file_hash",))
+    columns, kinds = [], []
+    for name in names:
+        kind = _column_kind(table.schema.field(name))
+        col = table.column(name).combine_chunks()
+        if kind == "money":
+            col = pc.divide(col.cast(pa.float64()), 100.0)
+        elif kind == "instant":
+            micros = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).cast(pa.float64())
+            col = pc.add(pc.divide(micros, 86_400e6), 25569.0)
+        elif kind == "date":
+            col = pc.add(col.cast(pa.int32()).cast(pa.float64()), 25569.0)
+        elif kind == "text":
+            col = neutralised(col)
+        columns.append(col)
+        kinds.append(kind)
+    headers = [header_for(n, k) for n, k in zip(names, kinds, strict=True)]
+    return pa.table(columns, names=headers), kinds
+
+
+def write_with(writer: str, parquet: Path, out: Path) -> dict[str, Any]:
+    """Write the Payments sheet of `parquet` with `writer`; time, CPU, peak RSS, size."""
+    started, cpu = time.perf_counter(), _cpu_s()
+    target = out / f"{writer}.xlsx"
+    if writer == "fundpipe":
+        from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
+
+        write_workbook(
+            target,
+            WorkbookSummary(chart_sheet=None),
+            [SheetSource("Payments", parquet, hidden_columns=("file_hash",))],
+        )
+    elif writer.startswith("xlsxwriter"):
+        _xlsxwriter(writer, parquet, target)
+    else:
+        _rust(writer, parquet, target)
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": _cpu_s() - cpu,
+        "peak_rss_mb": _peak_rss_mb(),
+        "xlsx_mb": target.stat().st_size / 1e6,
+    }
+
+
+def _xlsxwriter(writer: str, parquet: Path, target: Path) -> None:
+    import xlsxwriter
+
+    table, kinds = _shown_cells(parquet)
+    book = xlsxwriter.Workbook(str(target), {"constant_memory": writer != "xlsxwriter_columns"})
+    ws = book.add_worksheet("Payments")
+    formats = [
+        book.add_format({"num_format": NUMBER_FORMATS[k]}) if k in NUMBER_FORMATS else None
+        for k in kinds
+    ]
+    ws.write_row(0, 0, table.column_names)
+    values = [c.to_pylist() for c in table.columns]
+    if writer == "xlsxwriter_columns":
+        for i, (column, fmt) in enumerate(zip(values, formats, strict=True)):
+            ws.write_column(1, i, column, fmt)
+    elif writer == "xlsxwriter_rows":
+        for i, fmt in enumerate(formats):
+            ws.set_column(i, i, 14, fmt)
+        for r, row in enumerate(zip(*values, strict=True), start=1):
+            ws.write_row(r, 0, row)
+    else:  # the writer before issue 14: one typed call per non-blank cell
+        calls = [
+            ws.write_string if k == "text" else ws.write_boolean if k == "bool" else ws.write_number
+            for k in kinds
+        ]
+        for r in range(table.num_rows):
+            for c, (call, column, fmt) in enumerate(zip(calls, values, formats, strict=True)):
+                value = column[r]
+                if value is not None:
+                    call(r + 1, c, value, fmt)
+    book.close()
+
+
+def _rust(writer: str, parquet: Path, target: Path) -> None:
+    table, kinds = _shown_cells(parquet)
+    if writer == "rustpy":
+        import rustpy_xlsxwriter as rp
+
+        formats = {
+            n: rp.Format().set_num_format(NUMBER_FORMATS[k])
+            for n, k in zip(table.column_names, kinds, strict=True)
+            if k in NUMBER_FORMATS
+        }
+        rp.write_worksheet(
+            table.to_pandas(),
+            str(target),
+            sheet_name="Payments",
+            freeze_row=1,
+            autofilter=True,
+            bold_headers=True,
+            column_formats=formats,
+        )
+        return
+    import rvgsrust_xlsxwriter as rv
+
+    book = rv.Workbook(str(target))
+    ws = book.add_worksheet("Payments", constant_memory=True)
+    formats = {}
+    for name, kind in zip(table.column_names, kinds, strict=True):
+        if kind in NUMBER_FORMATS:
+            formats[name] = book.add_format()
+            formats[name].set_num_format(NUMBER_FORMATS[kind])
+    ws.write_dataframe(0, 0, table, column_formats=formats)
+    ws.freeze_panes(1, 0)
+    ws.autofilter(0, 0, table.num_rows, table.num_columns - 1)
+    book.close()
+
+
+def main_writers(parquet: Path, out: Path) -> None:
+    """Each writer in its own process on the same Payments Parquet; a table of ratios."""
+    import importlib.util
+
+    results: dict[str, dict[str, Any]] = {}
+    for writer in WRITERS:
+        module = {"rustpy": "rustpy_xlsxwriter", "rvgsrust": "rvgsrust_xlsxwriter"}.get(writer)
+        if module and importlib.util.find_spec(module) is None:
+            continue
+        results[writer] = _child("writer", out, "--writer", writer, "--parquet", str(parquet))
+    base = results["fundpipe"]
+    print(f"Payments sheet, {WORKBOOK_WRITERS_ROWS} (one process each; CPU ratio vs fundpipe):")
+    print(f"  {'writer':<20} {'wall s':>7} {'CPU s':>7} {'× CPU':>6} {'RSS MB':>7} {'xlsx MB':>8}")
+    for writer, r in results.items():
+        ratio = r["cpu_seconds"] / base["cpu_seconds"]
+        print(
+            f"  {writer:<20} {r['seconds']:>7.2f} {r['cpu_seconds']:>7.2f} {ratio:>6.2f} "
+            f"{r['peak_rss_mb']:>7.0f} {r['xlsx_mb']:>8.1f}  {WRITERS[writer]}"
+        )
+    missing = [w for w in WRITERS if w not in results]
+    if missing:
+        print(f"  not installed here, not compared: {', '.join(missing)}")
+
+
+CHILDREN = {"generate", "views", "workbook_fundpipe", "workbook_plain", "reconcile", "writer"}
 
 
 def _child(kind: str, root: Path, *extra: str) -> dict[str, Any]:
@@ -330,7 +499,7 @@ def _cached_warehouse(payments: int) -> Path:
     return root
 
 
-def main_reconcile() -> None:
+def main_reconcile(*, writers: bool = True) -> None:
     """Issue 14: a whole reconcile at RECONCILE_PAYMENTS, split into its stages and sheets."""
     root = _cached_warehouse(RECONCILE_PAYMENTS)
     with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp:
@@ -341,6 +510,8 @@ def main_reconcile() -> None:
             shutil.copy(root / "warehouse.duckdb", work / "warehouse.duckdb")
             shutil.rmtree(work / "reconcile", ignore_errors=True)
             runs.append(_child("reconcile", work))
+        if writers:
+            main_writers(work / "reconcile" / "sheet_vs_service.parquet", work)
     # The machine is shared: the run with the least wall time is the one least disturbed.
     r = min(runs, key=lambda x: x["seconds"])
     rows = ", ".join(f"{k} {n:,}" for k, n in r["rows"].items())
@@ -406,16 +577,21 @@ if __name__ == "__main__":
         choices=["reconcile", "views"],
         help="reconcile: only the whole reconcile at 300k payments; views: only the 10 M stages",
     )
+    parser.add_argument("--no-writers", action="store_true", help="skip the writer comparison")
+    parser.add_argument("--writer", choices=list(WRITERS))
+    parser.add_argument("--parquet", type=Path)
     args = parser.parse_args()
     if args.child is None:
         if args.only != "views":
-            main_reconcile()
+            main_reconcile(writers=not args.no_writers)
         if args.only != "reconcile":
             main()
     elif args.child == "generate":
         print(json.dumps(generate(args.root, args.payments)))
     elif args.child == "reconcile":
         print(json.dumps(reconcile_whole(args.root)))
+    elif args.child == "writer":
+        print(json.dumps(write_with(args.writer, args.parquet, args.root)))
     elif args.child == "views":
         print(json.dumps(views(args.root)))
     elif args.child == "slice":
