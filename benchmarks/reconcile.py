@@ -1,5 +1,15 @@
-"""Benchmark: the reconciliation views over 10 M payments, and the workbook for 100,000 rows.
+"""Benchmark: a whole reconcile at 300,000 payments, the views over 10 M, the workbook writers.
 
+Longer than ~400 lines: one script, run as one command, whose stages share the generator.
+
+0. Issue 14, first: `fundpipe.reconcile.views.reconcile()` over a generated warehouse of 300,000
+   payments (same generator, scaled), best of two runs, timed by stage (views → Parquet,
+   lifecycle, workbook, the workbook's data rows) with its peak RSS; then the 300,000-row
+   Payments sheet written by each writer in its own process, side by side: the per-cell
+   xlsxwriter writer used before, xlsxwriter `write_row` and in-memory `write_column`, the
+   Rust-backed rustpy-xlsxwriter and rvgsrust-xlsxwriter (only where importable: they are not
+   project dependencies), and fundpipe's (xlsxwriter for headers and formats, Arrow-built rows
+   spliced in). Targets: reconcile ≤ 10 s and peak RSS ≤ 1024 MB.
 1. Generate, directly in a migrated DuckDB warehouse: 1,000 vehicles, 10,000 financial accounts
    (one balance snapshot each), 100,000 distributions × 100 payments = 10 M payments, and a ledger
    of ~10 M rows (0.1 % amount mismatches, some missing and extra rows).
@@ -10,8 +20,10 @@
    `fundpipe.reports.workbook.write_workbook`, and — in another subprocess of the same run — plain
    xlsxwriter writing the same cells from the same Parquet file. Target: within 1.2×.
 
-Run: `.venv/bin/python benchmarks/reconcile.py`. The generated warehouse is cached in
-`benchmarks/out/` (gitignored); a first run generates it (≈ 1–2 minutes on an idle 2-core machine).
+Run: `.venv/bin/python benchmarks/reconcile.py` (`--only reconcile` for stage 0 alone, `--only
+views` for 1–3, `--no-writers` to skip the writer table). The generated warehouses are cached in
+`benchmarks/out/` (gitignored); a first run generates them (≈ 1–2 minutes on an idle 2-core
+machine for 10 M, a second for 300,000).
 """
 
 from __future__ import annotations
