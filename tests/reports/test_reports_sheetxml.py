@@ -165,6 +165,23 @@ def test_continuation_sheets_number_their_rows_from_two_and_keep_formats(tmp_pat
     assert seen == [(f"'=dpmt_{i}", (100 + i) / 100) for i in range(n)]
 
 
+def test_big_batches_are_done_in_parts_with_rows_numbered_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fundpipe.reports.sheetxml as sheetxml
+
+    monkeypatch.setattr(sheetxml, "BATCH_BYTES", 64)  # a few rows per part
+    n = 50
+    source = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"payment_id": [f"dpmt_{i}" for i in range(n)]}), source)
+    path = tmp_path / "w.xlsx"
+    write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
+    ws = openpyxl.load_workbook(path)["Payments"]
+    assert [(r[0].row, r[0].value) for r in ws.iter_rows(min_row=2)] == [
+        (i + 2, f"dpmt_{i}") for i in range(n)
+    ]
+
+
 def test_an_empty_source_is_a_header_only_sheet(tmp_path: Path) -> None:
     source = tmp_path / "t.parquet"
     pq.write_table(pa.table({"payment_id": pa.array([], pa.string())}), source)

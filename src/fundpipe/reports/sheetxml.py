@@ -33,6 +33,8 @@ MAX_TEXT = 32_767
 #: zlib level of the spliced sheets: 3 deflates a 320 MB Payments sheet to 24 MB in a third of
 #: the time of xlsxwriter's default 6 (23 MB); 1 is faster again but 28 MB.
 COMPRESSION = 3
+#: Largest batch (Arrow bytes) turned into XML in one go; see `rows_xml`.
+BATCH_BYTES = 64 * 2**20
 _EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as an Excel serial day number
 _US_PER_DAY = 86_400_000_000.0
 _CONTROL = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20))] + ["\ufffe", "\uffff"]
@@ -125,8 +127,25 @@ def _number_text(kind: str, values: pa.Array) -> pa.Array:
     return number.cast(pa.string())
 
 
-def rows_xml(columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int) -> pa.StringArray:
-    """`batch`'s rows as `<row>` elements, the first numbered `first_row` (1-based)."""
+def rows_xml(
+    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+) -> Iterator[pa.StringArray]:
+    """`batch`'s rows as `<row>` elements, the first numbered `first_row` (1-based).
+
+    A batch of more than BATCH_BYTES is done in halves: escaping can make text 7 times longer,
+    and one Arrow string array holds at most 2 GiB.
+    """
+    if batch.num_rows > 1 and batch.nbytes > BATCH_BYTES:
+        half = batch.num_rows // 2
+        yield from rows_xml(columns, batch.slice(0, half), first_row)
+        yield from rows_xml(columns, batch.slice(half), first_row + half)
+        return
+    yield _rows_xml(columns, batch, first_row)
+
+
+def _rows_xml(
+    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+) -> pa.StringArray:
     numbers = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
     cells = [_cells(column, batch.column(i), numbers) for i, column in enumerate(columns)]
     rows: pa.StringArray = pc.binary_join_element_wise(

@@ -274,7 +274,7 @@ class _SheetRows:
             if sheet != index:
                 return
             self._head = None
-            yield rows_xml(columns, batch, row)
+            yield from rows_xml(columns, batch, row)
             row += batch.num_rows
 
 
