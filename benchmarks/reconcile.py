@@ -1,5 +1,15 @@
-"""Benchmark: the reconciliation views over 10 M payments, and the workbook for 100,000 rows.
+"""Benchmark: a whole reconcile at 300,000 payments, the views over 10 M, the workbook writers.
 
+Longer than ~400 lines: one script, run as one command, whose stages share the generator.
+
+0. Issue 14, first: `fundpipe.reconcile.views.reconcile()` over a generated warehouse of 300,000
+   payments (same generator, scaled), best of two runs, timed by stage (views → Parquet,
+   lifecycle, workbook, the workbook's data rows) with its peak RSS; then the 300,000-row
+   Payments sheet written by each writer in its own process, side by side: the per-cell
+   xlsxwriter writer used before, xlsxwriter `write_row` and in-memory `write_column`, the
+   Rust-backed rustpy-xlsxwriter and rvgsrust-xlsxwriter (only where importable: they are not
+   project dependencies), and fundpipe's (xlsxwriter for headers and formats, Arrow-built rows
+   spliced in). Targets: reconcile ≤ 10 s and peak RSS ≤ 1024 MB.
 1. Generate, directly in a migrated DuckDB warehouse: 1,000 vehicles, 10,000 financial accounts
    (one balance snapshot each), 100,000 distributions × 100 payments = 10 M payments, and a ledger
    of ~10 M rows (0.1 % amount mismatches, some missing and extra rows).
@@ -10,8 +20,10 @@
    `fundpipe.reports.workbook.write_workbook`, and — in another subprocess of the same run — plain
    xlsxwriter writing the same cells from the same Parquet file. Target: within 1.2×.
 
-Run: `.venv/bin/python benchmarks/reconcile.py`. The generated warehouse is cached in
-`benchmarks/out/` (gitignored); a first run generates it (≈ 1–2 minutes on an idle 2-core machine).
+Run: `.venv/bin/python benchmarks/reconcile.py` (`--only reconcile` for stage 0 alone, `--only
+views` for 1–3, `--no-writers` to skip the writer table). The generated warehouses are cached in
+`benchmarks/out/` (gitignored); a first run generates them (≈ 1–2 minutes on an idle 2-core
+machine for 10 M, a second for 300,000).
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ import argparse
 import datetime as dt
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +41,10 @@ from pathlib import Path
 from typing import Any
 
 PAYMENTS = 10_000_000
+#: Issue 14: a whole `reconcile()` (views, lifecycle, workbook) at this many payments.
+RECONCILE_PAYMENTS = 300_000
+RECONCILE_REPEATS = 2
+WORKBOOK_WRITERS_ROWS = "300,000 rows × 22 columns"
 PER_DISTRIBUTION = 100
 ACCOUNTS = 10_000
 PER_VEHICLE = 10
@@ -45,14 +62,14 @@ def _cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def generate(root: Path) -> dict[str, Any]:
-    """Fill a warehouse with the synthetic world; return timing."""
+def generate(root: Path, payments: int = PAYMENTS) -> dict[str, Any]:
+    """Fill a warehouse with the synthetic world of `payments` payments; return timing."""
     from fundpipe.warehouse.file import Warehouse
 
     started = time.perf_counter()
     (root / "warehouse.duckdb").unlink(missing_ok=True)
     wh = Warehouse(root / "warehouse.duckdb")
-    dists = PAYMENTS // PER_DISTRIBUTION
+    dists = payments // PER_DISTRIBUTION
     vehicles = ACCOUNTS // PER_VEHICLE
     with wh.write() as con:
         con.execute("SET preserve_insertion_order = false")
@@ -94,7 +111,7 @@ def generate(root: Path) -> dict[str, Any]:
                 NULL::TIMESTAMPTZ AS failed_at, NULL::VARCHAR AS failure_reason,
                 'ent_' || (i % 5000) AS entity, NULL::VARCHAR AS payment_instructions,
                 false AS livemode, TIMESTAMPTZ '2026-11-29' AS last_seen_at
-            FROM range({PAYMENTS}) t(i);
+            FROM range({payments}) t(i);
             INSERT INTO balance_snapshots
             SELECT 'sync_bench', TIMESTAMPTZ '2026-11-29 23:00:00+00', fa.id, fa.vehicle, fa.type,
                    5000000000, 5000000000, 5000000000, 'USD', NULL
@@ -108,7 +125,7 @@ def generate(root: Path) -> dict[str, Any]:
                 CASE WHEN i % 5000 = 11 THEN NULL ELSE 'dpmt_' || i END,
                 CASE WHEN i % 5000 = 11 THEN 'failed' ELSE 'created' END,
                 TIMESTAMPTZ '2026-11-02'
-            FROM range({PAYMENTS}) t(i)
+            FROM range({payments}) t(i)
             WHERE i % 5000 <> 13;
             """
         )
@@ -228,12 +245,233 @@ def workbook_plain(parquet: Path, out: Path) -> dict[str, Any]:
     }
 
 
-CHILDREN = {"generate", "views", "workbook_fundpipe", "workbook_plain"}
+def reconcile_whole(root: Path) -> dict[str, Any]:
+    """`fundpipe.reconcile.views.reconcile()` as the nightly flow runs it, with its stages timed.
+
+    The stages are timed by wrapping the module functions `reconcile()` calls (the views'
+    Parquet export, the lifecycle fold, the workbook and each of its sheets), so the total is the
+    real function's and the parts add up to it.
+    """
+    import fundpipe.reconcile.views as views_mod
+    import fundpipe.reports.workbook as workbook_mod
+    from fundpipe.config import Settings
+    from fundpipe.warehouse.file import Warehouse
+
+    stages: dict[str, list[float]] = {}
+
+    def timed(name: str, fn: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started, cpu = time.perf_counter(), _cpu_s()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                wall_cpu = stages.setdefault(name, [0.0, 0.0])
+                wall_cpu[0] += time.perf_counter() - started
+                wall_cpu[1] += _cpu_s() - cpu
+
+        return run
+
+    views_mod.export_views = timed("views → Parquet", views_mod.export_views)
+    views_mod.track = timed("lifecycle", views_mod.track)
+    views_mod.with_states = timed("lifecycle", views_mod.with_states)
+    views_mod.write_workbook = timed("workbook", views_mod.write_workbook)
+    workbook_mod.splice_rows = timed("  of which data rows", workbook_mod.splice_rows)
+    settings = Settings(  # type: ignore[call-arg]
+        data_dir=root / "data", warehouse_path=root / "warehouse.duckdb", _env_file=None
+    )
+    started, cpu = time.perf_counter(), _cpu_s()
+    result = views_mod.reconcile(
+        settings,
+        as_of=AS_OF,
+        out_dir=root / "reconcile",
+        warehouse=Warehouse(root / "warehouse.duckdb"),
+    )
+    total = time.perf_counter() - started
+    return {
+        "seconds": total,
+        "cpu_seconds": _cpu_s() - cpu,
+        "stages": stages,
+        "rows": result.rows,
+        "sheet_names": result.sheets,
+        "xlsx_mb": result.workbook.stat().st_size / 1e6,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
 
 
-def _child(kind: str, root: Path) -> dict[str, Any]:
+# --- Issue 14: the Payments sheet (300k rows x 22 columns) by each writer, side by side -------
+
+CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
+NUMBER_FORMATS = {
+    "money": CURRENCY,
+    "instant": "yyyy-mm-dd hh:mm:ss",
+    "date": "yyyy-mm-dd",
+    "number": "#,##0",
+}
+#: name → what it is; the Rust-backed ones run only where their package is importable (they are
+#: not project dependencies: `uv pip install rustpy-xlsxwriter rvgsrust-xlsxwriter` to compare).
+WRITERS = {
+    "fundpipe": "fundpipe: xlsxwriter headers/formats + Arrow-built rows spliced in",
+    "xlsxwriter_cells": "xlsxwriter constant_memory, write_number/write_string per cell (before)",
+    "xlsxwriter_rows": "xlsxwriter constant_memory, write_row per row",
+    "xlsxwriter_columns": "xlsxwriter in memory, write_column per column",
+    "rustpy": "rustpy-xlsxwriter write_worksheet (pandas via Arrow)",
+    "rvgsrust": "rvgsrust-xlsxwriter write_dataframe (Arrow, constant memory)",
+}
+
+
+def _shown_cells(parquet: Path) -> tuple[Any, list[str]]:
+    """The Payments sheet's cells as the workbook shows them, as one Arrow table + kinds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from fundpipe.reports.headers import header_for
+    from fundpipe.reports.sheetxml import neutralised
+    from fundpipe.reports.workbook import _column_kind, _shown_names
+
+    table = pq.read_table(parquet)
+    names = _shown_names(table.schema, ("file_hash",))
+    columns, kinds = [], []
+    for name in names:
+        kind = _column_kind(table.schema.field(name))
+        col = table.column(name).combine_chunks()
+        if kind == "money":
+            col = pc.divide(col.cast(pa.float64()), 100.0)
+        elif kind == "instant":
+            micros = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).cast(pa.float64())
+            col = pc.add(pc.divide(micros, 86_400e6), 25569.0)
+        elif kind == "date":
+            col = pc.add(col.cast(pa.int32()).cast(pa.float64()), 25569.0)
+        elif kind == "text":
+            col = neutralised(col)
+        columns.append(col)
+        kinds.append(kind)
+    headers = [header_for(n, k) for n, k in zip(names, kinds, strict=True)]
+    return pa.table(columns, names=headers), kinds
+
+
+def write_with(writer: str, parquet: Path, out: Path) -> dict[str, Any]:
+    """Write the Payments sheet of `parquet` with `writer`; time, CPU, peak RSS, size."""
+    started, cpu = time.perf_counter(), _cpu_s()
+    target = out / f"{writer}.xlsx"
+    if writer == "fundpipe":
+        from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
+
+        write_workbook(
+            target,
+            WorkbookSummary(chart_sheet=None),
+            [SheetSource("Payments", parquet, hidden_columns=("file_hash",))],
+        )
+    elif writer.startswith("xlsxwriter"):
+        _xlsxwriter(writer, parquet, target)
+    else:
+        _rust(writer, parquet, target)
+    return {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": _cpu_s() - cpu,
+        "peak_rss_mb": _peak_rss_mb(),
+        "xlsx_mb": target.stat().st_size / 1e6,
+    }
+
+
+def _xlsxwriter(writer: str, parquet: Path, target: Path) -> None:
+    import xlsxwriter
+
+    table, kinds = _shown_cells(parquet)
+    book = xlsxwriter.Workbook(str(target), {"constant_memory": writer != "xlsxwriter_columns"})
+    ws = book.add_worksheet("Payments")
+    formats = [
+        book.add_format({"num_format": NUMBER_FORMATS[k]}) if k in NUMBER_FORMATS else None
+        for k in kinds
+    ]
+    ws.write_row(0, 0, table.column_names)
+    values = [c.to_pylist() for c in table.columns]
+    if writer == "xlsxwriter_columns":
+        for i, (column, fmt) in enumerate(zip(values, formats, strict=True)):
+            ws.write_column(1, i, column, fmt)
+    elif writer == "xlsxwriter_rows":
+        for i, fmt in enumerate(formats):
+            ws.set_column(i, i, 14, fmt)
+        for r, row in enumerate(zip(*values, strict=True), start=1):
+            ws.write_row(r, 0, row)
+    else:  # the writer before issue 14: one typed call per non-blank cell
+        calls = [
+            ws.write_string if k == "text" else ws.write_boolean if k == "bool" else ws.write_number
+            for k in kinds
+        ]
+        for r in range(table.num_rows):
+            for c, (call, column, fmt) in enumerate(zip(calls, values, formats, strict=True)):
+                value = column[r]
+                if value is not None:
+                    call(r + 1, c, value, fmt)
+    book.close()
+
+
+def _rust(writer: str, parquet: Path, target: Path) -> None:
+    table, kinds = _shown_cells(parquet)
+    if writer == "rustpy":
+        import rustpy_xlsxwriter as rp
+
+        formats = {
+            n: rp.Format().set_num_format(NUMBER_FORMATS[k])
+            for n, k in zip(table.column_names, kinds, strict=True)
+            if k in NUMBER_FORMATS
+        }
+        rp.write_worksheet(
+            table.to_pandas(),
+            str(target),
+            sheet_name="Payments",
+            freeze_row=1,
+            autofilter=True,
+            bold_headers=True,
+            column_formats=formats,
+        )
+        return
+    import rvgsrust_xlsxwriter as rv
+
+    book = rv.Workbook(str(target))
+    ws = book.add_worksheet("Payments", constant_memory=True)
+    formats = {}
+    for name, kind in zip(table.column_names, kinds, strict=True):
+        if kind in NUMBER_FORMATS:
+            formats[name] = book.add_format()
+            formats[name].set_num_format(NUMBER_FORMATS[kind])
+    ws.write_dataframe(0, 0, table, column_formats=formats)
+    ws.freeze_panes(1, 0)
+    ws.autofilter(0, 0, table.num_rows, table.num_columns - 1)
+    book.close()
+
+
+def main_writers(parquet: Path, out: Path) -> None:
+    """Each writer in its own process on the same Payments Parquet; a table of ratios."""
+    import importlib.util
+
+    results: dict[str, dict[str, Any]] = {}
+    for writer in WRITERS:
+        module = {"rustpy": "rustpy_xlsxwriter", "rvgsrust": "rvgsrust_xlsxwriter"}.get(writer)
+        if module and importlib.util.find_spec(module) is None:
+            continue
+        results[writer] = _child("writer", out, "--writer", writer, "--parquet", str(parquet))
+    base = results["fundpipe"]
+    print(f"Payments sheet, {WORKBOOK_WRITERS_ROWS} (one process each; CPU ratio vs fundpipe):")
+    print(f"  {'writer':<20} {'wall s':>7} {'CPU s':>7} {'× CPU':>6} {'RSS MB':>7} {'xlsx MB':>8}")
+    for writer, r in results.items():
+        ratio = r["cpu_seconds"] / base["cpu_seconds"]
+        print(
+            f"  {writer:<20} {r['seconds']:>7.2f} {r['cpu_seconds']:>7.2f} {ratio:>6.2f} "
+            f"{r['peak_rss_mb']:>7.0f} {r['xlsx_mb']:>8.1f}  {WRITERS[writer]}"
+        )
+    missing = [w for w in WRITERS if w not in results]
+    if missing:
+        print(f"  not installed here, not compared: {', '.join(missing)}")
+
+
+CHILDREN = {"generate", "views", "workbook_fundpipe", "workbook_plain", "reconcile", "writer"}
+
+
+def _child(kind: str, root: Path, *extra: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, __file__, "--child", kind, "--root", str(root)],
+        [sys.executable, __file__, "--child", kind, "--root", str(root), *extra],
         capture_output=True,
         text=True,
         timeout=600,
@@ -250,9 +488,9 @@ CACHE = Path(__file__).resolve().parent / "out"
 GENERATOR = "reconcile-v1"
 
 
-def _warehouse_cache() -> tuple[Path, bool]:
+def _warehouse_cache(payments: int = PAYMENTS) -> tuple[Path, bool]:
     """The directory holding the generated warehouse, and whether it is already there."""
-    root = CACHE / f"{GENERATOR}-{PAYMENTS}"
+    root = CACHE / f"{GENERATOR}-{payments}"
     ready = (root / "ready").exists()
     if not ready and root.exists():
         for leftover in root.iterdir():
@@ -260,6 +498,44 @@ def _warehouse_cache() -> tuple[Path, bool]:
                 leftover.unlink()
     root.mkdir(parents=True, exist_ok=True)
     return root, ready
+
+
+def _cached_warehouse(payments: int) -> Path:
+    root, ready = _warehouse_cache(payments)
+    if ready:
+        print(f"generate: reusing {root} (delete it to regenerate)")
+    else:
+        gen = _child("generate", root, "--payments", str(payments))
+        (root / "ready").touch()
+        print(f"generate {payments:,} payments, {ACCOUNTS:,} accounts: {gen['seconds']:.1f} s")
+    return root
+
+
+def main_reconcile(*, writers: bool = True) -> None:
+    """Issue 14: a whole reconcile at RECONCILE_PAYMENTS, split into its stages and sheets."""
+    root = _cached_warehouse(RECONCILE_PAYMENTS)
+    with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp:
+        work = Path(tmp)
+        # a copy: reconcile() writes the exception log, and every run should start from the same
+        runs = []
+        for _ in range(RECONCILE_REPEATS):
+            shutil.copy(root / "warehouse.duckdb", work / "warehouse.duckdb")
+            shutil.rmtree(work / "reconcile", ignore_errors=True)
+            runs.append(_child("reconcile", work))
+        if writers:
+            main_writers(work / "reconcile" / "sheet_vs_service.parquet", work)
+    # The machine is shared: the run with the least wall time is the one least disturbed.
+    r = min(runs, key=lambda x: x["seconds"])
+    rows = ", ".join(f"{k} {n:,}" for k, n in r["rows"].items())
+    print(f"reconcile {RECONCILE_PAYMENTS:,} payments ({rows}), best of {RECONCILE_REPEATS}:")
+    print(f"  total {r['seconds']:.2f} s wall / {r['cpu_seconds']:.2f} s CPU")
+    for stage, (wall, cpu) in r["stages"].items():
+        print(f"  {stage}: {wall:.2f} s wall / {cpu:.2f} s CPU")
+    print(f"  xlsx {r['xlsx_mb']:.1f} MB, sheets {r['sheet_names']}")
+    met = "met" if r["seconds"] <= 10 else "short"
+    print(f"target reconcile 300k: {r['seconds']:.2f} s vs 10 s — {met}")
+    met = "met" if r["peak_rss_mb"] <= 1024 else "short"
+    print(f"target reconcile peak RSS 300k: {r['peak_rss_mb']:.0f} MB vs 1024 MB — {met}")
 
 
 def main() -> None:
@@ -307,11 +583,27 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child")
     parser.add_argument("--root", type=Path)
+    parser.add_argument("--payments", type=int, default=PAYMENTS)
+    parser.add_argument(
+        "--only",
+        choices=["reconcile", "views"],
+        help="reconcile: only the whole reconcile at 300k payments; views: only the 10 M stages",
+    )
+    parser.add_argument("--no-writers", action="store_true", help="skip the writer comparison")
+    parser.add_argument("--writer", choices=list(WRITERS))
+    parser.add_argument("--parquet", type=Path)
     args = parser.parse_args()
     if args.child is None:
-        main()
+        if args.only != "views":
+            main_reconcile(writers=not args.no_writers)
+        if args.only != "reconcile":
+            main()
     elif args.child == "generate":
-        print(json.dumps(generate(args.root)))
+        print(json.dumps(generate(args.root, args.payments)))
+    elif args.child == "reconcile":
+        print(json.dumps(reconcile_whole(args.root)))
+    elif args.child == "writer":
+        print(json.dumps(write_with(args.writer, args.parquet, args.root)))
     elif args.child == "views":
         print(json.dumps(views(args.root)))
     elif args.child == "slice":

@@ -1,9 +1,12 @@
 """Report writers: typed Parquet per view and the finance workbook `reconciliation.xlsx`.
 
 Both writers stream: Parquet is written by DuckDB straight from the view (`export_query`), and
-the workbook is written with xlsxwriter's `constant_memory` mode row by row from the Parquet files
-(batch by batch), so neither holds a whole view in Python memory and the workbook never needs the
-warehouse open.
+the workbook is read from the Parquet files batch by batch, so neither holds a whole view in
+Python memory and the workbook never needs the warehouse open. xlsxwriter (`constant_memory`)
+writes the Summary sheet, the chart, every header, width, frozen pane, filter and format; the data
+rows under the headers are built a column at a time with Arrow (`fundpipe.reports.sheetxml`) and
+spliced into xlsxwriter's sheets after it closes the file — per-cell xlsxwriter calls took 22 s
+of the 25 s reconcile at 300,000 payments (issue 14; `benchmarks/reconcile.py` compares them).
 
 Column conventions (from the views): `*_cents` columns are int64 cents. Parquet keeps them and
 adds a `*_dollars` decimal(18,2) column right after each; timestamps stay timezone-aware (UTC).
@@ -11,8 +14,8 @@ The workbook shows money as dollars with a currency format, instants as Excel da
 and dates as dates, under headers in words (`fundpipe.reports.headers`: "Amount (USD)",
 "Disbursed at (UTC)").
 
-Formula injection: every text cell is written with `write_string`, so xlsxwriter never turns it
-into a formula; in addition a text beginning with `=`, `+`, `-`, `@`, tab or carriage return is
+Formula injection: every text cell is an inline string (there is no formula element in the
+data rows at all); in addition a text beginning with `=`, `+`, `-`, `@`, tab or carriage return is
 prefixed with an apostrophe (`'=1+1` is shown as `'=1+1`), so that copying the cell into a CSV or
 another tool cannot revive it as a formula either (OWASP's CSV-injection advice). The untouched
 value is in the Parquet files.
@@ -23,10 +26,10 @@ repeated; nothing is truncated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -37,8 +40,9 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
-from fundpipe.reports.cells import INJECTION_PATTERN, INJECTION_PREFIXES, neutralise
+from fundpipe.reports.cells import INJECTION_PREFIXES, neutralise
 from fundpipe.reports.headers import header_for
+from fundpipe.reports.sheetxml import RowSource, XmlColumn, rows_xml, splice_rows
 
 __all__ = [
     "EXCEL_MAX_ROWS",
@@ -52,8 +56,6 @@ __all__ = [
 
 #: Rows in one Excel worksheet, the header included.
 EXCEL_MAX_ROWS = 1_048_576
-_EXCEL_EPOCH_DAYS = 25569  # 1970-01-01 as an Excel serial day number
-_US_PER_DAY = 86_400_000_000
 _CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
 _CHART_VEHICLES = 50
 
@@ -149,23 +151,9 @@ def _column_kind(f: pa.Field) -> str:
     return "text"
 
 
-def _column_values(kind: str, column: pa.Array) -> list[Any]:
-    """A column as the Python values the matching xlsxwriter call takes (None = blank)."""
-    if kind == "money":
-        return pc.divide(column.cast(pa.float64()), 100.0).to_pylist()  # type: ignore[no-any-return]
-    if kind == "instant":
-        micros = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).cast(pa.float64())
-        return pc.add(pc.divide(micros, float(_US_PER_DAY)), float(_EXCEL_EPOCH_DAYS)).to_pylist()  # type: ignore[no-any-return]
-    if kind == "date":
-        days = column.cast(pa.date32()).cast(pa.int32()).cast(pa.float64())
-        return pc.add(days, float(_EXCEL_EPOCH_DAYS)).to_pylist()  # type: ignore[no-any-return]
-    if kind == "text":
-        text = column if pa.types.is_string(column.type) else column.cast(pa.string())
-        risky = pc.fill_null(pc.match_substring_regex(text, INJECTION_PATTERN), False)
-        if pc.any(risky).as_py():
-            text = pc.if_else(risky, pc.binary_join_element_wise("'", text, ""), text)
-        return text.to_pylist()  # type: ignore[no-any-return]
-    return column.to_pylist()  # type: ignore[no-any-return]
+def _dollars(column: pa.Array) -> list[float]:
+    """Integer cents as the dollars the chart's cached values show."""
+    return pc.divide(column.cast(pa.float64()), 100.0).to_pylist()  # type: ignore[no-any-return]
 
 
 def _shown_names(schema: pa.Schema, hidden: Sequence[str]) -> list[str]:
@@ -223,8 +211,9 @@ def _write_source(
     source: SheetSource,
     formats: _Formats,
     max_rows: int,
-) -> list[str]:
-    """Write one Parquet source into as many sheets as it needs; return their names."""
+) -> tuple[list[str], dict[str, tuple[RowSource, str]]]:
+    """Add one Parquet source's sheets (headers only) to `workbook`; return their names and,
+    per sheet's zip member, what `splice_rows` fills in after the workbook is closed."""
     pf = pq.ParquetFile(source.parquet)
     names, columns = _plan_columns(pf, formats, source.hidden_columns)
     total = pf.metadata.num_rows
@@ -233,53 +222,60 @@ def _write_source(
     sheet_names = [
         source.name if i == 0 else f"{source.name} ({i + 1})" for i in range(sheet_count)
     ]
-    sheets = [workbook.add_worksheet(n) for n in sheet_names]
-    for i, ws in enumerate(sheets):
-        _start_sheet(ws, columns, formats, min(per_sheet, total - i * per_sheet))
-
-    sheet_index, row = 0, 1
-    ws = sheets[0]
-    for batch in pf.iter_batches(batch_size=65_536, columns=names):
-        cells: list[tuple[Callable[..., int], list[Any], Format]] = []
-        for name, column in zip(names, columns, strict=True):
-            values = _column_values(column.kind, batch.column(name))
-            write: Callable[..., int]
-            if column.kind == "text":
-                write = ws.write_string
-            elif column.kind == "bool":
-                write = ws.write_boolean
-            else:
-                write = ws.write_number
-            cells.append((write, values, column.fmt))
-        start = 0
-        while start < batch.num_rows:
-            room = per_sheet - (row - 1)
-            if room == 0:
-                sheet_index += 1
-                ws, row = sheets[sheet_index], 1
-                cells = [(getattr(ws, w.__name__), v, f) for w, v, f in cells]
-                room = per_sheet
-            stop = min(batch.num_rows, start + room)
-            _write_rows(cells, start, stop, row)
-            row += stop - start
-            start = stop
-    return sheet_names
+    # The style index xlsxwriter gives each format (assigned on first use, as a cell write does);
+    # tests/reports read the number formats back, so a change there cannot pass unnoticed.
+    xml_columns = [
+        XmlColumn(xl_col_to_name(i), c.kind, c.fmt._get_xf_index()) for i, c in enumerate(columns)
+    ]
+    last = xl_col_to_name(max(len(columns) - 1, 0))
+    rows = _SheetRows(pf, names, per_sheet)
+    fills: dict[str, tuple[RowSource, str]] = {}
+    for i, name in enumerate(sheet_names):
+        ws = workbook.add_worksheet(name)
+        data_rows = min(per_sheet, total - i * per_sheet)
+        _start_sheet(ws, columns, formats, data_rows)
+        member = f"xl/worksheets/sheet{len(workbook.worksheets())}.xml"
+        fills[member] = (partial(rows.sheet, i, xml_columns), f"A1:{last}{data_rows + 1}")
+    return sheet_names, fills
 
 
-def _write_rows(
-    cells: Sequence[tuple[Callable[..., int], list[Any], Format]],
-    start: int,
-    stop: int,
-    first_row: int,
-) -> None:
-    # Row-major, as constant_memory requires; the hot loop of the workbook writer.
-    row = first_row
-    for i in range(start, stop):
-        for col, (write, values, fmt) in enumerate(cells):
-            value = values[i]
-            if value is not None:
-                write(row, col, value, fmt)
-        row += 1
+class _SheetRows:
+    """A source's Parquet rows cut into sheets of `per_sheet` rows, read once, in order."""
+
+    def __init__(self, pf: pq.ParquetFile, names: list[str], per_sheet: int) -> None:
+        # 16k rows: the rows XML of a batch is ~20 MB; 64k rows held ~160 MB more at the peak
+        self._batches = self._cut(pf.iter_batches(batch_size=16_384, columns=names), per_sheet)
+        self._head: tuple[int, pa.RecordBatch] | None = None
+
+    @staticmethod
+    def _cut(
+        batches: Iterator[pa.RecordBatch], per_sheet: int
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        sheet, room = 0, per_sheet
+        for batch in batches:
+            start = 0
+            while start < batch.num_rows:
+                if room == 0:
+                    sheet, room = sheet + 1, per_sheet
+                take = min(room, batch.num_rows - start)
+                yield sheet, batch.slice(start, take)
+                room -= take
+                start += take
+
+    def sheet(self, index: int, columns: Sequence[XmlColumn]) -> Iterator[pa.StringArray]:
+        """Sheet `index`'s rows as XML, numbered from 2 (under the header)."""
+        row = 2
+        while True:
+            if self._head is None:
+                self._head = next(self._batches, None)
+                if self._head is None:
+                    return
+            sheet, batch = self._head
+            if sheet != index:
+                return
+            self._head = None
+            yield from rows_xml(columns, batch, row)
+            row += batch.num_rows
 
 
 def _write_summary(
@@ -373,8 +369,8 @@ def _chart_data(source: SheetSource, columns: tuple[str, str, str]) -> _ChartDat
         pf.metadata.num_rows,
         (a, b, c),
         labels,
-        _column_values("money", head.column(1)),
-        _column_values("money", head.column(2)),
+        _dollars(head.column(1)),
+        _dollars(head.column(2)),
     )
 
 
@@ -390,18 +386,30 @@ def write_workbook(
         raise ValueError("max_rows must leave room for a header and a row")
     path.parent.mkdir(parents=True, exist_ok=True)
     sources = list(sources)
-    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True, "tmpdir": str(path.parent)})
+    # xlsxwriter writes the headers-only workbook beside `path`; `path` itself only ever holds
+    # a whole workbook, rows and all.
+    headers = path.with_name(path.name + ".headers")
+    workbook = xlsxwriter.Workbook(
+        str(headers), {"constant_memory": True, "tmpdir": str(path.parent)}
+    )
     try:
-        formats = _Formats(workbook)
-        summary_ws = workbook.add_worksheet("Summary")
-        names = ["Summary"]
-        chart: _ChartData | None = None
-        for source in sources:
-            if source.name == summary.chart_sheet:
-                chart = _chart_data(source, summary.chart_columns)
-        _write_summary(workbook, summary_ws, summary, formats, chart)
-        for source in sources:
-            names.extend(_write_source(workbook, source, formats, max_rows))
+        try:
+            formats = _Formats(workbook)
+            summary_ws = workbook.add_worksheet("Summary")
+            names = ["Summary"]
+            chart: _ChartData | None = None
+            for source in sources:
+                if source.name == summary.chart_sheet:
+                    chart = _chart_data(source, summary.chart_columns)
+            _write_summary(workbook, summary_ws, summary, formats, chart)
+            fills: dict[str, tuple[RowSource, str]] = {}
+            for source in sources:
+                sheet_names, source_fills = _write_source(workbook, source, formats, max_rows)
+                names.extend(sheet_names)
+                fills.update(source_fills)
+        finally:
+            workbook.close()
+        splice_rows(headers, path, fills)
     finally:
-        workbook.close()
+        headers.unlink(missing_ok=True)
     return names

@@ -1,0 +1,208 @@
+"""Worksheet rows as OOXML, built a whole column at a time with Arrow compute.
+
+xlsxwriter spends ~3 µs of Python per cell; the Payments sheet at 300,000 payments has 6.6 M
+cells (≈ 22 s). Here a batch of rows is turned into its `<row>` XML with Arrow's vectorised string
+kernels instead (one pass per column, no Python object per cell), and spliced into the sheet
+xlsxwriter wrote with its header, widths, frozen pane and filter (`splice_rows`). Everything but
+the data rows — formats, the Summary sheet, charts, the zip package — stays xlsxwriter's.
+
+Cells are written the way xlsxwriter's constant-memory mode writes them (`t="inlineStr"` text
+with its escapes: `&<>` as entities, control characters as `_xHHHH_`, a literal `_xHHHH_` as
+`_x005F_xHHHH_`, `xml:space="preserve"` around leading/trailing white space; numbers as `<v>`;
+booleans as `t="b"`), each with the style index of its column's xlsxwriter format. Text is never a
+formula: there is no `<f>` element here at all.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fundpipe.reports.cells import INJECTION_PATTERN
+
+__all__ = ["MAX_TEXT", "RowSource", "XmlColumn", "neutralised", "rows_xml", "splice_rows"]
+
+#: Excel's longest text in one cell; longer text is cut there (as xlsxwriter does).
+MAX_TEXT = 32_767
+#: zlib level of the spliced sheets: 3 deflates a 320 MB Payments sheet to 24 MB in a third of
+#: the time of xlsxwriter's default 6 (23 MB); 1 is faster again but 28 MB.
+COMPRESSION = 3
+#: Largest batch (Arrow bytes) turned into XML in one go; see `rows_xml`.
+BATCH_BYTES = 64 * 2**20
+_EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as an Excel serial day number
+_US_PER_DAY = 86_400_000_000.0
+_CONTROL = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20))] + ["\ufffe", "\uffff"]
+_CONTROL_RE = "[\\x00-\\x08\\x0b-\\x1f\\x{fffe}\\x{ffff}]"
+_DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
+
+
+@dataclass(frozen=True, slots=True)
+class XmlColumn:
+    """One shown column: its letter, kind (money, instant, date, number, bool, text), style."""
+
+    letter: str
+    kind: str
+    style: int  # xlsxwriter's XF index of the column's format; 0 = General
+
+
+def _escape(text: pa.Array) -> pa.Array:
+    """Text as an inline string's XML content, escaped the way xlsxwriter escapes it."""
+    if not pc.any(
+        pc.match_substring_regex(text, f"[&<>]|_x[0-9a-fA-F]{{4}}_|{_CONTROL_RE}")
+    ).as_py():
+        return text  # the common case: one scan
+    for raw, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")):
+        text = pc.replace_substring(text, raw, entity)
+    text = pc.replace_substring_regex(text, "(_x[0-9a-fA-F]{4}_)", "_x005F\\1")
+    if pc.any(pc.match_substring_regex(text, _CONTROL_RE)).as_py():
+        for char in _CONTROL:
+            text = pc.replace_substring(text, char, f"_x{ord(char):04X}_")
+    return text
+
+
+def _cut(text: pa.Array) -> pa.Array:
+    """Text cut to Excel's MAX_TEXT UTF-16 units, as xlsxwriter cuts it (never within a
+    character above U+FFFF, which counts twice)."""
+    if not pc.any(pc.greater(pc.utf8_length(text), MAX_TEXT // 2)).as_py():
+        return text  # too short to reach the limit even in UTF-16
+    return pa.array([None if v is None else _utf16_cut(v) for v in text.to_pylist()], pa.string())
+
+
+def _utf16_cut(text: str) -> str:
+    units = 0
+    for index, char in enumerate(text):
+        units += 2 if ord(char) > 0xFFFF else 1
+        if units > MAX_TEXT:
+            return text[:index]
+    return text
+
+
+def neutralised(values: pa.Array) -> pa.Array:
+    """A column as text with an apostrophe before every formula-like start (`cells.neutralise`)."""
+    text = values if pa.types.is_string(values.type) else values.cast(pa.string())
+    risky = pc.fill_null(pc.match_substring_regex(text, INJECTION_PATTERN), False)
+    if pc.any(risky).as_py():
+        text = pc.if_else(risky, pc.binary_join_element_wise("'", text, ""), text)
+    return text
+
+
+def _cells(column: XmlColumn, values: pa.Array, numbers: pa.Array) -> pa.Array:
+    """Each row's `<c>` element for `column` ("" where the value is null): one join per column."""
+    style = f' s="{column.style}"' if column.style else ""
+    parts: list[pa.Array | str]
+    if column.kind == "text":
+        text = _escape(_cut(neutralised(values)))
+        preserve = pc.match_substring_regex(text, r"^\s|\s$")
+        t_open = pc.if_else(preserve, '<t xml:space="preserve">', "<t>")
+        parts = [f'"{style} t="inlineStr"><is>', t_open, text, "</t></is></c>"]
+    elif column.kind == "bool":
+        parts = [f'"{style} t="b"><v>', pc.if_else(values, "1", "0"), "</v></c>"]
+    else:
+        parts = [f'"{style}><v>', _number_text(column.kind, values), "</v></c>"]
+    cells = pc.binary_join_element_wise('<c r="', column.letter, numbers, *parts, "")
+    return pc.fill_null(cells, "")
+
+
+def _number_text(kind: str, values: pa.Array) -> pa.Array:
+    """A numeric column as the text of `<v>`: dollars, Excel serial days, or the number."""
+    if kind == "money":
+        number = pc.divide(values.cast(pa.float64()), 100.0)
+    elif kind == "instant":
+        micros = values.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).cast(pa.float64())
+        number = pc.add(pc.divide(micros, _US_PER_DAY), _EXCEL_EPOCH_DAYS)
+    elif kind == "date":
+        days = values.cast(pa.date32()).cast(pa.int32()).cast(pa.float64())
+        number = pc.add(days, _EXCEL_EPOCH_DAYS)
+    elif pa.types.is_floating(values.type):
+        # NaN and infinities are no number Excel can store: the cell stays blank.
+        number = pc.if_else(pc.is_finite(values), values, pa.scalar(None, values.type))
+    else:
+        number = values
+    return number.cast(pa.string())
+
+
+def rows_xml(
+    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+) -> Iterator[pa.StringArray]:
+    """`batch`'s rows as `<row>` elements, the first numbered `first_row` (1-based).
+
+    A batch of more than BATCH_BYTES is done in halves: escaping can make text 7 times longer,
+    and one Arrow string array holds at most 2 GiB.
+    """
+    if batch.num_rows > 1 and batch.nbytes > BATCH_BYTES:
+        half = batch.num_rows // 2
+        yield from rows_xml(columns, batch.slice(0, half), first_row)
+        yield from rows_xml(columns, batch.slice(half), first_row + half)
+        return
+    yield _rows_xml(columns, batch, first_row)
+
+
+def _rows_xml(
+    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+) -> pa.StringArray:
+    numbers = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
+    cells = [_cells(column, batch.column(i), numbers) for i, column in enumerate(columns)]
+    rows: pa.StringArray = pc.binary_join_element_wise(
+        '<row r="', numbers, '">', *cells, "</row>", ""
+    )
+    return rows
+
+
+def _buffer(rows: pa.StringArray) -> memoryview:
+    """The concatenated text of `rows` (which has no nulls), without a copy."""
+    offsets = memoryview(rows.buffers()[1]).cast("i")  # type: ignore[union-attr]
+    start, stop = offsets[rows.offset], offsets[rows.offset + len(rows)]
+    return memoryview(rows.buffers()[2])[start:stop]  # type: ignore[arg-type]
+
+
+#: One sheet's data rows, produced when the sheet's place in the zip package comes.
+RowSource = Callable[[], Iterable[pa.StringArray]]
+
+
+def splice_rows(source: Path, target: Path, sheets: dict[str, tuple[RowSource, str]]) -> None:
+    """Write `target`: the xlsx at `source` (as xlsxwriter wrote it) with data rows put in.
+
+    `sheets` maps a zip member (`xl/worksheets/sheet5.xml`) to a function producing its rows
+    and the sheet's full `<dimension>` range. The rows go right after the header row, before
+    `</sheetData>`; every other member is copied unchanged. `target` appears whole or not at all
+    (written beside it, then renamed).
+    """
+    staged = target.with_name(target.name + ".part")
+    try:
+        _copy_filling(source, staged, sheets)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    staged.replace(target)
+
+
+def _copy_filling(path: Path, staged: Path, sheets: dict[str, tuple[RowSource, str]]) -> None:
+    with (
+        zipfile.ZipFile(path) as source,
+        zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESSION) as target,
+    ):
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename not in sheets:
+                target.writestr(info, data)
+                continue
+            produce, dimension = sheets[info.filename]
+            head, marker, tail = data.partition(b"</sheetData>")
+            if not marker:
+                raise ValueError(f"{info.filename} has no sheetData to fill")
+            head = _DIMENSION.sub(f'<dimension ref="{dimension}"/>'.encode(), head, count=1)
+            with target.open(info.filename, "w", force_zip64=True) as out:
+                out.write(head)
+                for rows in _nonempty(produce()):
+                    out.write(_buffer(rows))
+                out.write(marker + tail)
+
+
+def _nonempty(chunks: Iterable[pa.StringArray]) -> Iterator[pa.StringArray]:
+    return (c for c in chunks if len(c))
