@@ -20,8 +20,11 @@ from fundpipe.app.cli_alerts import alerts_app
 from fundpipe.app.cli_common import (
     DataDirOption,
     JsonOption,
+    OrgOption,
     console,
     err_console,
+    local_org_settings,
+    org_settings_for,
     prefect_defaults,
     settings_for,
     user_errors,
@@ -57,9 +60,10 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        from fundpipe.app.orgs import describe_orgs
         from fundpipe.submit.binding import describe_binding
 
-        values["ledger bound to"] = describe_binding(settings)
+        values.update(describe_orgs(settings, describe_binding))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
@@ -188,6 +192,7 @@ def ingest_command(
         typer.Option("--require-funds", help="Refuse distributions the depository can't cover."),
     ] = False,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Validate sheets and create their entities, contacts and distributions exactly once.
@@ -195,7 +200,6 @@ def ingest_command(
     Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
     """
     with user_errors():
-        from fundpipe.app.embedded import service
         from fundpipe.app.render import (
             RichProgress,
             render_ingest,
@@ -204,8 +208,7 @@ def ingest_command(
         )
         from fundpipe.submit.ingest import ingest
 
-        settings = settings_for(data_dir)
-        with service(settings) as live, RichProgress(err_console) as progress:
+        with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = ingest(
                 live,
                 files or None,
@@ -229,18 +232,18 @@ def ingest_command(
 
 
 @app.command("sync")
-def sync_command(data_dir: DataDirOption = None, json_out: JsonOption = False) -> None:
+def sync_command(
+    data_dir: DataDirOption = None, org: OrgOption = None, json_out: JsonOption = False
+) -> None:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB.
 
     Example: fundpipe sync --json
     """
     with user_errors():
-        from fundpipe.app.embedded import service
         from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
-        settings = settings_for(data_dir)
-        with service(settings) as live, RichProgress(err_console) as progress:
+        with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress)
         from fundpipe.app.outcomes import sync_dict
 
@@ -260,10 +263,12 @@ def reconcile_command(
         Path | None,
         typer.Option(
             "--out",
-            help="Report directory (default data/reports/<date>/<run time>Z, with data/reports/latest).",
+            help="Report directory (default data/reports/<org>/<date>/<run time>Z, with "
+            "data/reports/<org>/latest).",
         ),
     ] = None,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx.
@@ -272,11 +277,11 @@ def reconcile_command(
     """
     with user_errors():
         report_date = _parse_date(as_of)
+        from fundpipe.app.layout import reconcile_into_reports
         from fundpipe.app.render import render_summary
-        from fundpipe.reconcile.views import reconcile
 
-        settings = settings_for(data_dir)
-        result = reconcile(settings, as_of=report_date, out_dir=out)
+        settings = local_org_settings(data_dir, org)
+        result = reconcile_into_reports(settings, report_date, out)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
 
@@ -317,7 +322,8 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
+    """Run the nightly job once for every organization (ingest the inbox → sync → reconcile,
+    one child flow run each) as a Prefect flow.
 
     Example: fundpipe run --samples
     """
