@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -244,9 +243,9 @@ def render_orgs_summary(summary: dict[str, Any], console: Console) -> None:
         title=f"fundpipe nightly run — {summary.get('as_of') or ''} — every organization",
         show_header=True,
     )
-    for column in ("organization", "state", "files", "rejected", "distributions", "total"):
-        table.add_column(column, justify="left" if column in {"organization", "state"} else "right")
-    table.add_column("open exceptions", justify="right")
+    # short headers: the table fits 80 columns (a pipe, a CI log)
+    for column in ("org", "state", "files", "rejected", "distr.", "total", "open exc."):
+        table.add_column(column, justify="left" if column in {"org", "state"} else "right")
     for row in summary["organizations"].values():
         style = "" if row["state"] == "Completed" else "red"
         table.add_row(
@@ -284,7 +283,7 @@ def render_orgs_summary(summary: dict[str, Any], console: Console) -> None:
     for row in summary["organizations"].values():
         workbook = ((row.get("summary") or {}).get("reports") or {}).get("workbook")
         if workbook:
-            console.print(f"  {row['organization']} reports: {Path(workbook).parent}")
+            console.print(f"{row['organization']} reports: {workbook}", soft_wrap=True)
 
 
 def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:
