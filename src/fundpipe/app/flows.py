@@ -233,8 +233,9 @@ def deployments(settings: Settings | None = None) -> list[Any]:
 
 
 def serve_all() -> None:
-    """Serve the `nightly` and `inbox` deployments from this process until interrupted, with
-    the inbox watcher announcing settled files in a thread beside them.
+    """Serve the `nightly`, `inbox` and `org-night` deployments from this process until
+    interrupted, with the inbox watcher announcing settled files (every organization's inbox)
+    in a thread beside them.
 
     Needs a Prefect server with its scheduler (`PREFECT_API_URL`); `fundpipe serve` starts one
     on loopback when none is configured.
@@ -243,14 +244,13 @@ def serve_all() -> None:
 
     from prefect import serve
 
-    from fundpipe.app.watch import prefect_announcer, watch_inbox
-    from fundpipe.submit.inbox import InboxDirs
+    from fundpipe.app.watch import inboxes, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
     stop = threading.Event()
     watcher = threading.Thread(
-        target=watch_inbox,
-        args=(InboxDirs(settings.data_dir).inbox, prefect_announcer(settings.data_dir)),
+        target=watch_inboxes,
+        args=(inboxes(settings), prefect_announcer(settings.data_dir)),
         kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,
