@@ -123,3 +123,28 @@ def test_explicit_ledger_and_warehouse_paths_stay_where_they_are(tmp_path: Path)
     assert (data / "warehouse.duckdb").exists()
     assert (data / "orgs" / "org_a" / "inbox" / "q4.csv").exists()
     assert (data / "orgs" / "org_a" / "processed" / "q3.csv").exists()
+
+
+def test_the_first_command_moves_the_layout_and_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app
+
+    data = tmp_path / "data"
+    (data / "inbox").mkdir(parents=True)
+    (data / "inbox" / "q4.csv").write_text("waiting\n", encoding="utf-8")
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(data))
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", "http://127.0.0.1:9")  # never reached
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a")
+    runner = CliRunner()
+    first = runner.invoke(app, ["exceptions", "list"])
+    assert first.exit_code == 0, first.output
+    said = " ".join(first.output.split())
+    assert "moved the single-organization layout" in said
+    assert f"inbox into {data / 'orgs' / 'org_a'}" in said
+    assert (data / "orgs" / "org_a" / "inbox" / "q4.csv").read_text() == "waiting\n"
+    second = runner.invoke(app, ["exceptions", "list"])
+    assert second.exit_code == 0, second.output
+    assert "moved" not in second.output

@@ -164,3 +164,27 @@ def test_org_is_required_only_when_several_are_configured() -> None:
         pick_org(two, None)
     with pytest.raises(ConfigurationError, match=r"--org org_z is not a configured organization"):
         pick_org(two, "org_z")
+
+
+def test_validate_without_files_checks_what_waits_in_the_organization_s_inbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app
+
+    samples = Path(__file__).resolve().parents[2] / "data" / "samples"
+    inbox = tmp_path / "data" / "orgs" / "org_b" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "q4_typo.csv").write_bytes((samples / "broken" / "negative_amount.csv").read_bytes())
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a,org_b")
+    runner = CliRunner()
+    result = runner.invoke(app, ["validate", "--org", "org_b", "--format", "json"])
+    assert result.exit_code == 1, result.output
+    assert [f["file"].rsplit("/", 1)[-1] for f in json.loads(result.stdout)["files"]] == [
+        "q4_typo.csv"
+    ]
+    result = runner.invoke(app, ["validate"])
+    assert result.exit_code == 2
+    assert "name one with --org" in " ".join(result.output.split())

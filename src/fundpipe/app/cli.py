@@ -148,7 +148,12 @@ def sandbox_command(
 
 @app.command("validate")
 def validate_command(
-    files: Annotated[list[Path], typer.Argument(help="Sheets to validate (CSV, XLSX, Parquet).")],
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Sheets to validate (CSV, XLSX, Parquet); default: the inbox's."),
+    ] = None,
+    org: OrgOption = None,
+    data_dir: DataDirOption = None,
     output_format: Annotated[
         str, typer.Option("--format", help="table (default) or json.")
     ] = "table",
@@ -156,6 +161,8 @@ def validate_command(
     """Validate sheets offline and report every problem by file, sheet, row and column.
 
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
+    Without files: what waits in the organization's inbox (`--org`, needed only when several
+    organizations are configured).
 
     Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
@@ -169,6 +176,13 @@ def validate_command(
             validate_files,
         )
 
+        if not files:
+            from fundpipe.app.orgs import waiting_sheets
+
+            files = waiting_sheets(settings_for(data_dir), org)
+            if not files:
+                console.print("nothing to validate: no sheet waits in the inbox")
+                return
         with RichProgress(err_console) as progress:
             reports = validate_files(files, progress=progress)
         if output_format == "json":
@@ -401,6 +415,3 @@ def main() -> None:
         app()
     except SystemExit as exc:
         sys.exit(exc.code)
-
-
-app.add_typer(exceptions_app, name="exceptions")

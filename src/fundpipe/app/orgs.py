@@ -22,6 +22,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from fundpipe.config import Organization, Settings
@@ -36,6 +37,7 @@ __all__ = [
     "organizations",
     "parse_orgs",
     "pick_org",
+    "waiting_sheets",
 ]
 
 log = logging.getLogger(__name__)
@@ -196,6 +198,27 @@ def pick_org(orgs: Sequence[Organization], wanted: str | None) -> Organization:
     known = ", ".join(o.folder for o in orgs)
     raise ConfigurationError(
         f"{len(orgs)} organizations are configured ({known}): name one with --org"
+    )
+
+
+def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
+    """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
+    without files): the organization is `wanted`, else the only configured one, else
+    `FUNDPIPE_ORG_ID`; the service is not asked."""
+    from fundpipe.submit.inbox import SHEET_SUFFIXES, is_transient_name
+
+    configured = configured_organizations(settings)
+    if configured is not None:
+        org = pick_org(configured, wanted or settings.org_id)
+    else:
+        org = Organization(id=wanted or settings.org_id)
+    inbox = settings.for_org(org, several=False).data_dir / "inbox"
+    if not inbox.is_dir():
+        return []
+    return sorted(
+        p
+        for p in inbox.iterdir()
+        if p.is_file() and p.suffix.lower() in SHEET_SUFFIXES and not is_transient_name(p.name)
     )
 
 
