@@ -314,6 +314,10 @@ def run_night(
     logger = get_run_logger()
     settings = steps._settings(data_dir)
     mode = mode or settings.fan_out
+    if mode not in {"subflows", "deployments"}:
+        from fundpipe.errors import InputError
+
+        raise InputError(f"fan_out {mode!r} must be subflows or deployments")
     with every_org(settings, logger.warning) as (live, orgs):
         several = len(orgs) > 1
         if samples:

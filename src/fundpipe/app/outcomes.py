@@ -169,8 +169,9 @@ def build_summary(
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     """The run summary as the markdown of a Prefect artifact."""
+    org = f" — organization {summary['organization']}" if summary.get("organization") else ""
     lines = [
-        f"# fundpipe nightly run — {summary.get('as_of')}",
+        f"# fundpipe nightly run — {summary.get('as_of')}{org}",
         "",
         "| what | value |",
         "|---|---|",
