@@ -88,7 +88,7 @@ def _inbox_runs(http: httpx.Client) -> list[dict[str, Any]]:
 def _drop(http: httpx.Client, data_dir: Path, n: int) -> float:
     """Drop sheet `n`; seconds from settling to the start of the run it triggered."""
     before = {run["id"] for run in _inbox_runs(http)}
-    target = data_dir / "inbox" / f"bench_{n}.csv"
+    target = data_dir / "orgs" / "org_demo" / "inbox" / f"bench_{n}.csv"
     partial = target.with_suffix(".csv.part")
     partial.write_text(SHEET.format(n=n), encoding="utf-8")
     partial.rename(target)
@@ -101,7 +101,8 @@ def _drop(http: httpx.Client, data_dir: Path, n: int) -> float:
         return None
 
     run = _wait(f"the run of drop {n}", started, 60)
-    _wait(f"drop {n} processed", lambda: (data_dir / "processed" / target.name).exists(), 120)
+    processed = data_dir / "orgs" / "org_demo" / "processed" / target.name
+    _wait(f"drop {n} processed", processed.exists, 120)
     start = datetime.fromisoformat(run["start_time"].replace("Z", "+00:00")).timestamp()
     return start - settled
 
@@ -112,19 +113,19 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float]:
     os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
     from fundpipe.app import flows as nightly
     from fundpipe.app.embedded import service
-    from fundpipe.config import Settings
+    from fundpipe.config import Organization, Settings
     from fundpipe.submit.ingest import ingest
 
     empty = data_dir / "overhead"
-    (empty / "inbox").mkdir(parents=True)
+    (empty / "orgs" / "org_demo" / "inbox").mkdir(parents=True)
 
     def plain() -> None:
         settings = Settings(_env_file=None, data_dir=empty)  # type: ignore[call-arg]
         with service(settings) as live:
-            ingest(live, None)
+            ingest(live.for_org(Organization(id="org_demo"), several=True), None)
 
     def flow() -> None:
-        state = nightly.inbox(data_dir=str(empty), return_state=True)
+        state = nightly.inbox(data_dir=str(empty), org="org_demo", return_state=True)
         assert state.is_completed(), state
 
     timings: dict[str, list[float]] = {"plain": [], "flow": []}
@@ -146,7 +147,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="fundpipe-bench-prefect-"))
     data_dir = work / "data"
-    (data_dir / "inbox").mkdir(parents=True)
+    (data_dir / "orgs" / "org_demo" / "inbox").mkdir(parents=True)
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "FUNDPIPE_"))}

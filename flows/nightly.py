@@ -4,6 +4,7 @@ The flows live in the package (so an installed wheel has them); this file only r
 for Prefect's `path:function` entrypoints. Nothing loads flows by file path.
 """
 
+from fundpipe.app.fanout import org_night
 from fundpipe.app.flows import (
     deployments,
     inbox,
@@ -14,4 +15,13 @@ from fundpipe.app.flows import (
     sync,
 )
 
-__all__ = ["deployments", "inbox", "ingest_file", "nightly", "reconcile", "serve_all", "sync"]
+__all__ = [
+    "deployments",
+    "inbox",
+    "ingest_file",
+    "nightly",
+    "org_night",
+    "reconcile",
+    "serve_all",
+    "sync",
+]

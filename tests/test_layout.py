@@ -197,4 +197,4 @@ def test_only_app_starts_the_embedded_sandbox() -> None:
         if not name.startswith("fundpipe.sandbox")
         and re.search(r"\bSandboxServer\b|\brun_server\b", path.read_text(encoding="utf-8"))
     }
-    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli"}
+    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli_sandbox"}

@@ -8,6 +8,7 @@ embedded sandbox (see `fundpipe.app.embedded`) with the demo client's credential
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +30,37 @@ DEFAULT_PATHS = {
 DEMO_CLIENT_ID = "demo-client"
 DEMO_CLIENT_SECRET = "demo-secret"  # noqa: S105 - public demo credential of the local sandbox
 DEMO_ORG_ID = "org_demo"
+
+#: Folder name of the organization's state when its id is not known (a client acting for its
+#: one organization, without `X-Organization-Id`, and no organization read).
+OWN_ORG_FOLDER = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class Organization:
+    """One organization fundpipe runs for (`FUNDPIPE_ORGS`, `FUNDPIPE_ORGS_FILE`, or the
+    service's organization read): its id, display name, and optionally its own service URL,
+    OAuth client id and the name of the Prefect Secret block holding that client's secret.
+
+    `id` None: the client's own organization, not named (no `X-Organization-Id` header).
+    """
+
+    id: str | None
+    name: str | None = None
+    base_url: str | None = None
+    client_id: str | None = None
+    secret_block: str | None = None
+
+    @property
+    def folder(self) -> str:
+        """The name of its folders under `data/orgs/` and `data/reports/`."""
+        return self.id or OWN_ORG_FOLDER
+
+    @property
+    def label(self) -> str:
+        """How people are told about it: the id, with the display name when there is one."""
+        ident = self.id or "the client's own organization"
+        return f"{ident} ({self.name})" if self.name and self.name != self.id else ident
 
 
 class Settings(BaseSettings):
@@ -57,6 +89,18 @@ class Settings(BaseSettings):
         "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.client.with_prefect_secret).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
+    orgs: str | None = Field(
+        default=None,
+        description='The organizations to run for: a JSON list of objects ({"id", "name", '
+        '"base_url", "client_id", "secret_block"}) or ids, comma separated '
+        "(org_a,org_b). Unset: FUNDPIPE_ORGS_FILE, else the organizations the client may act "
+        "for (the organization read), else FUNDPIPE_ORG_ID.",
+    )
+    orgs_file: Path | None = Field(
+        default=None,
+        description="A TOML file listing the organizations as [[organizations]] tables (the "
+        "keys of FUNDPIPE_ORGS); used when FUNDPIPE_ORGS is unset.",
+    )
     scopes: str | None = Field(
         default=None,
         description="OAuth scopes to request, space separated (e.g. 'entities:write "
@@ -117,10 +161,38 @@ class Settings(BaseSettings):
         "service's TLS certificate; verification itself cannot be turned off.",
     )
 
+    # --- several organizations (fundpipe.app.fanout) -----------------------------------------
+    fan_out: str = Field(
+        default="subflows",
+        pattern="^(subflows|deployments)$",
+        description="How the nightly run starts one run per organization: `subflows` (in this "
+        "process, concurrently) or `deployments` (run_deployment of `org-night/org-night`, "
+        "so any worker of the work pool takes one).",
+    )
+    org_concurrency: int = Field(
+        default=2,
+        ge=1,
+        description="Organizations talking to one service host at once (a Prefect global "
+        "concurrency limit `fundpipe-service-<host>`, created when missing).",
+    )
+    host_rate_limit_per_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Requests per second one service host allows all organizations together; "
+        "each organization's client then runs at min(FUNDPIPE_RATE_LIMIT_PER_S, this / the "
+        "organizations that may talk to the host at once). Unset: the service limits each "
+        "client and organization on its own, and each keeps FUNDPIPE_RATE_LIMIT_PER_S.",
+    )
+
     # --- local state -------------------------------------------------------------------------
     data_dir: Path = Path("data")
     warehouse_path: Path | None = None
     ledger_path: Path | None = None
+    reports_dir: Path | None = Field(
+        default=None,
+        description="Where reconciliation reports go (default <data_dir>/reports); an "
+        "organization's settings point it at data/reports/<org_id>.",
+    )
     require_funds: bool = False
     log_level: str = "INFO"
     full_sync_days: float = Field(
@@ -231,6 +303,11 @@ class Settings(BaseSettings):
         return self.ledger_path or self.data_dir / "ledger.duckdb"
 
     @property
+    def reports_folder(self) -> Path:
+        """Where the reports of these settings go: `reports_dir`, else `<data_dir>/reports`."""
+        return self.reports_dir or self.data_dir / "reports"
+
+    @property
     def service_identity(self) -> str:
         """The service the ledger binds to: `service_name`, else the base URL."""
         return self.service_name or (self.base_url or "").rstrip("/")
@@ -245,6 +322,37 @@ class Settings(BaseSettings):
                 "org_id": self.org_id or DEMO_ORG_ID,
             }
         )
+
+    def for_org(self, org: Organization, *, several: bool) -> Settings:
+        """The settings of one organization: its own X-Organization-Id, service URL, client id
+        and secret block when it names them, its state in `<data_dir>/orgs/<org>/` and its
+        reports in `<data_dir>/reports/<org>/`.
+
+        `several`: more than one organization runs. Explicit `FUNDPIPE_LEDGER_PATH` /
+        `FUNDPIPE_WAREHOUSE_PATH` name one organization's files: with several they are refused.
+        """
+        from fundpipe.errors import ConfigurationError
+
+        if several and (self.ledger_path or self.warehouse_path):
+            raise ConfigurationError(
+                "FUNDPIPE_LEDGER_PATH / FUNDPIPE_WAREHOUSE_PATH name one organization's files, "
+                "but several organizations are configured: unset them (each organization keeps "
+                "its ledger and warehouse in data/orgs/<org_id>/)"
+            )
+        update: dict[str, Any] = {
+            "org_id": org.id,
+            "data_dir": self.data_dir / "orgs" / org.folder,
+            "reports_dir": self.reports_folder / org.folder,
+        }
+        if self.reports_url:
+            update["reports_url"] = f"{self.reports_url.rstrip('/')}/{org.folder}"
+        if org.base_url:
+            update["base_url"] = org.base_url
+        if org.client_id:
+            update["client_id"] = org.client_id
+        if org.secret_block:
+            update.update(client_secret=None, client_secret_block=org.secret_block)
+        return self.model_copy(update=update)
 
     def redacted(self) -> dict[str, Any]:
         """The settings as a dict with every secret replaced by `**********`."""

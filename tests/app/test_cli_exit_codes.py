@@ -43,7 +43,7 @@ def service_env(server: SandboxServer, tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def _drop(data_dir: Path, *names: str) -> None:
-    inbox = data_dir / "inbox"
+    inbox = data_dir / "orgs" / "org_demo" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copy(SAMPLES / name, inbox / name)
@@ -79,7 +79,8 @@ def test_a_bad_option_value_exits_2_with_one_line() -> None:
 
 
 def test_a_configuration_problem_exits_2(server: SandboxServer, service_env: Path) -> None:
-    """A client that reaches two organizations needs FUNDPIPE_ORG_ID: a setting, not the service."""
+    """A client that reaches two organizations needs --org (or FUNDPIPE_ORG_ID): a setting, not
+    the service."""
     control = f"{server.base_url}/_sandbox"
     httpx.post(
         f"{control}/organizations", json={"id": "org_second", "name": "Second"}
@@ -100,7 +101,9 @@ def test_a_configuration_problem_exits_2(server: SandboxServer, service_env: Pat
     }
     result = runner.invoke(app, ["ingest"], env=env)
     assert result.exit_code == ExitCode.USAGE == 2, result.output
-    assert "FUNDPIPE_ORG_ID is required" in result.output
+    assert "2 organizations are configured (org_demo, org_second): name one with --org" in " ".join(
+        result.output.split()
+    )
 
 
 def test_a_service_refusal_exits_3(service_env: Path) -> None:
@@ -126,8 +129,9 @@ def test_an_unreachable_service_exits_3(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_a_held_inbox_lock_exits_4(service_env: Path) -> None:
     _drop(service_env, "distributions_q4.csv")
-    with InboxLock(service_env):
+    org_dir = service_env / "orgs" / "org_demo"
+    with InboxLock(org_dir):
         result = runner.invoke(app, ["ingest"])
     assert result.exit_code == ExitCode.LOCKED == 4, result.output
     assert "another fundpipe ingest is running" in result.output
-    assert (service_env / "inbox" / "distributions_q4.csv").exists()
+    assert (org_dir / "inbox" / "distributions_q4.csv").exists()

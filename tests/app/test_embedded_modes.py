@@ -21,7 +21,9 @@ def _vehicles_status(settings: Settings) -> int:
             auth=("demo-client", "demo-secret"),
         ).json()["access_token"]
         return httpx.get(
-            f"{live.base_url}/v1/vehicles", headers={"Authorization": f"Bearer {token}"}
+            f"{live.base_url}/v1/vehicles",
+            # the embedded sandbox has two demo organizations: a request names one
+            headers={"Authorization": f"Bearer {token}", "X-Organization-Id": "org_demo"},
         ).status_code
 
 

@@ -117,10 +117,10 @@ def test_plain_masks_account_numbers_and_keeps_money_and_ids() -> None:
 
 def test_report_urls_follow_the_published_folder(tmp_path: Path) -> None:
     workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
-    assert oncall.report_url("https://drive.example/fp/", workbook, tmp_path) == (
+    assert oncall.report_url("https://drive.example/fp/", workbook, tmp_path / "reports") == (
         "https://drive.example/fp/2026-11-23/reconciliation.xlsx"
     )
-    assert oncall.report_url(None, workbook, tmp_path) is None
+    assert oncall.report_url(None, workbook, tmp_path / "reports") is None
     assert rejected_key("Q4 Typo (v2).csv") == "fundpipe-rejected-q4-typo-v2-csv"
 
 

@@ -92,7 +92,7 @@ def _env(base_url: str) -> dict[str, str]:
 
 
 def _drop(data_dir: Path, names: tuple[str, ...] = CLEAN) -> None:
-    inbox = data_dir / "inbox"
+    inbox = data_dir / "orgs" / "org_demo" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     for name in names:
         shutil.copy2(SAMPLES / name, inbox / name)
@@ -102,7 +102,10 @@ def _nightly(data_dir: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> 
     with monkeypatch.context() as patch:
         for key, value in _env(base_url).items():
             patch.setenv(key, value)
-        summary: dict[str, Any] = load_flows().nightly(data_dir=str(data_dir))
+        night: dict[str, Any] = load_flows().nightly(data_dir=str(data_dir))
+    # one organization (FUNDPIPE_ORG_ID): its night is the one child run
+    assert list(night["organizations"]) == ["org_demo"], night
+    summary: dict[str, Any] = night["organizations"]["org_demo"]["summary"]
     return summary
 
 
@@ -193,7 +196,7 @@ def test_the_same_roster_a_day_later_on_the_public_forms_creates_nothing_twice(
         first = _nightly(data_dir, sandbox.base_url, monkeypatch)
         once = asyncio.run(_holdings(sandbox.base_url))
         sandbox.control("POST", "clock/advance", {"seconds": 25 * 3600})
-        inbox = data_dir / "inbox"
+        inbox = data_dir / "orgs" / "org_demo" / "inbox"
         inbox.mkdir(exist_ok=True)
         # re-saved by another program: the same rows in other bytes, so the ledger's file hash
         # does not recognise it and only matching by reference at the service can

@@ -48,11 +48,18 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> di
     """One nightly run over a fresh data directory: the clean samples and one broken sheet."""
     data_dir = tmp_path_factory.mktemp("night")
     shutil.copytree(SAMPLES, data_dir / "samples", ignore=shutil.ignore_patterns("broken"))
-    (data_dir / "inbox").mkdir()
-    shutil.copy2(BROKEN, data_dir / "inbox" / "q4_typo.csv")  # keeps its mtime: a settled file
+    inbox = data_dir / "orgs" / "org_demo" / "inbox"
+    inbox.mkdir(parents=True)
+    shutil.copy2(BROKEN, inbox / "q4_typo.csv")  # keeps its mtime: a settled file
     flows = load_flows()
     summary = flows.nightly(samples=True, data_dir=str(data_dir))
-    return {"data_dir": data_dir, "summary": summary}
+    # the embedded sandbox's two demo organizations: org_demo's night is the one checked here
+    return {
+        "data_dir": data_dir,
+        "org_dir": data_dir / "orgs" / "org_demo",
+        "summary": summary["organizations"]["org_demo"]["summary"],
+        "night": summary,
+    }
 
 
 def _expected_from_samples() -> dict[str, int]:
@@ -91,7 +98,7 @@ def test_the_service_holds_exactly_the_sheets_distributions(night: dict[str, Any
 
 
 def test_the_broken_file_is_rejected_with_an_actionable_report(night: dict[str, Any]) -> None:
-    data_dir: Path = night["data_dir"]
+    data_dir: Path = night["org_dir"]
     rejected = data_dir / "rejected"
     assert (rejected / "q4_typo.csv").exists()
     reports = sorted(rejected.glob("q4_typo*.csv"))
@@ -152,9 +159,26 @@ def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
     table = asyncio.run(read("fundpipe-exceptions"))
     assert markdown
     assert table
-    text = str(markdown[0].data)
-    assert "files rejected | 1" in text
-    assert "q4_typo.csv" in text
+    # one summary per organization's child run: org_demo's tells of the rejected file
+    texts = [str(m.data) for m in markdown]
+    assert any("files rejected | 1" in text and "q4_typo.csv" in text for text in texts), texts
+
+    # the parent run's artifact: every organization, with a link to its child run
+    async def parents() -> list[Any]:
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    key=ArtifactFilterKey(any_=["fundpipe-organizations"])
+                ),
+                sort=ArtifactSort.CREATED_DESC,
+                limit=1,
+            )
+
+    (organizations,) = asyncio.run(parents())
+    text = str(organizations.data)
+    for org, row in night["night"]["organizations"].items():
+        assert f"| {org} | Completed |" in text
+        assert row["run"].rsplit("/", 1)[-1] in text
 
 
 def _make_run_command() -> list[str]:
@@ -184,15 +208,26 @@ def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Pat
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stdout + done.stderr
         outputs.append(done.stdout)
-    assert "reconciliation.xlsx" in outputs[0]  # it says where the reports are
-    # the second run recognised every file and submitted nothing
-    assert re.search(r"distributions submitted\s*│\s*0\b", outputs[1]), outputs[1]
+    # it shows both demo organizations and says where each one's reports are
+    for org in ("org_demo", "org_demob"):
+        assert re.search(rf"│ {org}\s*│ Completed", outputs[0]), outputs[0]
+        assert f"{org} reports:" in outputs[0]
+    assert "reconciliation.xlsx" in outputs[0]
+    # the second run recognised every file and submitted nothing (the "all 2" row's distr. is 0)
+    assert re.search(r"all 2\s*│\s*0 failed\s*│\s*\d+\s*│\s*\d+\s*│\s*0\s*│", outputs[1]), outputs[
+        1
+    ]
 
     settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
     with service(settings) as live:
         found = asyncio.run(_service_distributions(live))
     assert all(len(totals) == 1 for totals in found.values()), found
     assert set(found) == set(_expected_from_samples())
+    demob = settings.model_copy(update={"org_id": "org_demob"})
+    with service(demob) as live:
+        found_b = asyncio.run(_service_distributions(live))
+    assert all(len(totals) == 1 for totals in found_b.values()), found_b
+    assert set(found_b) == {"Q4-2026-DEMOB1", "Q4-2026-DEMOB2"}
 
 
 # --- how a run ends: a state a person can read -------------------------------------------------
@@ -221,14 +256,15 @@ def test_a_run_that_finds_the_inbox_locked_is_cancelled_naming_the_holder(
 
     monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "1")
     shutil.copy2(SAMPLES / "distributions_q4.csv", tmp_path / "waiting.csv")
-    (tmp_path / "inbox").mkdir()
-    shutil.copy2(tmp_path / "waiting.csv", tmp_path / "inbox" / "waiting.csv")
-    with InboxLock(tmp_path):
-        state = load_flows().inbox(data_dir=str(tmp_path), return_state=True)
+    org_dir = tmp_path / "orgs" / "org_demo"
+    (org_dir / "inbox").mkdir(parents=True)
+    shutil.copy2(tmp_path / "waiting.csv", org_dir / "inbox" / "waiting.csv")
+    with InboxLock(org_dir):
+        state = load_flows().inbox(data_dir=str(tmp_path), org="org_demo", return_state=True)
     assert state.is_cancelled(), state
     assert f"pid {os.getpid()}" in (state.message or "")
     assert "did nothing" in (state.message or "")
-    assert (tmp_path / "inbox" / "waiting.csv").exists()  # left for the next run
+    assert (org_dir / "inbox" / "waiting.csv").exists()  # left for the next run
 
 
 def test_an_unreachable_service_fails_the_run_with_a_plain_sentence(
@@ -255,13 +291,15 @@ def test_an_unreachable_service_fails_the_run_with_a_plain_sentence(
 def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
     prefect_harness: None, tmp_path: Path
 ) -> None:
-    (tmp_path / "inbox").mkdir()
-    shutil.copy2(BROKEN, tmp_path / "inbox" / "q4_typo.csv")
+    org_dir = tmp_path / "orgs" / "org_demo"
+    (org_dir / "inbox").mkdir(parents=True)
+    shutil.copy2(BROKEN, org_dir / "inbox" / "q4_typo.csv")
+    # no --org: every organization's inbox in turn (org_demob's is empty)
     state = load_flows().inbox(data_dir=str(tmp_path), return_state=True)
     assert state.is_completed(), state
     assert "q4_typo.csv rejected" in (state.message or "")
     assert state.result()["exit_code"] == 1
-    assert (tmp_path / "rejected" / "q4_typo.csv").exists()
+    assert (org_dir / "rejected" / "q4_typo.csv").exists()
 
 
 def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
@@ -275,16 +313,16 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
     logs_by_option = {}
     for option in ("--quiet", "--verbose"):
         data_dir = tmp_path / option.strip("-")
-        (data_dir / "inbox").mkdir(parents=True)
-        shutil.copy2(BROKEN, data_dir / "inbox" / "q4_typo.csv")
+        (data_dir / "orgs" / "org_demo" / "inbox").mkdir(parents=True)
+        shutil.copy2(BROKEN, data_dir / "orgs" / "org_demo" / "inbox" / "q4_typo.csv")
         result = runner.invoke(app, ["run", option, "--data-dir", str(data_dir)])
         assert result.exit_code == 1, result.output  # the file needs a person, either way
         if option == "--quiet":
-            assert "files seen" not in result.stdout
+            assert "org_demo" not in result.stdout
         # the run just made; its logs reach the server in batches, shortly after
         deadline = time.monotonic() + 30
         while True:
-            lines = _newest_nightly_logs()
+            lines = _newest_nightly_logs("org-night-org_demo")
             if any(line.startswith("reconcile:") for line in lines) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -294,11 +332,12 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
         assert any(line.startswith("reconcile:") for line in lines), lines
 
 
-def _newest_nightly_logs() -> list[str]:
+def _newest_nightly_logs(run_name: str) -> list[str]:
+    """The logs of the newest flow run called `run_name` (org_demo's child of a nightly run)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterName,
         LogFilter,
         LogFilterFlowRunId,
     )
@@ -307,7 +346,7 @@ def _newest_nightly_logs() -> list[str]:
     async def read() -> list[str]:
         async with get_client() as client:
             (run,) = await client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=["nightly"])),
+                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_name])),
                 sort=FlowRunSort.START_TIME_DESC,
                 limit=1,
             )

@@ -50,8 +50,8 @@ DROP = (
 
 
 def _seed_inbox(data_dir: Path) -> None:
-    """The clean samples waiting in the inbox (their mtime kept: already settled)."""
-    inbox = data_dir / "inbox"
+    """The clean samples waiting in org_demo's inbox (their mtime kept: already settled)."""
+    inbox = data_dir / "orgs" / "org_demo" / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     for sample in SAMPLES.iterdir():
         if sample.is_file() and sample.suffix != ".md":
@@ -76,16 +76,27 @@ def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float
 
     run = wait_for("a scheduled nightly run to complete", completed, timeout, step=1)
     assert run["created_by"] is None or run["created_by"].get("type") != "AUTOMATION"
-    assert list(data_dir.glob("reports/*/reconciliation.xlsx")), "no workbook written"
-    assert {"fundpipe-run-summary", "fundpipe-exceptions"} <= set(api.artifacts(run["id"]))
+    assert list(data_dir.glob("reports/org_demo/*/reconciliation.xlsx")), "no workbook written"
+    # the night over every organization: its table, and each organization's child run's own
+    assert "fundpipe-organizations" in set(api.artifacts(run["id"]))
     assert not any("Traceback" in line for line in api.logs(run["id"]))
+    (child,) = api.http.post(
+        "/flow_runs/filter",
+        json={
+            "flow_runs": {"name": {"any_": ["org-night-org_demo"]}},
+            "sort": "START_TIME_DESC",
+            "limit": 1,
+        },
+    ).json()
+    assert child["state"]["type"] == "COMPLETED", child["state"]
+    assert {"fundpipe-run-summary", "fundpipe-exceptions"} <= set(api.artifacts(child["id"]))
     return run
 
 
 def _drop_and_see_it_ingested(procs: Processes, api: PrefectApi, data_dir: Path, tag: str) -> float:
     """Save a new sheet into the inbox the way an editor does (write a temporary name, then
     rename); return seconds from the file settling to its `inbox` run starting."""
-    inbox = data_dir / "inbox"
+    inbox = data_dir / "orgs" / "org_demo" / "inbox"
     partial = inbox / f"arrival_{tag}.csv.part"
     partial.write_text(DROP.format(tag=tag), encoding="utf-8")
     time.sleep(2 * SETTLE_S)  # a partial file never starts a run
@@ -104,7 +115,7 @@ def _drop_and_see_it_ingested(procs: Processes, api: PrefectApi, data_dir: Path,
     latency = _when(run["start_time"]) - settled_at
     wait_for(
         "the dropped file to be processed",
-        lambda: list((data_dir / "processed").glob(f"arrival_{tag}*.csv")),
+        lambda: list((data_dir / "orgs" / "org_demo" / "processed").glob(f"arrival_{tag}*.csv")),
         120,
     )
     assert not list(inbox.glob("arrival_*")), "the file is still in the inbox"
@@ -133,7 +144,7 @@ def test_server_worker_and_watch_fire_as_the_readme_says(tmp_path: Path) -> None
         assert "nightly/nightly" in listed
         assert "inbox/inbox" in listed
         api = PrefectApi(api_url)
-        assert {"nightly/nightly", "inbox/inbox"} <= api.deployment_names()
+        assert {"nightly/nightly", "inbox/inbox", "org-night/org-night"} <= api.deployment_names()
         # the README's trial: a one-minute schedule beside the 01:30 cron
         run_cli(
             [PREFECT, "deployment", "schedule", "create", "nightly/nightly", "--cron", "* * * * *"],
@@ -168,7 +179,9 @@ def test_fundpipe_serve_fires_its_schedule_and_watches_the_inbox(tmp_path: Path)
         api = PrefectApi(api_url)
         wait_for(
             "the served deployments",
-            lambda: {"nightly/nightly", "inbox/inbox"} <= api.deployment_names(),
+            lambda: (
+                {"nightly/nightly", "inbox/inbox", "org-night/org-night"} <= api.deployment_names()
+            ),
             120,
         )
         _scheduled_nightly_completed(api, data_dir, timeout=240)

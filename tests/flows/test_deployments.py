@@ -19,16 +19,20 @@ def _declared() -> dict[str, dict[str, Any]]:
 
 def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_minutes() -> None:
     served = {d.name: d for d in load_flows().deployments()}
-    assert set(served) == {"nightly", "inbox"}
+    assert set(served) == {"nightly", "inbox", "org-night"}
     nightly = served["nightly"].schedules[0].schedule
     assert nightly.cron == "30 1 * * *"
     assert nightly.timezone == "America/New_York"
     inbox = served["inbox"].schedules[0].schedule
     assert 60 <= inbox.interval.total_seconds() <= 900
     for deployment in served.values():
-        assert deployment.concurrency_limit == 1
         # no secret travels as a parameter
         assert "secret" not in str(deployment.parameters).lower()
+    for name in ("nightly", "inbox"):
+        assert served[name].concurrency_limit == 1
+    # the per-organization runs are started by the nightly run, and run side by side
+    assert served["org-night"].schedules == []
+    assert served["org-night"].concurrency_limit is None
     # an overlapping nightly run is not started; an inbox run waits for the one before it
     assert served["nightly"].concurrency_options.collision_strategy.value == "CANCEL_NEW"
     assert served["inbox"].concurrency_options.collision_strategy.value == "ENQUEUE"
@@ -60,12 +64,15 @@ def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
     )
     inbox = declared["inbox"]["schedules"][0]
     assert inbox["interval"] == served["inbox"].schedules[0].schedule.interval.total_seconds()
+    assert "schedules" not in declared["org-night"]
+    assert "concurrency_limit" not in declared["org-night"]
     for name, deployment in declared.items():
-        assert deployment["concurrency_limit"]["limit"] == 1
-        assert (
-            deployment["concurrency_limit"]["collision_strategy"]
-            == served[name].concurrency_options.collision_strategy.value
-        )
+        if name != "org-night":
+            assert deployment["concurrency_limit"]["limit"] == 1
+            assert (
+                deployment["concurrency_limit"]["collision_strategy"]
+                == served[name].concurrency_options.collision_strategy.value
+            )
         path, flow_name = deployment["entrypoint"].split(":")
         assert (ROOT / path).is_file()
         assert hasattr(load_flows(), flow_name), f"{name}: no flow {flow_name}"

@@ -115,3 +115,39 @@ def test_watch_waits_for_a_growing_file(tmp_path: Path) -> None:
     assert len(announced) == 1
     assert announced[0] - last_write >= SETTLE - 0.05
     assert growing.exists()
+
+
+def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
+    from fundpipe.app.watch import inboxes, watch_inboxes
+    from fundpipe.config import Settings
+
+    data = tmp_path / "data"
+    (data / "orgs" / "org_seen" / "inbox").mkdir(parents=True)
+    settings = Settings(data_dir=data, orgs="org_a,org_b", _env_file=None)  # type: ignore[call-arg]
+    watched = inboxes(settings)
+    assert watched == [data / "orgs" / org / "inbox" for org in ("org_a", "org_b", "org_seen")]
+    announced: list[str] = []
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch_inboxes,
+        args=(
+            watched,
+            lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
+        ),
+        kwargs={"settle_s": SETTLE, "stop": stop},
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        (data / "orgs" / "org_b" / "inbox" / "q4.csv").write_text("a,b\n")
+        deadline = time.time() + SETTLE + 5
+        while not announced and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    assert announced == ["org_b/q4.csv"]
+    # a single-organization inbox not moved yet is watched too
+    (data / "inbox").mkdir()
+    assert data / "inbox" in inboxes(settings)

@@ -78,6 +78,24 @@ async def test_injected_statuses_use_the_error_object(
     assert_error(await client.get("/v1/entities", headers=writer), 500, "internal_error")
 
 
+async def test_faults_can_be_scoped_to_one_organization() -> None:
+    """`org_id` faults only the requests naming that organization: its neighbour is served."""
+    from sandbox_support import bearer, token_for
+
+    async with make_client(create_app(SandboxConfig(demo_orgs=2))) as client:
+        writer = bearer(await token_for(client, "demo-client", "demo-secret"))
+        put = await client.put(
+            "/_sandbox/faults", json={"error_rate": 1.0, "statuses": [503], "org_id": "org_demob"}
+        )
+        assert put.json()["org_id"] == "org_demob"
+        demob = {**writer, "X-Organization-Id": "org_demob"}
+        demo = {**writer, "X-Organization-Id": "org_demo"}
+        assert_error(await client.get("/v1/vehicles", headers=demob), 503, "internal_error")
+        assert (await client.get("/v1/vehicles", headers=demo)).status_code == 200
+        await client.delete("/_sandbox/faults")
+        assert (await client.get("/v1/vehicles", headers=demob)).status_code == 200
+
+
 async def test_drop_after_commit_creates_then_raises_transport_error(
     client: httpx.AsyncClient, writer: dict[str, str]
 ) -> None:

@@ -31,7 +31,7 @@ def _link(settings: Settings, path: str | None) -> str | None:
     if not path:
         return None
     return (
-        oncall.report_url(settings.reports_url, path, settings.data_dir)
+        oncall.report_url(settings.reports_url, path, settings.reports_folder)
         or Path(path).resolve().as_uri()
     )
 
@@ -70,7 +70,7 @@ def publish_artifacts(
         description="fundpipe nightly run: files, distributions, totals, exceptions, reports",
     )
     workbook = summary.get("reports", {}).get("workbook")
-    url = oncall.report_url(settings.reports_url, workbook, settings.data_dir)
+    url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
     if url:
         create_link_artifact(
             link=url,

@@ -20,13 +20,17 @@ from fundpipe.app.cli_alerts import alerts_app
 from fundpipe.app.cli_common import (
     DataDirOption,
     JsonOption,
+    OrgOption,
     console,
     err_console,
+    local_org_settings,
+    org_settings_for,
     prefect_defaults,
     settings_for,
     user_errors,
 )
 from fundpipe.app.cli_exceptions import exceptions_app
+from fundpipe.app.cli_sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 from fundpipe.sheets.frames import use_system_allocator
 
@@ -45,6 +49,7 @@ app = typer.Typer(
 )
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
+app.command("sandbox")(sandbox_command)
 
 
 @app.command("config")
@@ -57,9 +62,10 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        from fundpipe.app.orgs import describe_orgs
         from fundpipe.submit.binding import describe_binding
 
-        values["ledger bound to"] = describe_binding(settings)
+        values.update(describe_orgs(settings, describe_binding))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
@@ -68,83 +74,14 @@ def config_command(json_out: JsonOption = False) -> None:
         render_config(values, console)
 
 
-@app.command("sandbox")
-def sandbox_command(
-    host: Annotated[str, typer.Option(help="Interface to bind (loopback by default).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
-    db: Annotated[
-        Path | None, typer.Option(help="SQLite state file (default: a temporary one).")
-    ] = None,
-    seed: Annotated[str, typer.Option(help="Initial state: demo or empty.")] = "demo",
-    allow_non_loopback: Annotated[
-        bool,
-        typer.Option(
-            "--allow-non-loopback",
-            help="Allow binding beyond loopback (its /_sandbox/ control routes have no auth).",
-        ),
-    ] = False,
-    strict_interface: Annotated[
-        bool,
-        typer.Option(
-            "--strict-interface",
-            help="Serve only the documented interface: our own routes 404, our fields left out.",
-        ),
-    ] = False,
-    public_forms: Annotated[
-        bool,
-        typer.Option(
-            "--public-forms", help="Serve the public spec's forms (external_references, ...)."
-        ),
-    ] = False,
-    legacy_pagination: Annotated[
-        bool,
-        typer.Option(
-            "--legacy-pagination", help="Lists in the older has_more-only form (no page URLs)."
-        ),
-    ] = False,
-    demo_orgs: Annotated[
-        int,
-        typer.Option(
-            "--demo-orgs", min=1, max=26, help="Demo organizations the demo seed creates."
-        ),
-    ] = 1,
-) -> None:
-    """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it).
-
-    Clients: demo-client / demo-secret (every scope) and demo-reader / reader-secret (read only)
-    act for org_demo. /_sandbox/ control routes reset it, advance its clock and inject faults.
-
-    Example: fundpipe sandbox --port 8765 --seed demo
-    """
-    with user_errors():
-        if seed not in {"demo", "empty"}:
-            raise InputError("--seed must be demo or empty")
-        if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
-            raise InputError(
-                f"refusing to serve on {host}: the sandbox's control routes "
-                "are unauthenticated; pass --allow-non-loopback if you mean it"
-            )
-        from fundpipe.sandbox import run_server
-
-        console.print(f"sandbox on http://{host}:{port} (seed {seed}); Ctrl-C to stop")
-        run_server(
-            host=host,
-            port=port,
-            db_path=db,
-            seed=seed,
-            allow_non_loopback=allow_non_loopback,
-            strict_interface=strict_interface,
-            public_forms=public_forms,
-            legacy_pagination=legacy_pagination,
-            demo_orgs=demo_orgs,
-        )
-
-
 @app.command("validate")
 def validate_command(
-    files: Annotated[list[Path], typer.Argument(help="Sheets to validate (CSV, XLSX, Parquet).")],
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Sheets to validate (CSV, XLSX, Parquet); default: the inbox's."),
+    ] = None,
+    org: OrgOption = None,
+    data_dir: DataDirOption = None,
     output_format: Annotated[
         str, typer.Option("--format", help="table (default) or json.")
     ] = "table",
@@ -152,6 +89,8 @@ def validate_command(
     """Validate sheets offline and report every problem by file, sheet, row and column.
 
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
+    Without files: what waits in the organization's inbox (`--org`, needed only when several
+    organizations are configured).
 
     Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
@@ -165,6 +104,13 @@ def validate_command(
             validate_files,
         )
 
+        if not files:
+            from fundpipe.app.orgs import waiting_sheets
+
+            files = waiting_sheets(settings_for(data_dir), org)
+            if not files:
+                console.print("nothing to validate: no sheet waits in the inbox")
+                return
         with RichProgress(err_console) as progress:
             reports = validate_files(files, progress=progress)
         if output_format == "json":
@@ -188,6 +134,7 @@ def ingest_command(
         typer.Option("--require-funds", help="Refuse distributions the depository can't cover."),
     ] = False,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Validate sheets and create their entities, contacts and distributions exactly once.
@@ -195,7 +142,6 @@ def ingest_command(
     Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
     """
     with user_errors():
-        from fundpipe.app.embedded import service
         from fundpipe.app.render import (
             RichProgress,
             render_ingest,
@@ -204,8 +150,7 @@ def ingest_command(
         )
         from fundpipe.submit.ingest import ingest
 
-        settings = settings_for(data_dir)
-        with service(settings) as live, RichProgress(err_console) as progress:
+        with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = ingest(
                 live,
                 files or None,
@@ -231,6 +176,7 @@ def ingest_command(
 @app.command("sync")
 def sync_command(
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
     full: Annotated[
         bool,
@@ -244,12 +190,10 @@ def sync_command(
     Example: fundpipe sync --json
     """
     with user_errors():
-        from fundpipe.app.embedded import service
         from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
-        settings = settings_for(data_dir)
-        with service(settings) as live, RichProgress(err_console) as progress:
+        with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress, full=full)
         from fundpipe.app.outcomes import sync_dict
 
@@ -269,10 +213,12 @@ def reconcile_command(
         Path | None,
         typer.Option(
             "--out",
-            help="Report directory (default data/reports/<date>/<run time>Z, with data/reports/latest).",
+            help="Report directory (default data/reports/<org>/<date>/<run time>Z, with "
+            "data/reports/<org>/latest).",
         ),
     ] = None,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx.
@@ -281,11 +227,11 @@ def reconcile_command(
     """
     with user_errors():
         report_date = _parse_date(as_of)
+        from fundpipe.app.layout import reconcile_into_reports
         from fundpipe.app.render import render_summary
-        from fundpipe.reconcile.views import reconcile
 
-        settings = settings_for(data_dir)
-        result = reconcile(settings, as_of=report_date, out_dir=out)
+        settings = local_org_settings(data_dir, org)
+        result = reconcile_into_reports(settings, report_date, out)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
 
@@ -326,7 +272,8 @@ def run_command(
         ),
     ] = False,
 ) -> None:
-    """Run the nightly job once (ingest the inbox → sync → reconcile) as a Prefect flow.
+    """Run the nightly job once for every organization (ingest the inbox → sync → reconcile,
+    one child flow run each) as a Prefect flow.
 
     Example: fundpipe run --samples
     """
@@ -404,6 +351,3 @@ def main() -> None:
         app()
     except SystemExit as exc:
         sys.exit(exc.code)
-
-
-app.add_typer(exceptions_app, name="exceptions")

@@ -45,6 +45,24 @@ def settings_for(data_dir: Path | None = None) -> Settings:
 
 
 @contextmanager
+def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Settings]:
+    """The settings of one organization (`--org`; needed only when several are configured),
+    pointed at a running service (the embedded sandbox when none is configured). A
+    single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
+    from fundpipe.app.orgs import one_org
+
+    with one_org(settings_for(data_dir), org, lambda line: err_console.print(line)) as settings:
+        yield settings
+
+
+def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
+    """One organization's settings for a command that reads only local files (reconcile,
+    exceptions): as `org_settings_for`, the service used only to learn the organizations."""
+    with org_settings_for(data_dir, org) as settings:
+        return settings
+
+
+@contextmanager
 def user_errors() -> Iterator[None]:
     """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
     try:
@@ -65,3 +83,9 @@ DataDirOption = Annotated[
     typer.Option("--data-dir", help="Data directory (inbox, ledger, warehouse, reports)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+OrgOption = Annotated[
+    str | None,
+    typer.Option(
+        "--org", help="Organization id (needed only when several organizations are configured)."
+    ),
+]

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_common import DataDirOption, JsonOption, console, settings_for, user_errors
+from fundpipe.app.cli_common import (
+    DataDirOption,
+    JsonOption,
+    OrgOption,
+    console,
+    local_org_settings,
+    user_errors,
+)
 from fundpipe.errors import InputError
 
 __all__ = ["exceptions_app"]
@@ -27,6 +34,7 @@ def exceptions_list_command(
         ),
     ] = None,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """List the exceptions the reconciliations found, with id, state, age, amount, what to do.
@@ -39,7 +47,7 @@ def exceptions_list_command(
 
         if state is not None and state not in STATES:
             raise InputError(f"--state {state!r} is not one of {', '.join(STATES)}")
-        settings = settings_for(data_dir)
+        settings = local_org_settings(data_dir, org)
         found = list_exceptions(Warehouse(settings.warehouse_file), state=state)
         if json_out:
             print(json.dumps([t.as_dict() for t in found], indent=2, default=str))
@@ -57,6 +65,7 @@ def exceptions_ack_command(
         str | None, typer.Option("--by", help="Who acknowledges (default: your login name).")
     ] = None,
     data_dir: DataDirOption = None,
+    org: OrgOption = None,
 ) -> None:
     """Acknowledge an exception: it leaves the open count, its note and who/when stay on record.
 
@@ -69,7 +78,7 @@ def exceptions_ack_command(
         from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, acknowledge
         from fundpipe.warehouse.file import Warehouse
 
-        settings = settings_for(data_dir)
+        settings = local_org_settings(data_dir, org)
         try:
             done = acknowledge(
                 Warehouse(settings.warehouse_file),

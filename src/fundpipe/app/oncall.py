@@ -42,12 +42,13 @@ def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
     return str(redact(masked, list(secrets)))
 
 
-def report_url(base: str | None, path: str | Path | None, data_dir: Path) -> str | None:
-    """The URL of a report under ``FUNDPIPE_REPORTS_URL`` (published as ``data_dir/reports``)."""
+def report_url(base: str | None, path: str | Path | None, reports: Path) -> str | None:
+    """The URL of a report under ``FUNDPIPE_REPORTS_URL``, the URL the folder ``reports``
+    (``Settings.reports_folder``) is published under."""
     if not base or not path:
         return None
     try:
-        relative = Path(path).resolve().relative_to((data_dir / "reports").resolve())
+        relative = Path(path).resolve().relative_to(reports.resolve())
     except ValueError:
         return None
     return f"{base.rstrip('/')}/{relative.as_posix()}"

@@ -169,8 +169,9 @@ def build_summary(
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     """The run summary as the markdown of a Prefect artifact."""
+    org = f" — organization {summary['organization']}" if summary.get("organization") else ""
     lines = [
-        f"# fundpipe nightly run — {summary.get('as_of')}",
+        f"# fundpipe nightly run — {summary.get('as_of')}{org}",
         "",
         "| what | value |",
         "|---|---|",
@@ -213,13 +214,17 @@ def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
 def summary_of_run(state: Any) -> dict[str, Any]:
     """The summary of a finished nightly flow run (a Prefect state).
 
+    The night over every organization (`fundpipe.app.fanout`) returns its summary even when an
+    organization failed: its `exit_code` says so, and its rows say which and why.
+
     A run that did not complete raises the fundpipe error its exit code stands for, with the
     state's message (fundpipe's plain sentence): the CLI prints it and exits with that code.
     """
     from fundpipe.errors import ExitCode, FundpipeError, InputError, LockHeld, ServiceUnavailable
 
     data = state.result(raise_on_failure=False) if state.data is not None else None
-    if state.is_completed() and isinstance(data, dict):
+    if isinstance(data, dict) and (state.is_completed() or "organizations" in data):
+        # a night over several organizations tells each one's, even when one failed
         return data
     code = ExitCode.SERVICE
     if isinstance(data, dict):

@@ -105,7 +105,10 @@ def serve(settings: Settings, say: Callable[[str], object]) -> None:
             # before anything imports prefect's settings in this process
             os.environ["PREFECT_API_URL"] = url
             say(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")
-        say(f"serving nightly and inbox; watching {settings.data_dir / 'inbox'} (Ctrl-C stops)")
+        from fundpipe.app.watch import inboxes
+
+        watched = ", ".join(str(p) for p in inboxes(settings))
+        say(f"serving nightly, inbox and org-night; watching {watched} (Ctrl-C stops)")
         from fundpipe.app import flows
 
         flows.serve_all()

@@ -213,7 +213,11 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
 
 
 def render_run_summary(summary: dict[str, Any], console: Console) -> None:
-    """Print a nightly run's summary table and where its reports are."""
+    """Print a nightly run's summary: one row per organization (the night over every
+    organization), else the one run's table, and where its reports are."""
+    if "organizations" in summary:
+        render_orgs_summary(summary, console)
+        return
     table = Table(title=f"fundpipe nightly run — {summary.get('as_of', '')}", show_header=True)
     table.add_column("what")
     table.add_column("value", justify="right")
@@ -230,6 +234,56 @@ def render_run_summary(summary: dict[str, Any], console: Console) -> None:
         console.print("[bold]Reports[/]")
         for label, path in paths.items():
             console.print(f"  {label}: {path}")
+
+
+def render_orgs_summary(summary: dict[str, Any], console: Console) -> None:
+    """The night over every organization: a row each, the totals, what failed and where each
+    organization's reports are."""
+    table = Table(
+        title=f"fundpipe nightly run — {summary.get('as_of') or ''} — every organization",
+        show_header=True,
+    )
+    # short headers: the table fits 80 columns (a pipe, a CI log)
+    for column in ("org", "state", "files", "rejected", "distr.", "total", "open exc."):
+        table.add_column(column, justify="left" if column in {"org", "state"} else "right")
+    for row in summary["organizations"].values():
+        style = "" if row["state"] == "Completed" else "red"
+        table.add_row(
+            escape(row["organization"]),
+            row["state"],
+            str(row["files"]),
+            str(row["rejected"]),
+            str(row["distributions"]),
+            row["total"],
+            str(row["open_exceptions"]),
+            style=style,
+        )
+    t = summary["totals"]
+    table.add_row(
+        f"all {t['organizations']}",
+        f"{t['failed']} failed",
+        str(t["files"]),
+        str(t["rejected"]),
+        str(t["distributions"]),
+        t["total"],
+        str(t["open_exceptions"]),
+        style="bold",
+    )
+    console.print(table)
+    for row in summary["organizations"].values():
+        if row["state"] != "Completed":
+            console.print(f"[red]{escape(row['organization'])}[/] {escape(row['message'])}")
+    for item in summary.get("rejected_files") or []:
+        console.print(
+            f"[red]rejected[/] {item['organization']}: {item['file']} — report: "
+            f"{item.get('report', '')}"
+        )
+    for text in summary.get("warnings", []):
+        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
+    for row in summary["organizations"].values():
+        workbook = ((row.get("summary") or {}).get("reports") or {}).get("workbook")
+        if workbook:
+            console.print(f"{row['organization']} reports: {workbook}", soft_wrap=True)
 
 
 def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:

@@ -71,7 +71,7 @@ def tell_night(
 ) -> None:
     """Where the reports are, the night in one sentence, and `fundpipe.night.completed`."""
     workbook = summary.get("reports", {}).get("workbook")
-    url = oncall.report_url(settings.reports_url, workbook, settings.data_dir)
+    url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
     out_dir = str(_parent(workbook)) if workbook else None
     _say(settings, [oncall.reports_line({"out_dir": out_dir}, url), sentence])
     _emit(settings, oncall.night_event(summary, exceptions, organization(settings)))

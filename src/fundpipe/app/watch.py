@@ -7,6 +7,11 @@ event ``fundpipe.inbox.file.settled``, and the `inbox` deployment's trigger (in
 takes the inbox lock and picks the files up as any run would, so a file announced twice, or
 picked up by the interval run first, is still ingested exactly once.
 
+With several organizations each has its inbox (`data/orgs/<org_id>/inbox`): `inboxes` lists those
+of the configured organizations and of every organization folder already there (and a
+single-organization `data/inbox` not yet moved), and `watch_inboxes` watches them all, one
+thread each. The `inbox` run a settled file starts ingests every organization's inbox.
+
 A file is *settled* when its name is a sheet's (not ``~$…``, ``*.part``, dot files…: the same
 rule as the ingest's, :func:`fundpipe.submit.inbox.is_transient_name`), and its size and modification
 time have not changed for ``settle_s`` seconds. A file still growing is announced only once it
@@ -120,6 +125,49 @@ def watch_inbox(
         check()
 
 
+def inboxes(settings: Settings) -> list[Path]:
+    """Every inbox to watch under `settings.data_dir` (see the module docstring)."""
+    from fundpipe.app.orgs import configured_organizations
+
+    top = settings.data_dir
+    found = {top / "orgs" / o.folder / "inbox" for o in configured_organizations(settings) or []}
+    found |= {p for p in (top / "orgs").glob("*/inbox") if p.is_dir()}
+    legacy = InboxDirs(top).inbox
+    if legacy.is_dir() or not found:
+        found.add(legacy)
+    return sorted(found)
+
+
+def watch_inboxes(
+    paths: list[Path],
+    announce: Announce,
+    *,
+    settle_s: float = 1.0,
+    stop: threading.Event | None = None,
+) -> None:
+    """`watch_inbox` on every path of `paths` (a thread each) until `stop` is set."""
+    stop = stop or threading.Event()
+    threads = [
+        threading.Thread(
+            target=watch_inbox,
+            args=(path, announce),
+            kwargs={"settle_s": settle_s, "stop": stop},
+            name=f"fundpipe-watch-{path.parent.name}",
+            daemon=True,
+        )
+        for path in paths
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=5)
+
+
 def prefect_announcer(data_dir: Path) -> Announce:
     """An announcer that emits :data:`INBOX_EVENT` to the configured Prefect server.
 
@@ -129,7 +177,10 @@ def prefect_announcer(data_dir: Path) -> Announce:
     from prefect.events import emit_event
 
     def announce(paths: list[Path]) -> None:
-        files = [{"name": p.name, "bytes": _size(p)} for p in paths]
+        # `data/orgs/<org>/inbox/x.csv` names its organization; `data/inbox/x.csv` none
+        files = [
+            {"name": p.name, "bytes": _size(p), "organization": _org_of(p, data_dir)} for p in paths
+        ]
         emit_event(
             event=INBOX_EVENT,
             resource={
@@ -140,6 +191,11 @@ def prefect_announcer(data_dir: Path) -> Announce:
         )
 
     return announce
+
+
+def _org_of(path: Path, data_dir: Path) -> str | None:
+    parent = path.parent.parent
+    return parent.name if parent.parent == data_dir / "orgs" else None
 
 
 def _size(path: Path) -> int:
@@ -164,12 +220,12 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
             "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
             "(or use `fundpipe serve`, which watches the inbox itself)"
         )
-    inbox = InboxDirs(settings.data_dir).inbox
+    watched = inboxes(settings)
     announce = prefect_announcer(settings.data_dir)
 
     def announce_and_say(paths: list[Path]) -> None:
         announce(paths)
         say(f"settled: {names(paths)} → inbox run requested")
 
-    say(f"watching {inbox} (Ctrl-C stops)")
-    watch_inbox(inbox, announce_and_say, settle_s=settings.inbox_settle_s)
+    say(f"watching {', '.join(str(p) for p in watched)} (Ctrl-C stops)")
+    watch_inboxes(watched, announce_and_say, settle_s=settings.inbox_settle_s)

@@ -50,7 +50,8 @@ class SandboxMiddleware:
         scope.setdefault("state", {})["request_id"] = rid
         path: str = scope["path"]
         faults = self.sandbox.faults
-        injected = faults.error_status(path)
+        org = _header(scope, b"x-organization-id")
+        injected = faults.error_status(path, org)
         if injected is not None:
             await self._send_error(send, rid, self._fault(injected))
             return
@@ -64,7 +65,7 @@ class SandboxMiddleware:
                 headers = MutableHeaders(scope=message)
                 if "request-id" not in headers:
                     headers["Request-Id"] = rid
-                if is_post and message["status"] == 201 and faults.drop(path):
+                if is_post and message["status"] == 201 and faults.drop(path, org):
                     await send(message)
                     raise SimulatedDisconnect("sandbox dropped the connection after committing")
             await send(message)
@@ -180,3 +181,11 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         app.add_exception_handler(kind, handler)
     app.add_middleware(SandboxMiddleware, sandbox=sandbox)
     return app
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The value of request header `name` (lower case), or None."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1").strip() or None
+    return None

@@ -6,7 +6,8 @@ Payloads (JSON; every field optional unless marked):
 - `POST /_sandbox/clock/advance` `{"seconds"*}` → `{"now", "executed": [dst ids]}`
 - `POST /_sandbox/clock/set` `{"now"*}` (ISO 8601; a plain time is UTC; only forward) → as advance
 - `GET|PUT|DELETE /_sandbox/faults` `{"error_rate", "statuses", "retry_after_s", "latency_ms",
-  "drop_after_commit_rate", "seed", "path_prefix"}` → the current fault settings
+  "drop_after_commit_rate", "seed", "path_prefix", "org_id"}` → the current fault settings
+  (`org_id`: fault only the requests naming that organization in `X-Organization-Id`)
 - `GET|PUT /_sandbox/settings` `{"rate_limit_requests", "rate_limit_window_s",
   "token_lifetime_s", "legacy_pagination"}` → the current settings (`legacy_pagination`: lists
   in the older `has_more`-only form, see `fundpipe.sandbox._modes`; shown only when true)
@@ -179,6 +180,7 @@ async def put_faults(request: Request) -> Response:
     drop = fields.number("drop_after_commit_rate", 0, 1)
     seed = fields.integer("seed", -(2**63), 2**63 - 1)
     prefix = fields.string("path_prefix")
+    org_id = fields.string("org_id")
     fields.check()
     settings = FaultSettings(
         error_rate=error_rate if error_rate is not None else defaults.error_rate,
@@ -188,6 +190,7 @@ async def put_faults(request: Request) -> Response:
         drop_after_commit_rate=drop if drop is not None else defaults.drop_after_commit_rate,
         seed=seed,
         path_prefix=prefix if prefix is not None else defaults.path_prefix,
+        org_id=org_id,
     )
     sandbox_of(request).faults.configure(settings)
     return json_response(settings.as_dict())

@@ -67,6 +67,8 @@ class FaultSettings:
     drop_after_commit_rate: float = 0.0
     seed: int | None = None
     path_prefix: str = "/v1/"
+    #: Only requests naming this organization (`X-Organization-Id`) are faulted; None: all.
+    org_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form answered by the control route."""
@@ -78,6 +80,7 @@ class FaultSettings:
             "drop_after_commit_rate": self.drop_after_commit_rate,
             "seed": self.seed,
             "path_prefix": self.path_prefix,
+            "org_id": self.org_id,
         }
 
 
@@ -100,30 +103,34 @@ class Faults:
         """Turn every fault off."""
         self.configure(FaultSettings())
 
-    def applies(self, path: str) -> bool:
-        """True when `path` is subject to faults (never the control routes)."""
+    def applies(self, path: str, org: str | None = None) -> bool:
+        """True when `path` (a request naming `org`) is subject to faults (never the control
+        routes; with an `org_id` scope, only that organization's requests)."""
+        scope = self.settings.org_id
+        if scope is not None and org != scope:
+            return False
         return not path.startswith("/_sandbox") and path.startswith(self.settings.path_prefix)
 
-    def error_status(self, path: str) -> int | None:
+    def error_status(self, path: str, org: str | None = None) -> int | None:
         """A status to answer instead of running the request, or None."""
         current = self.settings
-        if current.error_rate <= 0 or not current.statuses or not self.applies(path):
+        if current.error_rate <= 0 or not current.statuses or not self.applies(path, org):
             return None
         with self._lock:
             if self._rng.random() >= current.error_rate:
                 return None
             return self._rng.choice(current.statuses)
 
-    def latency_s(self, path: str) -> float:
+    def latency_s(self, path: str, org: str | None = None) -> float:
         """Seconds of added latency for `path`."""
-        if self.settings.latency_ms <= 0 or not self.applies(path):
+        if self.settings.latency_ms <= 0 or not self.applies(path, org):
             return 0.0
         return self.settings.latency_ms / 1000
 
-    def drop(self, path: str) -> bool:
+    def drop(self, path: str, org: str | None = None) -> bool:
         """True when this committed create should lose its response."""
         current = self.settings
-        if current.drop_after_commit_rate <= 0 or not self.applies(path):
+        if current.drop_after_commit_rate <= 0 or not self.applies(path, org):
             return False
         with self._lock:
             return self._rng.random() < current.drop_after_commit_rate

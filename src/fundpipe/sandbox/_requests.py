@@ -132,7 +132,7 @@ async def authorize(
                 for name in unknown
             ],
         )
-    latency = sandbox.faults.latency_s(request.url.path)
+    latency = sandbox.faults.latency_s(request.url.path, request.headers.get("x-organization-id"))
     if latency and request.method == "GET":
         await asyncio.sleep(latency)
     return Call(sandbox, principal, org, now_ts)
@@ -322,7 +322,9 @@ async def mutate(request: Request, scope: str, handler: Handler) -> Response:
             replay = _lookup(sandbox, ikey, fp, call.now_ts)
             if replay is not None:
                 return replay
-        latency = sandbox.faults.latency_s(request.url.path)
+        latency = sandbox.faults.latency_s(
+            request.url.path, request.headers.get("x-organization-id")
+        )
         if latency:
             await asyncio.sleep(latency)
         return _execute(request, call, handler, body, parse_error, ikey, fp)

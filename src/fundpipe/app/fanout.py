@@ -1,0 +1,352 @@
+"""Every organization in one night: the `nightly` flow fans out to one `org-night` run each.
+
+`run_night` (the body of `fundpipe.app.flows.nightly`) resolves the organizations
+(`fundpipe.app.orgs.organizations`), moves a single-organization layout once
+(`fundpipe.app.layout.migrate_layout`), copies samples when asked, and starts one child run of
+`org_night` per organization, concurrently, in one of two ways (`FUNDPIPE_FAN_OUT`, or the
+flow's `fan_out` parameter):
+
+- `subflows` (default): child flow runs in this process, one thread each;
+- `deployments`: `run_deployment("org-night/org-night")` for each organization, so any worker
+  of the work pool takes one (`flows/prefect.yaml` declares the deployment; `fundpipe serve`
+  serves it). The child reads its organization's settings from its own environment; only the
+  organization's id, the report date, the data directory and the embedded sandbox's URL travel
+  as parameters, never a secret.
+
+Each child runs ingest → sync → reconcile for its organization with its own settings
+(`Settings.for_org`: `data/orgs/<org>/`, `data/reports/<org>/`), and holds one slot of the
+Prefect global concurrency limit `fundpipe-service-<host>` (`FUNDPIPE_ORG_CONCURRENCY`, default
+2; created when missing) while it talks to the service. Its client's rate follows one rule: with
+`FUNDPIPE_HOST_RATE_LIMIT_PER_S` set (the host's limit for all organizations together), each
+child runs at min(`FUNDPIPE_RATE_LIMIT_PER_S`, host rate / min(limit, organizations on the
+host)), so the children holding slots at once never exceed the host's rate; unset, the
+service limits each client and organization on its own and each child keeps its rate.
+
+A child's failure (a rejected file, the service down, the inbox locked, any exception) ends
+that child only. The parent ends Completed when every child did, else Failed naming each
+organization that did not and why; its artifact is the cross-organization table (files,
+distributions, totals, open exceptions, state, and a link to each child run).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from prefect import State, flow, get_run_logger
+from prefect.states import Completed, Failed
+
+from fundpipe.app.nightsummary import cross_markdown, cross_summary, org_row, run_link
+from fundpipe.config import Organization, Settings
+
+__all__ = [
+    "ORG_DEPLOYMENT",
+    "ORG_FLOW",
+    "fan_out",
+    "limit_name",
+    "org_night",
+    "run_night",
+    "service_slot",
+    "shared_rate",
+]
+
+#: The per-organization flow, and its deployment (flows/prefect.yaml, `fundpipe serve`).
+ORG_FLOW = "org-night"
+ORG_DEPLOYMENT = f"{ORG_FLOW}/{ORG_FLOW}"
+#: Key of the table artifact a child leaves with its row of the cross-organization summary.
+ORG_ROW_KEY = "fundpipe-org-row"
+
+
+def limit_name(settings: Settings) -> str:
+    """The global concurrency limit of the service host `settings` talk to."""
+    host = urlsplit(settings.base_url or "").hostname or "embedded"
+    return "fundpipe-service-" + re.sub(r"[^a-z0-9-]+", "-", host.lower()).strip("-")
+
+
+def shared_rate(settings: Settings, orgs_on_host: int) -> Settings:
+    """`settings` with the client rate of one of `orgs_on_host` organizations sharing a host
+    (the rule in the module docstring)."""
+    if settings.host_rate_limit_per_s is None:
+        return settings
+    at_once = max(1, min(settings.org_concurrency, orgs_on_host))
+    rate = min(settings.rate_limit_per_s, settings.host_rate_limit_per_s / at_once)
+    return settings.model_copy(update={"rate_limit_per_s": rate})
+
+
+def ensure_limit(name: str, limit: int) -> None:
+    """Create the global concurrency limit `name` (or set its limit) on the Prefect server."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(name, limit)
+
+
+@contextmanager
+def service_slot(settings: Settings) -> Iterator[None]:
+    """Hold one slot of the service host's global concurrency limit (created when missing)."""
+    from prefect.concurrency.sync import concurrency
+
+    name = limit_name(settings)
+    ensure_limit(name, settings.org_concurrency)
+    with concurrency(name, occupy=1, strict=True):
+        yield
+
+
+# --- the child: one organization's night ---------------------------------------------------------
+
+
+@flow(name=ORG_FLOW, flow_run_name="org-night-{org}")
+def org_night(
+    org: str = "",
+    as_of: str | None = None,
+    data_dir: str | None = None,
+    base_url: str | None = None,
+    orgs_on_host: int = 1,
+    several: bool = False,
+) -> State[Any]:
+    """One organization's night: ingest its inbox, sync, reconcile, report.
+
+    `org` is the organization's id ("" for the client's own, unnamed one); `base_url` is the
+    embedded sandbox of the parent run (None with a configured service); `orgs_on_host` how
+    many organizations share its service host; `several` whether more than one runs.
+    """
+    from fundpipe.app.steps import _guard
+
+    return _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
+
+
+def _org_settings(
+    top: Settings, org_id: str, orgs_on_host: int, several: bool
+) -> tuple[Organization, Settings]:
+    from fundpipe.app.orgs import configured_organizations, org_settings, pick_org
+
+    configured = configured_organizations(top)
+    if configured is not None and org_id:
+        org = pick_org(configured, org_id)
+    else:
+        org = Organization(id=org_id or None)
+    return org, shared_rate(org_settings(top, org, several=several), orgs_on_host)
+
+
+def _org_night(
+    org_id: str,
+    as_of: str | None,
+    data_dir: str | None,
+    base_url: str | None,
+    orgs_on_host: int,
+    several: bool,
+) -> State[Any]:
+    from fundpipe.app import steps
+    from fundpipe.app.embedded import attach
+    from fundpipe.app.outcomes import build_summary
+    from fundpipe.app.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
+
+    top = steps._settings(data_dir)
+    if base_url and top.embedded:
+        top = attach(top, base_url)
+    org, settings = _org_settings(top, org_id, orgs_on_host, several)
+    get_run_logger().info(
+        "organization %s: state in %s, reports in %s",
+        org.label,
+        settings.data_dir,
+        settings.reports_folder,
+    )
+    with service_slot(settings):
+        ingested, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
+        if stopped is not None:
+            return stopped
+        tell_ingest(ingested, settings)
+        synced, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
+        if stopped is not None:
+            return stopped
+        tell_sync(synced, settings)
+    reconciled, stopped = steps._outcome(steps.reconcile_step(settings, as_of, return_state=True))
+    if stopped is not None:
+        return stopped
+    exceptions = tell_reconcile(reconciled, settings)
+    summary = build_summary([ingested], synced, reconciled)
+    summary["organization"] = org.folder
+    summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
+    steps.publish(summary, exceptions, settings)
+    final = steps._finished(summary, "nightly")
+    tell_night(summary, exceptions, settings, final.message or "")
+    _leave_row(org, summary, final)
+    return final
+
+
+def _leave_row(org: Organization, summary: dict[str, Any], final: State[Any]) -> None:
+    """The child's row of the cross-organization table, as an artifact the parent can read
+    when the child ran on another worker."""
+    from prefect.artifacts import create_table_artifact
+
+    row = {k: v for k, v in org_row(org, final, summary).items() if k != "summary"}
+    create_table_artifact(table=[row], key=ORG_ROW_KEY, description=f"fundpipe: {org.label}")
+
+
+# --- the parent --------------------------------------------------------------------------------------
+
+
+def _child_subflow(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+    from fundpipe.errors import FundpipeError
+
+    state = org_night(**params, return_state=True)
+    data = state.result(raise_on_failure=False) if state.data is not None else None
+    row = org_row(org, state, data if isinstance(data, dict) else None)
+    if isinstance(data, FundpipeError):
+        row["exit_code"] = int(data.exit_code)
+    elif not state.is_completed():
+        row["exit_code"] = 3
+    row["run"] = run_link(state.state_details.flow_run_id)
+    return row
+
+
+def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.deployments import run_deployment
+
+    run: FlowRun = run_deployment(  # type: ignore[assignment,call-arg]  # the sync form
+        ORG_DEPLOYMENT, parameters=params, timeout=None, _sync=True
+    )
+    row = org_row(org, run.state, None)
+    row.update(_row_left_by(run.id))
+    row["state"] = run.state.type.value.title() if run.state is not None else "Failed"
+    row["message"] = (run.state.message if run.state is not None else "") or ""
+    if run.state is None or not run.state.is_completed():
+        row["exit_code"] = max(int(row.get("exit_code") or 0), 3)
+    row["run"] = run_link(run.id)
+    return row
+
+
+def _row_left_by(flow_run_id: Any) -> dict[str, Any]:
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+                key=ArtifactFilterKey(any_=[ORG_ROW_KEY]),
+            )
+        )
+    for artifact in found:
+        data = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            return dict(data[0])
+    return {}
+
+
+def _start(mode: str, org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+    """Run one child and return its row; nothing it raises reaches the other children."""
+    try:
+        if mode == "deployments":
+            return _child_deployment(org, params)
+        return _child_subflow(org, params)
+    except Exception as exc:  # one organization's failure never stops the others
+        from fundpipe.errors import as_fundpipe_error
+
+        error = as_fundpipe_error(exc)
+        row = org_row(org, None, None)
+        row.update(message=str(error), exit_code=int(error.exit_code))
+        return row
+
+
+def fan_out(
+    live: Settings,
+    orgs: Sequence[Organization],
+    *,
+    as_of: str | None,
+    data_dir: str | None,
+    base_url: str | None,
+    mode: str,
+) -> list[dict[str, Any]]:
+    """Start one child run per organization (concurrently) and return their rows, in order.
+
+    The seam to run the night elsewhere: `mode` "deployments" starts `org-night/org-night`
+    runs any worker of the pool may take; "subflows" runs them in this process.
+    """
+    hosts: dict[str, int] = {}
+    for org in orgs:
+        name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))
+        hosts[name] = hosts.get(name, 0) + 1
+    for name in hosts:
+        ensure_limit(name, live.org_concurrency)
+    jobs = []
+    for org in orgs:
+        name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))
+        params = {
+            "org": org.id or "",
+            "as_of": as_of,
+            "data_dir": data_dir,
+            "base_url": base_url,
+            "orgs_on_host": hosts[name],
+            "several": len(orgs) > 1,
+        }
+        jobs.append((org, params))
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="org") as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, _start, mode, org, params)
+            for org, params in jobs
+        ]
+        return [f.result() for f in futures]
+
+
+def run_night(
+    samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
+) -> State[Any]:
+    """The parent `nightly` run: every organization's night (see the module docstring)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    from fundpipe.app import steps
+    from fundpipe.app.orgs import every_org
+    from fundpipe.app.samples import copy_samples
+
+    logger = get_run_logger()
+    settings = steps._settings(data_dir)
+    mode = mode or settings.fan_out
+    if mode not in {"subflows", "deployments"}:
+        from fundpipe.errors import InputError
+
+        raise InputError(f"fan_out {mode!r} must be subflows or deployments")
+    with every_org(settings, logger.warning) as (live, orgs):
+        several = len(orgs) > 1
+        if samples:
+            for org in orgs:
+                inbox = live.for_org(org, several=several).data_dir / "inbox"
+                copy_samples(live, inbox=inbox, org_id=org.id, single=not several)
+        logger.info("organizations tonight: %s", ", ".join(o.label for o in orgs))
+        rows = fan_out(
+            live,
+            orgs,
+            as_of=as_of,
+            data_dir=data_dir,
+            base_url=live.base_url if settings.embedded else None,
+            mode=mode,
+        )
+    summary = cross_summary(rows, as_of)
+    create_markdown_artifact(
+        markdown=cross_markdown(summary),
+        key="fundpipe-organizations",
+        description="fundpipe: every organization's night",
+    )
+    failed = [r for r in rows if r["state"] != "Completed"]
+    t = summary["totals"]
+    line = (
+        f"nightly: {t['organizations']} organization(s), {t['files']} file(s), "
+        f"{t['distributions']} distribution(s) ({t['total']}), "
+        f"{t['open_exceptions']} open exception(s)"
+    )
+    if not failed:
+        return Completed(message=line, data=summary)
+    why = "; ".join(f"{r['organization']} {r['state'].lower()}: {r['message']}" for r in failed)
+    return Failed(message=f"{line} — {len(failed)} did not complete: {why}", data=summary)

@@ -1,0 +1,282 @@
+"""Which organizations a run covers: configured, or read from the service.
+
+`organizations(settings)` gives the list, in this order of precedence:
+
+1. `FUNDPIPE_ORGS`: a JSON list (objects with `id`, `name`, `base_url`, `client_id`,
+   `secret_block`, or plain ids), or the short form `org_a,org_b`;
+2. `FUNDPIPE_ORGS_FILE`: a TOML file of `[[organizations]]` tables with the same keys;
+3. the organizations the client may act for, through the organization read (a guessed path,
+   `Settings.paths["organizations"]`);
+4. when that read is not served: `FUNDPIPE_ORG_ID`, else the client's own organization (no
+   `X-Organization-Id` header), with a warning.
+
+A mistake in the configured list is a :class:`fundpipe.errors.ConfigurationError` (exit 2) naming
+the entry. `Settings.for_org` gives each organization its own settings (state, reports, service).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fundpipe.config import Organization, Settings
+from fundpipe.errors import ConfigurationError
+
+__all__ = [
+    "configured_organizations",
+    "describe_orgs",
+    "every_org",
+    "one_org",
+    "org_settings",
+    "organizations",
+    "parse_orgs",
+    "pick_org",
+    "waiting_sheets",
+]
+
+log = logging.getLogger(__name__)
+
+_KEYS = ("id", "name", "base_url", "client_id", "secret_block")
+#: What an organization id may look like: it names folders under data/orgs/ and reports/.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def _entry(raw: Any, where: str) -> Organization:
+    """One organization from one entry of the configured list."""
+    if isinstance(raw, str):
+        raw = {"id": raw}
+    if not isinstance(raw, dict):
+        raise ConfigurationError(
+            f"{where} is not an organization: give an id or a table of {_KEYS}"
+        )
+    unknown = sorted(set(raw) - set(_KEYS))
+    if unknown:
+        raise ConfigurationError(f"{where} has unknown keys {unknown}; known: {list(_KEYS)}")
+    values = {}
+    for key in _KEYS:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigurationError(f"{where}: {key} must be text, not {value!r}")
+        values[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    org_id = values["id"]
+    if org_id is None:
+        raise ConfigurationError(f'{where} has no id (e.g. id = "org_a")')
+    if not _ID.match(org_id):
+        raise ConfigurationError(
+            f"{where}: id {org_id!r} must be letters, digits, '_', '-' or '.' (it names folders)"
+        )
+    url = values["base_url"]
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{where} ({org_id}): base_url {url!r} is not an http(s) URL")
+    return Organization(
+        id=org_id,
+        name=values["name"],
+        base_url=url,
+        client_id=values["client_id"],
+        secret_block=values["secret_block"],
+    )
+
+
+def _checked(entries: Sequence[Any], source: str) -> list[Organization]:
+    if not entries:
+        raise ConfigurationError(f"{source} lists no organization")
+    orgs = [_entry(raw, f"{source} entry {n}") for n, raw in enumerate(entries, start=1)]
+    seen: set[str | None] = set()
+    for n, org in enumerate(orgs, start=1):
+        if org.id in seen:
+            raise ConfigurationError(f"{source} entry {n} repeats the organization {org.id}")
+        seen.add(org.id)
+    return orgs
+
+
+def parse_orgs(text: str, source: str = "FUNDPIPE_ORGS") -> list[Organization]:
+    """The organizations of `FUNDPIPE_ORGS`: a JSON list, or ids separated by commas/spaces."""
+    text = text.strip()
+    if text.startswith(("[", "{")):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigurationError(f"{source} is not valid JSON ({exc.args[0]})") from None
+        if not isinstance(data, list):
+            raise ConfigurationError(f"{source} must be a JSON list of organizations")
+        return _checked(data, source)
+    return _checked(text.replace(",", " ").split(), source)
+
+
+def _from_file(settings: Settings) -> list[Organization]:
+    path = settings.orgs_file
+    assert path is not None
+    source = f"FUNDPIPE_ORGS_FILE {path}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"{source} cannot be read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{source} is not valid TOML ({exc})") from None
+    tables = data.get("organizations")
+    if not isinstance(tables, list):
+        raise ConfigurationError(f"{source} has no [[organizations]] tables")
+    return _checked(tables, source)
+
+
+def configured_organizations(settings: Settings) -> list[Organization] | None:
+    """The organizations `FUNDPIPE_ORGS` or `FUNDPIPE_ORGS_FILE` list; None when neither is set."""
+    if settings.orgs and settings.orgs.strip():
+        return parse_orgs(settings.orgs)
+    if settings.orgs_file is not None:
+        return _from_file(settings)
+    return None
+
+
+def organizations(settings: Settings, transport: object | None = None) -> list[Organization]:
+    """Every organization this run covers (see the module docstring for the order).
+
+    `settings` name a running service (the embedded sandbox already started); `transport`
+    stands in for the network in tests.
+    """
+    configured = configured_organizations(settings)
+    if configured is not None:
+        return configured
+    import asyncio
+
+    from fundpipe.client.errors import OperationUnavailableError
+
+    try:
+        read = asyncio.run(_read_organizations(settings, transport))
+    except OperationUnavailableError:
+        fallback = Organization(id=settings.org_id)
+        log.warning(
+            "the service does not serve the organization read (%s): running for %s only; "
+            "list the organizations in FUNDPIPE_ORGS to run for several",
+            settings.paths["organizations"],
+            fallback.label,
+        )
+        return [fallback]
+    if not read:
+        raise ConfigurationError("the service lists no organization this client may act for")
+    if len(read) == 1 and settings.org_id in (None, read[0].id):
+        return read
+    if settings.org_id and not any(o.id == settings.org_id for o in read):
+        raise ConfigurationError(
+            f"FUNDPIPE_ORG_ID {settings.org_id} is not one of the organizations this client may "
+            f"act for ({', '.join(str(o.id) for o in read)})"
+        )
+    return read
+
+
+async def _read_organizations(settings: Settings, transport: object | None) -> list[Organization]:
+    import httpx
+
+    from fundpipe.client import FundClient
+
+    # the read names no organization: it lists those the client may act for
+    unscoped = settings.model_copy(update={"org_id": None})
+    found: list[Organization] = []
+    net = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
+    async with FundClient(unscoped, transport=net) as client:
+        async for org in client.list_organizations():
+            found.append(Organization(id=org.id, name=org.name))
+    return sorted(found, key=lambda o: o.id or "")
+
+
+def pick_org(orgs: Sequence[Organization], wanted: str | None) -> Organization:
+    """The organization `--org` names; with no `--org`, the only one (a plain error otherwise)."""
+    if wanted:
+        for org in orgs:
+            if org.id == wanted:
+                return org
+        known = ", ".join(o.folder for o in orgs)
+        raise ConfigurationError(f"--org {wanted} is not a configured organization ({known})")
+    if len(orgs) == 1:
+        return orgs[0]
+    known = ", ".join(o.folder for o in orgs)
+    raise ConfigurationError(
+        f"{len(orgs)} organizations are configured ({known}): name one with --org"
+    )
+
+
+def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
+    """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
+    without files): the organization is `wanted`, else the only configured one, else
+    `FUNDPIPE_ORG_ID`; the service is not asked."""
+    from fundpipe.submit.inbox import SHEET_SUFFIXES, is_transient_name
+
+    configured = configured_organizations(settings)
+    if configured is not None:
+        org = pick_org(configured, wanted or settings.org_id)
+    else:
+        org = Organization(id=wanted or settings.org_id)
+    inbox = settings.for_org(org, several=False).data_dir / "inbox"
+    if not inbox.is_dir():
+        return []
+    return sorted(
+        p
+        for p in inbox.iterdir()
+        if p.is_file() and p.suffix.lower() in SHEET_SUFFIXES and not is_transient_name(p.name)
+    )
+
+
+def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
+    """What `fundpipe config` shows of the organizations: who they are, their folders, and
+    what each ledger is bound to (`binding`, e.g. `fundpipe.submit.binding.describe_binding`)."""
+    configured = configured_organizations(settings)
+    if configured is None:
+        return {
+            "organizations": "those the client may act for (the organization read), else "
+            "FUNDPIPE_ORG_ID",
+            "ledger bound to": binding(settings),
+        }
+    several = len(configured) > 1
+    per_org = {o.folder: settings.for_org(o, several=several) for o in configured}
+    return {
+        "organizations": ", ".join(o.label for o in configured),
+        "organization folders": {k: str(v.data_dir) for k, v in per_org.items()},
+        "ledger bound to": {k: binding(v) for k, v in per_org.items()},
+    }
+
+
+def org_settings(live: Settings, org: Organization, *, several: bool) -> Settings:
+    """`live.for_org(org)`, with the organization's secret loaded from its Prefect Secret block
+    when it names one."""
+    settings = live.for_org(org, several=several)
+    if settings.client_secret is None and settings.client_secret_block:
+        import asyncio
+
+        from fundpipe.client import with_prefect_secret
+
+        settings = asyncio.run(with_prefect_secret(settings))
+    return settings
+
+
+@contextmanager
+def every_org(
+    settings: Settings, say: Callable[[str], object]
+) -> Iterator[tuple[Settings, list[Organization]]]:
+    """The running service (the embedded sandbox started when none is configured) and every
+    organization; a single-organization layout is moved first (`say` tells what moved)."""
+    from fundpipe.app.embedded import service
+    from fundpipe.app.layout import migrate_layout
+
+    with service(settings) as live:
+        orgs = organizations(live)
+        moved = migrate_layout(live, orgs)
+        if moved:
+            say(moved)
+        yield live, orgs
+
+
+@contextmanager
+def one_org(
+    settings: Settings, wanted: str | None, say: Callable[[str], object]
+) -> Iterator[Settings]:
+    """The settings of the organization `wanted` (`--org`; default `FUNDPIPE_ORG_ID`, or the
+    only one), pointed at a running service (see `every_org`)."""
+    with every_org(settings, say) as (live, orgs):
+        org = pick_org(orgs, wanted or settings.org_id)
+        yield org_settings(live, org, several=len(orgs) > 1)

@@ -1,0 +1,193 @@
+"""The steps the flows are made of: one Prefect task per step, the settings a flow starts from,
+and how a step's failure becomes the flow's plain final state (see `fundpipe.app.flows` for the
+table of exit codes and states). Shared by `fundpipe.app.flows` and `fundpipe.app.fanout`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prefect import State, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.states import Cancelled, Completed, Failed
+
+from fundpipe.config import Settings
+
+#: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
+FLOW_LOCK_WAIT_S = 300.0
+
+_R = TypeVar("_R")
+
+_TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
+
+#: fundpipe exit code → the type of the flow run's final state (see the module docstring).
+_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
+
+
+class _NoTracebackForPlainFailures(logging.Filter):
+    """Drop Prefect's "Engine execution exited with unexpected exception" record (and its
+    traceback) when the exception is fundpipe's own plain error.
+
+    Under a worker, Prefect reads a failed run's result, which raises the error in the state's
+    data, and logs it with its traceback to the run's log; the run has already logged the plain
+    sentence and ends in a state that carries it, so the traceback is noise for the on-call.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from fundpipe.errors import FundpipeError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, FundpipeError)
+
+
+# the logger Prefect's engine reports a flow run's end on (`flow_run_logger`)
+logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
+
+
+def _refusal(exc: BaseException) -> State[Any]:
+    """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
+    from fundpipe.errors import LockHeld, as_fundpipe_error
+
+    error = as_fundpipe_error(exc)
+    code, message = int(error.exit_code), str(error)
+    if isinstance(error, LockHeld):
+        message = f"{message}; this run did nothing"
+    # the traceback is for a developer with debug logging on, never the run's INFO log
+    logger = get_run_logger()
+    logger.debug("step failed", exc_info=exc)
+    logger.error(message)
+    # the error is the state's data: Prefect raises it when it reads a failed run's result (a
+    # worker does), and `summary_of_run` reads its exit code
+    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=error)
+
+
+def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
+    """Run one step's work; an expected failure becomes a plain Failed/Cancelled state."""
+    try:
+        return work(*args)
+    except Exception as exc:  # every failure becomes a sentence in the run's state
+        return _refusal(exc)
+
+
+def _finished(summary: dict[str, Any], what: str) -> State[Any]:
+    """The final state of a flow whose steps all ran: Completed, with the night in one line."""
+    code = int(summary.get("exit_code", 0))
+    return _STATE_FOR_EXIT.get(code, Failed)(message=_sentence(summary, what), data=summary)
+
+
+def _sentence(summary: dict[str, Any], what: str) -> str:
+    """One plain line for the state message: files, distributions, and what needs a person."""
+    files = summary.get("files", [])
+    states: dict[str, int] = {}
+    for item in files:
+        states[item["state"]] = states.get(item["state"], 0) + 1
+    parts = [f"{len(files)} file(s) seen"] if files or what != "reconcile" else []
+    parts += [f"{n} {state}" for state, n in sorted(states.items())]
+    created = sum(f.get("distributions", 0) for f in files if f["state"] == "processed")
+    if created:
+        parts.append(f"{created} distribution(s) submitted")
+    if "exceptions" in summary:
+        parts.append(f"{summary['exceptions']} exception(s) to review")
+    rejected = [f for f in files if f["state"] in {"rejected", "conflict", "refused"}]
+    needs = "; ".join(
+        f"{Path(f['file']).name} {f['state']}: {f.get('message') or 'see its error report'}"
+        for f in rejected[:3]
+    )
+    line = f"{what}: " + (", ".join(parts) or "nothing to do")
+    return f"{line} — needs a person: {needs}" if needs else line
+
+
+def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
+    """A step's result, or the state the flow must end in because the step did not complete."""
+    if step.is_completed():
+        return step.result(), None
+    # a new state for the flow, with the step's sentence (returning the task's own state would
+    # make Prefect summarise it as "1/1 states failed")
+    from fundpipe.errors import as_fundpipe_error
+
+    data = step.result(raise_on_failure=False)
+    if not isinstance(data, BaseException):
+        data = as_fundpipe_error(RuntimeError(step.message or step.name))
+    final = Cancelled if step.is_cancelled() else Failed
+    return None, final(message=step.message, data=data)
+
+
+def _settings(data_dir: str | None) -> Settings:
+    """Settings from the environment; the secret from a Prefect Secret block when one is named
+    (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
+    here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
+    import asyncio
+
+    from fundpipe.client import with_prefect_secret
+    from fundpipe.sheets.frames import use_system_allocator
+
+    use_system_allocator()
+
+    settings = Settings()
+    if "inbox_lock_wait_s" not in settings.model_fields_set:
+        # a nightly run and an inbox run may start together: wait for the other, don't give up
+        settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
+    if data_dir:
+        settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+    if settings.client_secret is None and settings.client_secret_block:
+        settings = asyncio.run(with_prefect_secret(settings))
+    return settings
+
+
+# --- tasks: one per file and per step --------------------------------------------------------
+
+
+@task(name="ingest-inbox", **_TASK_OPTIONS)
+def ingest_drop(settings: Settings) -> dict[str, Any] | State[Any]:
+    """Ingest every complete file waiting in the inbox as one drop.
+
+    One task for the drop, not one per file: a distribution sheet may name entities by the
+    `external_reference` of a roster dropped with it, so the files of a drop are validated and
+    planned together. The per-file outcomes are in the result (and the run's artifacts).
+    """
+    from fundpipe.app.outcomes import ingest_dict
+    from fundpipe.submit.ingest import ingest
+
+    return _guard(lambda: ingest_dict(ingest(settings, None)))
+
+
+@task(name="ingest-file", **_TASK_OPTIONS)
+def ingest_one(settings: Settings, path: str) -> dict[str, Any] | State[Any]:
+    """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
+    from fundpipe.app.outcomes import ingest_dict
+    from fundpipe.submit.ingest import ingest
+
+    return _guard(lambda: ingest_dict(ingest(settings, [Path(path)])))
+
+
+@task(name="sync", **_TASK_OPTIONS)
+def sync_step(settings: Settings) -> dict[str, Any] | State[Any]:
+    """Pull the service's state into the warehouse."""
+    from fundpipe.app.outcomes import sync_dict
+    from fundpipe.sync.pull import sync as run_sync
+
+    return _guard(lambda: sync_dict(run_sync(settings)))
+
+
+@task(name="reconcile", **_TASK_OPTIONS)
+def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | State[Any]:
+    """Build the reconciliation views and write the reports."""
+    from fundpipe.app.layout import reconcile_into_reports
+    from fundpipe.app.outcomes import reconcile_dict
+
+    report_date = date.fromisoformat(as_of) if as_of else None
+    return _guard(lambda: reconcile_dict(reconcile_into_reports(settings, report_date)))
+
+
+@task(name="publish-artifacts", **_TASK_OPTIONS)
+def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings) -> None:
+    """The night's artifacts: a markdown summary linking the reports, a link to the published
+    workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
+    exceptions table."""
+    from fundpipe.app.artifacts import publish_artifacts
+
+    publish_artifacts(summary, exceptions, settings)

@@ -1,0 +1,190 @@
+"""Organizations as configuration: FUNDPIPE_ORGS, FUNDPIPE_ORGS_FILE, the organization read, and
+each organization's own settings."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fundpipe.app.orgs import organizations, parse_orgs, pick_org
+from fundpipe.config import Organization, Settings
+from fundpipe.errors import ConfigurationError
+from fundpipe.sandbox import SandboxConfig, create_app
+
+
+def _settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(data_dir=tmp_path / "data", _env_file=None, **values)  # type: ignore[call-arg]
+
+
+def test_the_short_form_and_the_json_list_give_the_same_organizations() -> None:
+    assert parse_orgs("org_a, org_b") == parse_orgs('["org_a", {"id": "org_b"}]')
+    (org,) = parse_orgs(
+        '[{"id": "org_c", "name": "Crescent Partners", "base_url": "https://eu.example.com",'
+        ' "client_id": "crescent", "secret_block": "crescent-secret"}]'
+    )
+    assert org == Organization(
+        id="org_c",
+        name="Crescent Partners",
+        base_url="https://eu.example.com",
+        client_id="crescent",
+        secret_block="crescent-secret",
+    )
+    assert org.label == "org_c (Crescent Partners)"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[{"name": "No Id"}]', "FUNDPIPE_ORGS entry 1 has no id"),
+        ("org_a,org_a", "FUNDPIPE_ORGS entry 2 repeats the organization org_a"),
+        ('[{"id": "org_a", "colour": "red"}]', "FUNDPIPE_ORGS entry 1 has unknown keys ['colour']"),
+        ('[{"id": "../etc"}]', "FUNDPIPE_ORGS entry 1: id '../etc' must be letters"),
+        ('[{"id": "org_a", "base_url": "ftp://x"}]', "base_url 'ftp://x' is not an http(s) URL"),
+        ('{"id": "org_a"}', "FUNDPIPE_ORGS must be a JSON list"),
+        ("[oops", "FUNDPIPE_ORGS is not valid JSON"),
+        (" , ", "FUNDPIPE_ORGS lists no organization"),
+    ],
+)
+def test_a_wrong_entry_is_a_configuration_error_naming_it(text: str, says: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        parse_orgs(text)
+    assert says in str(caught.value)
+    assert caught.value.exit_code == 2
+
+
+def test_a_toml_file_lists_organizations_as_tables(tmp_path: Path) -> None:
+    path = tmp_path / "orgs.toml"
+    path.write_text(
+        '[[organizations]]\nid = "org_a"\nname = "Alder Capital"\n\n'
+        '[[organizations]]\nid = "org_b"\nsecret_block = "org-b-secret"\n',
+        encoding="utf-8",
+    )
+    orgs = organizations(_settings(tmp_path, orgs_file=path, base_url="https://x.example"))
+    assert [(o.id, o.name, o.secret_block) for o in orgs] == [
+        ("org_a", "Alder Capital", None),
+        ("org_b", None, "org-b-secret"),
+    ]
+    path.write_text('[[organizations]]\nname = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"orgs.toml entry 1 has no id"):
+        organizations(_settings(tmp_path, orgs_file=path))
+    path.write_text("organizations = [", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="is not valid TOML"):
+        organizations(_settings(tmp_path, orgs_file=path))
+
+
+def test_each_organization_gets_its_own_state_reports_and_service(tmp_path: Path) -> None:
+    top = _settings(
+        tmp_path,
+        base_url="https://api.example.com",
+        client_id="shared",
+        client_secret="shared-secret",
+        reports_url="https://drive.example/fp",
+    )
+    own = Organization(
+        id="org_b", base_url="https://eu.example.com", client_id="b", secret_block="b-secret"
+    )
+    b = top.for_org(own, several=True)
+    assert b.org_id == "org_b"
+    assert b.data_dir == tmp_path / "data" / "orgs" / "org_b"
+    assert b.ledger_file == tmp_path / "data" / "orgs" / "org_b" / "ledger.duckdb"
+    assert b.warehouse_file == tmp_path / "data" / "orgs" / "org_b" / "warehouse.duckdb"
+    assert b.reports_folder == tmp_path / "data" / "reports" / "org_b"
+    assert b.reports_url == "https://drive.example/fp/org_b"
+    assert (b.base_url, b.client_id, b.client_secret_block) == (
+        "https://eu.example.com",
+        "b",
+        "b-secret",
+    )
+    assert b.client_secret is None  # its own secret comes from its block, never the shared one
+    a = top.for_org(Organization(id="org_a"), several=True)
+    assert (a.base_url, a.client_id, a.client_secret) == (
+        top.base_url,
+        "shared",
+        top.client_secret,
+    )
+
+
+def test_explicit_ledger_and_warehouse_paths_serve_a_single_organization_only(
+    tmp_path: Path,
+) -> None:
+    top = _settings(tmp_path, ledger_path=tmp_path / "l.duckdb", warehouse_path=tmp_path / "w.db")
+    one = top.for_org(Organization(id="org_a"), several=False)
+    assert (one.ledger_file, one.warehouse_file) == (tmp_path / "l.duckdb", tmp_path / "w.db")
+    with pytest.raises(ConfigurationError, match="FUNDPIPE_LEDGER_PATH"):
+        top.for_org(Organization(id="org_a"), several=True)
+
+
+def _service(tmp_path: Path, *, strict: bool = False, **values: object) -> tuple[Settings, object]:
+    app = create_app(SandboxConfig(seed="demo", demo_orgs=2, strict_interface=strict))
+    settings = _settings(
+        tmp_path,
+        base_url="http://sandbox.test",
+        client_id="demo-client",
+        client_secret="demo-secret",
+        **values,
+    )
+    return settings, httpx.ASGITransport(app=app)
+
+
+def test_without_a_list_the_organizations_come_from_the_service(tmp_path: Path) -> None:
+    settings, transport = _service(tmp_path)
+    orgs = organizations(settings, transport)
+    assert [o.id for o in orgs] == ["org_demo", "org_demob"]
+    assert all(o.name for o in orgs)
+
+
+def test_an_unserved_organization_read_degrades_to_fundpipe_org_id_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings, transport = _service(tmp_path, strict=True, org_id="org_demob")
+    with caplog.at_level(logging.WARNING):
+        orgs = organizations(settings, transport)
+    assert orgs == [Organization(id="org_demob")]
+    assert "does not serve the organization read" in caplog.text
+    settings = settings.model_copy(update={"org_id": None})
+    # no FUNDPIPE_ORG_ID: the client's own organization, no X-Organization-Id header
+    assert organizations(settings, transport) == [Organization(id=None)]
+
+
+def test_a_configured_list_needs_no_service(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, orgs=json.dumps(["org_x"]))
+    assert organizations(settings) == [Organization(id="org_x")]
+
+
+def test_org_is_required_only_when_several_are_configured() -> None:
+    one = [Organization(id="org_a")]
+    two = [*one, Organization(id="org_b")]
+    assert pick_org(one, None) == one[0]
+    assert pick_org(two, "org_b") == two[1]
+    with pytest.raises(ConfigurationError, match=r"2 organizations .*name one with --org"):
+        pick_org(two, None)
+    with pytest.raises(ConfigurationError, match=r"--org org_z is not a configured organization"):
+        pick_org(two, "org_z")
+
+
+def test_validate_without_files_checks_what_waits_in_the_organization_s_inbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app
+
+    samples = Path(__file__).resolve().parents[2] / "data" / "samples"
+    inbox = tmp_path / "data" / "orgs" / "org_b" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "q4_typo.csv").write_bytes((samples / "broken" / "negative_amount.csv").read_bytes())
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a,org_b")
+    runner = CliRunner()
+    result = runner.invoke(app, ["validate", "--org", "org_b", "--format", "json"])
+    assert result.exit_code == 1, result.output
+    assert [f["file"].rsplit("/", 1)[-1] for f in json.loads(result.stdout)["files"]] == [
+        "q4_typo.csv"
+    ]
+    result = runner.invoke(app, ["validate"])
+    assert result.exit_code == 2
+    assert "name one with --org" in " ".join(result.output.split())

@@ -1,0 +1,235 @@
+"""One night over two organizations (issue 15): each ends exactly as it would alone.
+
+A sandbox over loopback with two demo organizations, listed in FUNDPIPE_ORGS. `org_demo` gets the
+clean samples and one broken sheet; `org_demob` gets its own sample while the service answers its
+requests (only its, `X-Organization-Id`-scoped faults) with 503 for a while. Both organizations'
+distributions exist once, each has its reports under data/reports/<org>/, the rejected file and
+its exception belong to org_demo alone, and the parent run's cross-organization summary adds up.
+When one organization's service stays down, the other still completes and the parent run fails
+naming the one that did not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fundpipe.app.samples import load_flows
+from fundpipe.config import Settings
+from fundpipe.sandbox import SandboxConfig, SandboxServer
+from fundpipe.validate.files import validate_files
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "data" / "samples"
+BROKEN = SAMPLES / "broken" / "negative_amount.csv"
+ORGS = ("org_demo", "org_demob")
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def prefect_harness() -> Iterator[None]:
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=240):
+        yield
+
+
+@pytest.fixture
+def sandbox() -> Iterator[SandboxServer]:
+    with SandboxServer(SandboxConfig(seed="demo", demo_orgs=2)) as running:
+        yield running
+
+
+@pytest.fixture
+def two_orgs(sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """FUNDPIPE_* for the two demo organizations at `sandbox`, and a drop in each inbox."""
+    for name in ("FUNDPIPE_ORG_ID", "FUNDPIPE_CLIENT_SECRET_BLOCK", "FUNDPIPE_ORGS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", sandbox.base_url)
+    monkeypatch.setenv("FUNDPIPE_CLIENT_ID", "demo-client")
+    monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "demo-secret")
+    monkeypatch.setenv(
+        "FUNDPIPE_ORGS", json.dumps([{"id": "org_demo", "name": "Demo"}, {"id": "org_demob"}])
+    )
+    monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "0")
+    # the sandbox limits the demo client: the two organizations share its rate
+    monkeypatch.setenv("FUNDPIPE_HOST_RATE_LIMIT_PER_S", "9")
+    data = tmp_path / "data"
+    demo_inbox = data / "orgs" / "org_demo" / "inbox"
+    demo_inbox.mkdir(parents=True)
+    for sheet in _sheets(SAMPLES):
+        shutil.copy2(sheet, demo_inbox / sheet.name)
+    shutil.copy2(BROKEN, demo_inbox / "q4_typo.csv")
+    demob_inbox = data / "orgs" / "org_demob" / "inbox"
+    demob_inbox.mkdir(parents=True)
+    for sheet in _sheets(SAMPLES / "org_demob"):
+        shutil.copy2(sheet, demob_inbox / sheet.name)
+    return data
+
+
+def _sheets(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md")
+
+
+def _expected(org: str) -> dict[str, int]:
+    """Per external_reference, the cents the organization's clean sheets ask for."""
+    reports = validate_files(_sheets(SAMPLES if org == "org_demo" else SAMPLES / org))
+    expected: dict[str, int] = {}
+    for report in reports:
+        if report.distributions is not None:
+            sums = report.distributions.groupby("external_reference")["amount_cents"].sum()
+            for ref, cents in sums.items():
+                expected[str(ref)] = expected.get(str(ref), 0) + int(cents)
+    return expected
+
+
+def _at_service(base_url: str, org: str) -> dict[str, list[int]]:
+    from fundpipe.client import FundClient
+
+    settings = Settings(  # type: ignore[call-arg]
+        base_url=base_url,
+        client_id="demo-client",
+        client_secret="demo-secret",
+        org_id=org,
+        _env_file=None,
+    )
+
+    async def read() -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        async with FundClient(settings) as client:
+            async for distribution in client.list_distributions():
+                cents = [p.amount async for p in client.list_distribution_payments(distribution.id)]
+                found.setdefault(distribution.external_reference or "", []).append(sum(cents))
+        return found
+
+    return asyncio.run(read())
+
+
+class _FaultsLifted(logging.Handler):
+    """Lifts the sandbox's faults once the client has been answered 503 `after` times."""
+
+    def __init__(self, base_url: str, after: int) -> None:
+        super().__init__(logging.INFO)
+        self.base_url, self.after, self.seen = base_url, after, 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "-> 503" in record.getMessage():
+            self.seen += 1
+            if self.seen == self.after:
+                url = f"{self.base_url}/_sandbox/faults"
+                threading.Thread(target=httpx.delete, args=(url,)).start()
+
+
+def _fault(base_url: str, org: str) -> None:
+    httpx.put(
+        f"{base_url}/_sandbox/faults",
+        json={"error_rate": 1.0, "statuses": [503], "retry_after_s": 1, "org_id": org},
+    ).raise_for_status()
+
+
+def test_two_organizations_each_end_as_they_would_alone(
+    prefect_harness: None, sandbox: SandboxServer, two_orgs: Path
+) -> None:
+    lifted = _FaultsLifted(sandbox.base_url, after=3)
+    client_log = logging.getLogger("fundpipe.client")
+    client_log.addHandler(lifted)
+    client_log.setLevel(logging.INFO)
+    _fault(sandbox.base_url, "org_demob")
+    try:
+        state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    finally:
+        client_log.removeHandler(lifted)
+    assert lifted.seen >= 3, "org_demob's requests were answered 503 for a while"
+    assert state.is_completed(), state.message
+    summary = state.result()
+    rows = summary["organizations"]
+    assert list(rows) == list(ORGS)
+
+    for org in ORGS:
+        # every distribution exactly once, with every cent its sheets asked for
+        assert _at_service(sandbox.base_url, org) == {
+            ref: [cents] for ref, cents in _expected(org).items()
+        }
+        # its reports, in its own folder
+        assert (two_orgs / "reports" / org / "latest" / "reconciliation.xlsx").is_file()
+        assert rows[org]["state"] == "Completed"
+        assert rows[org]["total_cents"] == sum(_expected(org).values())
+    assert sorted(p.name for p in (two_orgs / "reports").iterdir()) == sorted(ORGS)
+
+    # the broken sheet, its report and its exception are org_demo's alone
+    demo, demob = rows["org_demo"], rows["org_demob"]
+    assert (two_orgs / "orgs" / "org_demo" / "rejected" / "q4_typo.csv").is_file()
+    assert not (two_orgs / "orgs" / "org_demob" / "rejected").exists() or not any(
+        (two_orgs / "orgs" / "org_demob" / "rejected").iterdir()
+    )
+    assert (demo["rejected"], demob["rejected"]) == (1, 0)
+    assert demo["summary"]["exception_counts"].get("file_rejected") == 1
+    assert "file_rejected" not in demob["summary"]["exception_counts"]
+    assert [item["organization"] for item in summary["rejected_files"]] == ["org_demo"]
+    # each organization's ledger is bound to the service and to it
+    for org in ORGS:
+        binding = json.loads((two_orgs / "orgs" / org / "ledger.binding.json").read_text())
+        assert binding["organization"] == org
+
+    # the cross-organization summary adds up
+    totals = summary["totals"]
+    for key in ("files", "rejected", "distributions", "total_cents", "open_exceptions"):
+        assert totals[key] == sum(row[key] for row in rows.values()), key
+    assert totals["total_cents"] == sum(sum(_expected(org).values()) for org in ORGS)
+    assert (totals["organizations"], totals["failed"]) == (2, 0)
+    # each row links its child run, named after its organization
+    assert {_run_name(row["run"]) for row in rows.values()} == {f"org-night-{o}" for o in ORGS}
+
+
+def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FUNDPIPE_RETRY_DEADLINE_S", "2")
+    monkeypatch.setenv("FUNDPIPE_MAX_ATTEMPTS", "2")
+    _fault(sandbox.base_url, "org_demob")  # and never lifted
+    state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    assert state.is_failed(), state.message
+    message = state.message or ""
+    assert "1 did not complete: org_demob failed:" in message
+    assert "Traceback" not in message
+    summary = state.result(raise_on_failure=False)
+    rows = summary["organizations"]
+    assert rows["org_demo"]["state"] == "Completed"
+    assert rows["org_demob"]["state"] == "Failed"
+    assert rows["org_demob"]["exit_code"] == 3
+    assert summary["exit_code"] == 3
+    # org_demo's night went on regardless
+    assert _at_service(sandbox.base_url, "org_demo") == {
+        ref: [cents] for ref, cents in _expected("org_demo").items()
+    }
+    assert (two_orgs / "reports" / "org_demo" / "latest" / "reconciliation.xlsx").is_file()
+    # org_demob's files wait in processing/ or its inbox for the next night: none was lost
+    left = [
+        p.name
+        for sub in ("inbox", "processing")
+        for p in (two_orgs / "orgs" / "org_demob" / sub).glob("*.csv")
+    ]
+    assert left == [p.name for p in _sheets(SAMPLES / "org_demob")]
+
+
+def _run_name(run: str) -> str:
+    from prefect.client.orchestration import get_client
+
+    async def read() -> str:
+        async with get_client() as client:
+            return (await client.read_flow_run(uuid.UUID(run.rsplit("/", 1)[-1]))).name
+
+    return asyncio.run(read())
