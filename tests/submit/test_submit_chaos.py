@@ -182,7 +182,8 @@ def test_chaos_every_distribution_exactly_once(
 ) -> None:
     rng = random.Random(20261123)
     data_dir = tmp_path / "data"
-    inbox = data_dir / "inbox"
+    org_dir = data_dir / "orgs" / "org_demo"  # the organization's own folders (issue 15)
+    inbox = org_dir / "inbox"
     inbox.mkdir(parents=True)
     truth = _write_drop(inbox, rng)
     assert sum(len(v) for v in truth.values()) >= 2_000
@@ -229,13 +230,13 @@ def test_chaos_every_distribution_exactly_once(
 
     _control(server, "DELETE", "faults", {})
     assert _service_distributions(server) == truth  # no duplicate, none missing, to the cent
-    assert sorted(p.name for p in (data_dir / "processed").iterdir()) == [
+    assert sorted(p.name for p in (org_dir / "processed").iterdir()) == [
         *(f"chaos_{f:02d}.csv" for f in range(FILES)),
         "chaos_roster.csv",
     ]
     assert not list(inbox.iterdir())
-    assert not [p for p in (data_dir / "processing").iterdir() if p.is_file()]
-    with open_ledger(data_dir / "ledger.duckdb") as ledger:
+    assert not [p for p in (org_dir / "processing").iterdir() if p.is_file()]
+    with open_ledger(org_dir / "ledger.duckdb") as ledger:
         rows = ledger.payments()
         files = ledger.files()
     assert len(rows) == sum(len(v) for v in truth.values())
@@ -259,7 +260,8 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
     tmp_path: Path, server: SandboxServer, pycache: Path | None
 ) -> None:
     data_dir = tmp_path / "data"
-    inbox = data_dir / "inbox"
+    org_dir = data_dir / "orgs" / "org_demo"  # the organization's own folders (issue 15)
+    inbox = org_dir / "inbox"
     inbox.mkdir(parents=True)
     truth: dict[str, list[int]] = {}
     for f in range(4):
@@ -267,7 +269,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         truth.update(write_sheet(inbox / f"two_{f}.csv", rows))
     _control(server, "PUT", "faults", {"latency_ms": 30})  # the first run holds its lock longer
     first = _start(server, data_dir, pycache)
-    lock = data_dir / ".ingest.lock"
+    lock = org_dir / ".ingest.lock"
     deadline = time.monotonic() + 60
     while f'"pid": {first.pid},' not in (lock.read_text() if lock.exists() else ""):
         assert first.poll() is None, first.communicate()
@@ -275,7 +277,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         time.sleep(0.01)
     # a second ingest on the same inbox while the first one runs: refused, naming the holder
     rival = Settings(
-        data_dir=data_dir,
+        data_dir=org_dir,
         rate_limit_per_s=1000.0,
         _env_file=None,  # type: ignore[call-arg]
     ).with_service(server.base_url)
@@ -284,7 +286,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
     _out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err[-2000:]
     # the rival touched nothing; run again afterwards: nothing left to send
-    assert len(list((data_dir / "processed").iterdir())) == 4
+    assert len(list((org_dir / "processed").iterdir())) == 4
     _control(server, "DELETE", "faults", {})
     again = ingest(rival, settle_s=0)
     assert again.files == []

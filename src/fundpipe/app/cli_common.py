@@ -51,15 +51,20 @@ def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Setting
     single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
     from fundpipe.app.orgs import one_org
 
-    with one_org(settings_for(data_dir), org, lambda line: err_console.print(line)) as settings:
+    with one_org(
+        settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)
+    ) as settings:
         yield settings
 
 
 def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
     """One organization's settings for a command that reads only local files (reconcile,
-    exceptions): as `org_settings_for`, the service used only to learn the organizations."""
-    with org_settings_for(data_dir, org) as settings:
-        return settings
+    exceptions), without asking the service: see `fundpipe.app.orgs.local_org`."""
+    from fundpipe.app.orgs import local_org
+
+    return local_org(
+        settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)
+    )
 
 
 @contextmanager

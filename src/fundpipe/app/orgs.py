@@ -25,13 +25,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fundpipe.config import Organization, Settings
+from fundpipe.config import OWN_ORG_FOLDER, Organization, Settings
 from fundpipe.errors import ConfigurationError
 
 __all__ = [
     "configured_organizations",
     "describe_orgs",
     "every_org",
+    "local_org",
     "one_org",
     "org_settings",
     "organizations",
@@ -220,6 +221,39 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
         for p in inbox.iterdir()
         if p.is_file() and p.suffix.lower() in SHEET_SUFFIXES and not is_transient_name(p.name)
     )
+
+
+def local_org(settings: Settings, wanted: str | None, say: Callable[[str], object]) -> Settings:
+    """One organization's settings for a command that reads only local files, never asking
+    the service (it may be down, or the command may run on an analyst's machine).
+
+    The organizations are the configured ones (a single-organization layout is moved first,
+    `say` tells what moved), else the folders under `data/orgs/`; with neither, the data
+    directory is still in the single-organization layout and is read as it is (the next
+    command that talks to the service moves it).
+    """
+    configured = configured_organizations(settings)
+    if configured is not None:
+        from fundpipe.app.layout import migrate_layout
+
+        moved = migrate_layout(settings, configured)
+        if moved:
+            say(moved)
+    else:
+        root = settings.data_dir / "orgs"
+        folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        if not folders:
+            if wanted and settings.org_id not in (None, wanted):
+                raise ConfigurationError(
+                    f"--org {wanted} is not FUNDPIPE_ORG_ID ({settings.org_id}) and "
+                    f"{root} holds no organization's folders"
+                )
+            return settings.model_copy(update={"org_id": wanted or settings.org_id})
+        configured = [
+            Organization(id=None if folder == OWN_ORG_FOLDER else folder) for folder in folders
+        ]
+    org = pick_org(configured, wanted or settings.org_id)
+    return settings.for_org(org, several=len(configured) > 1)
 
 
 def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
