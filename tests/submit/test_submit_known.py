@@ -8,6 +8,9 @@ since the sync is still found — never created twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import httpx
 
 from fundpipe.client import FundClient
 from fundpipe.submit.ingest import ingest
+from fundpipe.submit.ledger import open_ledger
 from fundpipe.sync.pull import sync
 from worlds.locks import hold_until_released, release
 from worlds.submit import World, sandbox_world, write_sheet
@@ -138,3 +142,72 @@ def test_a_locked_warehouse_falls_back_to_the_full_walk(tmp_path: Path) -> None:
         release(holder)
     assert [(f.state, f.payment_states) for f in result.files] == [("processed", {"linked": 2})]
     assert counting.seen["GET /v1/distributions"] == 4  # 301 distributions, in full
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
+
+
+class HeldAssociations(httpx.AsyncBaseTransport):
+    """Holds every contact association until a distribution create has been answered (at most
+    ``wait_s``), then answers it with ``status`` (None: the sandbox's own answer)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, status: int | None, wait_s: float = 10):
+        self.inner = inner
+        self.status = status
+        self.wait_s = wait_s
+        self.distributions_done: asyncio.Event | None = None
+        self.associations_held = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.distributions_done is None:
+            self.distributions_done = asyncio.Event()
+        path = request.url.path
+        if request.method == "POST" and path.startswith("/v1/entities/ent_"):
+            self.associations_held += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.distributions_done.wait(), self.wait_s)
+            if self.status is not None:
+                body = {
+                    "object": "error",
+                    "type": "unprocessable_entity_error",
+                    "code": "validation_error",
+                    "message": "refused by the test",
+                    "status": self.status,
+                }
+                return httpx.Response(self.status, json=body, request=request)
+        response = await self.inner.handle_async_request(request)
+        if request.method == "POST" and path == "/v1/distributions":
+            self.distributions_done.set()
+        return response
+
+
+def _roster_night(world: World, status: int | None) -> tuple[HeldAssociations, float]:
+    shutil.copy(SAMPLES / "roster_new_investors.xlsx", world.inbox)
+    shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
+    held = HeldAssociations(world.transport, status)
+    started = time.perf_counter()
+    result = ingest(world.settings, transport=held, settle_s=0)
+    elapsed = time.perf_counter() - started
+    assert {f.state for f in result.files} == {"processed"}
+    assert held.associations_held > 0
+    return held, elapsed
+
+
+def test_distributions_do_not_wait_for_contact_associations(world: World) -> None:
+    held, elapsed = _roster_night(world, None)
+    # every association waited for a distribution create that was sent without waiting for it
+    assert held.distributions_done is not None
+    assert held.distributions_done.is_set()
+    assert elapsed < held.wait_s
+    assert len(world.amounts()) >= 1
+
+
+def test_a_failing_association_never_blocks_a_distribution(world: World) -> None:
+    held, elapsed = _roster_night(world, 422)
+    assert elapsed < held.wait_s
+    with open_ledger(world.settings.ledger_file) as ledger:
+        states = {r["state"] for r in ledger.payments()}
+        failed = [r for r in ledger.requests() if r.phase == "associations"]
+    assert states == {"created"}
+    assert failed
+    assert all(r.state == "failed" for r in failed)
