@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -290,6 +291,12 @@ async def execute(
             await writer.flush()  # the chunk's outcomes before the next chunk's intents
 
     started = time.perf_counter()
+    # the plan, the state and the frames live as long as the run, and each big response
+    # until its outcome is written: full collections that walk them again and again cost
+    # seconds on a big night and find next to nothing to free
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], 50_000), thresholds[1], max(thresholds[2], 1_000))
     flusher = asyncio.create_task(writer.run_flusher())
     beside: asyncio.Task[None] | None = None
     try:
@@ -312,6 +319,8 @@ async def execute(
             await flusher
         await writer.flush()
         writer.close()
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
     result.elapsed_s = time.perf_counter() - started
     return result
 
