@@ -211,3 +211,18 @@ def test_a_failing_association_never_blocks_a_distribution(world: World) -> None
     assert states == {"created"}
     assert failed
     assert all(r.state == "failed" for r in failed)
+
+
+def test_a_list_out_of_created_order_is_walked_in_full_with_a_warning(tmp_path: Path) -> None:
+    world = sandbox_world(tmp_path / "w")
+    sync(world.settings, transport=world.transport)
+    _create_elsewhere(world, "LATE-1", [100, 200])
+    # history inserted after it: listed first, yet created earlier
+    world.control("POST", "history", {"vehicle": "veh_demo1", "distributions": 300})
+    write_sheet(world.inbox / "late.csv", [("LATE-1", "veh_demo1", [100, 200])])
+    counting = Counting(world.transport)
+    result = ingest(world.settings, transport=counting, settle_s=0)
+    assert [(f.state, f.payment_states) for f in result.files] == [("processed", {"linked": 2})]
+    assert any("not in newest-first order" in w for w in result.warnings)
+    assert counting.seen["GET /v1/distributions"] >= 4  # 301 distributions, in full
+    assert world.amounts()["LATE-1"] == [100, 200]

@@ -10,7 +10,7 @@ cannot be continued (`IncompleteListError`) stops the snapshot, before anything 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -164,9 +164,10 @@ class Snapshot:
 R = TypeVar("R", Entity, Contact, Distribution)
 
 
-async def _newest(listing: Paginator[R], known: frozenset[str]) -> list[R] | None:
-    """The records listed before the first one in ``known``, newest first; None when the
-    list is not in ``created_at`` order (then only the full walk can be trusted)."""
+async def _newest(listing: Paginator[R], known: frozenset[str]) -> tuple[list[R], bool] | None:
+    """The records listed before the first one in ``known``, newest first, and whether one
+    was met (else the list ended: it was read whole); None when the list is not in
+    ``created_at`` order (then only the full walk can be trusted)."""
     out: list[R] = []
     last = None
     async for page in listing.pages():
@@ -176,9 +177,21 @@ async def _newest(listing: Paginator[R], known: frozenset[str]) -> list[R] | Non
                 return None
             last = created
             if item.id in known:
-                return out
+                return out, True
             out.append(item)
-    return out
+    return out, False
+
+
+async def _since(
+    listing: Callable[[], Paginator[R]], known: frozenset[str], what: str, warnings: list[str]
+) -> tuple[list[R], bool]:
+    """What :func:`_newest` finds, or the whole list (with a warning) when out of order; the
+    flag says whether the warehouse's rows complete the records."""
+    found = await _newest(listing(), known)
+    if found is None:
+        warnings.append(_order_warning(what))
+        return [r async for r in listing()], False
+    return found
 
 
 def _order_warning(what: str) -> str:
@@ -225,37 +238,26 @@ async def load_snapshot(client: FundClient, org_id: str, *, known: Known | None)
         async for d in client.list_distributions():
             await _feed_distribution(acc, client, d)
     else:
-        entities = await _newest(client.list_entities(), known.entity_ids)
-        full_entities = entities is None
-        if entities is None:
-            warnings.append(_order_warning("entity"))
-            entities = [e async for e in client.list_entities()]
+        # a list read to its end without meeting a known object is whole by itself (and a
+        # warehouse none of whose objects the service lists describes another service)
+        entities, more = await _since(client.list_entities, known.entity_ids, "entity", warnings)
         for e in entities:
             _feed_entity(acc, e)
-        if not full_entities:
-            for k in known.entities:
-                refs = [k.external_reference] if k.external_reference else []
-                acc.entity(k.id, refs, k.name, k.type, k.has_instructions, k.livemode)
-        contacts = await _newest(client.list_contacts(), known.contact_ids)
-        full_contacts = contacts is None
-        if contacts is None:
-            warnings.append(_order_warning("contact"))
-            contacts = [c async for c in client.list_contacts()]
+        for k in known.entities if more else ():
+            refs = [k.external_reference] if k.external_reference else []
+            acc.entity(k.id, refs, k.name, k.type, k.has_instructions, k.livemode)
+        contacts, more = await _since(client.list_contacts, known.contact_ids, "contact", warnings)
         for c in contacts:
             _feed_contact(acc, c)
-        if not full_contacts:
-            for cnt_id, email, linked, live in known.contacts:
-                acc.contact(cnt_id, email, linked, live)
-        distributions = await _newest(client.list_distributions(), known.distribution_ids)
-        full_distributions = distributions is None
-        if distributions is None:
-            warnings.append(_order_warning("distribution"))
-            distributions = [d async for d in client.list_distributions()]
+        for cnt_id, email, linked, live in known.contacts if more else ():
+            acc.contact(cnt_id, email, linked, live)
+        distributions, more = await _since(
+            client.list_distributions, known.distribution_ids, "distribution", warnings
+        )
         for d in distributions:
             await _feed_distribution(acc, client, d)
-        if not full_distributions:
-            for dst_id, ref, status, live in known.distributions:
-                acc.distribution(ref, status, dst_id, live)
+        for dst_id, ref, status, live in known.distributions if more else ():
+            acc.distribution(ref, status, dst_id, live)
         pending = {r: d for r, d in acc.distributions.items() if isinstance(d, str)}
     listed: set[str] = set()
     try:
