@@ -22,6 +22,13 @@ costs no slots); on a shared 2-core machine (load ~1.7) R = 20 comes out at ~19.
 R = 10 at ~9.6 (the leaky bucket it replaced gave ~16-17 and ~9.1-9.5).
 
 Target: the submission's requests/s ≥ 90 % of R.
+
+    python benchmarks/submit.py --history 100000 [--new 1000]
+
+The history night (issue 14): an in-process sandbox with `--history` executed distributions
+seeded in bulk (`POST /_sandbox/history`), one sync into the warehouse, then a night of `--new`
+distributions (one payment each, existing investors) ingested. Prints the requests the ingest
+sent, by endpoint, and one `target` line: requests ≤ new/100 + open + 10 (nothing is open).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import multiprocessing
 import random
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="R, requests per second")
     parser.add_argument("--batch-size", type=int, default=1, help="distributions per create")
     parser.add_argument("--concurrency", type=int, default=8, help="client max_concurrency")
+    parser.add_argument("--history", type=int, default=0, help="history night: distributions")
+    parser.add_argument("--new", type=int, default=1_000, help="history night: new ones")
     args = parser.parse_args(argv)
+    if args.history:
+        return history_night(args.history, args.new)
     rate: float = args.rate
     logging.getLogger("fundpipe").setLevel(logging.ERROR)
     ctx = multiprocessing.get_context("spawn")
@@ -209,6 +221,70 @@ async def _count_payments(settings: Settings) -> tuple[int, int, int]:
                 payments += 1
                 cents += p.amount
     return distributions, payments, cents
+
+
+class _Counting(httpx.AsyncBaseTransport):
+    """The sandbox's transport, counting service requests by method and first path segment."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.seen: Counter[str] = Counter()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        parts = request.url.path.split("/")
+        self.seen[f"{request.method} /{'/'.join(parts[1:3])}"] += 1
+        return await self.inner.handle_async_request(request)
+
+
+def history_night(history: int, new: int) -> int:
+    """Seed ``history`` distributions, sync, ingest ``new`` ones; print the requests sent."""
+    from fundpipe.sandbox import SandboxConfig, create_app
+    from fundpipe.sync.pull import sync
+
+    logging.getLogger("fundpipe").setLevel(logging.ERROR)
+    app = create_app(SandboxConfig(rate_limit_requests=1_000_000, rate_limit_window_s=1))
+    transport = httpx.ASGITransport(app=app)
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp) / "data"
+        (data_dir / "inbox").mkdir(parents=True)
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, data_dir=data_dir, rate_limit_per_s=100_000.0
+        ).with_service("http://sandbox.test")
+
+        async def seed() -> None:
+            async with httpx.AsyncClient(transport=transport, base_url="http://sandbox.test") as c:
+                body = {"vehicle": "veh_demo1", "distributions": history}
+                (await c.post("/_sandbox/history", json=body)).raise_for_status()
+
+        asyncio.run(seed())
+        started = time.perf_counter()
+        sync(settings, transport=transport)
+        synced = time.perf_counter() - started
+        with open(data_dir / "inbox" / "night.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(
+                ["Distribution Name", "Vehicle", "External Reference", "Payment Date",
+                 "Timezone", "Entity ID", "Amount ($)", "Currency"]
+            )  # fmt: skip
+            for i in range(new):
+                writer.writerow(
+                    [f"Night {i}", "veh_demo1", f"NIGHT-{i:06d}", "2027-01-15 09:00", "UTC",
+                     f"ent_demo{i % 5 + 1}", "1.00", "USD"]
+                )  # fmt: skip
+        counting = _Counting(transport)
+        started = time.perf_counter()
+        result = ingest(settings, transport=counting, settle_s=0)
+        wall = time.perf_counter() - started
+    states = {f.state for f in result.files}
+    assert states == {"processed"}, f"files ended {states}"
+    sent = sum(counting.seen.values())
+    print(f"history: {history:,} executed distributions, synced in {synced:.1f} s")
+    print(f"night: {new:,} new distributions, ingested in {wall:.2f} s (in-process sandbox)")
+    print(f"requests: {sent} — " + ", ".join(f"{k} {v}" for k, v in sorted(counting.seen.items())))
+    goal = new / 100 + 10
+    status = "met" if sent <= goal else "short"
+    print(f"target requests ≤ new/100 + open + 10: {sent} vs {goal:.0f} — {status}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ The package is split by concern — :mod:`~fundpipe.plan._model` (the types),
 """
 
 from fundpipe.plan._build import build_plan
-from fundpipe.plan._match import same_content
+from fundpipe.plan._match import references, same_content
 from fundpipe.plan._model import (
     MAX_BATCH,
     PHASES,
@@ -76,5 +76,6 @@ __all__ = [
     "derived_reference",
     "display_body",
     "mask_account",
+    "references",
     "same_content",
 ]

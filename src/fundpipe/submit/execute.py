@@ -9,13 +9,16 @@
   key the service has forgotten (24 h) can never create a second distribution.
 - :func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests
   in one commit → the chunk sent with bounded concurrency → its outcomes in one commit, before
-  the next chunk's intents.
+  the next chunk's intents. Contact associations (optional; each needs only its entity and
+  contacts) run beside payment instructions and distributions, in at most half of the
+  request slots, and nothing waits for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -33,6 +36,7 @@ from fundpipe.keys import idempotency_key
 from fundpipe.plan import (
     PHASES,
     IdMap,
+    Phase,
     Plan,
     PlannedDistribution,
     PlannedRequest,
@@ -161,7 +165,8 @@ async def execute(
     key_fn: Callable[[str, str, str, Any], str] = idempotency_key,
     progress: ProgressSink | None = None,
 ) -> SubmitResult:
-    """Run the plan's phases in order, each with at most ``concurrency`` requests in flight.
+    """Run the plan's phases in order (associations beside the later ones), with at most
+    ``concurrency`` requests in flight.
 
     A phase's requests are resolved first (ids of earlier phases only), then sent in chunks of
     ``chunk_size`` (default ``8 × concurrency``): the chunk's intents are committed in one
@@ -174,6 +179,7 @@ async def execute(
     ids = IdMap(entities=dict(state.entities_by_ref), contacts=dict(state.contacts_by_email))
     by_ref = {(d.file_hash, d.external_reference): d for d in plan.distributions}
     gate = asyncio.Semaphore(concurrency)
+    side_gate = asyncio.Semaphore(max(1, concurrency // 2))
     broken: dict[str, str] = {}  # file hash → why its later requests cannot run
     writer = LedgerWriter(ledger)
     chunk = max(1, chunk_size or 8 * concurrency)
@@ -199,6 +205,11 @@ async def execute(
 
     async def run(request: PlannedRequest, resolved: ResolvedRequest) -> None:
         """Send one request whose intent is committed; queue its outcome."""
+        # associations run beside the later phases, in at most half of the slots
+        async with side_gate if request.phase == "associations" else contextlib.nullcontext():
+            await send(request, resolved)
+
+    async def send(request: PlannedRequest, resolved: ResolvedRequest) -> None:
         async with gate:
             resent: list[str] = []  # smaller batches sent after a 409 named existing objects
             try:
@@ -263,30 +274,53 @@ async def execute(
 
         writer.later(record_success)
 
+    async def run_phase(phase: Phase) -> None:
+        ready: list[tuple[PlannedRequest, ResolvedRequest]] = []
+        for request in plan.phase(phase):
+            resolved = prepare(request)
+            if resolved is None:
+                sink.advance("submit")
+            else:
+                ready.append((request, resolved))
+        for start in range(0, len(ready), chunk):
+            batch = ready[start : start + chunk]
+            await writer.intents([r for _, r in batch])  # durable before any is sent
+            result.requests_sent += len(batch)
+            result.keys_sent.update(r.key for _, r in batch)
+            await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
+            await writer.flush()  # the chunk's outcomes before the next chunk's intents
+
     started = time.perf_counter()
+    # the plan, the state and the frames live as long as the run, and each big response
+    # until its outcome is written: full collections that walk them again and again cost
+    # seconds on a big night and find next to nothing to free
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], 50_000), thresholds[1], max(thresholds[2], 1_000))
     flusher = asyncio.create_task(writer.run_flusher())
+    beside: asyncio.Task[None] | None = None
     try:
         for phase in PHASES:
-            ready: list[tuple[PlannedRequest, ResolvedRequest]] = []
-            for request in plan.phase(phase):
-                resolved = prepare(request)
-                if resolved is None:
-                    sink.advance("submit")
-                else:
-                    ready.append((request, resolved))
-            for start in range(0, len(ready), chunk):
-                batch = ready[start : start + chunk]
-                await writer.intents([r for _, r in batch])  # durable before any is sent
-                result.requests_sent += len(batch)
-                result.keys_sent.update(r.key for _, r in batch)
-                await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
-                await writer.flush()  # the chunk's outcomes before the next chunk's intents
+            if phase == "associations":
+                # needs only its entity and contacts (created by now); never waited for by
+                # payment instructions or distributions
+                beside = asyncio.create_task(run_phase(phase))
+            else:
+                await run_phase(phase)
+        if beside is not None:
+            await beside
     finally:
+        if beside is not None and not beside.done():
+            beside.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beside
         flusher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flusher
         await writer.flush()
         writer.close()
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
     result.elapsed_s = time.perf_counter() - started
     return result
 

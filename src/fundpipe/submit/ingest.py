@@ -22,7 +22,7 @@ import duckdb
 import httpx
 
 from fundpipe.config import Settings, require_service
-from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan
+from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, references
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
@@ -35,8 +35,15 @@ from fundpipe.submit.inbox import (
     collect_candidates,
     move_into,
 )
+from fundpipe.submit.known import read_known
 from fundpipe.submit.ledger import Ledger, open_ledger
-from fundpipe.submit.snapshot import load_state, only_organization, vehicles_of, with_vehicles
+from fundpipe.submit.snapshot import (
+    load_snapshot,
+    only_organization,
+    vehicles_of,
+    with_distributions,
+    with_vehicles,
+)
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
 
@@ -183,8 +190,13 @@ class _Run:
             org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
             # before anything is read or sent: this data directory is this service's
             check_binding(self.settings, org_id, bind=not self.dry_run)
-            state = await load_state(client, org_id)
-            valid, inputs = self.validate(todo, state.entities_by_ref)
+            # what the last sync saw is known: the service is asked only for what is newer
+            known = read_known(self.settings.warehouse_file)
+            snap = await load_snapshot(client, org_id, known=known)
+            valid, inputs = self.validate(todo, snap.state.entities_by_ref)
+            opened = self.ledger.open_requests() if self.ledger is not None else []
+            wanted = references(inputs) | {r for o in opened for r in o.distribution_refs}
+            state = await with_distributions(client, snap, wanted)
             state = await with_vehicles(
                 client, state, vehicles_of(inputs) | set(self.settings.vehicles)
             )

@@ -10,21 +10,26 @@ cannot be continued (`IncompleteListError`) stops the snapshot, before anything 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
-from fundpipe.client import FundClient
+from fundpipe.client import FundClient, Paginator
 from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
-from fundpipe.client.models import Distribution
+from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
+from fundpipe.submit.known import Known, read_distributions
 
 __all__ = [
     "OPTIONAL_REFUSALS",
+    "Snapshot",
+    "load_snapshot",
     "load_state",
     "only_organization",
     "unavailable_warning",
     "vehicles_of",
+    "with_distributions",
     "with_vehicles",
 ]
 
@@ -52,48 +57,209 @@ def _live(seen: bool | None, livemode: bool | None) -> bool | None:
     return bool(seen) or livemode
 
 
+class _State:
+    """The snapshot being gathered, fed newest first (the full walk, or the newest pages of an
+    incremental one followed by the warehouse's rows)."""
+
+    def __init__(self) -> None:
+        self.livemode: bool | None = None
+        self.entities_by_ref: dict[str, str] = {}
+        self.entities_by_name: dict[tuple[str, str], list[str]] = {}
+        self.entity_ids: set[str] = set()
+        self.with_instructions: set[str] = set()
+        self.contacts_by_email: dict[str, str] = {}
+        self.contact_ids: set[str] = set()
+        self.contact_entities: dict[str, frozenset[str]] = {}
+        #: reference → the distribution that counts: its content, or its warehouse id
+        self.distributions: dict[str, ServiceDistribution | str] = {}
+
+    def entity(
+        self,
+        ent_id: str,
+        refs: Iterable[str],
+        name: str | None,
+        kind: str | None,
+        instructions: bool,
+        livemode: bool | None,
+    ) -> None:
+        self.livemode = _live(self.livemode, livemode)
+        self.entity_ids.add(ent_id)
+        # newest first: keep the oldest entity carrying a reference; every reference counts
+        for ref in refs:
+            self.entities_by_ref[ref] = ent_id
+        if name and kind:
+            self.entities_by_name.setdefault((name, kind), []).append(ent_id)
+        if instructions:
+            self.with_instructions.add(ent_id)
+
+    def contact(
+        self,
+        cnt_id: str,
+        email: str | None,
+        entities: frozenset[str] | None,
+        livemode: bool | None,
+    ) -> None:
+        self.livemode = _live(self.livemode, livemode)
+        self.contact_ids.add(cnt_id)
+        if email:
+            self.contacts_by_email[email.lower()] = cnt_id
+        if entities is not None:  # absent from the documented record
+            self.contact_entities[cnt_id] = entities
+
+    def distribution(
+        self, ref: str, status: str | None, found: ServiceDistribution | str, livemode: bool | None
+    ) -> None:
+        self.livemode = _live(self.livemode, livemode)
+        if status == "cancelled" and ref in self.distributions:
+            return  # a live distribution with the same reference is what counts
+        self.distributions[ref] = found
+
+    def state(self, org_id: str, warnings: list[str], vehicles: set[str]) -> ServiceState:
+        return ServiceState(
+            org_id=org_id,
+            vehicles=frozenset(vehicles),
+            warnings=tuple(warnings),
+            entities_by_ref=self.entities_by_ref,
+            entity_ids=frozenset(self.entity_ids),
+            entities_with_instructions=frozenset(self.with_instructions),
+            contacts_by_email=self.contacts_by_email,
+            contact_ids=frozenset(self.contact_ids),
+            contact_entities=self.contact_entities,
+            distributions_by_ref={
+                r: d for r, d in self.distributions.items() if isinstance(d, ServiceDistribution)
+            },
+            entities_by_name={k: tuple(v) for k, v in self.entities_by_name.items()},
+            livemode=self.livemode,
+        )
+
+
+def _feed_entity(acc: _State, e: Entity) -> None:
+    refs = e.external_references or ([e.external_reference] if e.external_reference else [])
+    acc.entity(e.id, refs, e.name, e.type, bool(e.payment_instructions), e.livemode)
+
+
+def _feed_contact(acc: _State, c: Contact) -> None:
+    entities = frozenset(c.entities) if "entities" in c.model_fields_set else None
+    acc.contact(c.id, c.email, entities, c.livemode)
+
+
+async def _feed_distribution(acc: _State, client: FundClient, d: Distribution) -> None:
+    if d.external_reference:
+        acc.distribution(d.external_reference, d.status, await _distribution(client, d), d.livemode)
+    else:
+        acc.livemode = _live(acc.livemode, d.livemode)
+
+
+@dataclass
+class Snapshot:
+    """What :func:`load_state` read: the state, and the distributions only the warehouse
+    holds (their content is read by :func:`with_distributions` when a plan needs them)."""
+
+    state: ServiceState
+    known: Known | None = None
+    #: reference → warehouse id of a distribution counted but not yet read
+    pending: dict[str, str] = field(default_factory=dict)
+
+
+R = TypeVar("R", Entity, Contact, Distribution)
+
+
+async def _newest(listing: Paginator[R], known: frozenset[str]) -> tuple[list[R], bool] | None:
+    """The records listed before the first one in ``known``, newest first, and whether one
+    was met (else the list ended: it was read whole); None when the list is not in
+    ``created_at`` order (then only the full walk can be trusted)."""
+    out: list[R] = []
+    last = None
+    async for page in listing.pages():
+        for item in page.data:
+            created = item.created_at
+            if created is None or (last is not None and created > last):
+                return None
+            last = created
+            if item.id in known:
+                return out, True
+            out.append(item)
+    return out, False
+
+
+async def _since(
+    listing: Callable[[], Paginator[R]], known: frozenset[str], what: str, warnings: list[str]
+) -> tuple[list[R], bool]:
+    """What :func:`_newest` finds, or the whole list (with a warning) when out of order; the
+    flag says whether the warehouse's rows complete the records."""
+    found = await _newest(listing(), known)
+    if found is None:
+        warnings.append(_order_warning(what))
+        return [r async for r in listing()], False
+    return found
+
+
+def _order_warning(what: str) -> str:
+    return (
+        f"the service's {what} list is not in newest-first order: listed in full instead of "
+        "only what is newer than the last sync"
+    )
+
+
 async def load_state(
-    client: FundClient, org_id: str, *, vehicles: Iterable[str] = ()
+    client: FundClient,
+    org_id: str,
+    *,
+    vehicles: Iterable[str] = (),
+    known: Known | None = None,
 ) -> ServiceState:
     """Read the service's entities, contacts and distributions, and the balances of
-    ``vehicles`` (see :func:`with_vehicles`)."""
-    livemode: bool | None = None
-    entities_by_ref: dict[str, str] = {}
-    entities_by_name: dict[tuple[str, str], list[str]] = {}
-    entity_ids: set[str] = set()
-    with_instructions: set[str] = set()
-    async for e in client.list_entities():
-        livemode = _live(livemode, e.livemode)
-        entity_ids.add(e.id)
-        # newest first: keep the oldest entity carrying a reference; every reference counts
-        for ref in e.external_references or (
-            [e.external_reference] if e.external_reference else []
-        ):
-            entities_by_ref[ref] = e.id
-        if e.name and e.type:
-            entities_by_name.setdefault((e.name, e.type), []).append(e.id)
-        if e.payment_instructions:
-            with_instructions.add(e.id)
-    contacts_by_email: dict[str, str] = {}
-    contact_ids: set[str] = set()
-    contact_entities: dict[str, frozenset[str]] = {}
-    async for c in client.list_contacts():
-        livemode = _live(livemode, c.livemode)
-        contact_ids.add(c.id)
-        if c.email:
-            contacts_by_email[c.email.lower()] = c.id
-        if "entities" in c.model_fields_set:  # absent from the documented record
-            contact_entities[c.id] = frozenset(c.entities)
-    distributions: dict[str, ServiceDistribution] = {}
-    async for d in client.list_distributions():
-        livemode = _live(livemode, d.livemode)
-        if not d.external_reference:
-            continue
-        if d.status == "cancelled" and d.external_reference in distributions:
-            continue  # a live distribution with the same reference is what counts
-        distributions[d.external_reference] = await _distribution(client, d)
-    listed: set[str] = set()
+    ``vehicles`` (see :func:`with_vehicles`). With ``known`` (the warehouse's last sync) only
+    what is newer is listed — see :func:`load_snapshot`."""
+    snap = await load_snapshot(client, org_id, known=known)
+    state = snap.state
+    if snap.pending:
+        state = await with_distributions(client, snap, snap.pending)
+    return await with_vehicles(client, state, vehicles)
+
+
+async def load_snapshot(client: FundClient, org_id: str, *, known: Known | None) -> Snapshot:
+    """Entities, contacts and distributions, without balances.
+
+    Without ``known`` every list is walked in full. With it, each newest-first list is walked
+    only until an object the warehouse holds (everything older was read by that sync), and
+    the warehouse's rows complete the state; a list found out of ``created_at`` order is
+    walked in full, with a warning. Distributions only the warehouse holds are left
+    ``pending`` (reference → id) for :func:`with_distributions`.
+    """
+    acc = _State()
     warnings: list[str] = []
+    pending: dict[str, str] = {}
+    if known is None:
+        async for e in client.list_entities():
+            _feed_entity(acc, e)
+        async for c in client.list_contacts():
+            _feed_contact(acc, c)
+        async for d in client.list_distributions():
+            await _feed_distribution(acc, client, d)
+    else:
+        # a list read to its end without meeting a known object is whole by itself (and a
+        # warehouse none of whose objects the service lists describes another service)
+        entities, more = await _since(client.list_entities, known.entity_ids, "entity", warnings)
+        for e in entities:
+            _feed_entity(acc, e)
+        for k in known.entities if more else ():
+            refs = [k.external_reference] if k.external_reference else []
+            acc.entity(k.id, refs, k.name, k.type, k.has_instructions, k.livemode)
+        contacts, more = await _since(client.list_contacts, known.contact_ids, "contact", warnings)
+        for c in contacts:
+            _feed_contact(acc, c)
+        for cnt_id, email, linked, live in known.contacts if more else ():
+            acc.contact(cnt_id, email, linked, live)
+        distributions, more = await _since(
+            client.list_distributions, known.distribution_ids, "distribution", warnings
+        )
+        for d in distributions:
+            await _feed_distribution(acc, client, d)
+        for dst_id, ref, status, live in known.distributions if more else ():
+            acc.distribution(ref, status, dst_id, live)
+        pending = {r: d for r, d in acc.distributions.items() if isinstance(d, str)}
+    listed: set[str] = set()
     try:
         listed = {v.id async for v in client.list_vehicles()}
     except OPTIONAL_REFUSALS as exc:
@@ -104,21 +270,31 @@ async def load_state(
                 "vehicles are taken from the sheets, the ledger and FUNDPIPE_VEHICLES",
             )
         )
-    state = ServiceState(
-        org_id=org_id,
-        vehicles=frozenset(listed),
-        warnings=tuple(warnings),
-        entities_by_ref=entities_by_ref,
-        entity_ids=frozenset(entity_ids),
-        entities_with_instructions=frozenset(with_instructions),
-        contacts_by_email=contacts_by_email,
-        contact_ids=frozenset(contact_ids),
-        contact_entities=contact_entities,
-        distributions_by_ref=distributions,
-        entities_by_name={k: tuple(v) for k, v in entities_by_name.items()},
-        livemode=livemode,
-    )
-    return await with_vehicles(client, state, vehicles)
+    return Snapshot(acc.state(org_id, warnings, listed), known, pending)
+
+
+async def with_distributions(
+    client: FundClient, snap: Snapshot, refs: Iterable[str]
+) -> ServiceState:
+    """``snap``'s state with the warehouse-held distributions among ``refs`` read from the
+    warehouse (those a plan matches or an open request names); when the warehouse cannot be
+    read now, the distribution list is walked in full instead."""
+    state = snap.state
+    wanted = {r: snap.pending[r] for r in set(refs) if r in snap.pending}
+    if not wanted or snap.known is None:
+        return state
+    found = read_distributions(snap.known.path, wanted.values())
+    if found is None:
+        acc = _State()
+        async for d in client.list_distributions():
+            await _feed_distribution(acc, client, d)
+        full = acc.state(state.org_id, [], set())
+        return replace(state, distributions_by_ref=full.distributions_by_ref)
+    merged = dict(state.distributions_by_ref)
+    for ref, dst_id in wanted.items():
+        if dst_id in found:
+            merged[ref] = found[dst_id]
+    return replace(state, distributions_by_ref=merged)
 
 
 async def _distribution(client: FundClient, d: Distribution) -> ServiceDistribution:
