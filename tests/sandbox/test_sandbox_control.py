@@ -163,12 +163,12 @@ async def test_request_counts_show_what_a_client_asked_for(
     for _ in range(2):
         await client.get("/v1/distributions", headers=writer)
     await client.get("/v1/distributions/dst_missing", headers=writer)
-    await client.get("/v1/vehicles", headers=writer)  # over the limit: 429, still a request
+    await client.get("/v1/financial_accounts", headers=writer)  # over the limit: 429, counted
     counts = (await client.get("/_sandbox/requests")).json()
     assert counts == {
         "total": 4,
         "by_operation": {"GET /v1/distributions": 2, "GET /v1/distributions/{id}": 1,
-                         "GET /v1/vehicles": 1},
+                         "GET /v1/financial_accounts": 1},
         "by_status": {"200": 2, "404": 1, "429": 1},
     }  # fmt: skip
     await client.post("/_sandbox/reset", json={"seed": "demo"})

@@ -132,7 +132,7 @@ class Faults:
 
 
 #: A path segment that is an object id (`dst_…`, `ent_…`): counted as `{id}`.
-_ID_SEGMENT = re.compile(r"^[a-z]+_[A-Za-z0-9]+$")
+_ID_SEGMENT = re.compile(r"^[a-z]{2,5}_[A-Za-z0-9]+$")
 
 
 class RequestCounter:
