@@ -495,11 +495,16 @@ def print_targets(results: dict[str, Result], base: Baselines) -> None:
         worst = max(
             measured, key=lambda r: r.total(r.first, "cpu_s") / r.total(r.first, "requests")
         )
-        per = worst.total(worst.first, "cpu_s") / worst.total(worst.first, "requests") * 1000
+        requests = worst.total(worst.first, "requests")
+        cpu = worst.total(worst.first, "cpu_s")
+        per = cpu / requests * 1000
+        # what the three CLI processes would cost for no work at all, taken out for comparison
+        working = max(cpu - 3 * base.startup_cpu_s, 0.0) / requests * 1000
         print(
-            f"target client_cpu_per_request: {per:.2f} ms vs 2 ms (worst scenario {worst.label}; "
-            f"bare httpx {base.bare_cpu_ms_per_request:.2f} ms, ×{per / base.bare_cpu_ms_per_request:.0f})"
-            f" — {verdict(per <= 2)}"
+            f"target client_cpu_per_request: {per:.2f} ms vs 2 ms (worst scenario {worst.label}, "
+            f"first run; {working:.2f} ms above 3 CLI start-ups; bare httpx "
+            f"{base.bare_cpu_ms_per_request:.2f} ms, ×{per / base.bare_cpu_ms_per_request:.0f}) — "
+            f"{verdict(per <= 2)}"
         )
 
 
