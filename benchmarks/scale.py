@@ -26,6 +26,9 @@ history; peak RSS ≤ 1 GiB at 300k payments; client CPU ≤ 2 ms per request. T
 scenario (100k executed distributions, then a night of 1k) is `benchmarks/scale_history.py`,
 which reuses this module's harness. Timings are noisy on a shared machine; the ratios to the
 baselines are what to read.
+
+Longer than ~400 lines: it is also the harness (world, sandbox, phases, baselines) that
+`scale_300k.py` and `scale_history.py` import.
 """
 
 from __future__ import annotations
