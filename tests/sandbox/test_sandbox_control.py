@@ -169,3 +169,25 @@ async def test_control_vehicle_and_organization_creation(client: httpx.AsyncClie
     assert (
         await client.post("/_sandbox/vehicles", json={"organization": "org_ghost", "name": "X"})
     ).status_code == 404
+
+
+async def test_request_counts_show_what_a_client_asked_for(
+    client: httpx.AsyncClient, writer: dict[str, str]
+) -> None:
+    await client.put(
+        "/_sandbox/settings", json={"rate_limit_requests": 3, "rate_limit_window_s": 30}
+    )
+    await client.delete("/_sandbox/requests")  # the token request of `writer` is forgotten
+    for _ in range(2):
+        await client.get("/v1/distributions", headers=writer)
+    await client.get("/v1/distributions/dst_missing", headers=writer)
+    await client.get("/v1/financial_accounts", headers=writer)  # over the limit: 429, counted
+    counts = (await client.get("/_sandbox/requests")).json()
+    assert counts == {
+        "total": 4,
+        "by_operation": {"GET /v1/distributions": 2, "GET /v1/distributions/{id}": 1,
+                         "GET /v1/financial_accounts": 1},
+        "by_status": {"200": 2, "404": 1, "429": 1},
+    }  # fmt: skip
+    await client.post("/_sandbox/reset", json={"seed": "demo"})
+    assert (await client.get("/_sandbox/requests")).json()["total"] == 0

@@ -34,7 +34,8 @@ class SimulatedDisconnect(httpx.RemoteProtocolError):
 
 
 class SandboxMiddleware:
-    """Outermost layer: request id on every response, injected errors, drops, and the 500 net."""
+    """Outermost layer: request id on every response, request counts, injected errors, drops, and
+    the 500 net."""
 
     def __init__(self, app: ASGIApp, sandbox: Sandbox) -> None:
         """Wrap `app` for `sandbox`."""
@@ -53,6 +54,7 @@ class SandboxMiddleware:
         org = _header(scope, b"x-organization-id")
         injected = faults.error_status(path, org)
         if injected is not None:
+            self.sandbox.requests.count(scope["method"], path, injected)
             await self._send_error(send, rid, self._fault(injected))
             return
         started = False
@@ -62,6 +64,7 @@ class SandboxMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                self.sandbox.requests.count(scope["method"], path, message["status"])
                 headers = MutableHeaders(scope=message)
                 if "request-id" not in headers:
                     headers["Request-Id"] = rid
@@ -78,6 +81,7 @@ class SandboxMiddleware:
             log.exception("internal error (request %s)", rid)
             if started:
                 raise
+            self.sandbox.requests.count(scope["method"], path, 500)
             await self._send_error(
                 send,
                 rid,

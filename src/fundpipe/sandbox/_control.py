@@ -11,6 +11,9 @@ Payloads (JSON; every field optional unless marked):
 - `GET|PUT /_sandbox/settings` `{"rate_limit_requests", "rate_limit_window_s",
   "token_lifetime_s", "legacy_pagination"}` → the current settings (`legacy_pagination`: lists
   in the older `has_more`-only form, see `fundpipe.sandbox._modes`; shown only when true)
+- `GET|DELETE /_sandbox/requests` → `{"total", "by_operation", "by_status"}`: the requests
+  answered outside `/_sandbox/` since the start, the last reset or DELETE (429s included;
+  operations as `METHOD /v1/path/{id}`); DELETE sets them back to zero
 - `POST /_sandbox/clients` `{"client_id"*, "client_secret"*, "scopes", "organizations"}` → 201
   `{"client_id", "scopes", "organizations"}` (the secret is never echoed)
 - `POST /_sandbox/organizations` `{"id", "name"*}` → 201 organization
@@ -244,6 +247,18 @@ async def put_settings(request: Request) -> Response:
     return json_response(_settings(request))
 
 
+async def get_requests(request: Request) -> Response:
+    """GET /_sandbox/requests."""
+    return json_response(sandbox_of(request).requests.as_dict())
+
+
+async def delete_requests(request: Request) -> Response:
+    """DELETE /_sandbox/requests."""
+    counter = sandbox_of(request).requests
+    counter.clear()
+    return json_response(counter.as_dict())
+
+
 ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("POST", "/_sandbox/reset", reset),
     ("GET", "/_sandbox/clock", get_clock),
@@ -254,6 +269,8 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("DELETE", "/_sandbox/faults", delete_faults),
     ("GET", "/_sandbox/settings", get_settings),
     ("PUT", "/_sandbox/settings", put_settings),
+    ("GET", "/_sandbox/requests", get_requests),
+    ("DELETE", "/_sandbox/requests", delete_requests),
     ("POST", "/_sandbox/clients", create_client),
     ("POST", "/_sandbox/organizations", create_organization),
     ("POST", "/_sandbox/vehicles", create_vehicle),

@@ -1,11 +1,13 @@
-"""Per-client rate limiting and fault injection (both in memory, per app instance)."""
+"""Per-client rate limiting, fault injection and request counting (in memory, per app instance)."""
 
 from __future__ import annotations
 
 import math
 import random
+import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,3 +136,45 @@ class Faults:
             return False
         with self._lock:
             return self._rng.random() < current.drop_after_commit_rate
+
+
+#: A path segment that is an object id (`dst_…`, `ent_…`): counted as `{id}`.
+_ID_SEGMENT = re.compile(r"^[a-z]{2,5}_[A-Za-z0-9]+$")
+
+
+class RequestCounter:
+    """Counts the requests answered outside `/_sandbox/`, by operation and by status.
+
+    An operation is the method and the path with every id segment as `{id}`
+    (`GET /v1/distributions/{id}/payments`); rate-limited answers (429) count too, as requests.
+    """
+
+    def __init__(self) -> None:
+        """Start at zero."""
+        self._operations: Counter[str] = Counter()
+        self._statuses: Counter[int] = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, method: str, path: str, status: int) -> None:
+        """Count one answered request (control routes are not counted)."""
+        if path.startswith("/_sandbox"):
+            return
+        shape = "/".join("{id}" if _ID_SEGMENT.match(s) else s for s in path.split("/"))
+        with self._lock:
+            self._operations[f"{method} {shape}"] += 1
+            self._statuses[status] += 1
+
+    def clear(self) -> None:
+        """Back to zero."""
+        with self._lock:
+            self._operations.clear()
+            self._statuses.clear()
+
+    def as_dict(self) -> dict[str, Any]:
+        """`{"total", "by_operation", "by_status"}` (statuses as strings, JSON keys)."""
+        with self._lock:
+            return {
+                "total": sum(self._statuses.values()),
+                "by_operation": dict(sorted(self._operations.items())),
+                "by_status": {str(k): v for k, v in sorted(self._statuses.items())},
+            }

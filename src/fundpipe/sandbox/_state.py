@@ -1,4 +1,5 @@
-"""The running state of one sandbox app: store, clock, settings, limiter, faults, in-flight keys."""
+"""The running state of one sandbox app: store, clock, settings, limiter, faults, request counts,
+in-flight keys."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import datetime
 
 from fundpipe.sandbox._clock import SandboxClock
 from fundpipe.sandbox._config import SandboxConfig
-from fundpipe.sandbox._limits import Faults, RateLimiter
+from fundpipe.sandbox._limits import Faults, RateLimiter, RequestCounter
 from fundpipe.sandbox._modes import View
 from fundpipe.sandbox._seed import apply_seed
 from fundpipe.sandbox._store import Store, get_meta, set_meta, wipe
@@ -24,6 +25,7 @@ class Sandbox:
         self.token_lifetime_s = config.token_lifetime_s
         self.limiter = RateLimiter(config.rate_limit_requests, config.rate_limit_window_s)
         self.faults = Faults()
+        self.requests = RequestCounter()
         self.legacy_pagination = config.legacy_pagination
         self._inflight: set[tuple[str, str, str]] = set()
         self._inflight_lock = threading.Lock()
@@ -51,6 +53,7 @@ class Sandbox:
             apply_seed(conn, seed, self.now_ts(), self.config.demo_orgs)
         self.limiter.configure(self.config.rate_limit_requests, self.config.rate_limit_window_s)
         self.faults.clear()
+        self.requests.clear()
         self.token_lifetime_s = self.config.token_lifetime_s
         self.legacy_pagination = self.config.legacy_pagination
 
