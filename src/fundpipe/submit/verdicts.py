@@ -69,6 +69,12 @@ class IngestResult:
         """The files that ended in ``state``."""
         return [f for f in self.files if f.state == state]
 
+    def __repr__(self) -> str:
+        # short on purpose: asyncio.run() formats the result it returns (Python 3.11), and the
+        # dataclass repr of a 300k-payment plan was two 240 MB strings at the night's peak RSS
+        files = ", ".join(f"{f.source_file}: {f.state}" for f in self.files)
+        return f"IngestResult(files=[{files}], dry_run={self.dry_run}, exit_code={self.exit_code})"
+
 
 @dataclass(frozen=True)
 class Verdict:
