@@ -48,7 +48,7 @@ ORGS = ("org_demo", "org_demob", "org_democ")
 LIMIT = 2
 WORKERS = ("worker-a", "worker-b")
 #: Added to every read of the service, so one organization's night takes a few seconds.
-LATENCY_MS = 150
+LATENCY_MS = 400
 
 
 def _sheets(folder: Path) -> list[Path]:
@@ -189,9 +189,7 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
         # one child per organization, each completed, spread over both workers
         assert sorted(c["name"] for c in children) == [f"org-night-{o}" for o in ORGS]
         assert all(c["state"]["type"] == "COMPLETED" for c in children), children
-        ran_by = {
-            c["name"]: [name for name, log in logs.items() if c["id"] in log] for c in children
-        }
+        ran_by = {c["name"]: [n for n, log in logs.items() if _ran(log, c["id"])] for c in children}
         assert all(len(names) == 1 for names in ran_by.values()), ran_by
         assert {names[0] for names in ran_by.values()} == set(WORKERS), ran_by
         pids = {c["infrastructure_pid"] for c in children}
@@ -200,6 +198,8 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
         # the global concurrency limit held: never more than LIMIT organizations at once
         requests = httpx.get(f"{sandbox_url}/_sandbox/request_log").json()["requests"]
         most, spans = _most_at_once(requests)
+        t0 = min(start for start, _ in spans.values())
+        print({org: (round(a - t0, 1), round(b - t0, 1)) for org, (a, b) in spans.items()})
         assert set(spans) == set(ORGS)
         assert most <= LIMIT, spans
         # ... while all three child runs were running at once: the third one waited its turn
@@ -224,6 +224,14 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
 
 
 _FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def _ran(worker_log: str, run_id: str) -> bool:
+    """Whether the worker started the flow run (both may try; the server lets one)."""
+    return (
+        f"submitting flow run '{run_id}'" in worker_log
+        and f"Aborted submission of flow run '{run_id}'" not in worker_log
+    )
 
 
 def _when(text: str) -> float:
