@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
@@ -75,19 +76,20 @@ def _log_of(request: Request) -> RequestLog:
     return log
 
 
+def _answer(entries: list[LoggedRequest]) -> Response:
+    body = orjson.dumps({"requests": [asdict(e) for e in entries]})
+    return Response(body, 200, media_type="application/json")
+
+
 async def get_request_log(request: Request) -> Response:
     """GET /_sandbox/request_log."""
-    from fundpipe.sandbox._requests import json_response
-
-    return json_response({"requests": [asdict(e) for e in _log_of(request).entries()]})
+    return _answer(_log_of(request).entries())
 
 
 async def delete_request_log(request: Request) -> Response:
     """DELETE /_sandbox/request_log."""
-    from fundpipe.sandbox._requests import json_response
-
     _log_of(request).clear()
-    return json_response({"requests": []})
+    return _answer([])
 
 
 def register(app: FastAPI) -> None:
