@@ -9,7 +9,8 @@ flow's `fan_out` parameter):
 - `subflows` (default): child flow runs in this process, one thread each;
 - `deployments`: `run_deployment("org-night/org-night")` for each organization, so any worker
   of the work pool takes one (`flows/prefect.yaml` declares the deployment; `fundpipe serve`
-  serves it). The child reads its organization's settings from its own environment; only the
+  serves it), or, for an organization whose entry names a `work_queue`, any worker of that
+  queue of the pool (an organization's night runs where its files are). The child reads its organization's settings from its own environment; only the
   organization's id, the report date, the data directory and the embedded sandbox's URL travel
   as parameters, never a secret.
 
@@ -210,7 +211,11 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, An
     from prefect.deployments import run_deployment
 
     run: FlowRun = run_deployment(  # type: ignore[assignment,call-arg]  # the sync form
-        ORG_DEPLOYMENT, parameters=params, timeout=None, _sync=True
+        ORG_DEPLOYMENT,
+        parameters=params,
+        timeout=None,
+        work_queue_name=org.work_queue,
+        _sync=True,
     )
     row = org_row(org, run.state, None)
     row.update(_row_left_by(run.id))
