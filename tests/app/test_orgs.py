@@ -216,6 +216,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
 
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
+    monkeypatch.setattr(fanout, "check_deployment", lambda: None)
     monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: {})
     rows = fanout.fan_out(
         _settings(tmp_path, base_url="https://x.example"),

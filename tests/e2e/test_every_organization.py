@@ -233,3 +233,24 @@ def _run_name(run: str) -> str:
             return (await client.read_flow_run(uuid.UUID(run.rsplit("/", 1)[-1]))).name
 
     return asyncio.run(read())
+
+
+def test_deployments_fan_out_without_its_deployment_stops_before_any_organization(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FUNDPIPE_FAN_OUT", "deployments")  # and no org-night deployment
+    state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    assert state.is_failed(), state.message
+    message = state.message or ""
+    assert "has no org-night/org-night deployment" in message
+    assert "prefect deploy --all" in message
+    assert "Traceback" not in message
+    # no organization talked to the service, and every file still waits in its inbox
+    logged = httpx.get(f"{sandbox.base_url}/_sandbox/request_log").json()["requests"]
+    assert [r for r in logged if r["org_id"]] == []
+    for org, folder in (("org_demo", SAMPLES), ("org_demob", SAMPLES / "org_demob")):
+        waiting = {p.name for p in (two_orgs / "orgs" / org / "inbox").iterdir()}
+        assert {p.name for p in _sheets(folder)} <= waiting

@@ -251,6 +251,25 @@ def _row_left_by(flow_run_id: Any) -> dict[str, Any]:
     return {}
 
 
+def check_deployment() -> None:
+    """Stop the night before any child starts (exit 2) when the Prefect server holds no
+    `org-night/org-night` deployment: without it every organization would fail alike."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from fundpipe.errors import ConfigurationError
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_deployment_by_name(ORG_DEPLOYMENT)
+        except ObjectNotFound:
+            raise ConfigurationError(
+                f"FUNDPIPE_FAN_OUT=deployments, but the Prefect server at {client.api_url} has no "
+                f"{ORG_DEPLOYMENT} deployment: deploy flows/prefect.yaml (prefect deploy --all) "
+                "and start a worker, run `fundpipe serve`, or unset FUNDPIPE_FAN_OUT"
+            ) from None
+
+
 def _start(mode: str, org: Organization, params: dict[str, Any]) -> dict[str, Any]:
     """Run one child and return its row; nothing it raises reaches the other children."""
     try:
@@ -286,6 +305,8 @@ def fan_out(
         hosts[name] = hosts.get(name, 0) + 1
     for name in hosts:
         ensure_limit(name, live.org_concurrency)
+    if mode == "deployments":
+        check_deployment()
     jobs = []
     for org in orgs:
         name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))
