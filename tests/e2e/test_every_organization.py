@@ -254,3 +254,22 @@ def test_deployments_fan_out_without_its_deployment_stops_before_any_organizatio
     for org, folder in (("org_demo", SAMPLES), ("org_demob", SAMPLES / "org_demob")):
         waiting = {p.name for p in (two_orgs / "orgs" / org / "inbox").iterdir()}
         assert {p.name for p in _sheets(folder)} <= waiting
+
+
+def test_a_stopped_child_leaves_its_exit_code_for_a_parent_on_another_worker(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With FUNDPIPE_FAN_OUT=deployments the parent reads a child's row from its artifact: a
+    child stopped by a locked inbox leaves exit code 4 there, as a subflow's error would say."""
+    from fundpipe.app import fanout
+    from fundpipe.submit.inbox import InboxLock
+
+    monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "0")
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(two_orgs))
+    with InboxLock(two_orgs / "orgs" / "org_demob"):  # another run holds org_demob's inbox
+        state = fanout.org_night(org="org_demob", several=True, return_state=True)
+    assert state.is_cancelled(), state.message
+    assert fanout._row_left_by(state.state_details.flow_run_id) == {"exit_code": 4}

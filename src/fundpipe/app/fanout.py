@@ -118,7 +118,10 @@ def org_night(
     """
     from fundpipe.app.steps import _guard
 
-    return _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
+    final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
+    if not final.is_completed():
+        _leave_exit_code(final)
+    return final
 
 
 def _org_settings(
@@ -180,6 +183,18 @@ def _org_night(
     return final
 
 
+def _leave_exit_code(final: State[Any]) -> None:
+    """A stopped child's exit code (4: its inbox was locked; 2: its configuration; 3: the
+    service), as its row artifact: a parent on another worker cannot read the child's error."""
+    from prefect.artifacts import create_table_artifact
+
+    from fundpipe.errors import FundpipeError
+
+    error = final.data
+    code = int(error.exit_code) if isinstance(error, FundpipeError) else 3
+    create_table_artifact(table=[{"exit_code": code}], key=ORG_ROW_KEY, description="fundpipe")
+
+
 def _leave_row(org: Organization, summary: dict[str, Any], final: State[Any]) -> None:
     """The child's row of the cross-organization table, as an artifact the parent can read
     when the child ran on another worker."""
@@ -222,7 +237,7 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, An
     row["state"] = run.state.type.value.title() if run.state is not None else "Failed"
     row["message"] = (run.state.message if run.state is not None else "") or ""
     if run.state is None or not run.state.is_completed():
-        row["exit_code"] = max(int(row.get("exit_code") or 0), 3)
+        row["exit_code"] = int(row.get("exit_code") or 0) or 3  # the child's own, else 3
     row["run"] = run_link(run.id)
     return row
 
