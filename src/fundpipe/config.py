@@ -40,7 +40,9 @@ OWN_ORG_FOLDER = "default"
 class Organization:
     """One organization fundpipe runs for (`FUNDPIPE_ORGS`, `FUNDPIPE_ORGS_FILE`, or the
     service's organization read): its id, display name, and optionally its own service URL,
-    OAuth client id and the name of the Prefect Secret block holding that client's secret.
+    OAuth client id and the name of the Prefect Secret block holding that client's secret, and
+    the work queue its `org-night` run goes to (`FUNDPIPE_FAN_OUT=deployments`; None: the
+    deployment's own).
 
     `id` None: the client's own organization, not named (no `X-Organization-Id` header).
     """
@@ -50,6 +52,7 @@ class Organization:
     base_url: str | None = None
     client_id: str | None = None
     secret_block: str | None = None
+    work_queue: str | None = None
 
     @property
     def folder(self) -> str:

@@ -84,6 +84,9 @@ def test_bad_option_values_are_usage_errors_not_tracebacks() -> None:
     assert "Traceback" not in result.output
     result = runner.invoke(app, ["sandbox", "--seed", "nonsense"])
     assert result.exit_code == 2
+    result = runner.invoke(app, ["sandbox", "--rate-limit-scope", "everyone"])
+    assert result.exit_code == 2
+    assert "client or client_org" in result.output
 
 
 def test_sandbox_refuses_a_public_interface_unless_asked() -> None:

@@ -188,3 +188,92 @@ def test_validate_without_files_checks_what_waits_in_the_organization_s_inbox(
     result = runner.invoke(app, ["validate"])
     assert result.exit_code == 2
     assert "name one with --org" in " ".join(result.output.split())
+
+
+def test_an_organization_s_night_goes_to_its_work_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With FUNDPIPE_FAN_OUT=deployments, an entry's `work_queue` routes its `org-night` run to
+    the workers of that queue (where its files are); the others go to the deployment's own."""
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.deployments
+    from prefect.states import Completed
+
+    from fundpipe.app import fanout
+
+    orgs = parse_orgs('[{"id": "org_a", "work_queue": "group-a"}, "org_b"]')
+    assert [o.work_queue for o in orgs] == ["group-a", None]
+    started: dict[str, str | None] = {}
+
+    def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
+        assert name == "org-night/org-night"
+        params = kwargs["parameters"]
+        assert isinstance(params, dict)
+        started[params["org"]] = kwargs.get("work_queue_name")  # type: ignore[assignment]
+        return SimpleNamespace(id=uuid.uuid4(), state=Completed())
+
+    monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
+    monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
+    monkeypatch.setattr(fanout, "check_deployment", lambda: None)
+    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: {})
+    rows = fanout.fan_out(
+        _settings(tmp_path, base_url="https://x.example"),
+        orgs,
+        as_of=None,
+        data_dir=None,
+        base_url=None,
+        mode="deployments",
+    )
+    assert started == {"org_a": "group-a", "org_b": None}
+    assert [(r["organization"], r["state"]) for r in rows] == [
+        ("org_a", "Completed"),
+        ("org_b", "Completed"),
+    ]
+
+
+def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child run on another worker that stopped (its inbox locked: Cancelled, exit 4; its
+    configuration: exit 2) keeps its exit code in the parent's row; one that left none is 3."""
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.deployments
+    from prefect.states import Cancelled, Failed
+
+    from fundpipe.app import fanout
+
+    states = {
+        "org_a": Cancelled(message="inbox locked"),
+        "org_b": Failed(message="no secret"),
+        "org_c": Failed(message="crashed"),
+    }
+    left = {"org_a": {"exit_code": 4}, "org_b": {"exit_code": 2}, "org_c": {}}
+    ids: dict[uuid.UUID, str] = {}
+
+    def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
+        org = kwargs["parameters"]["org"]  # type: ignore[index]
+        run_id = uuid.uuid4()
+        ids[run_id] = org
+        return SimpleNamespace(id=run_id, state=states[org])
+
+    monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
+    monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
+    monkeypatch.setattr(fanout, "check_deployment", lambda: None)
+    monkeypatch.setattr(fanout, "_row_left_by", lambda run_id: left[ids[run_id]])
+    rows = fanout.fan_out(
+        _settings(tmp_path, base_url="https://x.example"),
+        parse_orgs("org_a,org_b,org_c"),
+        as_of=None,
+        data_dir=None,
+        base_url=None,
+        mode="deployments",
+    )
+    assert [(r["state"], r["exit_code"], r["message"]) for r in rows] == [
+        ("Cancelled", 4, "inbox locked"),
+        ("Failed", 2, "no secret"),
+        ("Failed", 3, "crashed"),
+    ]

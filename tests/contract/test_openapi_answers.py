@@ -306,6 +306,17 @@ def test_control_routes_answer_as_documented(client: TestClient) -> None:
     assert statuses == [200] * 7 + [201, 409, 201, 201, 201, 200, 404, 400, 200]
 
 
+def test_request_log_and_rate_limit_scope_answer_as_documented(client: TestClient) -> None:
+    """The request log and the per-organization rate-limit mode match their documented shapes."""
+    client.get("/v1/vehicles", headers=token(client))
+    logged = conforms("GET", "/_sandbox/request_log", client.get("/_sandbox/request_log"))
+    assert [r["operation"] for r in logged["requests"]][-1] == "GET /v1/vehicles"
+    cleared = client.delete("/_sandbox/request_log")
+    assert conforms("DELETE", "/_sandbox/request_log", cleared) == {"requests": []}
+    scoped = client.put("/_sandbox/settings", json={"rate_limit_scope": "client_org"})
+    assert conforms("PUT", "/_sandbox/settings", scoped)["rate_limit_scope"] == "client_org"
+
+
 def test_cancel_control_route_answers_as_documented(client: TestClient) -> None:
     """Cancelling: the cancelled distribution, 400 once executed, 404 when unknown."""
     auth = token(client)

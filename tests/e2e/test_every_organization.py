@@ -233,3 +233,43 @@ def _run_name(run: str) -> str:
             return (await client.read_flow_run(uuid.UUID(run.rsplit("/", 1)[-1]))).name
 
     return asyncio.run(read())
+
+
+def test_deployments_fan_out_without_its_deployment_stops_before_any_organization(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FUNDPIPE_FAN_OUT", "deployments")  # and no org-night deployment
+    state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    assert state.is_failed(), state.message
+    message = state.message or ""
+    assert "has no org-night/org-night deployment" in message
+    assert "prefect deploy --all" in message
+    assert "Traceback" not in message
+    # no organization talked to the service, and every file still waits in its inbox
+    logged = httpx.get(f"{sandbox.base_url}/_sandbox/request_log").json()["requests"]
+    assert [r for r in logged if r["org_id"]] == []
+    for org, folder in (("org_demo", SAMPLES), ("org_demob", SAMPLES / "org_demob")):
+        waiting = {p.name for p in (two_orgs / "orgs" / org / "inbox").iterdir()}
+        assert {p.name for p in _sheets(folder)} <= waiting
+
+
+def test_a_stopped_child_leaves_its_exit_code_for_a_parent_on_another_worker(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With FUNDPIPE_FAN_OUT=deployments the parent reads a child's row from its artifact: a
+    child stopped by a locked inbox leaves exit code 4 there, as a subflow's error would say."""
+    from fundpipe.app import fanout
+    from fundpipe.submit.inbox import InboxLock
+
+    monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "0")
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(two_orgs))
+    with InboxLock(two_orgs / "orgs" / "org_demob"):  # another run holds org_demob's inbox
+        state = fanout.org_night(org="org_demob", several=True, return_state=True)
+    assert state.is_cancelled(), state.message
+    assert fanout._row_left_by(state.state_details.flow_run_id) == {"exit_code": 4}

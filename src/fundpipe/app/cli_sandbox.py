@@ -54,6 +54,14 @@ def sandbox_command(
             "--demo-orgs", min=1, max=26, help="Demo organizations the demo seed creates."
         ),
     ] = 1,
+    rate_limit_scope: Annotated[
+        str,
+        typer.Option(
+            "--rate-limit-scope",
+            help="Sandbox mode: the quota per client (client) or per client and organization "
+            "(client_org).",
+        ),
+    ] = "client",
 ) -> None:
     """Serve the Fund Distribution Service sandbox over HTTP (Ctrl-C stops it).
 
@@ -65,6 +73,8 @@ def sandbox_command(
     with user_errors():
         if seed not in {"demo", "empty"}:
             raise InputError("--seed must be demo or empty")
+        if rate_limit_scope not in {"client", "client_org"}:
+            raise InputError("--rate-limit-scope must be client or client_org")
         if host not in {"127.0.0.1", "localhost", "::1"} and not allow_non_loopback:
             raise InputError(
                 f"refusing to serve on {host}: the sandbox's control routes "
@@ -83,4 +93,5 @@ def sandbox_command(
             public_forms=public_forms,
             legacy_pagination=legacy_pagination,
             demo_orgs=demo_orgs,
+            rate_limit_scope="client_org" if rate_limit_scope == "client_org" else "client",
         )

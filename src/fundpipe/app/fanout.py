@@ -9,7 +9,8 @@ flow's `fan_out` parameter):
 - `subflows` (default): child flow runs in this process, one thread each;
 - `deployments`: `run_deployment("org-night/org-night")` for each organization, so any worker
   of the work pool takes one (`flows/prefect.yaml` declares the deployment; `fundpipe serve`
-  serves it). The child reads its organization's settings from its own environment; only the
+  serves it), or, for an organization whose entry names a `work_queue`, any worker of that
+  queue of the pool (an organization's night runs where its files are). The child reads its organization's settings from its own environment; only the
   organization's id, the report date, the data directory and the embedded sandbox's URL travel
   as parameters, never a secret.
 
@@ -117,7 +118,10 @@ def org_night(
     """
     from fundpipe.app.steps import _guard
 
-    return _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
+    final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
+    if not final.is_completed():
+        _leave_exit_code(final)
+    return final
 
 
 def _org_settings(
@@ -179,6 +183,18 @@ def _org_night(
     return final
 
 
+def _leave_exit_code(final: State[Any]) -> None:
+    """A stopped child's exit code (4: its inbox was locked; 2: its configuration; 3: the
+    service), as its row artifact: a parent on another worker cannot read the child's error."""
+    from prefect.artifacts import create_table_artifact
+
+    from fundpipe.errors import FundpipeError
+
+    error = final.data
+    code = int(error.exit_code) if isinstance(error, FundpipeError) else 3
+    create_table_artifact(table=[{"exit_code": code}], key=ORG_ROW_KEY, description="fundpipe")
+
+
 def _leave_row(org: Organization, summary: dict[str, Any], final: State[Any]) -> None:
     """The child's row of the cross-organization table, as an artifact the parent can read
     when the child ran on another worker."""
@@ -210,14 +226,18 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, An
     from prefect.deployments import run_deployment
 
     run: FlowRun = run_deployment(  # type: ignore[assignment,call-arg]  # the sync form
-        ORG_DEPLOYMENT, parameters=params, timeout=None, _sync=True
+        ORG_DEPLOYMENT,
+        parameters=params,
+        timeout=None,
+        work_queue_name=org.work_queue,
+        _sync=True,
     )
     row = org_row(org, run.state, None)
     row.update(_row_left_by(run.id))
     row["state"] = run.state.type.value.title() if run.state is not None else "Failed"
     row["message"] = (run.state.message if run.state is not None else "") or ""
     if run.state is None or not run.state.is_completed():
-        row["exit_code"] = max(int(row.get("exit_code") or 0), 3)
+        row["exit_code"] = int(row.get("exit_code") or 0) or 3  # the child's own, else 3
     row["run"] = run_link(run.id)
     return row
 
@@ -244,6 +264,25 @@ def _row_left_by(flow_run_id: Any) -> dict[str, Any]:
         if isinstance(data, list) and data and isinstance(data[0], dict):
             return dict(data[0])
     return {}
+
+
+def check_deployment() -> None:
+    """Stop the night before any child starts (exit 2) when the Prefect server holds no
+    `org-night/org-night` deployment: without it every organization would fail alike."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from fundpipe.errors import ConfigurationError
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_deployment_by_name(ORG_DEPLOYMENT)
+        except ObjectNotFound:
+            raise ConfigurationError(
+                f"FUNDPIPE_FAN_OUT=deployments, but the Prefect server at {client.api_url} has no "
+                f"{ORG_DEPLOYMENT} deployment: deploy flows/prefect.yaml (prefect deploy --all) "
+                "and start a worker, run `fundpipe serve`, or unset FUNDPIPE_FAN_OUT"
+            ) from None
 
 
 def _start(mode: str, org: Organization, params: dict[str, Any]) -> dict[str, Any]:
@@ -281,6 +320,8 @@ def fan_out(
         hosts[name] = hosts.get(name, 0) + 1
     for name in hosts:
         ensure_limit(name, live.org_concurrency)
+    if mode == "deployments":
+        check_deployment()
     jobs = []
     for org in orgs:
         name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))

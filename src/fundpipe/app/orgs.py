@@ -3,7 +3,7 @@
 `organizations(settings)` gives the list, in this order of precedence:
 
 1. `FUNDPIPE_ORGS`: a JSON list (objects with `id`, `name`, `base_url`, `client_id`,
-   `secret_block`, or plain ids), or the short form `org_a,org_b`;
+   `secret_block`, `work_queue`, or plain ids), or the short form `org_a,org_b`;
 2. `FUNDPIPE_ORGS_FILE`: a TOML file of `[[organizations]]` tables with the same keys;
 3. the organizations the client may act for, through the organization read (a guessed path,
    `Settings.paths["organizations"]`);
@@ -43,7 +43,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_KEYS = ("id", "name", "base_url", "client_id", "secret_block")
+_KEYS = ("id", "name", "base_url", "client_id", "secret_block", "work_queue")
 #: What an organization id may look like: it names folders under data/orgs/ and reports/.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -81,6 +81,7 @@ def _entry(raw: Any, where: str) -> Organization:
         base_url=url,
         client_id=values["client_id"],
         secret_block=values["secret_block"],
+        work_queue=values["work_queue"],
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from typing import Any
 
 import httpx
@@ -16,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fundpipe.sandbox import _control, _routes
+from fundpipe.sandbox import _control, _request_log, _routes
 from fundpipe.sandbox._config import SandboxConfig
 from fundpipe.sandbox._errors import ApiError, error_body, param
 from fundpipe.sandbox._requests import dumps, error_response, request_id_of
@@ -52,19 +53,37 @@ class SandboxMiddleware:
         path: str = scope["path"]
         faults = self.sandbox.faults
         org = _header(scope, b"x-organization-id")
-        injected = faults.error_status(path, org)
-        if injected is not None:
-            self.sandbox.requests.count(scope["method"], path, injected)
-            await self._send_error(send, rid, self._fault(injected))
-            return
+        began = time.time()
+        status = 0
+        requests = self.sandbox.request_log
+        try:
+            injected = faults.error_status(path, org)
+            if injected is not None:
+                status = injected
+                await self._send_error(send, rid, self._fault(injected))
+                return
+            status = await self._serve(scope, receive, send, rid, org)
+        finally:
+            if requests.logs(path):
+                requests.record(began, org, scope["method"], path, status)
+            if status:
+                self.sandbox.requests.count(scope["method"], path, status)
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, rid: str, org: str | None
+    ) -> int:
+        """Run the app; return the status answered (0 when the connection was dropped first)."""
+        path: str = scope["path"]
+        faults = self.sandbox.faults
         started = False
+        status = 0
         is_post = scope["method"] == "POST"
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal started, status
             if message["type"] == "http.response.start":
                 started = True
-                self.sandbox.requests.count(scope["method"], path, message["status"])
+                status = int(message["status"])
                 headers = MutableHeaders(scope=message)
                 if "request-id" not in headers:
                     headers["Request-Id"] = rid
@@ -81,12 +100,13 @@ class SandboxMiddleware:
             log.exception("internal error (request %s)", rid)
             if started:
                 raise
-            self.sandbox.requests.count(scope["method"], path, 500)
+            status = 500
             await self._send_error(
                 send,
                 rid,
                 ApiError(500, "Internal error; quote the request_id to support.", "internal_error"),
             )
+        return status
 
     @staticmethod
     def _fault(status: int) -> ApiError:
@@ -176,6 +196,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     _routes.register(app, strict_interface=config.strict_interface)
     if config.control_routes:
         _control.register(app)
+        _request_log.register(app)
     handlers: dict[Any, Any] = {
         ApiError: _api_error,
         StarletteHTTPException: _http_error,

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Literal
 
 SeedName = Literal["demo", "empty"]
+#: What the rate limiter counts a quota for: each client, or each client and organization.
+RateLimitScope = Literal["client", "client_org"]
+RATE_LIMIT_SCOPES: tuple[RateLimitScope, ...] = ("client", "client_org")
 
 #: Host of the web application that `sender_url` / `recipient_url` point at (interface 1.6.0).
 DEFAULT_APP_URL = "https://app.sandbox.fundservice.example"
@@ -35,6 +38,11 @@ class SandboxConfig:
       control route `PUT /_sandbox/settings` changes it at run time).
     - `demo_orgs`: how many demo organizations the `demo` seed creates (1 to 26; the second
       and later ones are `org_demob`, `org_democ`, …, all reachable by the demo clients).
+    - `rate_limit_scope`: a sandbox mode, not part of the documented interface (which shows
+      no quotas): `client` (default) limits each client's requests together; `client_org`
+      gives each client a quota per organization (`X-Organization-Id`), as a service that
+      limits every organization on its own would (initial setting; `PUT /_sandbox/settings`
+      changes it at run time).
     """
 
     db_path: Path | None = None
@@ -50,8 +58,13 @@ class SandboxConfig:
     public_forms: bool = False
     legacy_pagination: bool = False
     demo_orgs: int = 1
+    rate_limit_scope: RateLimitScope = "client"
 
     def __post_init__(self) -> None:
         """Refuse settings no sandbox can serve."""
         if not 1 <= self.demo_orgs <= MAX_DEMO_ORGS:
             raise ValueError(f"demo_orgs must be from 1 to {MAX_DEMO_ORGS}, not {self.demo_orgs}")
+        if self.rate_limit_scope not in RATE_LIMIT_SCOPES:
+            raise ValueError(
+                f"rate_limit_scope must be one of {RATE_LIMIT_SCOPES}, not {self.rate_limit_scope!r}"
+            )

@@ -9,8 +9,11 @@ Payloads (JSON; every field optional unless marked):
   "drop_after_commit_rate", "seed", "path_prefix", "org_id"}` → the current fault settings
   (`org_id`: fault only the requests naming that organization in `X-Organization-Id`)
 - `GET|PUT /_sandbox/settings` `{"rate_limit_requests", "rate_limit_window_s",
-  "token_lifetime_s", "legacy_pagination"}` → the current settings (`legacy_pagination`: lists
-  in the older `has_more`-only form, see `fundpipe.sandbox._modes`; shown only when true)
+  "token_lifetime_s", "legacy_pagination", "rate_limit_scope"}` → the current settings
+  (`legacy_pagination`: lists in the older `has_more`-only form, see `fundpipe.sandbox._modes`;
+  shown only when true; `rate_limit_scope`: `client` or `client_org`, the quota per client or per
+  client and organization — a sandbox mode, see `SandboxConfig`; shown only when not `client`)
+- `GET|DELETE /_sandbox/request_log` → `{"requests": [...]}` (see `fundpipe.sandbox._request_log`)
 - `GET|DELETE /_sandbox/requests` → `{"total", "by_operation", "by_status"}`: the requests
   answered outside `/_sandbox/` since the start, the last reset or DELETE (429s included;
   operations as `METHOD /v1/path/{id}`); DELETE sets them back to zero
@@ -43,6 +46,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
+from fundpipe.sandbox._config import RATE_LIMIT_SCOPES
 from fundpipe.sandbox._control_data import (
     bulk_financial_accounts,
     cancel_distribution,
@@ -216,6 +220,8 @@ def _settings(request: Request) -> dict[str, Any]:
     # Shown only when on: the settings of a sandbox in the current form read as they always did.
     if sandbox.legacy_pagination:
         out["legacy_pagination"] = True
+    if sandbox.rate_limit_scope != "client":
+        out["rate_limit_scope"] = sandbox.rate_limit_scope
     return out
 
 
@@ -228,12 +234,28 @@ async def put_settings(request: Request) -> Response:
     """PUT /_sandbox/settings."""
     fields = Fields(
         await read_payload(request),
-        {"rate_limit_requests", "rate_limit_window_s", "token_lifetime_s", "legacy_pagination"},
+        {
+            "rate_limit_requests",
+            "rate_limit_window_s",
+            "token_lifetime_s",
+            "legacy_pagination",
+            "rate_limit_scope",
+        },
     )
     requests = fields.integer("rate_limit_requests", 1, 10_000_000)
     window = fields.number("rate_limit_window_s", 0.001, 86_400)
     lifetime = fields.integer("token_lifetime_s", 1, 10 * 365 * 86400)
     legacy = fields.boolean("legacy_pagination")
+    scope = fields.string("rate_limit_scope")
+    if scope is not None and scope not in RATE_LIMIT_SCOPES:
+        fields.problems.append(
+            param(
+                "body.rate_limit_scope",
+                "parameter_invalid",
+                f"must be one of {', '.join(RATE_LIMIT_SCOPES)}",
+                scope,
+            )
+        )
     fields.check()
     sandbox = sandbox_of(request)
     if requests is not None or window is not None:
@@ -244,6 +266,9 @@ async def put_settings(request: Request) -> Response:
         sandbox.token_lifetime_s = lifetime
     if legacy is not None:
         sandbox.legacy_pagination = legacy
+    if scope in RATE_LIMIT_SCOPES:
+        sandbox.rate_limit_scope = "client_org" if scope == "client_org" else "client"
+        sandbox.limiter.reset()
     return json_response(_settings(request))
 
 

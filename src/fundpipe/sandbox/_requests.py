@@ -100,7 +100,10 @@ async def authorize(
         except ApiError as exc:
             failure = exc
     host = request.client.host if request.client else "unknown"
-    limit_key = principal.client_id if principal else f"anonymous:{host}"
+    org_header = request.headers.get("x-organization-id")
+    limit_key = (
+        sandbox.limit_key(principal.client_id, org_header) if principal else f"anonymous:{host}"
+    )
     retry_after = sandbox.limiter.check(limit_key)
     if retry_after is not None:
         raise ApiError(

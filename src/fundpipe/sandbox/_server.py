@@ -13,7 +13,7 @@ from types import TracebackType
 import uvicorn
 
 from fundpipe.sandbox._app import SimulatedDisconnect, create_app
-from fundpipe.sandbox._config import SandboxConfig
+from fundpipe.sandbox._config import RateLimitScope, SandboxConfig
 
 
 class _QuietDrops(logging.Filter):
@@ -160,6 +160,7 @@ def run_server(
     public_forms: bool = False,
     legacy_pagination: bool = False,
     demo_orgs: int = 1,
+    rate_limit_scope: RateLimitScope = "client",
 ) -> None:
     """Serve the sandbox until interrupted (what `fundpipe sandbox` runs); control routes on.
 
@@ -178,5 +179,6 @@ def run_server(
         public_forms=public_forms,
         legacy_pagination=legacy_pagination,
         demo_orgs=demo_orgs,
+        rate_limit_scope=rate_limit_scope,
     )
     uvicorn.Server(_uvicorn_config(config, host, port)).run()

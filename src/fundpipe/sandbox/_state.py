@@ -10,6 +10,7 @@ from fundpipe.sandbox._clock import SandboxClock
 from fundpipe.sandbox._config import SandboxConfig
 from fundpipe.sandbox._limits import Faults, RateLimiter, RequestCounter
 from fundpipe.sandbox._modes import View
+from fundpipe.sandbox._request_log import RequestLog
 from fundpipe.sandbox._seed import apply_seed
 from fundpipe.sandbox._store import Store, get_meta, set_meta, wipe
 
@@ -26,6 +27,8 @@ class Sandbox:
         self.limiter = RateLimiter(config.rate_limit_requests, config.rate_limit_window_s)
         self.faults = Faults()
         self.requests = RequestCounter()
+        self.request_log = RequestLog()
+        self.rate_limit_scope = config.rate_limit_scope
         self.legacy_pagination = config.legacy_pagination
         self._inflight: set[tuple[str, str, str]] = set()
         self._inflight_lock = threading.Lock()
@@ -36,6 +39,13 @@ class Sandbox:
             offset = get_meta(conn, "clock_offset_s")
         if offset is not None:
             self.clock.set_offset(float(offset))
+
+    def limit_key(self, client_id: str, org: str | None) -> str:
+        """The rate limiter's key for a request of `client_id` naming `org` (see
+        `SandboxConfig.rate_limit_scope`)."""
+        if self.rate_limit_scope == "client_org":
+            return f"{client_id}|{org or ''}"
+        return client_id
 
     def now(self) -> datetime:
         """The sandbox time."""
@@ -54,6 +64,8 @@ class Sandbox:
         self.limiter.configure(self.config.rate_limit_requests, self.config.rate_limit_window_s)
         self.faults.clear()
         self.requests.clear()
+        self.request_log.clear()
+        self.rate_limit_scope = self.config.rate_limit_scope
         self.token_lifetime_s = self.config.token_lifetime_s
         self.legacy_pagination = self.config.legacy_pagination
 
