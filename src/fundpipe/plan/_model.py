@@ -137,7 +137,7 @@ class FileInput:
 # --------------------------------------------------------------------------- plan outputs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per sheet row, 300k on a big night
 class PlannedPayment:
     """One sheet payment row as it will be sent."""
 
