@@ -92,6 +92,14 @@ def _group_distributions(
     overrides, notifies = column("distribution_date_override"), column("notify")
     names, vehicles = column("distribution_name"), column("vehicle")
     dates, zones = column("distribution_date"), column("distribution_timezone")
+    known: dict[tuple[Any, Any], str | Ref] = {}  # one placeholder per investor, not per row
+
+    def entity_of(value: Any, is_ref: Any) -> str | Ref:
+        key = (value, is_ref)
+        if key not in known:
+            known[key] = _entity_of(value, is_ref, state, roster)
+        return known[key]
+
     out: list[PlannedDistribution] = []
     for ref, members in groups.items():
         first = members[0]
@@ -106,7 +114,7 @@ def _group_distributions(
                     source_file=_text(sources[i]) or file.source_file,
                     sheet=_text(sheets[i]) or "",
                     row=int(rows[i] or 0),
-                    entity=_entity_of(entities[i], is_refs[i], state, roster),
+                    entity=entity_of(entities[i], is_refs[i]),
                     amount_cents=int(amounts[i]),
                     currency=_text(currencies[i]) or "USD",
                     distribution_date_override=_text(overrides[i]),

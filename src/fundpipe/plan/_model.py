@@ -35,7 +35,7 @@ class UnresolvedReferenceError(LookupError):
     """A placeholder could not be resolved: the object it names was never created."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A placeholder for an id the service assigns in an earlier phase.
 
