@@ -168,10 +168,11 @@ async def execute(
     """Run the plan's phases in order (associations beside the later ones), with at most
     ``concurrency`` requests in flight.
 
-    A phase's requests are resolved first (ids of earlier phases only), then sent in chunks of
-    ``chunk_size`` (default ``8 × concurrency``): the chunk's intents are committed in one
-    statement before any of its requests is sent, and its outcomes in one commit before the next
-    chunk's intents. ``progress`` hears one step per planned request, whatever its outcome.
+    A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``; fewer
+    when they carry over 50k payments), each resolved just before it is sent (ids of earlier
+    phases only): the chunk's intents are committed in one statement before any of its requests
+    is sent, and its outcomes in one commit before the next chunk's intents. ``progress`` hears
+    one step per planned request, whatever its outcome.
     """
     result = SubmitResult()
     sink = progress or NullProgress()
