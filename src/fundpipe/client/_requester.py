@@ -311,13 +311,17 @@ class Requester:
             msg = "a create takes a non-empty list of elements"
             raise ValueError(msg)
         key = idempotency_key_ or idempotency_key(self.settings.org_id, "POST", path, json_body)
+        content = dumps_plain(json_body).encode("ascii")
+        secrets = account_numbers(json_body)
+        del json_body  # not held while the request is in flight (a big body is ~1 MB of objects)
         response = await self.send(
             "POST",
             path,
-            content=dumps_plain(json_body).encode("ascii"),
+            content=content,
             headers={"Content-Type": "application/json", "Idempotency-Key": key},
-            secrets=account_numbers(json_body),
+            secrets=secrets,
         )
+        del content
         envelope = self._json(response)
         data = envelope.get("data") if isinstance(envelope, dict) else None
         if not isinstance(data, list):
@@ -327,7 +331,13 @@ class Requester:
                 request_id=request_id_of(response),
                 body=response.content,
             )
-        return [self.parse(model, item, response) for item in data]
+        del envelope
+        records = []
+        # each decoded item is dropped once parsed: a big create's answer is not held twice
+        for i, item in enumerate(data):
+            records.append(self.parse(model, item, response))
+            data[i] = None
+        return records
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)

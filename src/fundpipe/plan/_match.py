@@ -42,6 +42,10 @@ def _contact_of(value: str, state: ServiceState) -> str | Ref:
     return state.contacts_by_email.get(email) or Ref("contact", email)
 
 
+#: the columns a distribution's reference comes from (derived from the last three when blank)
+_REFERENCE_COLUMNS = ("external_reference", "vehicle", "distribution_name", "distribution_date")
+
+
 def _reference_of(row: dict[str, Any]) -> str:
     vehicle = _text(row.get("vehicle")) or ""
     name = _text(row.get("distribution_name")) or ""
@@ -57,8 +61,7 @@ def references(files: Sequence[FileInput]) -> set[str]:
         frame = f.distributions
         if frame is None or frame.empty:
             continue
-        columns = ("external_reference", "vehicle", "distribution_name", "distribution_date")
-        present = [c for c in columns if c in frame.columns]
+        present = [c for c in _REFERENCE_COLUMNS if c in frame.columns]
         for values in zip(*(frame[c].tolist() for c in present), strict=True):
             out.add(_reference_of(dict(zip(present, values, strict=True))))
     return out
@@ -67,28 +70,54 @@ def references(files: Sequence[FileInput]) -> set[str]:
 def _group_distributions(
     file: FileInput, state: ServiceState, roster: set[str]
 ) -> list[PlannedDistribution]:
-    rows = _records(file.distributions)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(_reference_of(row), []).append(row)
+    frame = file.distributions
+    if frame is None or frame.empty:
+        return []
+    # column lists and row indices, not one dict per row: a big night has 300k rows
+    count = len(frame)
+    columns: dict[str, list[Any]] = {str(c): frame[c].tolist() for c in frame.columns}
+    blank: list[Any] = [None] * count
+
+    def column(name: str) -> list[Any]:
+        return columns.get(name, blank)
+
+    groups: dict[str, list[int]] = {}
+    for i, values in enumerate(zip(*(column(c) for c in _REFERENCE_COLUMNS), strict=True)):
+        groups.setdefault(
+            _reference_of(dict(zip(_REFERENCE_COLUMNS, values, strict=True))), []
+        ).append(i)
+    sources, sheets, rows = column("source_file"), column("sheet"), column("row")
+    entities, is_refs = column("entity"), column("entity_is_ref")
+    amounts, currencies = column("amount_cents"), column("currency")
+    overrides, notifies = column("distribution_date_override"), column("notify")
+    names, vehicles = column("distribution_name"), column("vehicle")
+    dates, zones = column("distribution_date"), column("distribution_timezone")
+    known: dict[tuple[Any, Any], str | Ref] = {}  # one placeholder per investor, not per row
+
+    def entity_of(value: Any, is_ref: Any) -> str | Ref:
+        key = (value, is_ref)
+        if key not in known:
+            known[key] = _entity_of(value, is_ref, state, roster)
+        return known[key]
+
     out: list[PlannedDistribution] = []
     for ref, members in groups.items():
         first = members[0]
         payments = []
-        for row in members:
-            notify_text = _text(row.get("notify")) or ""
+        for i in members:
+            notify_text = _text(notifies[i]) or ""
             notify = tuple(
                 _contact_of(n.strip(), state) for n in notify_text.split(";") if n.strip()
             )
             payments.append(
                 PlannedPayment(
-                    source_file=_text(row.get("source_file")) or file.source_file,
-                    sheet=_text(row.get("sheet")) or "",
-                    row=int(row.get("row") or 0),
-                    entity=_entity_of(row.get("entity"), row.get("entity_is_ref"), state, roster),
-                    amount_cents=int(row["amount_cents"]),
-                    currency=_text(row.get("currency")) or "USD",
-                    distribution_date_override=_text(row.get("distribution_date_override")),
+                    source_file=_text(sources[i]) or file.source_file,
+                    sheet=_text(sheets[i]) or "",
+                    row=int(rows[i] or 0),
+                    entity=entity_of(entities[i], is_refs[i]),
+                    amount_cents=int(amounts[i]),
+                    currency=_text(currencies[i]) or "USD",
+                    distribution_date_override=_text(overrides[i]),
                     notify=notify,
                 )
             )
@@ -97,10 +126,10 @@ def _group_distributions(
                 file_hash=file.file_hash,
                 source_file=file.source_file,
                 external_reference=ref,
-                name=_text(first.get("distribution_name")) or "",
-                vehicle=_text(first.get("vehicle")) or "",
-                distribution_date=_text(first.get("distribution_date")) or "",
-                distribution_timezone=_text(first.get("distribution_timezone")) or "UTC",
+                name=_text(names[first]) or "",
+                vehicle=_text(vehicles[first]) or "",
+                distribution_date=_text(dates[first]) or "",
+                distribution_timezone=_text(zones[first]) or "UTC",
                 payments=tuple(payments),
                 action="create",
             )

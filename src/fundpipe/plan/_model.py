@@ -35,7 +35,7 @@ class UnresolvedReferenceError(LookupError):
     """A placeholder could not be resolved: the object it names was never created."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ref:
     """A placeholder for an id the service assigns in an earlier phase.
 
@@ -137,7 +137,7 @@ class FileInput:
 # --------------------------------------------------------------------------- plan outputs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per sheet row, 300k on a big night
 class PlannedPayment:
     """One sheet payment row as it will be sent."""
 

@@ -48,7 +48,7 @@ from fundpipe.plan import (
 from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.submit.adopt import association_warnings, send_adopting
 from fundpipe.submit.ledger import Ledger
-from fundpipe.submit.writer import LedgerWriter
+from fundpipe.submit.writer import Created, LedgerWriter, created_by, record_created
 
 log = logging.getLogger(__name__)
 
@@ -168,10 +168,11 @@ async def execute(
     """Run the plan's phases in order (associations beside the later ones), with at most
     ``concurrency`` requests in flight.
 
-    A phase's requests are resolved first (ids of earlier phases only), then sent in chunks of
-    ``chunk_size`` (default ``8 × concurrency``): the chunk's intents are committed in one
-    statement before any of its requests is sent, and its outcomes in one commit before the next
-    chunk's intents. ``progress`` hears one step per planned request, whatever its outcome.
+    A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``; fewer
+    when they carry over 50k payments), each resolved just before it is sent (ids of earlier
+    phases only): the chunk's intents are committed in one statement before any of its requests
+    is sent, and its outcomes in one commit before the next chunk's intents. ``progress`` hears
+    one step per planned request, whatever its outcome.
     """
     result = SubmitResult()
     sink = progress or NullProgress()
@@ -189,9 +190,10 @@ async def execute(
             broken.setdefault(h, f"{request.label}: {why}")
             target.setdefault(h, f"{request.label}: {why}")
 
-    def prepare(request: PlannedRequest) -> ResolvedRequest | None:
-        blocked = [h for h in request.file_hashes if h in broken]
-        if blocked and len(blocked) == len(request.file_hashes):
+    def prepare(request: PlannedRequest, blocked: dict[str, str]) -> ResolvedRequest | None:
+        """Resolve ``request`` unless every file it serves is ``blocked`` (what was broken when
+        its phase began, and what this phase's unresolvable requests broke since)."""
+        if all(h in blocked for h in request.file_hashes) and request.file_hashes:
             return None
         try:
             return request.resolve(ids, plan.org_id, key_fn)
@@ -200,6 +202,8 @@ async def execute(
                 result.warnings.append(f"{request.label}: not associated ({exc})")
                 return None
             fail(result.failed, request, str(exc))
+            for h in request.file_hashes:
+                blocked.setdefault(h, str(exc))
             writer.later(lambda: _fail_distributions(ledger, request, by_ref))
             return None
 
@@ -235,6 +239,7 @@ async def execute(
                 definitive = status in _DEFINITIVE_STATUSES or isinstance(exc, AlreadyExistsError)
                 request_id = exc.request_id if isinstance(exc, APIError) else None
                 error = str(exc)
+                key = resolved.key
                 optional = request.phase == "associations"
                 if optional:
                     result.warnings.extend(association_warnings(request, resolved, exc))
@@ -243,7 +248,7 @@ async def execute(
 
                 def record_failure() -> None:
                     ledger.record_outcome(
-                        resolved.key,
+                        key,
                         "failed" if definitive or optional else "unknown",
                         status=status,
                         request_id=request_id,
@@ -256,47 +261,60 @@ async def execute(
                     else:
                         for h in request.file_hashes:
                             ledger.mark_distributions(
-                                h, request.distribution_refs, "sent", request_key=resolved.key
+                                h, request.distribution_refs, "sent", request_key=key
                             )
 
                 writer.later(record_failure)
                 return
         _learn(ids, request, records)
-        extra: dict[str, list[Any]] = {}
+        # only the ids are kept until the outcome is written, not the parsed response
+        service_ids = _ids_of(records)
+        created: Created | None = None
         if request.phase == "distributions":
-            extra = await _all_payments(client, records)
+            created = created_by(resolved, records, await _all_payments(client, records))
+        del records
+        keys = [resolved.key, *resent]
 
         def record_success() -> None:
-            for key in [resolved.key, *resent]:
-                ledger.record_outcome(key, "succeeded", status=201, service_ids=_ids_of(records))
-            if request.phase == "distributions":
-                _record_created(ledger, request, resolved, records, extra, result)
+            for key in keys:
+                ledger.record_outcome(key, "succeeded", status=201, service_ids=service_ids)
+            if created is not None:
+                result.created.update(created.distribution_ids)
+                record_created(ledger, request.file_hashes, keys[0], created)
 
         writer.later(record_success)
 
+    async def run_chunk(batch: list[tuple[PlannedRequest, ResolvedRequest]]) -> None:
+        await writer.intents([r for _, r in batch])  # durable before any is sent
+        result.requests_sent += len(batch)
+        result.keys_sent.update(r.key for _, r in batch)
+        await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
+        await writer.flush()  # the chunk's outcomes before the next chunk's intents
+
     async def run_phase(phase: Phase) -> None:
-        ready: list[tuple[PlannedRequest, ResolvedRequest]] = []
+        # each chunk is resolved just before it is sent (a big night's bodies are not all
+        # held at once); what blocks a request is decided as when the phase began
+        blocked = dict(broken)
+        batch: list[tuple[PlannedRequest, ResolvedRequest]] = []
+        weight = 0
         for request in plan.phase(phase):
-            resolved = prepare(request)
+            resolved = prepare(request, blocked)
             if resolved is None:
                 sink.advance("submit")
-            else:
-                ready.append((request, resolved))
-        for start in range(0, len(ready), chunk):
-            batch = ready[start : start + chunk]
-            await writer.intents([r for _, r in batch])  # durable before any is sent
-            result.requests_sent += len(batch)
-            result.keys_sent.update(r.key for _, r in batch)
-            await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
-            await writer.flush()  # the chunk's outcomes before the next chunk's intents
+                continue
+            batch.append((request, resolved))
+            weight += _weight(request)
+            if len(batch) >= chunk or (len(batch) >= concurrency and weight >= _CHUNK_ELEMENTS):
+                await run_chunk(batch)
+                batch, weight = [], 0
+        if batch:
+            await run_chunk(batch)
 
     started = time.perf_counter()
-    # the plan, the state and the frames live as long as the run, and each big response
-    # until its outcome is written: full collections that walk them again and again cost
-    # seconds on a big night and find next to nothing to free
-    thresholds = gc.get_threshold()
+    # the plan and the state live as long as the run: frozen, full collections do not walk
+    # them again and again (seconds on a big night). The thresholds stay: raised, the garbage
+    # of each chunk's requests and responses outlived its chunk (+60 MB peak at 300k payments)
     gc.freeze()
-    gc.set_threshold(max(thresholds[0], 50_000), thresholds[1], max(thresholds[2], 1_000))
     flusher = asyncio.create_task(writer.run_flusher())
     beside: asyncio.Task[None] | None = None
     try:
@@ -319,7 +337,6 @@ async def execute(
             await flusher
         await writer.flush()
         writer.close()
-        gc.set_threshold(*thresholds)
         gc.unfreeze()
     result.elapsed_s = time.perf_counter() - started
     return result
@@ -341,6 +358,18 @@ def _learn(ids: IdMap, request: PlannedRequest, records: Sequence[Any]) -> None:
         for c in records:
             if getattr(c, "email", None):
                 ids.contacts[c.email.lower()] = c.id
+
+
+#: Elements (payments, for distributions) a chunk of requests stops growing at once it holds
+#: ``concurrency`` requests: bounds the bodies resolved at once on a big night.
+_CHUNK_ELEMENTS = 50_000
+
+
+def _weight(request: PlannedRequest) -> int:
+    """The elements of a request's body (a distribution counts its payments)."""
+    if request.phase == "distributions":
+        return sum(len(e.get("payments", ())) for e in request.body)
+    return len(request.body)
 
 
 def _fail_distributions(
@@ -365,37 +394,3 @@ async def _all_payments(client: FundClient, records: Sequence[Any]) -> dict[str,
         if record.payments is not None and record.payments.next_page_url:
             out[record.id] = [p async for p in client.list_distribution_payments(record.id)]
     return out
-
-
-def _record_created(
-    ledger: Ledger,
-    request: PlannedRequest,
-    resolved: ResolvedRequest,
-    records: Sequence[Any],
-    extra: dict[str, list[Any]],
-    result: SubmitResult,
-) -> None:
-    by_ref = {r.external_reference: r for r in records}
-    dst_ids: dict[str, str] = {}
-    payment_ids: dict[str, list[str]] = {}
-    entities: dict[str, list[str]] = {}
-    for element in resolved.body:
-        ref = element["external_reference"]
-        record = by_ref.get(ref)
-        if record is None:
-            continue
-        dst_ids[ref] = record.id
-        payments = extra.get(record.id) or (list(record.payments.data) if record.payments else [])
-        payment_ids[ref] = [p.id for p in payments]
-        entities[ref] = [p["entity"] for p in element["payments"]]
-        result.created[ref] = record.id
-    for h in request.file_hashes:
-        ledger.mark_distributions(
-            h,
-            list(dst_ids),
-            "created",
-            request_key=resolved.key,
-            distribution_ids=dst_ids,
-            payment_ids=payment_ids,
-            entities=entities,
-        )

@@ -2,9 +2,9 @@
 
 :func:`ingest` is the library entry point the CLI and the flows call; it prints nothing (the
 CLI renders its result with ``fundpipe.app.render``) and never starts a sandbox (``settings``
-must name a service). Every run first settles what a previous run left
-open (files in ``processing/``, requests without an outcome), then plans against a fresh
-snapshot of the service, so a crash at any point is resumed, never repeated.
+must name a service). Every run first settles what a previous run left open (files in
+``processing/``, requests without an outcome), then plans against a fresh snapshot of the
+service, so a crash at any point is resumed, never repeated.
 """
 
 from __future__ import annotations
@@ -128,11 +128,10 @@ def ingest(
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:
             run = _Run(settings, ledger, result, in_inbox=in_inbox, progress=progress)
-            return _run_sync(
-                run.run(
-                    candidates, require_funds=require, transport=transport, batch_size=batch_size
-                )
+            steps = run.run(
+                candidates, require_funds=require, transport=transport, batch_size=batch_size
             )
+            return _run_sync(steps)
 
 
 def _run_sync(coro: Coroutine[Any, Any, IngestResult]) -> IngestResult:
@@ -208,6 +207,7 @@ class _Run:
             checked = preflight(plan, state, require_funds=require_funds)
             if checked.refused:
                 plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
+            del inputs  # the validated frames: the plan holds all that is sent from here on
             self.result.plan, self.result.preflight = plan, checked
             self.result.warnings.extend(h.reason for h in plan.held)
             if self.dry_run or self.ledger is None:

@@ -7,8 +7,10 @@ outcomes and payment marks are queued and committed together when the chunk ends
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 from fundpipe.plan import ResolvedRequest
 from fundpipe.submit.ledger import Ledger
@@ -81,3 +83,46 @@ class LedgerWriter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class Created:
+    """What a successful distributions request created, as the ledger records it (only the
+    ids: the parsed response is not kept until the outcome is written)."""
+
+    distribution_ids: dict[str, str]
+    payment_ids: dict[str, list[str]]
+    entities: dict[str, list[str]]
+
+
+def created_by(
+    resolved: ResolvedRequest, records: Sequence[Any], extra: Mapping[str, list[Any]]
+) -> Created:
+    """The ids a distributions request's response ``records`` (and the ``extra`` payments
+    beyond their nested first page) give to the elements of ``resolved``'s body."""
+    by_ref = {r.external_reference: r for r in records}
+    out = Created({}, {}, {})
+    for element in resolved.body:
+        ref = element["external_reference"]
+        record = by_ref.get(ref)
+        if record is None:
+            continue
+        out.distribution_ids[ref] = record.id
+        payments = extra.get(record.id) or (list(record.payments.data) if record.payments else [])
+        out.payment_ids[ref] = [p.id for p in payments]
+        out.entities[ref] = [p["entity"] for p in element["payments"]]
+    return out
+
+
+def record_created(ledger: Ledger, file_hashes: Sequence[str], key: str, created: Created) -> None:
+    """Mark the created distributions' payment rows with their ids."""
+    for h in file_hashes:
+        ledger.mark_distributions(
+            h,
+            list(created.distribution_ids),
+            "created",
+            request_key=key,
+            distribution_ids=created.distribution_ids,
+            payment_ids=created.payment_ids,
+            entities=created.entities,
+        )
