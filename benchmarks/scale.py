@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py [--scenario 10k@100 100k@1000]   (the default)
     python benchmarks/scale_300k.py                               (300k@1000)
+    python benchmarks/scale_rate.py                               (100k@100)
 
 Drives the product only as an operator does: `fundpipe sandbox` runs as a subprocess on
 loopback (its per-client rate limit set to R requests per 1 s window through
@@ -474,12 +475,15 @@ def print_targets(results: dict[str, Result], base: Baselines) -> None:
             f"target first_run_100k_at_1000: {total:.1f} s vs 30 s (100k payments + 10k new "
             f"investors, R = 1000) — {verdict(r.ok and total <= 30)}"
         )
-    if (r := results.get("10k@100")) is not None:
+    for label in ("100k@100", "10k@100"):
+        if (r := results.get(label)) is None:
+            continue
         total, requests = r.total(r.first, "seconds"), r.total(r.first, "requests")
         goal = 1.1 * requests / r.rate + 10
         print(
             f"target rate_bound_at_100: {total:.1f} s vs {goal:.1f} s (1.1 × {requests:.0f} "
-            f"requests / 100 + 10 s; P = 10k) — {verdict(r.ok and total <= goal)}"
+            f"requests / 100 + 10 s; P = {label.split('@')[0]}) — "
+            f"{verdict(r.ok and total <= goal)}"
         )
     if (r := results.get("300k@1000")) is not None:
         again = r.total(r.rerun, "seconds")

@@ -1,0 +1,16 @@
+"""Benchmark: issue 14's rate-bound row — 100k payments + 10k new investors at R = 100.
+
+    python benchmarks/scale_rate.py [--scenario 100k@100]
+
+The harness, the world and the baselines are `benchmarks/scale.py`'s (see its docstring); this
+scenario waits on the service's rate limit (~105 s of floor for ~10,500 requests), so it runs
+alone to keep each script within five minutes. Target line: the first run takes at most
+1.1 × (requests / R) + 10 s, i.e. the client adds little beyond the rate limit's floor.
+"""
+
+from __future__ import annotations
+
+import scale
+
+if __name__ == "__main__":
+    scale.main(("100k@100",), __doc__ or "")
