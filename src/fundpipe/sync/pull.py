@@ -31,6 +31,7 @@ import logging
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -198,16 +199,30 @@ class _Puller:
     async def distributions(self) -> None:
         walk = self.walks["distributions"]
         pages = self.pages("/v1/distributions", {"limit": self.page_size})
+        ahead: asyncio.Future[Any] | None = None
         try:
-            async for page in pages:
+            page = await anext(pages, None)
+            while page is not None:
+                stop = walk.page(page["data"])
+                if not stop:
+                    # the walk goes on: the next page is asked for now, and the service renders
+                    # it while this one is parsed and staged (never a page the walk would skip)
+                    ahead = asyncio.ensure_future(anext(pages, None))
                 self._seen(page["data"])
                 self.seen_vehicles |= {d["vehicle"] for d in page["data"] if d.get("vehicle")}
                 self.stage["distributions"].add(page["data"])
-                for distribution in page["data"]:
+                for n, distribution in enumerate(page["data"]):
                     await self._payments_of(distribution)
-                if walk.page(page["data"]):
+                    if ahead is not None and n % 8 == 0:
+                        await asyncio.sleep(0)  # let the next page's request go out
+                if stop or ahead is None:
                     break
+                page, ahead = await ahead, None
         finally:
+            if ahead is not None:  # an error ended the walk: the page asked for ahead is dropped
+                ahead.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await ahead
             await _close(pages)
         # Open distributions the walk did not reach: their payments, through the nested list.
         for dst_id in sorted(walk.unseen_open):
