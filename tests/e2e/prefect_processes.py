@@ -23,6 +23,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+SAMPLES = ROOT / "data" / "samples"
+PREFECT = str(BIN / "prefect")
+FUNDPIPE = str(BIN / "fundpipe")
 T = TypeVar("T")
 
 

@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 from prefect_processes import (
-    BIN,
+    FUNDPIPE,
+    PREFECT,
     ROOT,
+    SAMPLES,
     PrefectApi,
     base_env,
     free_port,
@@ -37,10 +39,7 @@ from prefect_processes import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SAMPLES = ROOT / "data" / "samples"
 BROKEN = SAMPLES / "broken" / "negative_amount.csv"
-PREFECT = str(BIN / "prefect")
-FUNDPIPE = str(BIN / "fundpipe")
 #: Values that must never reach the server: the client secrets, the roster's account numbers.
 SECRET_CANARY = "canary-secret-never-logged"
 CANARIES = [SECRET_CANARY, "demo-secret", "000123456789", "7788990011", "4455667788"]

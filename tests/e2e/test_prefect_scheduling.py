@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from prefect_processes import (
-    BIN,
-    ROOT,
+    FUNDPIPE,
+    PREFECT,
+    SAMPLES,
     PrefectApi,
     Processes,
     base_env,
@@ -33,9 +34,6 @@ from prefect_processes import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SAMPLES = ROOT / "data" / "samples"
-PREFECT = str(BIN / "prefect")
-FUNDPIPE = str(BIN / "fundpipe")
 #: The settle time the inbox applies before a file counts as dropped (Settings.inbox_settle_s).
 SETTLE_S = 1.0
 ARRIVAL_TARGET_S = 10.0

@@ -24,8 +24,9 @@ from typing import Any
 import httpx
 import pytest
 from prefect_processes import (
-    BIN,
-    ROOT,
+    FUNDPIPE,
+    PREFECT,
+    SAMPLES,
     PrefectApi,
     base_env,
     free_port,
@@ -41,9 +42,6 @@ from fundpipe.validate.files import validate_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SAMPLES = ROOT / "data" / "samples"
-PREFECT = str(BIN / "prefect")
-FUNDPIPE = str(BIN / "fundpipe")
 ORGS = ("org_demo", "org_demob", "org_democ")
 LIMIT = 2
 WORKERS = ("worker-a", "worker-b")

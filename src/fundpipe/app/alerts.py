@@ -78,6 +78,17 @@ def automations(block_id: Any, window: timedelta, complete_by: str) -> list[Any]
     def notify(subject: str, body: str) -> list[Any]:
         return [SendNotification(block_document_id=block_id, subject=subject, body=body)]
 
+    def _on_each(name: str, description: str, event: str, resource: str, actions: list[Any]) -> Any:
+        """An automation that fires on every `event` of a resource matching `resource`."""
+        trigger = EventTrigger(
+            expect={event},
+            match={"prefect.resource.id": resource},
+            posture=Posture.Reactive,
+            threshold=1,
+            within=timedelta(0),
+        )
+        return AutomationCore(name=name, description=description, trigger=trigger, actions=actions)
+
     hours = window.total_seconds() / 3600
     return [
         AutomationCore(
@@ -116,29 +127,19 @@ def automations(block_id: Any, window: timedelta, complete_by: str) -> list[Any]
                 "the last one. Look at the nightly deployment's runs and at the worker.",
             ),
         ),
-        AutomationCore(
-            name=f"{PREFIX}a file was rejected",
-            description="A dropped file was rejected (fundpipe.file.rejected).",
-            trigger=EventTrigger(
-                expect={FILE_REJECTED},
-                match={"prefect.resource.id": "fundpipe.file.*"},
-                posture=Posture.Reactive,
-                threshold=1,
-                within=timedelta(0),
-            ),
-            actions=notify("fundpipe: {{ event.payload.file }} rejected", _REJECTED_BODY),
+        _on_each(
+            f"{PREFIX}a file was rejected",
+            "A dropped file was rejected (fundpipe.file.rejected).",
+            FILE_REJECTED,
+            "fundpipe.file.*",
+            notify("fundpipe: {{ event.payload.file }} rejected", _REJECTED_BODY),
         ),
-        AutomationCore(
-            name=f"{PREFIX}an exception opened",
-            description="Reconciliation opened an exception (fundpipe.exception.opened).",
-            trigger=EventTrigger(
-                expect={EXCEPTION_OPENED},
-                match={"prefect.resource.id": "fundpipe.exception.*"},
-                posture=Posture.Reactive,
-                threshold=1,
-                within=timedelta(0),
-            ),
-            actions=notify("fundpipe: exception {{ event.payload.id }} opened", _OPENED_BODY),
+        _on_each(
+            f"{PREFIX}an exception opened",
+            "Reconciliation opened an exception (fundpipe.exception.opened).",
+            EXCEPTION_OPENED,
+            "fundpipe.exception.*",
+            notify("fundpipe: exception {{ event.payload.id }} opened", _OPENED_BODY),
         ),
     ]
 
