@@ -226,3 +226,20 @@ def test_a_list_out_of_created_order_is_walked_in_full_with_a_warning(tmp_path: 
     assert any("not in newest-first order" in w for w in result.warnings)
     assert counting.seen["GET /v1/distributions"] >= 4  # 301 distributions, in full
     assert world.amounts()["LATE-1"] == [100, 200]
+
+
+def test_on_the_documented_interface_records_without_created_at_keep_the_short_walk(
+    tmp_path: Path,
+) -> None:
+    # the documented entity and contact records carry no created_at: their order is judged by
+    # "no unknown record after a known one" alone, as sync judges it — not taken as disorder
+    world = sandbox_world(tmp_path / "strict", strict_interface=True)
+    sync(world.settings, transport=world.transport)
+    write_sheet(world.inbox / "night.csv", [("STRICT-1", "veh_demo1", [100, 200])])
+    counting = Counting(world.transport)
+    result = ingest(world.settings, transport=counting, settle_s=0)
+    assert [f.state for f in result.files] == ["processed"]
+    assert not [w for w in result.warnings if "newest-first" in w], result.warnings
+    assert counting.seen["GET /v1/entities"] == 1
+    assert counting.seen["GET /v1/contacts"] == 1
+    assert world.amounts()["STRICT-1"] == [100, 200]

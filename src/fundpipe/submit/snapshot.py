@@ -20,6 +20,7 @@ from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
 from fundpipe.submit.known import Known, read_distributions
+from fundpipe.sync.incremental import Walk
 
 __all__ = [
     "OPTIONAL_REFUSALS",
@@ -166,19 +167,20 @@ R = TypeVar("R", Entity, Contact, Distribution)
 
 async def _newest(listing: Paginator[R], known: frozenset[str]) -> tuple[list[R], bool] | None:
     """The records listed before the first one in ``known``, newest first, and whether one
-    was met (else the list ended: it was read whole); None when the list is not in
-    ``created_at`` order (then only the full walk can be trusted)."""
+    was met (else the list ended: it was read whole); None when the list is not newest first
+    (then only the full walk can be trusted). The order is judged as sync judges it
+    (:class:`fundpipe.sync.incremental.Walk`): an unknown record after a known one, or a
+    ``created_at`` later than the one before; records without ``created_at`` (the documented
+    entity and contact records) are judged by the first rule alone."""
+    walk = Walk("snapshot", known)
     out: list[R] = []
-    last = None
     async for page in listing.pages():
-        for item in page.data:
-            created = item.created_at
-            if created is None or (last is not None and created > last):
-                return None
-            last = created
-            if item.id in known:
-                return out, True
-            out.append(item)
+        stop = walk.page({"id": item.id, "created_at": item.created_at} for item in page.data)
+        if walk.disorder is not None:
+            return None
+        out.extend(item for item in page.data if item.id not in known)
+        if stop:
+            return out, True
     return out, False
 
 

@@ -135,6 +135,8 @@ def read_known(warehouse: Warehouse, *, full: bool, full_every_days: float, now:
 
 
 def _instant(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else None
     if not isinstance(value, str):
         return None
     try:
