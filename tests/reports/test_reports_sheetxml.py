@@ -228,3 +228,32 @@ def test_a_failed_write_keeps_the_previous_workbook(
         write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
     assert path.read_bytes() == before
     assert zipfile.is_zipfile(path)
+
+
+def test_a_failure_building_rows_ahead_is_raised_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are built in a worker thread while earlier ones are compressed: an error there is
+    the write's error, nothing half-written stays, and no worker is left running."""
+    import threading
+
+    import fundpipe.reports.sheetxml as sheetxml
+
+    real = sheetxml._rows_xml
+    built: list[int] = []
+
+    def fails_on_the_third(columns: object, batch: pa.RecordBatch, first_row: int) -> object:
+        built.append(first_row)
+        if len(built) == 3:
+            raise MemoryError("out of memory building rows")
+        return real(columns, batch, first_row)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sheetxml, "_rows_xml", fails_on_the_third)
+    source = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"payment_id": [f"dpmt_{i}" for i in range(50_000)]}), source)
+    path = tmp_path / "w.xlsx"
+    with pytest.raises(MemoryError, match="building rows"):
+        write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
+    assert len(built) == 3  # two batches of rows were written before the third failed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+    assert not [t for t in threading.enumerate() if t.name == "fundpipe-sheet-rows"]

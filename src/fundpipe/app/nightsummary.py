@@ -12,8 +12,8 @@ from typing import Any
 
 from prefect import State
 
+from fundpipe.cents import format_cents
 from fundpipe.config import Organization
-from fundpipe.sheets.money import format_cents
 
 __all__ = ["cross_markdown", "cross_summary", "org_row", "run_link"]
 

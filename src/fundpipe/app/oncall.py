@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from fundpipe.sheets.money import format_cents
+from fundpipe.cents import format_cents
 
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"

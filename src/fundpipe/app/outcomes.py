@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.sheets.money import format_cents
+from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

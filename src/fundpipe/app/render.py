@@ -1,7 +1,7 @@
 """Every rich table and line fundpipe prints: the CLI renders library results with these.
 
 The library returns data and never prints; this module turns its results into rich output, with
-the one money formatter (`fundpipe.sheets.money.format_cents`). Progress bars (`RichProgress`)
+the one money formatter (`fundpipe.cents.format_cents`). Progress bars (`RichProgress`)
 are drawn here too, on stderr, so `--json` output on stdout stays clean.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,13 +25,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from fundpipe.plan import PHASES, Plan, display_body
-from fundpipe.plan.preflight import Preflight
-from fundpipe.reconcile.lifecycle import TrackedException
-from fundpipe.reconcile.views import ReconcileResult
-from fundpipe.sheets.money import format_cents
-from fundpipe.submit.ingest import IngestResult
-from fundpipe.validate.issues import FileReport
+from fundpipe.cents import format_cents
+
+if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
+    from fundpipe.plan import Plan
+    from fundpipe.plan.preflight import Preflight
+    from fundpipe.reconcile.lifecycle import TrackedException
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.ingest import IngestResult
+    from fundpipe.validate.issues import FileReport
 
 __all__ = [
     "RichProgress",
@@ -88,6 +90,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     Account numbers are masked; placeholders show as ``<entity:REF>``.
     """
+    from fundpipe.plan import display_body
+
     counts = plan.counts()
     console.print(
         f"[bold]Plan[/bold] for {plan.org_id}: {len(plan.files)} file(s), "
@@ -146,6 +150,8 @@ def render_plan(plan: Plan, console: Console) -> None:
 
 def plan_phases(plan: Plan) -> list[str]:
     """The phases the plan has requests in, in order."""
+    from fundpipe.plan import PHASES
+
     return [p for p in PHASES if plan.phase(p)]
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -27,7 +27,13 @@ from fundpipe.client._models import (
     PaymentInstructions,
     Vehicle,
 )
-from fundpipe.client._pagination import PageFetcher, Paginator, iter_raw_pages
+from fundpipe.client._pagination import (
+    AnswerFetcher,
+    PageFetcher,
+    Paginator,
+    iter_raw_pages,
+    iter_raw_pages_ahead,
+)
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._requester import Requester
 from fundpipe.config import Settings
@@ -39,6 +45,8 @@ DEFAULT_PAGE_SIZE = 100
 
 CreateElements = Sequence[Mapping[str, Any] | BaseModel]
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P")
+A = ParamSpec("A")
 
 
 def _segment(value: str) -> str:
@@ -143,14 +151,24 @@ class FundClient:
         params: Mapping[str, Any] | None = None,
         *,
         operation: str | None = None,
+        ahead: bool | Callable[[], bool] = False,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
 
         For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
-        are fetched one at a time as they are consumed. With `operation` (a name of
-        `settings.paths`, for `path_of(operation)`), a 404/405/501 raises
-        `OperationUnavailableError`.
+        are fetched one at a time as they are consumed; with `ahead`, the next page is asked
+        for while the current one is decoded and used (`iter_raw_pages_ahead`, for lists of
+        large pages; a callable `ahead` says, before each page, whether the caller will read
+        past it: only then is the next one asked for early). With
+        `operation` (a name of `settings.paths`, for `path_of(operation)`), a 404/405/501
+        raises `OperationUnavailableError`.
         """
+        if ahead:
+            answers: AnswerFetcher = self._requester.fetch_answer
+            if operation is not None:
+                answers = self._guarded(answers, operation, path)
+            wanted = ahead if callable(ahead) else None
+            return iter_raw_pages_ahead(answers, path, params, wanted=wanted)
         fetch: PageFetcher = self._requester.fetch_page
         if operation is not None:
             fetch = self._guarded(fetch, operation, path)
@@ -165,11 +183,13 @@ class FundClient:
         template = self.settings.paths[operation]
         return template.format(**{k: _segment(v) for k, v in ids.items()})
 
-    def _guarded(self, fetch: PageFetcher, operation: str, path: str) -> PageFetcher:
-        async def guarded(url: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _guarded(
+        self, fetch: Callable[A, Awaitable[P]], operation: str, path: str
+    ) -> Callable[A, Awaitable[P]]:
+        async def guarded(*args: A.args, **kwargs: A.kwargs) -> P:
             """One page; a 404/405/501 becomes `OperationUnavailableError`."""
             try:
-                return await fetch(url, params)
+                return await fetch(*args, **kwargs)
             except APIError as exc:
                 raise unavailable_error(exc, operation, path, ()) from exc
 

@@ -12,7 +12,7 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -33,7 +33,7 @@ from fundpipe.client._errors import (
     ServiceConnectionError,
 )
 from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
-from fundpipe.client._pagination import Paginator, iter_raw_pages
+from fundpipe.client._pagination import PageAnswer, Paginator, trace_sent
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import account_numbers, redact
 from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
@@ -156,12 +156,18 @@ class Requester:
         headers: Mapping[str, str],
         attempt: int,
         secrets: tuple[str, ...],
+        on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
         async with self.gate.slot():
             started = time.perf_counter()
             try:
                 response = await self.http.request(
-                    method, url, params=params, content=content, headers=headers
+                    method,
+                    url,
+                    params=params,
+                    content=content,
+                    headers=headers,
+                    extensions={"trace": trace_sent(on_sent)} if on_sent else None,
                 )
             except httpx.TransportError as exc:
                 path = httpx.URL(url).path
@@ -242,8 +248,12 @@ class Requester:
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         secrets: tuple[str, ...] = (),
+        on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; the successful response, or a typed error."""
+        """Send one request with retries; the successful response, or a typed error.
+
+        `on_sent` is called each time the request has been written to the connection.
+        """
         path = _path_of(url)
         hook = self._retry.hook(self._on_retry(method, path))
         async for attempt in stamina.retry_context(
@@ -262,6 +272,7 @@ class Requester:
                     headers=headers or {},
                     attempt=attempt.num,
                     secrets=secrets,
+                    on_sent=on_sent,
                 )
         raise AssertionError("unreachable")  # pragma: no cover - stamina returns or raises
 
@@ -368,34 +379,38 @@ class Requester:
 
     async def fetch_page(self, url: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """GET one list page (relative URL or same-origin absolute URL) as its JSON object."""
+        return (await self.fetch_answer(url, params)).decode()
+
+    async def fetch_answer(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> PageAnswer:
+        """GET one list page, not yet decoded (see `iter_raw_pages_ahead`); `on_sent` is
+        called once the request is on the wire."""
         target = self._resolve_page_url(url)
         if params and "?" in target:
             # httpx's `params=` would replace the cursor URL's query: merge instead.
             target = str(httpx.URL(target).copy_merge_params(dict(params)))
             params = None
-        response = await self.send("GET", target, params=params)
-        page = self._json(response)
-        if not isinstance(page, dict) or not isinstance(page.get("data"), list):
-            raise ResponseDecodeError(
-                f"GET {response.request.url.path}: answer is not a list envelope",
-                status=response.status_code,
-                request_id=request_id_of(response),
-                body=response.content,
-            )
-        return page
+        response = await self.send("GET", target, params=params, on_sent=on_sent)
+
+        def decode() -> dict[str, Any]:
+            page = self._json(response)
+            if not isinstance(page, dict) or not isinstance(page.get("data"), list):
+                raise ResponseDecodeError(
+                    f"GET {response.request.url.path}: answer is not a list envelope",
+                    status=response.status_code,
+                    request_id=request_id_of(response),
+                    body=response.content,
+                )
+            return page
+
+        return PageAnswer(response.content, decode)
 
     def paginate(
         self, path: str, model: type[M], params: Mapping[str, Any] | None = None
     ) -> Paginator[M]:
         """A lazy `Paginator` over the list at `path`, records parsed as `model`."""
         return Paginator(self.fetch_page, path, params, lambda item: self.parse(model, item))
-
-    def raw_pages(
-        self, path: str, params: Mapping[str, Any] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Yield the raw JSON pages (dicts with `data`, `next_page_url`, ...) of any list.
-
-        For bulk ingestion (e.g. into Arrow): the records are not validated into models. Pages
-        are fetched one at a time as they are consumed.
-        """
-        return iter_raw_pages(self.fetch_page, path, params)

@@ -11,8 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
 
+from fundpipe.cents import format_cents
 from fundpipe.plan._model import Plan, PlannedDistribution, Ref, ServiceState
-from fundpipe.sheets.money import format_cents
 
 __all__ = ["Preflight", "PreflightIssue", "preflight"]
 

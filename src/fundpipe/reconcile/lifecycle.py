@@ -83,7 +83,7 @@ class TrackedException:
     @property
     def amount_dollars(self) -> str:
         """The amount as dollars text (``$1,234.56``), empty when there is none."""
-        from fundpipe.sheets.money import format_cents
+        from fundpipe.cents import format_cents
 
         return "" if self.amount_cents is None else format_cents(self.amount_cents)
 

@@ -14,14 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["VIEWS", "ReconcileResult", "ReconcileSummary", "export_views", "reconcile"]
 
@@ -91,6 +94,8 @@ class ReconcileResult:
 
     def frame(self, view: str) -> pd.DataFrame:
         """One view's rows as a DataFrame (read from its Parquet file)."""
+        import pandas as pd
+
         return pd.read_parquet(self.parquet[view])
 
 

@@ -12,13 +12,13 @@ parts, then integer casts): no float and no per-row ``Decimal`` ever touches the
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fundpipe.cents import format_cents as format_cents
 from fundpipe.sheets.frames import text_by_code
 
 #: Largest integer-part digits accepted before the amount is called absurd (keeps int64 safe).
@@ -163,14 +163,3 @@ def format_spreadsheet_number(value: float) -> str:
         sign = "-" if whole < 0 else ""
         return f"{sign}{abs(whole) // 100}.{abs(whole) % 100:02d}"
     return repr(value)
-
-
-def format_cents(cents: int, *, unit: Literal["$", "USD"] = "$") -> str:
-    """``123456`` → ``$1,234.56`` (``-5`` → ``-$0.05``), or ``1,234.56 USD`` with
-    ``unit="USD"``: the one money formatter (messages, summaries, every table the CLI prints),
-    exact — no floats."""
-    sign = "-" if cents < 0 else ""
-    dollars, rest = divmod(abs(cents), 100)
-    if unit == "USD":
-        return f"{sign}{dollars:,}.{rest:02d} USD"
-    return f"{sign}${dollars:,}.{rest:02d}"

@@ -197,6 +197,17 @@ class Walk:
         self._pages_past += 1
         return self._pages_past > len(self.unseen_open)
 
+    def goes_on_after_next(self, page_size: int) -> bool:
+        """Whether the walk will go on past its next page whatever that page holds (it can
+        see at most `page_size` of the still-unseen open objects): then the page after it may
+        be asked for early."""
+        if not self.incremental or self.disorder is not None:
+            return True  # a full walk reads every page
+        if not self._reached:
+            return False  # the next page may reach what the warehouse holds, and end the walk
+        left = len(self.unseen_open) - page_size  # open objects unseen, at the least, after it
+        return left > 0 and self._pages_past + 1 <= left
+
     @property
     def mode(self) -> str:
         """How the list was walked in the end: "incremental", or "full" (also after disorder)."""

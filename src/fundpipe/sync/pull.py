@@ -150,9 +150,14 @@ class _Puller:
             await asyncio.gather(*list(self._tasks))
 
     def pages(
-        self, path: str, params: Mapping[str, Any] | None = None, operation: str | None = None
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        operation: str | None = None,
+        *,
+        ahead: bool | Callable[[], bool] = False,
     ) -> AsyncIterator[dict[str, Any]]:
-        return self.client.raw_pages(path, params, operation=operation)
+        return self.client.raw_pages(path, params, operation=operation, ahead=ahead)
 
     def _seen(self, records: Iterable[Mapping[str, Any]]) -> None:
         for record in records:
@@ -198,15 +203,20 @@ class _Puller:
 
     async def distributions(self) -> None:
         walk = self.walks["distributions"]
-        pages = self.pages("/v1/distributions", {"limit": self.page_size})
+        # Pages of distributions carry their payments (megabytes each): the next page is asked
+        # for while this one is decoded (iter_raw_pages_ahead) when the walk is sure to read it,
+        # and taken in while this one is staged.
+        pages = self.pages(
+            "/v1/distributions",
+            {"limit": self.page_size},
+            ahead=lambda: walk.goes_on_after_next(self.page_size),
+        )
         ahead: asyncio.Future[Any] | None = None
         try:
             page = await anext(pages, None)
             while page is not None:
                 stop = walk.page(page["data"])
                 if not stop:
-                    # the walk goes on: the next page is asked for now, and the service renders
-                    # it while this one is parsed and staged (never a page the walk would skip)
                     ahead = asyncio.ensure_future(anext(pages, None))
                 self._seen(page["data"])
                 self.seen_vehicles |= {d["vehicle"] for d in page["data"] if d.get("vehicle")}
@@ -258,16 +268,13 @@ class _Puller:
             await self._add_payments(dst_id, page["data"])
 
     async def _add_payments(self, dst_id: str, payments: list[dict[str, Any]]) -> None:
-        self.stage["distribution_payments"].add(
-            {**p, "distribution": p.get("distribution") or dst_id} for p in payments
-        )
+        self.stage["distribution_payments"].add(payments, defaults={"distribution": dst_id})
         for payment in payments:
             nested = payment.get("notifications")
             if not isinstance(nested, Mapping):
                 continue  # a payment without the nested list has no notifications to read
-            self.stage["distribution_notifications"].add(
-                nested.get("data") or [], payment=payment["id"]
-            )
+            if notified := nested.get("data"):
+                self.stage["distribution_notifications"].add(notified, payment=payment["id"])
             next_url = nested.get("next_page_url")
             if next_url:
                 await self.spawn(partial(self.notifications, payment["id"], next_url))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fundpipe.progress import NullProgress, ProgressSink
@@ -75,21 +76,30 @@ class _Sink:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._writer = pq.ParquetWriter(path, schema, compression="lz4")
+        self._struct = pa.struct(list(schema))
 
-    def add(self, records: Iterable[Mapping[str, Any]], **fixed: Any) -> None:
-        records = list(records)  # one page of at most 100 records
+    def add(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        **fixed: Any,
+    ) -> None:
+        """Stage one page of `records` (their keys outside the schema are ignored): columns in
+        `fixed` take that value on every row, columns in `defaults` take it where a record has
+        none."""
+        records = records if isinstance(records, list) else list(records)  # at most a page
         if not records:
             return
-        columns = {
-            f.name: pa.array(
-                [fixed[f.name]] * len(records)
-                if f.name in fixed
-                else [r.get(f.name) for r in records],
-                f.type,
-            )
-            for f in self.schema
-        }
-        batch = pa.RecordBatch.from_pydict(columns, schema=self.schema)
+        # One C++ pass over the dicts (missing keys are nulls), not a Python loop per column.
+        batch = pa.RecordBatch.from_struct_array(pa.array(records, type=self._struct))
+        for name, value in {**(defaults or {}), **fixed}.items():
+            i = self.schema.get_field_index(name)
+            field = self.schema.field(i)
+            filled = pa.array([value] * batch.num_rows, field.type)
+            if name not in fixed:
+                filled = pc.coalesce(batch.column(i), filled)
+            batch = batch.set_column(i, field, filled)
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self.rows += batch.num_rows
