@@ -167,7 +167,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert any(line.startswith("file distributions_q4.csv: processed") for line in logs), logs
         for step in ("ingest: 3 file(s) seen", "sync: ", "reconcile: 0 exception(s)", "reports: "):
             assert any(line.startswith(step) for line in logs), (step, logs)
-        wait_for("fundpipe.night.completed", lambda: _events(api, "fundpipe.night.completed"), 30)
+        wait_for("fundpipe.night.completed", lambda: _events(api, "fundpipe.night.completed"), 90)
         time.sleep(QUIET_S)
         assert bodies == [], bodies
 

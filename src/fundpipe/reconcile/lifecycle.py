@@ -159,7 +159,14 @@ def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: dat
             'exception_id AS id, kind, object_type, object_id, vehicle, source_file, "row", '
             f"amount_cents, what, action FROM {current}"
         )
-        before = {r[0]: r[1] for r in con.execute("SELECT id, state FROM exception_log").fetchall()}
+        # The states this run can change: the current exceptions' and the unresolved ones' (the
+        # log's resolved history, which grows every night, is never read into Python).
+        before = dict(
+            con.execute(
+                "SELECT id, state FROM exception_log "
+                "WHERE state <> 'resolved' OR id IN (SELECT id FROM _current)"
+            ).fetchall()
+        )
         con.execute(
             "UPDATE exception_log SET state = 'resolved', resolved_on = ?, updated_at = ? "
             "WHERE state <> 'resolved' AND id NOT IN (SELECT id FROM _current)",
