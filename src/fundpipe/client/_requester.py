@@ -296,6 +296,19 @@ class Requester:
                 body=response.content,
             ) from None
 
+    @classmethod
+    def _envelope(cls, response: httpx.Response, what: str) -> dict[str, Any]:
+        """The answer's list envelope (a JSON object with a `data` array), or the error."""
+        envelope = cls._json(response)
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), list):
+            raise ResponseDecodeError(
+                f"{what}: answer is not a list envelope",
+                status=response.status_code,
+                request_id=request_id_of(response),
+                body=response.content,
+            )
+        return envelope
+
     @staticmethod
     def parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
         try:
@@ -341,16 +354,7 @@ class Requester:
             secrets=secrets,
         )
         del content
-        envelope = self._json(response)
-        data = envelope.get("data") if isinstance(envelope, dict) else None
-        if not isinstance(data, list):
-            raise ResponseDecodeError(
-                f"POST {path}: answer is not a list envelope",
-                status=response.status_code,
-                request_id=request_id_of(response),
-                body=response.content,
-            )
-        del envelope
+        data = self._envelope(response, f"POST {path}")["data"]
         records = []
         # each decoded item is dropped once parsed: a big create's answer is not held twice
         for i, item in enumerate(data):
@@ -396,18 +400,8 @@ class Requester:
             params = None
         response = await self.send("GET", target, params=params, on_sent=on_sent)
 
-        def decode() -> dict[str, Any]:
-            page = self._json(response)
-            if not isinstance(page, dict) or not isinstance(page.get("data"), list):
-                raise ResponseDecodeError(
-                    f"GET {response.request.url.path}: answer is not a list envelope",
-                    status=response.status_code,
-                    request_id=request_id_of(response),
-                    body=response.content,
-                )
-            return page
-
-        return PageAnswer(response.content, decode)
+        what = f"GET {response.request.url.path}"
+        return PageAnswer(response.content, lambda: self._envelope(response, what))
 
     def paginate(
         self, path: str, model: type[M], params: Mapping[str, Any] | None = None
