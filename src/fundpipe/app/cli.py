@@ -228,11 +228,11 @@ def reconcile_command(
     """
     with user_errors():
         report_date = _parse_date(as_of)
-        from fundpipe.app.layout import reconcile_into_reports
         from fundpipe.app.render import render_summary
+        from fundpipe.reconcile.views import reconcile
 
         settings = local_org_settings(data_dir, org)
-        result = reconcile_into_reports(settings, report_date, out)
+        result = reconcile(settings, as_of=report_date, out_dir=out)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
 

@@ -163,11 +163,11 @@ def _sync_flow(data_dir: str | None, org: str | None) -> State[Any]:
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) -> State[Any]:
-    from fundpipe.app.orgs import one_org
+    from fundpipe.app.orgs import local_org
     from fundpipe.app.tell import tell_reconcile
 
-    with one_org(_settings(data_dir), org, get_run_logger().warning) as settings:
-        pass  # the organizations are known; reconcile reads only the warehouse
+    # reconcile reads only the warehouse: the organization is found without the service
+    settings = local_org(_settings(data_dir), org, get_run_logger().warning)
     reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped

@@ -20,12 +20,11 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ConfigurationError
 
-__all__ = ["LEGACY_DIRS", "legacy_items", "migrate_layout", "reconcile_into_reports"]
+__all__ = ["LEGACY_DIRS", "legacy_items", "migrate_layout"]
 
 #: The single-organization folders, moved entry by entry.
 LEGACY_DIRS = ("inbox", "processing", "processed", "rejected")
@@ -145,19 +144,3 @@ def migrate_layout(settings: Settings, orgs: Sequence[Organization]) -> str | No
         f"moved the single-organization layout of {top} to organization {org.folder}: "
         + "; ".join(parts)
     )
-
-
-def reconcile_into_reports(settings: Settings, as_of: Any, out_dir: Path | None = None) -> Any:
-    """`fundpipe.reconcile.views.reconcile` with its default report folder under
-    `settings.reports_folder` (an organization's `data/reports/<org_id>/<date>/<time>Z/`, with
-    `latest` beside), not `<data_dir>/reports`; an explicit `out_dir` is used as given."""
-    from datetime import UTC, datetime
-
-    from fundpipe.reconcile.views import point_latest, reconcile, run_folder
-
-    if out_dir is not None or settings.reports_dir is None:
-        return reconcile(settings, as_of=as_of, out_dir=out_dir)
-    folder = run_folder(settings.reports_folder, datetime.now(UTC))
-    result = reconcile(settings, as_of=as_of, out_dir=folder)
-    point_latest(settings.reports_folder, folder)
-    return result

@@ -207,21 +207,14 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
     """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
     without files): the organization is `wanted`, else the only configured one, else
     `FUNDPIPE_ORG_ID`; the service is not asked."""
-    from fundpipe.submit.inbox import SHEET_SUFFIXES, is_transient_name
+    from fundpipe.submit.inbox import stable_files
 
     configured = configured_organizations(settings)
     if configured is not None:
         org = pick_org(configured, wanted or settings.org_id)
     else:
         org = Organization(id=wanted or settings.org_id)
-    inbox = settings.for_org(org, several=False).data_dir / "inbox"
-    if not inbox.is_dir():
-        return []
-    return sorted(
-        p
-        for p in inbox.iterdir()
-        if p.is_file() and p.suffix.lower() in SHEET_SUFFIXES and not is_transient_name(p.name)
-    )
+    return stable_files(settings.for_org(org, several=False).data_dir / "inbox", settle_s=0)
 
 
 def local_org(settings: Settings, wanted: str | None, say: Callable[[str], object]) -> Settings:

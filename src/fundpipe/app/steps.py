@@ -176,11 +176,11 @@ def sync_step(settings: Settings) -> dict[str, Any] | State[Any]:
 @task(name="reconcile", **_TASK_OPTIONS)
 def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | State[Any]:
     """Build the reconciliation views and write the reports."""
-    from fundpipe.app.layout import reconcile_into_reports
     from fundpipe.app.outcomes import reconcile_dict
+    from fundpipe.reconcile.views import reconcile
 
     report_date = date.fromisoformat(as_of) if as_of else None
-    return _guard(lambda: reconcile_dict(reconcile_into_reports(settings, report_date)))
+    return _guard(lambda: reconcile_dict(reconcile(settings, as_of=report_date)))
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)

@@ -281,14 +281,15 @@ def reconcile(
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
 
-    Reports go to `out_dir`, by default `<data_dir>/reports/<run date>/<run time>Z/` (one folder
-    per run, never overwritten), with `<data_dir>/reports/latest` pointing at the newest.
+    Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
+    never overwritten), with `<reports>/latest` pointing at the newest; `<reports>` is
+    `settings.reports_folder` (an organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
     as_of = as_of or run_at.astimezone(UTC).date()
     default = out_dir is None
     if out_dir is None:
-        out_dir = run_folder(settings.data_dir / "reports", run_at)
+        out_dir = run_folder(settings.reports_folder, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
@@ -315,7 +316,7 @@ def reconcile(
         [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
     )
     if default:
-        point_latest(settings.data_dir / "reports", out_dir)
+        point_latest(settings.reports_folder, out_dir)
     return ReconcileResult(
         summary=summary,
         out_dir=out_dir,
