@@ -160,7 +160,6 @@ class Walk:
         self.incremental = known is not None
         self.known: frozenset[str] = known or frozenset()
         self.unseen_open = set(open_ids)
-        self.pages = 0
         self.disorder: str | None = None
         self._reached = False
         self._pages_past = 0
@@ -168,7 +167,6 @@ class Walk:
 
     def page(self, records: Iterable[Mapping[str, Any]]) -> bool:
         """Note one page of the list; True when the walk may stop after it."""
-        self.pages += 1
         for record in records:
             object_id = str(record.get("id"))
             self.unseen_open.discard(object_id)
