@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from fundpipe.sandbox import _control, _request_log, _routes
+from fundpipe.sandbox import _control, _routes
 from fundpipe.sandbox._config import SandboxConfig
 from fundpipe.sandbox._errors import ApiError, error_body, param
 from fundpipe.sandbox._requests import dumps, error_response, request_id_of
@@ -196,7 +196,6 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     _routes.register(app, strict_interface=config.strict_interface)
     if config.control_routes:
         _control.register(app)
-        _request_log.register(app)
     handlers: dict[Any, Any] = {
         ApiError: _api_error,
         StarletteHTTPException: _http_error,

@@ -284,6 +284,18 @@ async def delete_requests(request: Request) -> Response:
     return json_response(counter.as_dict())
 
 
+async def get_request_log(request: Request) -> Response:
+    """GET /_sandbox/request_log."""
+    return json_response(sandbox_of(request).request_log.as_dict())
+
+
+async def delete_request_log(request: Request) -> Response:
+    """DELETE /_sandbox/request_log."""
+    log = sandbox_of(request).request_log
+    log.clear()
+    return json_response(log.as_dict())
+
+
 ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("POST", "/_sandbox/reset", reset),
     ("GET", "/_sandbox/clock", get_clock),
@@ -296,6 +308,8 @@ ROUTES: tuple[tuple[str, str, Endpoint], ...] = (
     ("PUT", "/_sandbox/settings", put_settings),
     ("GET", "/_sandbox/requests", get_requests),
     ("DELETE", "/_sandbox/requests", delete_requests),
+    ("GET", "/_sandbox/request_log", get_request_log),
+    ("DELETE", "/_sandbox/request_log", delete_request_log),
     ("POST", "/_sandbox/clients", create_client),
     ("POST", "/_sandbox/organizations", create_organization),
     ("POST", "/_sandbox/vehicles", create_vehicle),

@@ -17,12 +17,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import orjson
-from fastapi import FastAPI
-from starlette.requests import Request
-from starlette.responses import Response
-
-__all__ = ["MAX_ENTRIES", "LoggedRequest", "RequestLog", "register"]
+__all__ = ["MAX_ENTRIES", "LoggedRequest", "RequestLog"]
 
 #: How many requests the log keeps (the oldest are dropped first).
 MAX_ENTRIES = 200_000
@@ -65,37 +60,11 @@ class RequestLog:
         with self._lock:
             return list(self._entries)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The answer of `GET /_sandbox/request_log`: every logged request, oldest first."""
+        return {"requests": [asdict(e) for e in self.entries()]}
+
     def clear(self) -> None:
         """Forget every logged request."""
         with self._lock:
             self._entries.clear()
-
-
-def _log_of(request: Request) -> RequestLog:
-    log: RequestLog = request.app.state.sandbox.request_log
-    return log
-
-
-def _answer(entries: list[LoggedRequest]) -> Response:
-    body = orjson.dumps({"requests": [asdict(e) for e in entries]})
-    return Response(body, 200, media_type="application/json")
-
-
-async def get_request_log(request: Request) -> Response:
-    """GET /_sandbox/request_log."""
-    return _answer(_log_of(request).entries())
-
-
-async def delete_request_log(request: Request) -> Response:
-    """DELETE /_sandbox/request_log."""
-    _log_of(request).clear()
-    return _answer([])
-
-
-def register(app: FastAPI) -> None:
-    """Add the request-log control routes to `app`."""
-    routes: dict[str, Any] = {"GET": get_request_log, "DELETE": delete_request_log}
-    for method, endpoint in routes.items():
-        app.add_api_route(
-            "/_sandbox/request_log", endpoint, methods=[method], include_in_schema=False
-        )
