@@ -120,7 +120,7 @@ async def _holdings(base_url: str) -> dict[str, Any]:
         org_id="org_demo",
         _env_file=None,  # type: ignore[call-arg]
     )
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         distributions: dict[str, list[int]] = {}
         async for d in client.list_distributions():
             amounts = [p.amount async for p in client.list_distribution_payments(d.id)]

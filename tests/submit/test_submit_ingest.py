@@ -275,7 +275,7 @@ def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> N
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)
 
     async def create_then_load() -> ServiceState:
-        async with FundClient(world.settings, transport=world.transport) as client:
+        async with FundClient(world.settings.client_config(), transport=world.transport) as client:
             empty = await load_state(client, "org_demo")
             (request,) = build_plan([file_input("h1", sheet("cnt_demo1"))], empty).requests
             sent = request.resolve(IdMap(), "org_demo", idempotency_key)

@@ -18,15 +18,16 @@ from typing import Any, TypeVar
 
 import httpx
 import orjson
-import stamina
 from pydantic import BaseModel, ValidationError
 
 from fundpipe import __version__
 from fundpipe.client._auth import ClientCredentialsAuth
+from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
     APIError,
     ConfigurationError,
+    FundServiceError,
     PermissionDeniedError,
     RateLimitError,
     ResponseDecodeError,
@@ -36,14 +37,27 @@ from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_v
 from fundpipe.client._pagination import PageAnswer, Paginator, trace_sent
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import account_numbers, redact
-from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
+from fundpipe.client._retry import (
+    RETRYABLE_TRANSPORT_ERRORS,
+    Outage,
+    RetryPolicy,
+    Timer,
+    outage_error,
+    parse_retry_after,
+)
 from fundpipe.client._scopes import missing_scope_error, scope_for
 from fundpipe.client._urls import check_url, token_endpoint
-from fundpipe.config import Settings
 
 logger = logging.getLogger("fundpipe.client")
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _reason(exc: BaseException) -> str:
+    """What a failed attempt got, in a few words: `503 internal_error`, `ConnectTimeout`."""
+    if isinstance(exc, APIError):
+        return f"{exc.status} {exc.code or ''}".strip()
+    return type(exc.__cause__ or exc).__name__
 
 
 def _path_of(url: str) -> str:
@@ -58,13 +72,17 @@ class Requester:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: ClientConfig,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
         rate_gate: RateGate | None = None,
+        timer: Timer | None = None,
     ) -> None:
-        """Check `settings` and build the HTTP client; no network I/O happens here."""
+        """Check `settings` and build the HTTP client; no network I/O happens here.
+
+        `timer` measures and waits out the retry backoff (tests pass a virtual one).
+        """
         if not settings.base_url:
             msg = (
                 "no service configured (FUNDPIPE_BASE_URL is unset): start the embedded sandbox "
@@ -94,6 +112,9 @@ class Requester:
             clock=self._clock,
         )
         self.gate = rate_gate or RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self.timer = timer or Timer()
+        #: The outages this client rode out or gave up on (see `Outage`), for the run summary.
+        self.outages: list[Outage] = []
         self._retry = RetryPolicy(
             max_attempts=settings.max_attempts,
             deadline_s=settings.retry_deadline_s,
@@ -223,10 +244,7 @@ class Requester:
     def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
         def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
             """Log a retry: method, path, cause, retry number and wait."""
-            if isinstance(exc, APIError):
-                reason = f"{exc.status} {exc.code or ''}".strip()
-            else:  # a ServiceConnectionError: name the transport failure behind it
-                reason = type(exc.__cause__ or exc).__name__
+            reason = _reason(exc)
             self._log(
                 logging.WARNING,
                 "%s %s failed (%s); retry %d in %.2f s",
@@ -252,29 +270,59 @@ class Requester:
     ) -> httpx.Response:
         """Send one request with retries; the successful response, or a typed error.
 
-        `on_sent` is called each time the request has been written to the connection.
+        Failures the policy retries are retried with growing, jittered waits until
+        `retry_deadline_s` has passed since the first attempt (see `fundpipe.client._retry`);
+        a run of such failures that ends in a success is recorded in `outages`, and one that
+        outlasts the deadline raises `ServiceOutageError` (a plain sentence: how long, what
+        the service answered, nothing lost). `on_sent` is called each time the request has
+        been written to the connection.
         """
         path = _path_of(url)
-        hook = self._retry.hook(self._on_retry(method, path))
-        async for attempt in stamina.retry_context(
-            on=hook,
-            attempts=self.settings.max_attempts,
-            timeout=self.settings.retry_deadline_s,
-            wait_initial=self.settings.backoff_initial_s,
-            wait_max=self.settings.backoff_max_s,
-        ):
-            with attempt:
-                return await self._attempt(
+        log_retry = self._on_retry(method, path)
+        timer = self.timer
+        started = timer.now()
+        failing_since: float | None = None
+        reason = ""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._attempt(
                     method,
                     url,
                     params=params,
                     content=content,
                     headers=headers or {},
-                    attempt=attempt.num,
+                    attempt=attempt,
                     secrets=secrets,
                     on_sent=on_sent,
                 )
-        raise AssertionError("unreachable")  # pragma: no cover - stamina returns or raises
+            except FundServiceError as exc:
+                now = timer.now()
+                if not exc.retryable:
+                    raise
+                if not isinstance(exc, RateLimitError):  # a 429 is a pace, not an outage
+                    reason = _reason(exc)
+                    if failing_since is None:
+                        failing_since = now
+                delay = self._retry.next_delay(exc, attempt, elapsed_s=now - started)
+                if delay is None:
+                    outage = Outage(
+                        method, path, now - (failing_since or started), attempt, _reason(exc)
+                    )
+                    self.outages.append(outage)
+                    final = outage_error(outage, exc, self._retry, elapsed_s=now - started)
+                    if final is exc:
+                        raise
+                    raise final from exc
+                log_retry(exc, attempt, delay)
+                await timer.sleep(delay)
+                continue
+            if failing_since is not None:
+                self.outages.append(
+                    Outage(method, path, timer.now() - failing_since, attempt, reason, ended=True)
+                )
+            return response
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:

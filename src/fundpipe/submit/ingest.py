@@ -25,7 +25,12 @@ from fundpipe.config import Settings, require_service
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, references
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
-from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.submit.binding import (
+    check_binding,
+    check_livemode,
+    read_body_forms,
+    remember_body_forms,
+)
 from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import (
     Candidate,
@@ -185,7 +190,11 @@ class _Run:
         todo = self.set_aside_duplicates(candidates)
         if not todo:
             return self.result
-        async with FundClient(self.settings, transport=transport) as client:
+        async with FundClient(
+            self.settings.client_config(),
+            transport=transport,
+            body_forms=read_body_forms(self.settings),
+        ) as client:
             org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
             # before anything is read or sent: this data directory is this service's
             check_binding(self.settings, org_id, bind=not self.dry_run)
@@ -213,7 +222,10 @@ class _Run:
             if self.dry_run or self.ledger is None:
                 self.planned(valid, plan)
                 return self.result
-            submitted = await self.send(client, self.ledger, plan, state)
+            try:
+                submitted = await self.send(client, self.ledger, plan, state)
+            finally:  # what was learned about the service's bodies is kept even on a failure
+                remember_body_forms(self.settings, client.body_forms)
             self.result.warnings.extend(submitted.warnings)
             self.result.notes.extend(client.notes)
         self.verdicts(self.ledger, valid, plan, checked, submitted)

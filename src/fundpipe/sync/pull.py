@@ -339,7 +339,7 @@ async def sync_async(
         stage = Stage(Path(tmp), progress)
         try:
             hints = set(settings.vehicles) | ledger_vehicles(settings.ledger_file)
-            async with FundClient(settings, transport=transport) as client:
+            async with FundClient(settings.client_config(), transport=transport) as client:
                 puller = _Puller(client, stage, settings.max_concurrency, page_size, hints, known)
                 await puller.run()
         finally:
