@@ -211,6 +211,11 @@ class _Run:
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
             check_livemode(self.settings, state.livemode)
+            if self.ledger is not None:  # instructions the entity records may not list
+                given = self.ledger.entities_given_instructions()
+                state = replace(
+                    state, entities_with_instructions=state.entities_with_instructions | given
+                )
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
