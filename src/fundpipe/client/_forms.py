@@ -56,7 +56,7 @@ _VALUE_CODES = frozenset(
     {"parameter_invalid_string", "parameter_invalid_string_empty", "parameter_invalid_integer"}
 )
 _SINGLE_NAMED = re.compile(r"\bexternal_reference\b(?!s)")
-_ANY_FIELD = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_ANY_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _instructions(element: Any) -> list[Any]:
@@ -164,7 +164,7 @@ def refuses_field(error: APIError, path: str, body: list[Any]) -> bool:
         return (error.code or "") not in _VALUE_CODES
     # Names nothing: the undocumented field the body carried is the suspect, unless the
     # message names another field the body carried.
-    mentioned = set(_ANY_FIELD.findall(error.message)) & _body_fields(body)
+    mentioned = set(_ANY_WORD.findall(error.message)) & (_body_fields(body) - {field})
     return not mentioned
 
 
