@@ -90,3 +90,23 @@ async def test_without_an_injected_timer_the_test_mode_skips_waits_but_counts_th
         with pytest.raises(errors.ServiceOutageError):
             await client.get_vehicle("veh_1")
     assert route.call_count > 6
+
+
+def test_client_config_is_built_from_the_settings_and_frozen():
+    import dataclasses
+
+    from fundpipe.client import ClientConfig
+    from fundpipe.client._config import DEFAULT_PATHS as CLIENT_PATHS
+    from fundpipe.config import DEFAULT_PATHS
+
+    settings = make_settings(retry_deadline_s=300.0, org_id="org_x", max_attempts=None)
+    config = settings.client_config()
+    assert isinstance(config, ClientConfig)
+    assert (config.retry_deadline_s, config.org_id, config.max_attempts) == (300.0, "org_x", None)
+    assert config.backoff_max_s == 30.0  # the backoff's cap by default
+    assert dict(config.paths) == dict(settings.paths)
+    assert dict(CLIENT_PATHS) == DEFAULT_PATHS
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.org_id = "org_y"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="client_config"):
+        FundClient(settings)  # type: ignore[arg-type]

@@ -14,7 +14,19 @@ from types import MappingProxyType
 
 from pydantic import SecretStr
 
-from fundpipe.config import DEFAULT_PATHS
+#: Paths of the operations the interface does not show (DESIGN, "ours"), by name. The same
+#: defaults as `fundpipe.config.DEFAULT_PATHS` (tests/client checks): the client does not import
+#: the application's settings.
+DEFAULT_PATHS: Mapping[str, str] = MappingProxyType(
+    {
+        "vehicles": "/v1/vehicles",
+        "vehicle": "/v1/vehicles/{veh_id}",
+        "organizations": "/v1/organizations",
+        "organization": "/v1/organizations/{org_id}",
+        "financial_accounts": "/v1/financial_accounts",
+        "entity_contacts": "/v1/entities/{ent_id}/contacts",
+    }
+)
 
 
 def _default_paths() -> Mapping[str, str]:

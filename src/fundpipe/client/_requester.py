@@ -12,7 +12,7 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -25,9 +25,7 @@ from fundpipe.client._auth import ClientCredentialsAuth
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
-    APIError,
     ConfigurationError,
-    FundServiceError,
     PermissionDeniedError,
     RateLimitError,
     ResponseDecodeError,
@@ -42,8 +40,9 @@ from fundpipe.client._retry import (
     Outage,
     RetryPolicy,
     Timer,
-    outage_error,
     parse_retry_after,
+    reason_of,
+    retrying,
 )
 from fundpipe.client._scopes import missing_scope_error, scope_for
 from fundpipe.client._urls import check_url, token_endpoint
@@ -51,13 +50,6 @@ from fundpipe.client._urls import check_url, token_endpoint
 logger = logging.getLogger("fundpipe.client")
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def _reason(exc: BaseException) -> str:
-    """What a failed attempt got, in a few words: `503 internal_error`, `ConnectTimeout`."""
-    if isinstance(exc, APIError):
-        return f"{exc.status} {exc.code or ''}".strip()
-    return type(exc.__cause__ or exc).__name__
 
 
 def _path_of(url: str) -> str:
@@ -79,10 +71,7 @@ class Requester:
         rate_gate: RateGate | None = None,
         timer: Timer | None = None,
     ) -> None:
-        """Check `settings` and build the HTTP client; no network I/O happens here.
-
-        `timer` measures and waits out the retry backoff (tests pass a virtual one).
-        """
+        """Check `settings` and build the HTTP client (no network I/O); `timer`: the retry clock."""
         if not settings.base_url:
             msg = (
                 "no service configured (FUNDPIPE_BASE_URL is unset): start the embedded sandbox "
@@ -244,7 +233,7 @@ class Requester:
     def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
         def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
             """Log a retry: method, path, cause, retry number and wait."""
-            reason = _reason(exc)
+            reason = reason_of(exc)
             self._log(
                 logging.WARNING,
                 "%s %s failed (%s); retry %d in %.2f s",
@@ -268,61 +257,31 @@ class Requester:
         secrets: tuple[str, ...] = (),
         on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; the successful response, or a typed error.
-
-        Failures the policy retries are retried with growing, jittered waits until
-        `retry_deadline_s` has passed since the first attempt (see `fundpipe.client._retry`);
-        a run of such failures that ends in a success is recorded in `outages`, and one that
-        outlasts the deadline raises `ServiceOutageError` (a plain sentence: how long, what
-        the service answered, nothing lost). `on_sent` is called each time the request has
-        been written to the connection.
-        """
+        """Send one request, retried as `fundpipe.client._retry.retrying` says (outages are
+        recorded in `outages`); the successful response, or a typed error. `on_sent` is called
+        each time the request has been written to the connection."""
         path = _path_of(url)
-        log_retry = self._on_retry(method, path)
-        timer = self.timer
-        started = timer.now()
-        failing_since: float | None = None
-        reason = ""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = await self._attempt(
-                    method,
-                    url,
-                    params=params,
-                    content=content,
-                    headers=headers or {},
-                    attempt=attempt,
-                    secrets=secrets,
-                    on_sent=on_sent,
-                )
-            except FundServiceError as exc:
-                now = timer.now()
-                if not exc.retryable:
-                    raise
-                if not isinstance(exc, RateLimitError):  # a 429 is a pace, not an outage
-                    reason = _reason(exc)
-                    if failing_since is None:
-                        failing_since = now
-                delay = self._retry.next_delay(exc, attempt, elapsed_s=now - started)
-                if delay is None:
-                    outage = Outage(
-                        method, path, now - (failing_since or started), attempt, _reason(exc)
-                    )
-                    self.outages.append(outage)
-                    final = outage_error(outage, exc, self._retry, elapsed_s=now - started)
-                    if final is exc:
-                        raise
-                    raise final from exc
-                log_retry(exc, attempt, delay)
-                await timer.sleep(delay)
-                continue
-            if failing_since is not None:
-                self.outages.append(
-                    Outage(method, path, timer.now() - failing_since, attempt, reason, ended=True)
-                )
-            return response
+
+        def attempt(number: int) -> Awaitable[httpx.Response]:
+            return self._attempt(
+                method,
+                url,
+                params=params,
+                content=content,
+                headers=headers or {},
+                attempt=number,
+                secrets=secrets,
+                on_sent=on_sent,
+            )
+
+        return await retrying(
+            attempt,
+            self._retry,
+            self.timer,
+            self.outages,
+            what=(method, path),
+            on_retry=self._on_retry(method, path),
+        )
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:

@@ -32,14 +32,23 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
 
 import httpx
 import stamina
 
-from fundpipe.client._errors import FundServiceError, ServiceOutageError
+from fundpipe.client._errors import (
+    APIError,
+    FundServiceError,
+    RateLimitError,
+    ServiceOutageError,
+)
+
+T = TypeVar("T")
 
 #: httpx errors after which the same request may safely be sent again.
 RETRYABLE_TRANSPORT_ERRORS: tuple[type[httpx.TransportError], ...] = (
@@ -189,6 +198,66 @@ class RetryPolicy:
         ):
             return None  # the service said it is not back before the deadline: no wait started
         return min(self.delay_for(exc, attempt), remaining)
+
+
+def reason_of(exc: BaseException) -> str:
+    """What a failed attempt got, in a few words: `503 internal_error`, `ConnectTimeout`."""
+    if isinstance(exc, APIError):
+        return f"{exc.status} {exc.code or ''}".strip()
+    return type(exc.__cause__ or exc).__name__
+
+
+async def retrying(
+    attempt: Callable[[int], Awaitable[T]],
+    policy: RetryPolicy,
+    timer: Timer,
+    outages: list[Outage],
+    *,
+    what: tuple[str, str],
+    on_retry: Callable[[BaseException, int, float], None],
+) -> T:
+    """Run `attempt(1)`, `attempt(2)`, … until one succeeds or `policy` gives up.
+
+    `what` is (method, path) for the outage records; `on_retry(exc, attempt, delay)` is called
+    before each wait. A run of retried failures (429s aside: a pace, not an outage) is appended
+    to `outages`: `ended` when a later attempt succeeded; otherwise the error raised is
+    `outage_error`'s.
+    """
+    method, path = what
+    started = timer.now()
+    failing_since: float | None = None
+    reason = ""
+    number = 0
+    while True:
+        number += 1
+        try:
+            result = await attempt(number)
+        except FundServiceError as exc:
+            now = timer.now()
+            if not exc.retryable:
+                raise
+            if not isinstance(exc, RateLimitError):
+                reason = reason_of(exc)
+                if failing_since is None:
+                    failing_since = now
+            delay = policy.next_delay(exc, number, elapsed_s=now - started)
+            if delay is None:
+                outage = Outage(
+                    method, path, now - (failing_since or started), number, reason_of(exc)
+                )
+                outages.append(outage)
+                final = outage_error(outage, exc, policy, elapsed_s=now - started)
+                if final is exc:
+                    raise
+                raise final from exc
+            on_retry(exc, number, delay)
+            await timer.sleep(delay)
+            continue
+        if failing_since is not None:
+            outages.append(
+                Outage(method, path, timer.now() - failing_since, number, reason, ended=True)
+            )
+        return result
 
 
 def outage_error(

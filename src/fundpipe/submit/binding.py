@@ -19,17 +19,26 @@ embedded sandbox, or ``FUNDPIPE_LIVEMODE=false``), or the reverse.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from fundpipe.client import FundClient
 
 __all__ = [
     "binding_file",
     "check_binding",
     "check_livemode",
     "describe_binding",
+    "learned_client",
     "read_binding",
     "read_body_forms",
     "remember_body_forms",
@@ -86,6 +95,24 @@ def remember_body_forms(settings: Settings, forms: dict[str, str]) -> bool:
     data["body_forms"] = dict(sorted(merged.items()))
     _store(binding_file(settings), data)
     return True
+
+
+@asynccontextmanager
+async def learned_client(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> AsyncIterator[FundClient]:
+    """The open service client of `settings`, starting with the body forms earlier nights
+    learned; on the way out — a failure too — the forms it learned are kept in the binding."""
+    from fundpipe.client import FundClient
+
+    client = FundClient(
+        settings.client_config(), transport=transport, body_forms=read_body_forms(settings)
+    )
+    try:
+        async with client:
+            yield client
+    finally:
+        remember_body_forms(settings, client.body_forms)
 
 
 def _org(organization: str) -> str:

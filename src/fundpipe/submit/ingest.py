@@ -25,12 +25,7 @@ from fundpipe.config import Settings, require_service
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, references
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
-from fundpipe.submit.binding import (
-    check_binding,
-    check_livemode,
-    read_body_forms,
-    remember_body_forms,
-)
+from fundpipe.submit.binding import check_binding, check_livemode, learned_client
 from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import (
     Candidate,
@@ -47,6 +42,7 @@ from fundpipe.submit.snapshot import (
     only_organization,
     vehicles_of,
     with_distributions,
+    with_ledger_instructions,
     with_vehicles,
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
@@ -185,16 +181,10 @@ class _Run:
         batch_size: int,
     ) -> IngestResult:
         """Every step, in order; returns the filled-in result."""
-        from fundpipe.client import FundClient
-
         todo = self.set_aside_duplicates(candidates)
         if not todo:
             return self.result
-        async with FundClient(
-            self.settings.client_config(),
-            transport=transport,
-            body_forms=read_body_forms(self.settings),
-        ) as client:
+        async with learned_client(self.settings, transport) as client:
             org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
             # before anything is read or sent: this data directory is this service's
             check_binding(self.settings, org_id, bind=not self.dry_run)
@@ -211,11 +201,7 @@ class _Run:
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
             check_livemode(self.settings, state.livemode)
-            if self.ledger is not None:  # instructions the entity records may not list
-                given = self.ledger.entities_given_instructions()
-                state = replace(
-                    state, entities_with_instructions=state.entities_with_instructions | given
-                )
+            state = with_ledger_instructions(state, self.ledger)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
@@ -227,10 +213,7 @@ class _Run:
             if self.dry_run or self.ledger is None:
                 self.planned(valid, plan)
                 return self.result
-            try:
-                submitted = await self.send(client, self.ledger, plan, state)
-            finally:  # what was learned about the service's bodies is kept even on a failure
-                remember_body_forms(self.settings, client.body_forms)
+            submitted = await self.send(client, self.ledger, plan, state)
             self.result.warnings.extend(submitted.warnings)
             self.result.notes.extend(client.notes)
         self.verdicts(self.ledger, valid, plan, checked, submitted)
