@@ -238,7 +238,7 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
     assert validate_exit_code(validate_files([good, bad, binary])) == 2
     doc = validation_dict(reports)
     assert [set(f) for f in doc["files"]] == [
-        {"file", "sheet", "valid", "rows", "errors", "warnings"}
+        {"file", "sheet", "valid", "rows", "errors", "warnings", "grouped"}
     ] * 2
     assert doc["files"][1]["errors"] == [
         {
@@ -246,9 +246,19 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
             "sheet": None,
             "row": 2,
             "column": "Amount ($)",
+            "column_letter": "G",
             "value": "abc",
             "check": "amount_not_a_number",
             "reason": "the amount is not a number",
+        }
+    ]
+    assert doc["files"][1]["grouped"] == [
+        {
+            **doc["files"][1]["errors"][0],
+            "severity": "error",
+            "rows": [2],
+            "rows_text": "2",
+            "count": 1,
         }
     ]
     json.dumps(doc)  # JSON-ready
