@@ -259,3 +259,9 @@ def test_a_month_name_that_is_no_month_is_an_invalid_date() -> None:
     out = column(["3 Aprul 2027"])
     assert out["check"].tolist() == ["datetime_invalid"]
     assert "'Aprul' is not a month name" in out["reason"].iloc[0]
+
+
+def test_zero_and_impossible_numbers_prove_nothing_and_read_as_no_date() -> None:
+    out = column(["00/04/2027", "03/04/2027", "45/04/2027"])
+    assert out["check"].tolist() == ["datetime_invalid", "date_order_ambiguous", "datetime_invalid"]
+    assert "0 is neither a day nor a month" in out["reason"].iloc[0]

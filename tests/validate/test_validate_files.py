@@ -280,3 +280,15 @@ def test_every_error_is_reported_at_once_entity_references_included(
     assert (2, "Entity ID", "entity_resolvable") in found
     assert any(row == 3 and column == "Amount ($)" for row, column, _ in found)
     assert report.distributions is None
+
+
+def test_the_validate_table_reads_like_the_error_report(write_csv: Callable[..., Path]) -> None:
+    rows = clean_rows()
+    for row in rows:
+        row[6] = "ten"
+    text = render_text([only(write_csv(rows, name="bad.csv"))])
+    [line] = [line for line in text.splitlines() if "amount_not_a_number" in line]
+    assert " 2–4 " in line  # the three rows, one line
+    assert " G " in line  # the column's letter beside its name
+    assert "Amount ($)" in line
+    assert "sheet" not in text  # a CSV has no sheets: no empty column

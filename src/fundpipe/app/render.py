@@ -195,14 +195,17 @@ def render_validation(
         if not groups:
             continue
         table = Table(show_lines=False)
-        for title in ("", "sheet", "rows", "column", "col", "value", "check", "reason"):
+        sheets = any(g.first.sheet for g in groups)  # a CSV's table has no sheet column
+        for title in ("", *(["sheet"] if sheets else []), "rows", "column", "col", "value"):
             table.add_column(title, overflow="fold")
+        table.add_column("check", overflow="fold")
+        table.add_column("reason", overflow="fold")
         for group in groups[:max_issues]:
             issue = group.first
             kind = "[red]error[/]" if group.severity == "error" else "[yellow]warning[/]"
             table.add_row(
                 kind,
-                escape(issue.sheet or ""),
+                *([escape(issue.sheet or "")] if sheets else []),
                 group.rows_text(limit=20),
                 escape(issue.column or ""),
                 issue.letter or "",

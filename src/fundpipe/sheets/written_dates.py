@@ -96,6 +96,8 @@ def _day_month(
     text: str, first: int, second: int, year: str, order: DateOrder | None, declared: bool
 ) -> tuple[int, int]:
     """(month, day) of a date written with day and month in figures (see `DateOrder`)."""
+    if first == 0 or second == 0:
+        raise InvalidDate("0 is neither a day nor a month")
     if declared:
         month, day = (first, second) if order == "mdy" else (second, first)
         if month > 12:
@@ -170,8 +172,9 @@ def column_date_order(texts: list[str]) -> DateOrder | None:
     shaped = pc.filter(fields, valid)
     first = pc.cast(pc.struct_field(shaped, "a"), pa.int32()).to_numpy()
     second = pc.cast(pc.struct_field(shaped, "b"), pa.int32()).to_numpy()
-    day_first = bool(((first > 12) & (second <= 12)).any())
-    month_first = bool(((second > 12) & (first <= 12)).any())
+    # a number over 12 proves a day only where it can be one (13-31) beside a month (1-12)
+    day_first = bool(((first > 12) & (first <= 31) & (second >= 1) & (second <= 12)).any())
+    month_first = bool(((second > 12) & (second <= 31) & (first >= 1) & (first <= 12)).any())
     if day_first == month_first:
         return None
     return "dmy" if day_first else "mdy"
@@ -193,6 +196,8 @@ def proving_example(texts: list[str], order: DateOrder) -> str:
         if m is None:
             continue
         first, second = int(m.group(1)), int(m.group(3))
-        if (order == "dmy" and first > 12 >= second) or (order == "mdy" and second > 12 >= first):
+        if order == "mdy":
+            first, second = second, first
+        if 12 < first <= 31 and 1 <= second <= 12:
             return text
     return ""
