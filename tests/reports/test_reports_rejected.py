@@ -52,8 +52,8 @@ def test_error_report_is_written_as_csv_and_xlsx_without_live_formulas(tmp_path:
     with open(paths[0], encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == [
-        "severity", "file", "sheet", "row", "rows", "count", "column", "letter", "value", "check",
-        "reason",
+        "severity", "sheet", "row", "rows", "count", "column", "letter", "value", "check",
+        "reason", "file",
     ]  # fmt: skip
     line = dict(zip(rows[0], rows[1], strict=True))
     assert [line["row"], line["column"], line["value"]] == [
@@ -92,7 +92,7 @@ def test_error_report_names_where_the_file_is_now_and_its_rows_are_numbers(tmp_p
     csv_path, xlsx_path = write_error_report(report, moved.parent)
     with open(csv_path, encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert {r[1] for r in rows[1:]} == {str(moved)}
+    assert {r[rows[0].index("file")] for r in rows[1:]} == {str(moved)}
     sheet = openpyxl.load_workbook(xlsx_path)["errors"]
     row, where = COLUMNS.index("row") + 1, COLUMNS.index("file") + 1
     assert sheet.cell(2, row).value == 7

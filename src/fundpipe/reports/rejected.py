@@ -4,7 +4,8 @@ One line per problem: the same error over many rows (a date typed wrong down a c
 once with its rows listed compactly (``2–7, 9``), its first row (a number, to sort on) and how
 many rows it covers. Each line names the column as the analyst wrote it and its letter in Excel
 (for a CSV, the letter it has when opened there). The file column says where the sheet is now
-(``rejected/…`` after a run moved it), and so does the XLSX's page header.
+(``rejected/…`` after a run moved it; the last column, the same on every line, for scripts
+joining reports), and so does the XLSX's page header.
 
 The XLSX prints: landscape, one page wide, the header row repeated on every page, the reason
 and the row list wrapped, "page x of y" in the footer.
@@ -26,7 +27,6 @@ from fundpipe.validate.issues import FileReport, IssueGroup, group_issues
 
 COLUMNS = (
     "severity",
-    "file",
     "sheet",
     "row",
     "rows",
@@ -36,13 +36,13 @@ COLUMNS = (
     "value",
     "check",
     "reason",
+    "file",
 )
 #: columns written as numbers in the XLSX
 _NUMBERS = {COLUMNS.index("row"), COLUMNS.index("count")}
 #: column widths in the XLSX (characters), and which ones wrap
 _WIDTHS = {
     "severity": 8,
-    "file": 26,
     "sheet": 12,
     "row": 6,
     "rows": 16,
@@ -52,6 +52,7 @@ _WIDTHS = {
     "value": 20,
     "check": 20,
     "reason": 60,
+    "file": 40,
 }
 _WRAPPED = {"file", "sheet", "rows", "column", "value", "check", "reason"}
 
@@ -61,7 +62,6 @@ def _line(report: FileReport, group: IssueGroup) -> list[str | int | None]:
     issue = group.first
     return [
         neutralise(group.severity),
-        neutralise(report.file),  # where the sheet is now (the issue may name it where it was read)
         neutralise(issue.sheet),
         issue.row,
         neutralise(group.rows_text()),
@@ -71,6 +71,7 @@ def _line(report: FileReport, group: IssueGroup) -> list[str | int | None]:
         neutralise(issue.value),
         neutralise(issue.check),
         neutralise(issue.reason),
+        neutralise(report.file),  # where the sheet is now (the issue may name it where it was read)
     ]
 
 
@@ -110,14 +111,29 @@ def _write_xlsx(report: FileReport, lines: list[list[str | int | None]], path: P
         head = workbook.add_format({"bold": True, "bottom": 1, "text_wrap": True, "valign": "top"})
         plain = workbook.add_format({"valign": "top"})
         wrapped = workbook.add_format({"valign": "top", "text_wrap": True})
+        centred = workbook.add_format({"valign": "top", "align": "center"})
         sheet.write_row(0, 0, COLUMNS, head)
         for r, line in enumerate(lines, start=1):
+            # Spreadsheets do not grow a row for wrapped text they did not lay out themselves:
+            # the row is as tall as its longest wrapped cell needs.
+            tallest = max(
+                -(-len(str(value or "")) // _WIDTHS[COLUMNS[c]])
+                for c, value in enumerate(line)
+                if COLUMNS[c] in _WRAPPED
+            )
+            sheet.set_row(r, 15 * max(tallest, 1))
             for c, value in enumerate(line):
                 if c in _NUMBERS:
                     if value is not None:
-                        sheet.write_number(r, c, int(value), plain)  # a number, not text
+                        sheet.write_number(r, c, int(value), centred)  # a number, not text
                 else:
-                    fmt = wrapped if COLUMNS[c] in _WRAPPED else plain
+                    fmt = (
+                        wrapped
+                        if COLUMNS[c] in _WRAPPED
+                        else centred
+                        if COLUMNS[c] == "letter"
+                        else plain
+                    )
                     sheet.write_string(r, c, str(value or ""), fmt)
         for c, name in enumerate(COLUMNS):
             sheet.set_column(c, c, _WIDTHS[name])
