@@ -209,3 +209,5 @@ def test_the_xlsx_error_report_prints_landscape_one_page_wide(tmp_path: Path) ->
     assert widths["reason"] == max(widths.values())
     assert sum(widths.values()) < 250  # one page wide stays legible
     assert sheet.freeze_panes == "A2"
+    # a wrapped reason gets the height it needs (spreadsheets do not re-lay rows on opening)
+    assert (sheet.row_dimensions[2].height or 15) >= 30
