@@ -277,6 +277,7 @@ class _Run:
                     )
                 )
                 valid.append(c)
+                self.result.warnings += [f"{c.original_name}: {n}" for n in report.reading_notes()]
             else:
                 self.reject(c, report)
         return valid, inputs

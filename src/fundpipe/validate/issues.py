@@ -12,6 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+#: Warning checks a run repeats for a file it accepts (`FileReport.reading_notes`).
+READING_NOTES = frozenset({"date_order_from_column"})
+
 #: Canonical columns whose values are secrets: masked in every issue.
 SENSITIVE_COLUMNS = frozenset({"account_number", "account_number_secret"})
 
@@ -115,6 +118,16 @@ class FileReport:
     def file_error(self, check: str, reason: str, *, sheet: str | None = None) -> None:
         """Record a file-level error."""
         self.add_error(Issue(self.file, sheet, None, None, None, check, reason))
+
+    def reading_notes(self) -> list[str]:
+        """What was decided while reading a file that is otherwise fine — a day/month order
+        taken from its column — one sentence each, for a run's warnings (a valid file's other
+        warnings stay in ``fundpipe validate``)."""
+        return [
+            f"{w.column} ({w.letter}){f' on sheet {w.sheet}' if w.sheet else ''}: {w.reason}"
+            for w in self.warnings
+            if w.check in READING_NOTES
+        ]
 
     def file_warning(self, check: str, reason: str, *, sheet: str | None = None) -> None:
         """Record a file-level warning."""
