@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fundpipe.sheets.datetimes import parse_datetimes, resolve_many
+from fundpipe.sheets.written_dates import DateOrder
 
 NY = "America/New_York"
 
@@ -115,17 +116,56 @@ TRICKY = [
     "1890-01-01 00:00",
     "03/04/2027",
     "25/04/2027 09:00",
+    "04/25/2027 9:05:07",
+    "25/25/2027",
+    "00/04/2027",
+    "31/02/2027",
+    "03.04.2027 23:59",
+    "03/04-2027",
+    "13/04/2027 24:00",
+    "04/04/2027 1:30 PM",
     "3 April 2027",
 ]
 ZONES = [NY, "UTC", "Europe/London", "Asia/Kolkata", "Australia/Lord_Howe", "Nope/Zone"]
 
 
-def test_pandas_path_agrees_with_the_scalar_rules_on_every_tricky_case() -> None:
+@pytest.mark.parametrize(
+    ("order", "declared"),
+    [(None, False), ("dmy", False), ("mdy", False), ("dmy", True), ("mdy", True)],
+)
+def test_pandas_path_agrees_with_the_scalar_rules_on_every_tricky_case(
+    order: DateOrder | None, declared: bool
+) -> None:
     texts = [t for t in TRICKY for _ in ZONES]
     zones = ZONES * len(TRICKY)
-    scalar = resolve_many(texts, zones, excel_serials=False, vectorised=False)
-    vectorised = resolve_many(texts, zones, excel_serials=False, vectorised=True)
+    how = {"order": order, "declared": declared}
+    scalar = resolve_many(texts, zones, excel_serials=False, vectorised=False, **how)  # type: ignore[arg-type]
+    vectorised = resolve_many(texts, zones, excel_serials=False, vectorised=True, **how)  # type: ignore[arg-type]
     assert vectorised == scalar
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 35), st.integers(0, 35), st.sampled_from(["", " 09:30", " 7:05:59"])
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.sampled_from([(None, False), ("dmy", False), ("mdy", False), ("dmy", True), ("mdy", True)]),
+)
+def test_pandas_path_agrees_with_the_scalar_rules_on_dates_in_figures(
+    dates: list[tuple[int, int, str]], how: tuple[DateOrder | None, bool]
+) -> None:
+    texts = [f"{a:02d}/{b}/2027{clock}" for a, b, clock in dates]
+    zones = ["Europe/London"] * len(texts)
+    order, declared = how
+    assert resolve_many(
+        texts, zones, excel_serials=False, vectorised=True, order=order, declared=declared
+    ) == resolve_many(
+        texts, zones, excel_serials=False, vectorised=False, order=order, declared=declared
+    )
 
 
 @settings(max_examples=10, deadline=None)

@@ -36,6 +36,7 @@ from fundpipe.sheets.written_dates import (
     DateOrder,
     InvalidDate,
     column_date_order,
+    figures_as_iso,
     is_open,
     proving_example,
     written_to_iso,
@@ -160,7 +161,9 @@ def resolve_many(
             for t, z in zip(texts, zones, strict=True)
         ]
     out: list[tuple[str | None, str | None, str] | None] = [None] * len(texts)
-    parts = pa.array(texts, type=pa.string())
+    # Day and month in figures whose reading is settled are rewritten year first, so the ISO
+    # path below reads them too; open or odd ones stay as they are, for the scalar rules.
+    parts = pa.array(figures_as_iso(texts, order, declared=declared), type=pa.string())
     fields = pc.extract_regex(parts, _ISO_NAMED)
     matched = np.asarray(pc.is_valid(fields).to_numpy(zero_copy_only=False), dtype=bool)
     frame = pd.DataFrame(
