@@ -305,3 +305,5 @@ def test_zero_and_impossible_numbers_prove_nothing_and_read_as_no_date() -> None
     out = column(["00/04/2027", "03/04/2027", "45/04/2027"])
     assert out["check"].tolist() == ["datetime_invalid", "date_order_ambiguous", "datetime_invalid"]
     assert "0 is neither a day nor a month" in out["reason"].iloc[0]
+    mixed_separators = column(["03/04/2027", "25/04.2027"])
+    assert mixed_separators["check"].tolist() == ["date_order_ambiguous", "datetime_invalid"]

@@ -165,12 +165,17 @@ def column_date_order(texts: list[str]) -> DateOrder | None:
     if not texts:
         return None
     fields = pc.extract_regex(
-        pa.array(texts, type=pa.string()), r"^(?P<a>\d{1,2})[/.-](?P<b>\d{1,2})[/.-]\d{4}"
+        pa.array(texts, type=pa.string()),
+        r"^(?P<a>\d{1,2})(?P<s1>[/.-])(?P<b>\d{1,2})(?P<s2>[/.-])\d{4}(?:\s|$)",
     )
     valid = pc.is_valid(fields)
     if not pc.any(valid).as_py():
         return None
     shaped = pc.filter(fields, valid)
+    # 25/04.2027 is no date: it proves nothing
+    shaped = pc.filter(
+        shaped, pc.equal(pc.struct_field(shaped, "s1"), pc.struct_field(shaped, "s2"))
+    )
     first = pc.cast(pc.struct_field(shaped, "a"), pa.int32()).to_numpy()
     second = pc.cast(pc.struct_field(shaped, "b"), pa.int32()).to_numpy()
     # a number over 12 proves a day only where it can be one (13-31) beside a month (1-12)
