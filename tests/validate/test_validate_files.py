@@ -107,6 +107,7 @@ def test_missing_required_columns_are_named(write_csv: Callable[..., Path]) -> N
 def test_two_headers_for_one_column_are_rejected(write_csv: Callable[..., Path]) -> None:
     report = only(write_csv([[*r, "5"] for r in clean_rows()], header=[*HEADER, "Payment Amount"]))
     assert [e.check for e in report.errors] == ["duplicate_columns"]
+    assert "'Amount ($)' (G), 'Payment Amount' (H) all mean amount" in report.errors[0].reason
 
 
 def test_errors_name_the_cell_as_the_analyst_wrote_it(write_csv: Callable[..., Path]) -> None:

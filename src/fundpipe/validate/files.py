@@ -167,9 +167,14 @@ def _validate_sheet(
             sheet=sheet,
         )
     for name, spellings in match.duplicates.items():
+        where = [
+            f"{text!r} ({column_letter(pos)})"
+            for pos, text in enumerate(raw.header)
+            if text in spellings
+        ]
         report.file_error(
             "duplicate_columns",
-            f"columns {', '.join(map(repr, spellings))} all mean {name}; keep one",
+            f"columns {', '.join(where)} all mean {name}; keep one",
             sheet=sheet,
         )
     for position, text in match.unknown:
