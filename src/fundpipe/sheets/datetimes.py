@@ -59,8 +59,6 @@ DATETIME_CHECKS = {
     "date_order_ambiguous": "{detail}",
 }
 
-_Invalid = InvalidDate
-
 
 def _to_iso(
     text: str, *, excel_serials: bool, order: DateOrder | None = None, declared: bool = False
@@ -83,12 +81,12 @@ def _to_iso(
     if excel_serials and _SERIAL.match(text):
         serial = float(text)
         if not 1 <= serial < 2958466:
-            raise _Invalid("the number is not an Excel date")
+            raise InvalidDate("the number is not an Excel date")
         value = _EXCEL_EPOCH + timedelta(days=serial)
         # Excel keeps times to the millisecond; round away float noise to the second.
         value = (value + timedelta(microseconds=500_000)).replace(microsecond=0)
         return value.isoformat()
-    raise _Invalid("unrecognised format")
+    raise InvalidDate("unrecognised format")
 
 
 def _resolve(
@@ -105,7 +103,7 @@ def _resolve(
         instant = timerules.resolve_in_zone(iso, zone)
     except AmbiguousOrder as exc:
         return None, "date_order_ambiguous", str(exc)
-    except _Invalid as exc:
+    except InvalidDate as exc:
         return None, "datetime_invalid", DATETIME_CHECKS["datetime_invalid"].format(detail=exc)
     except timerules.NonexistentTimeError as exc:
         return None, "datetime_nonexistent", str(exc)
