@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -202,6 +202,12 @@ class Settings(BaseSettings):
         "organization's settings point it at data/reports/<org_id>.",
     )
     require_funds: bool = False
+    date_order: Literal["mdy", "dmy"] | None = Field(
+        default=None,
+        description="How sheets write dates with day and month in figures: mdy (12/15/2026) or "
+        "dmy (15/12/2026). Unset: a date such as 03/04/2027 that neither its numbers nor its "
+        "column settles is a row error naming both readings.",
+    )
     log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
@@ -258,6 +264,14 @@ class Settings(BaseSettings):
     inbox_interval_s: int = Field(
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
+
+    @field_validator("date_order", mode="before")
+    @classmethod
+    def _normalise_date_order(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return value or None
+        return value
 
     @field_validator("scopes", mode="before")
     @classmethod

@@ -104,15 +104,16 @@ def validate_command(
             validate_files,
         )
 
+        settings = settings_for(data_dir)
         if not files:
             from fundpipe.app.orgs import waiting_sheets
 
-            files = waiting_sheets(settings_for(data_dir), org)
+            files = waiting_sheets(settings, org)
             if not files:
                 console.print("nothing to validate: no sheet waits in the inbox")
                 return
         with RichProgress(err_console) as progress:
-            reports = validate_files(files, progress=progress)
+            reports = validate_files(files, progress=progress, date_order=settings.date_order)
         if output_format == "json":
             print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:

@@ -252,10 +252,9 @@ class _Run:
         cache = ValidationCache(self.dirs.processing / ".validated", enabled=enabled)
         cached = {c.file_hash: cache.load(c.file_hash) for c in todo}
         fresh = [c for c in todo if cached[c.file_hash] is None]
+        paths, order, refs = [c.path for c in fresh], self.settings.date_order, set(known_refs)
         fresh_reports = iter(
-            validate_files(
-                [c.path for c in fresh], known_entity_refs=set(known_refs), progress=self.progress
-            )
+            validate_files(paths, known_entity_refs=refs, date_order=order, progress=self.progress)
             if fresh
             else []
         )
@@ -278,6 +277,7 @@ class _Run:
                     )
                 )
                 valid.append(c)
+                self.result.warnings += [f"{c.original_name}: {n}" for n in report.reading_notes()]
             else:
                 self.reject(c, report)
         return valid, inputs
