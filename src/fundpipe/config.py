@@ -197,6 +197,11 @@ class Settings(BaseSettings):
         "organization's settings point it at data/reports/<org_id>.",
     )
     require_funds: bool = False
+    reporting_timezone: str = Field(
+        default="UTC",
+        description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
+        "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
+    )
     log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
@@ -261,6 +266,19 @@ class Settings(BaseSettings):
             value = " ".join(str(s) for s in value)
         if isinstance(value, str):
             return " ".join(value.replace(",", " ").split()) or None
+        return value
+
+    @field_validator("reporting_timezone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not an IANA time zone (e.g. America/New_York)"
+            ) from None
         return value
 
     @field_validator("vehicles", mode="before")

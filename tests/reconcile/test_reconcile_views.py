@@ -28,8 +28,12 @@ def test_funding_shows_available_obligations_and_shortfall_per_vehicle(
 ) -> None:
     funding = known_result.frame("funding").set_index("vehicle")
     b = funding.loc["veh_b"]
-    assert (b.available_cents, b.obligations_cents, b.shortfall_cents) == (10_000, 20_000, 10_000)
+    # owed: $200 staged + dpmt_5's $10 failed and not paid again (issue 22: still owed)
+    assert (b.available_cents, b.obligations_cents, b.failed_owed_cents) == (10_000, 20_000, 1_000)
+    assert (b.owed_cents, b.shortfall_cents) == (21_000, 11_000)
     assert b.open_payments == 2
+    assert b.failed_owed_payments == 1
+    assert b.balance == "seen"
     # dst_2 pays 2026-12-01 03:00Z = 2026-11-30 22:00 in New York: its date is the 30th.
     assert b.next_distribution_date == dt.date(2026, 11, 30)
     assert b.first_short_date == dt.date(2026, 11, 30)
@@ -108,7 +112,7 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
     )
     assert got == sorted(
         [
-            ("shortfall", "veh_b", 10_000),
+            ("shortfall", "veh_b", 11_000),
             ("amount_mismatch", "dpmt_2", -5_000),
             ("missing", "", 777),
             ("extra", "dpmt_4", 5_000),
@@ -127,7 +131,7 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
         "status_mismatch": 1,
         "unexplained_balance": 1,
     }
-    assert result.summary.shortfall_cents == 10_000
+    assert result.summary.shortfall_cents == 11_000
     # only the depository's unexplained movement counts; fa_abrk's market move does not
     assert result.summary.unexplained_cents == 1_000
     assert "fa_abrk" not in set(exceptions.object_id.dropna())
@@ -178,7 +182,7 @@ def test_summary_table_prints_totals_and_exception_counts(known_result: Reconcil
     text = console.export_text()
     assert "Reconciliation as of 2026-11-30" in text
     assert "$1,100.00" in text  # available across both vehicles
-    assert "$100.00 (1 vehicles)" in text
+    assert "$110.00 (1 vehicles)" in text  # $200 staged + $10 failed still owed − $100
     assert "unexplained_balance" in text
     assert "7" in text.split("total")[-1]
 

@@ -88,7 +88,8 @@ def _expected(month: Month, problems: set[Key]) -> set[Key]:
     for d, p in month.payments():
         if p.status in ("failed", "cancelled"):
             out.add(("status_mismatch", p.id))
-        if p.status not in FINAL:
+        # owed: staged payments, and failed ones not cancelled (none is paid again here)
+        if p.status not in FINAL or (p.status == "failed" and d.status != "cancelled"):
             open_by_vehicle[d.vehicle] = open_by_vehicle.get(d.vehicle, 0) + p.amount
         if p.status == "disbursed":
             paid_by_vehicle[d.vehicle] = paid_by_vehicle.get(d.vehicle, 0) + p.amount

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -72,6 +73,16 @@ class ReconcileSummary:
     #: Exceptions open after this run (acknowledged ones are not counted) and acknowledged.
     open_exceptions: int = 0
     acknowledged_exceptions: int = 0
+    #: The zone the as-of date is read in (the books at the end of `as_of` there).
+    reporting_timezone: str = "UTC"
+    #: True for an as-of before the run's own date: the run only read (the exception log as of
+    #: that day, nothing changed).
+    historical: bool = False
+    #: Vehicles with no balance seen by the as-of date ("no balance yet").
+    vehicles_without_balance: int = 0
+    #: Failed payments not cancelled or paid again (still owed), and staged ones past due.
+    failed_owed_cents: int = 0
+    past_due_cents: int = 0
 
     @property
     def exceptions(self) -> int:
@@ -99,9 +110,13 @@ class ReconcileResult:
         return pd.read_parquet(self.parquet[view])
 
 
-def export_views(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path) -> dict[str, int]:
-    """Stream every view for `as_of` into `out_dir/<view>.parquet`; return rows per view."""
+def export_views(
+    con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, *, timezone: str = "UTC"
+) -> dict[str, int]:
+    """Stream every view for `as_of` (the end of that day in `timezone`) into
+    `out_dir/<view>.parquet`; return rows per view."""
     con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
@@ -112,10 +127,15 @@ def export_views(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path) -> 
     return rows
 
 
-def _last_sync(con: duckdb.DuckDBPyConnection) -> tuple[str | None, datetime | None]:
+def _last_sync(
+    con: duckdb.DuckDBPyConnection, as_of: date, zone: str
+) -> tuple[str | None, datetime | None]:
+    """The last sync that started by the end of `as_of` in `zone` (the one the report reads)."""
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [zone])
     row = con.execute(
         "SELECT sync_id, finished_at FROM syncs WHERE finished_at IS NOT NULL "
-        "ORDER BY finished_at DESC LIMIT 1"
+        "AND started_at < reconcile_cutoff() ORDER BY finished_at DESC LIMIT 1"
     ).fetchone()
     return (str(row[0]), row[1]) if row else (None, None)
 
@@ -137,9 +157,16 @@ def summarise(
             return tuple(int(v or 0) for v in row)
 
         funding = str(parquet["funding"])
-        vehicles, short, available, obligations, shortfall = one(
+        vehicles, short, available, obligations, shortfall, no_balance, failed, past_due = one(
             "SELECT count(*), count(*) FILTER (WHERE shortfall_cents > 0), sum(available_cents), "
-            f"sum(obligations_cents), sum(shortfall_cents) FROM read_parquet('{_q(funding)}')"
+            "sum(obligations_cents), sum(shortfall_cents), "
+            "count(*) FILTER (WHERE available_cents IS NULL), sum(failed_owed_cents), "
+            f"sum(past_due_cents) FROM read_parquet('{_q(funding)}')"
+        )
+        open_, acknowledged = one(
+            "SELECT count(*) FILTER (WHERE state IS DISTINCT FROM 'acknowledged'), "
+            "count(*) FILTER (WHERE state = 'acknowledged') "
+            f"FROM read_parquet('{_q(str(parquet['exceptions']))}')"
         )
         (unexplained,) = one(
             # only depository movements are a payment matter (brokerage moves with the market)
@@ -176,6 +203,11 @@ def summarise(
         service_payments=service_payments,
         payments_ok=ok,
         exception_counts=counts,
+        open_exceptions=open_,
+        acknowledged_exceptions=acknowledged,
+        vehicles_without_balance=no_balance,
+        failed_owed_cents=failed,
+        past_due_cents=past_due,
     )
 
 
@@ -189,6 +221,14 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
     return WorkbookSummary(
         run_facts=[
             ("As of", summary.as_of.isoformat()),
+            ("Reporting timezone", summary.reporting_timezone),
+            (
+                "Point in time",
+                "a past as-of: the books as fundpipe knew them at the end of that day "
+                "(this run changed nothing)"
+                if summary.historical
+                else "today: this run updated the exception log",
+            ),
             ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
             ("Last sync", summary.last_sync_id or "none"),
             ("Last sync finished (UTC)", sync_at),
@@ -197,12 +237,15 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
         totals_cents=[
             ("Depository available", summary.available_cents),
             ("Open obligations", summary.obligations_cents),
+            ("Failed payments still owed", summary.failed_owed_cents),
+            ("Staged payments past due", summary.past_due_cents),
             ("Shortfall", summary.shortfall_cents),
             ("Unexplained balance movement (abs)", summary.unexplained_cents),
         ],
         counts=[
             ("Vehicles", summary.vehicles),
             ("Vehicles short of funds", summary.vehicles_short),
+            ("Vehicles with no balance yet", summary.vehicles_without_balance),
             ("Sheet rows (ledger)", summary.sheet_rows),
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
@@ -213,7 +256,13 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             "move with the market, so their differences are listed on the Balances sheet "
             "(column Unexplained (USD)) but are not unexplained payments.",
             "Open obligations are service payments not yet disbursed, failed or cancelled, "
-            "whatever their date.",
+            "whatever their date. Failed payments still owed are failed payments not cancelled "
+            "or paid again (a later payment of the same amount to the same investor from the "
+            "same vehicle); the shortfall counts both. A vehicle with no balance seen by the "
+            "as-of date shows no available amount (no balance yet), never $0 or a shortfall.",
+            "Every figure is as fundpipe knew it at the end of the as-of date in the reporting "
+            "timezone: a fact synced later (a payment executed late that evening) counts from "
+            "the day it was synced, so re-running a past as-of gives this report again.",
             "Service payments counts each payment at the service once, however many sheet rows "
             "(re-saved copies of a file) point at it; Sheet rows (ledger) counts those payments "
             "and the rows sent that the service does not have. Rows of rejected, refused or "
@@ -279,35 +328,48 @@ def reconcile(
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
 ) -> ReconcileResult:
-    """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
+    """Run the views for `as_of` (default: today in the reporting timezone) and write Parquet +
+    reconciliation.xlsx.
+
+    The views show the books at the end of `as_of` in `settings.reporting_timezone`, as fundpipe
+    knew them then. Only a run for today (or a later date) changes the exception log; a past
+    as-of only reads it, as it stood at the end of that day.
 
     Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
     never overwritten), with `<reports>/latest` pointing at the newest; `<reports>` is
     `settings.reports_folder` (an organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
-    as_of = as_of or run_at.astimezone(UTC).date()
+    zone = settings.reporting_timezone
+    today = run_at.astimezone(ZoneInfo(zone)).date()
+    as_of = as_of or today
+    historical = as_of < today
     default = out_dir is None
     if out_dir is None:
         out_dir = run_folder(settings.reports_folder, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
-        rows = export_views(con, as_of, out_dir)
-        last_sync = _last_sync(con)
+        rows = export_views(con, as_of, out_dir, timezone=zone)
+        last_sync = _last_sync(con, as_of, zone)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
-    with warehouse.write() as con:
-        lifecycle = track(
-            con,
-            f"read_parquet('{_q(str(parquet['exceptions']))}')",
-            as_of=as_of,
-            now=run_at,
-        )
-        with_states(con, parquet["exceptions"], as_of)
+    lifecycle: Lifecycle | None = None
+    if historical:  # a past as-of only reads
+        with warehouse.read() as con:
+            with_states(con, parquet["exceptions"], as_of)
+    else:
+        with warehouse.write() as con:
+            lifecycle = track(
+                con,
+                f"read_parquet('{_q(str(parquet['exceptions']))}')",
+                as_of=as_of,
+                now=run_at,
+            )
+            with_states(con, parquet["exceptions"], as_of)
     summary = replace(
         summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
-        open_exceptions=lifecycle.open,
-        acknowledged_exceptions=lifecycle.acknowledged,
+        reporting_timezone=zone,
+        historical=historical,
     )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
