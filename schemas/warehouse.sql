@@ -1342,3 +1342,107 @@ SELECT
 FROM raw r
 LEFT JOIN vehicles v ON v.id = r.vehicle
 LEFT JOIN entities e ON e.id = r.entity;
+
+-- migration: 010 exception event history
+-- Append-only: every change to an exception is an event — opened, amount_changed,
+-- acknowledged, assigned, reopened, resolved — with when (`event_at`; `as_of`: the reconciliation's
+-- date, or the day a person acted), who (the declared name; `fundpipe` for a reconciliation;
+-- and the operating-system user), the amount at that moment and the note. Nothing is updated
+-- in place; `exception_states(cutoff)` folds the events recorded before `cutoff` into each
+-- exception's state (fundpipe.reconcile.lifecycle). `seq` is the order they were recorded in.
+CREATE SEQUENCE exception_event_seq;
+CREATE TABLE exception_events (
+    seq BIGINT NOT NULL DEFAULT nextval('exception_event_seq'),
+    exception_id VARCHAR NOT NULL,
+    event VARCHAR NOT NULL,
+    event_at TIMESTAMPTZ NOT NULL,
+    as_of DATE NOT NULL,
+    by_name VARCHAR,
+    os_user VARCHAR,
+    amount_cents BIGINT,
+    note VARCHAR,
+    assignee VARCHAR,
+    kind VARCHAR,
+    object_type VARCHAR,
+    object_id VARCHAR,
+    vehicle VARCHAR,
+    source_file VARCHAR,
+    "row" INTEGER,
+    what VARCHAR,
+    action VARCHAR
+);
+
+-- Append-only: each reconciliation that updated the events (its as-of date and clock).
+CREATE TABLE exception_runs (
+    as_of DATE NOT NULL,
+    run_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE MACRO exception_states(cutoff) AS TABLE
+WITH e AS (SELECT * FROM exception_events WHERE event_at < cutoff)
+SELECT
+    exception_id AS id,
+    arg_max(CASE event WHEN 'acknowledged' THEN 'acknowledged' WHEN 'resolved' THEN 'resolved'
+                       ELSE 'open' END, seq)
+        FILTER (WHERE event IN ('opened', 'reopened', 'acknowledged', 'resolved')) AS state,
+    min(as_of) FILTER (WHERE event = 'opened') AS first_seen,
+    max(as_of) FILTER (WHERE event <> 'assigned' AND event <> 'acknowledged') AS last_event_on,
+    arg_max(as_of, seq) FILTER (WHERE event = 'resolved') AS resolved_on,
+    arg_max(assignee, seq) FILTER (WHERE event = 'assigned') AS owner,
+    arg_max(by_name, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_by,
+    arg_max(event_at, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_at,
+    arg_max(note, seq) FILTER (WHERE event = 'acknowledged') AS note,
+    arg_max(amount_cents, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_amount_cents,
+    arg_max(amount_cents, seq) FILTER (WHERE event IN ('opened', 'reopened', 'amount_changed'))
+        AS amount_cents,
+    arg_max(kind, seq) FILTER (WHERE kind IS NOT NULL) AS kind,
+    arg_max(object_type, seq) FILTER (WHERE kind IS NOT NULL) AS object_type,
+    arg_max(object_id, seq) FILTER (WHERE kind IS NOT NULL) AS object_id,
+    arg_max(vehicle, seq) FILTER (WHERE kind IS NOT NULL) AS vehicle,
+    arg_max(source_file, seq) FILTER (WHERE kind IS NOT NULL) AS source_file,
+    arg_max("row", seq) FILTER (WHERE kind IS NOT NULL) AS "row",
+    arg_max(what, seq) FILTER (WHERE kind IS NOT NULL) AS what,
+    arg_max(action, seq) FILTER (WHERE kind IS NOT NULL) AS action
+FROM e
+GROUP BY exception_id;
+
+-- Today's exception_log rows become their first events: opened on the first-seen date, the
+-- acknowledgement (who, when, note, at the amount last recorded), resolved on its date, or
+-- reopened when it was open again after an acknowledgement. exception_log is no longer written.
+INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user, amount_cents,
+    note, kind, object_type, object_id, vehicle, source_file, "row", what, action)
+SELECT id, ev.event,
+       CASE ev.event
+           WHEN 'opened' THEN timezone('UTC', CAST(first_seen AS TIMESTAMP))
+           WHEN 'acknowledged' THEN coalesce(acknowledged_at, updated_at)
+           WHEN 'resolved' THEN greatest(timezone('UTC', CAST(resolved_on AS TIMESTAMP)),
+                                         coalesce(acknowledged_at, timezone('UTC', CAST(first_seen AS TIMESTAMP))))
+                                + INTERVAL 1 MICROSECOND
+           ELSE updated_at
+       END,
+       CASE ev.event
+           WHEN 'opened' THEN first_seen
+           WHEN 'acknowledged' THEN CAST(timezone('UTC', coalesce(acknowledged_at, updated_at)) AS DATE)
+           WHEN 'resolved' THEN resolved_on
+           ELSE last_seen
+       END,
+       CASE ev.event WHEN 'acknowledged' THEN acknowledged_by ELSE 'fundpipe' END,
+       NULL,
+       amount_cents,
+       CASE ev.event
+           WHEN 'opened' THEN 'migrated from the exception log'
+           WHEN 'acknowledged' THEN note
+           WHEN 'reopened' THEN 'open again after its acknowledgement (before the event history)'
+           ELSE NULL
+       END,
+       kind, object_type, object_id, vehicle, source_file, "row", what, action
+FROM exception_log
+JOIN (VALUES (1, 'opened'), (2, 'acknowledged'), (3, 'resolved'), (4, 'reopened')) ev(step, event)
+  ON ev.event = 'opened'
+  OR (ev.event = 'acknowledged' AND acknowledged_by IS NOT NULL)
+  OR (ev.event = 'resolved' AND state = 'resolved')
+  OR (ev.event = 'reopened' AND state = 'open' AND acknowledged_by IS NOT NULL)
+ORDER BY id, ev.step;
+
+INSERT INTO exception_runs
+SELECT last_seen, max(updated_at) FROM exception_log GROUP BY last_seen;

@@ -29,7 +29,7 @@ def _run(
 
 def _log_rows(wh: Warehouse) -> int:
     with wh.read() as con:
-        row = con.execute("SELECT count(*) FROM exception_log").fetchone()
+        row = con.execute("SELECT count(*) FROM exception_events").fetchone()
     assert row is not None
     return int(row[0])
 
@@ -127,7 +127,7 @@ def test_the_as_of_day_ends_at_midnight_in_the_reporting_timezone(
     assert new_york.summary.reporting_timezone == "America/New_York"
 
 
-def test_a_past_as_of_leaves_the_exception_log_as_it_was(
+def test_a_past_as_of_leaves_the_exception_events_as_they_were(
     known_warehouse: Warehouse, settings: Settings, tmp_path: Path
 ) -> None:
     today = reconcile(
@@ -136,9 +136,9 @@ def test_a_past_as_of_leaves_the_exception_log_as_it_was(
     assert today.lifecycle is not None
     assert today.lifecycle.opened
     with known_warehouse.read() as con:
-        before = con.execute("SELECT * FROM exception_log ORDER BY id").fetchall()
+        before = con.execute("SELECT * FROM exception_events ORDER BY seq").fetchall()
     past = _run(settings, tmp_path, dt.date(2026, 11, 25))
     with known_warehouse.read() as con:
-        after = con.execute("SELECT * FROM exception_log ORDER BY id").fetchall()
+        after = con.execute("SELECT * FROM exception_events ORDER BY seq").fetchall()
     assert after == before
     assert past.lifecycle is None

@@ -281,17 +281,23 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
     )
 
 
-def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -> None:
-    """Rewrite the exported exceptions with their lifecycle: state, first seen, age, who acked."""
+def with_states(
+    con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date, *, timezone: str = "UTC"
+) -> None:
+    """Rewrite the exported exceptions with their state at the end of `as_of` (from the events
+    recorded by then): state, first seen, age, who acknowledged, the note, the owner."""
     staged = exceptions.with_suffix(".staged.parquet")
     source, target = _q(str(exceptions)), _q(str(staged))
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
     con.execute(
         f"""
         COPY (
             SELECT x.*, l.state, l.first_seen, (CAST(? AS DATE) - l.first_seen) AS age_days,
-                   l.acknowledged_by, l.acknowledged_at, l.note
+                   l.acknowledged_by, l.acknowledged_at, l.note, l.owner,
+                   l.acknowledged_amount_cents
             FROM read_parquet('{source}') x
-            LEFT JOIN exception_log l ON l.id = x.exception_id
+            LEFT JOIN exception_states(reconcile_cutoff()) l ON l.id = x.exception_id
             ORDER BY {VIEWS["exceptions"]}
         ) TO '{target}' (FORMAT parquet, COMPRESSION zstd)
         """,
@@ -356,7 +362,7 @@ def reconcile(
     lifecycle: Lifecycle | None = None
     if historical:  # a past as-of only reads
         with warehouse.read() as con:
-            with_states(con, parquet["exceptions"], as_of)
+            with_states(con, parquet["exceptions"], as_of, timezone=zone)
     else:
         with warehouse.write() as con:
             lifecycle = track(
@@ -365,7 +371,7 @@ def reconcile(
                 as_of=as_of,
                 now=run_at,
             )
-            with_states(con, parquet["exceptions"], as_of)
+            with_states(con, parquet["exceptions"], as_of, timezone=zone)
     summary = replace(
         summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
         reporting_timezone=zone,
