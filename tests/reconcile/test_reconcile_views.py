@@ -154,17 +154,28 @@ def test_parquet_is_typed_cents_dollars_and_zoned_timestamps(known_result: Recon
     )
 
 
-def test_reports_default_to_a_folder_named_for_the_run_date(
+def test_reports_default_to_a_folder_named_for_the_as_of_date(
     known_warehouse: Warehouse, settings: Settings
 ) -> None:
     run_at = dt.datetime(2026, 12, 1, 6, 30, tzinfo=dt.UTC)
     result = reconcile(settings, clock=lambda: run_at)
-    # issue 13: one folder per run under the run date, `latest` pointing at the newest
-    assert result.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z"
+    # issue 13: one folder per run, `latest` pointing at the newest; issue 21: filed under the
+    # as-of date, the run time in the folder's name
+    reports = settings.data_dir / "reports"
+    assert result.out_dir == reports / "2026-12-01" / "20261201T063000Z"
     again = reconcile(settings, clock=lambda: run_at)
-    assert again.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z-2"
-    latest = settings.data_dir / "reports" / "latest"
+    assert again.out_dir == reports / "2026-12-01" / "20261201T063000Z-2"
+    latest = reports / "latest"
     assert latest.resolve() == again.out_dir.resolve()
+    # a re-run of a past as-of is filed under that as-of and never moves `latest`
+    later = dt.datetime(2026, 12, 3, 8, tzinfo=dt.UTC)
+    past = reconcile(settings, as_of=dt.date(2026, 11, 30), clock=lambda: later)
+    assert past.out_dir == reports / "2026-11-30" / "20261203T080000Z"
+    assert latest.resolve() == again.out_dir.resolve()
+    # the newest as-of moves it
+    today = reconcile(settings, clock=lambda: later)
+    assert today.out_dir == reports / "2026-12-03" / "20261203T080000Z"
+    assert latest.resolve() == today.out_dir.resolve()
     assert (result.out_dir / "reconciliation.xlsx").exists()
     assert result.summary.as_of == dt.date(2026, 12, 1)
     assert (result.out_dir / "reconciliation.xlsx").exists()

@@ -306,15 +306,27 @@ def with_states(
     staged.replace(exceptions)
 
 
-def run_folder(reports: Path, run_at: datetime) -> Path:
-    """`reports/<date>/<HHMMSS>Z` for a run at `run_at` (UTC); a suffix when it already exists."""
+def run_folder(reports: Path, as_of: date, run_at: datetime) -> Path:
+    """`reports/<as-of>/<run time>Z` (run time in UTC): reports are filed by the date they are
+    as of, each run in its own folder (a suffix when it already exists)."""
     at = run_at.astimezone(UTC)
-    folder = reports / at.date().isoformat() / at.strftime("%H%M%SZ")
+    folder = reports / as_of.isoformat() / at.strftime("%Y%m%dT%H%M%SZ")
     n = 1
     while folder.exists():
         n += 1
-        folder = reports / at.date().isoformat() / f"{at.strftime('%H%M%SZ')}-{n}"
+        folder = reports / as_of.isoformat() / f"{at.strftime('%Y%m%dT%H%M%SZ')}-{n}"
     return folder
+
+
+def latest_as_of(reports: Path) -> date | None:
+    """The as-of date `reports/latest` points at (None when there is no latest yet)."""
+    link = reports / "latest"
+    if not link.is_symlink():
+        return None
+    try:
+        return date.fromisoformat(link.readlink().parts[0])
+    except (ValueError, IndexError):
+        return None
 
 
 def point_latest(reports: Path, out_dir: Path) -> None:
@@ -341,9 +353,10 @@ def reconcile(
     knew them then. Only a run for today (or a later date) changes the exception log; a past
     as-of only reads it, as it stood at the end of that day.
 
-    Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
-    never overwritten), with `<reports>/latest` pointing at the newest; `<reports>` is
-    `settings.reports_folder` (an organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
+    Reports go to `out_dir`, by default `<reports>/<as-of>/<run time>Z/` (one folder per run,
+    never overwritten), with `<reports>/latest` pointing at the newest run of the newest as-of
+    (never at a re-run of a past as-of); `<reports>` is `settings.reports_folder` (an
+    organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
     zone = settings.reporting_timezone
@@ -352,7 +365,7 @@ def reconcile(
     historical = as_of < today
     default = out_dir is None
     if out_dir is None:
-        out_dir = run_folder(settings.reports_folder, run_at)
+        out_dir = run_folder(settings.reports_folder, as_of, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
@@ -383,7 +396,8 @@ def reconcile(
         workbook_summary(summary, out_dir),
         [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
     )
-    if default:
+    newest = latest_as_of(settings.reports_folder)
+    if default and not historical and (newest is None or as_of >= newest):
         point_latest(settings.reports_folder, out_dir)
     return ReconcileResult(
         summary=summary,
