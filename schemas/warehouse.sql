@@ -1446,3 +1446,138 @@ ORDER BY id, ev.step;
 
 INSERT INTO exception_runs
 SELECT last_seen, max(updated_at) FROM exception_log GROUP BY last_seen;
+
+-- migration: 011 period close and after-close adjustments
+-- Append-only: each close of a month (`closed`: by whom, the manifest's SHA-256, the sync it
+-- was built from, its as-of and cutoff) and each review (`reviewed`), by fundpipe.reconcile.close.
+CREATE SEQUENCE period_event_seq;
+CREATE TABLE period_events (
+    seq BIGINT NOT NULL DEFAULT nextval('period_event_seq'),
+    period VARCHAR NOT NULL,             -- YYYY-MM
+    event VARCHAR NOT NULL,              -- closed | reviewed
+    event_at TIMESTAMPTZ NOT NULL,
+    by_name VARCHAR NOT NULL,
+    os_user VARCHAR,
+    manifest_sha256 VARCHAR,
+    sync_id VARCHAR,
+    as_of DATE,
+    cutoff TIMESTAMPTZ,
+    folder VARCHAR
+);
+
+-- The months closed by the end of the as-of date (a past as-of sees the closes made by then).
+CREATE VIEW closed_periods AS
+SELECT period,
+       CAST(period || '-01' AS DATE) AS first_day,
+       arg_min(as_of, seq) AS last_day,
+       arg_min(cutoff, seq) AS cutoff,
+       min(event_at) AS closed_at
+FROM period_events
+WHERE event = 'closed' AND event_at < reconcile_cutoff()
+GROUP BY period;
+
+-- after-close adjustments: a payment dated in a closed month whose amount or status, as known
+-- now, differs from what the closed report showed, the change being learned in the as-of's
+-- month (so it is listed in the reports of the month it was learned in, once).
+CREATE VIEW after_close_adjustments AS
+WITH win AS (
+    SELECT timezone(reporting_timezone(),
+                    CAST(date_trunc('month', reconcile_as_of()) AS TIMESTAMP)) AS learned_from,
+           reconcile_cutoff() AS learned_before
+), learned AS (
+    SELECT h.id, max(h.replaced_at) AS learned_at
+    FROM distribution_payment_history h, win
+    WHERE h.replaced_at >= win.learned_from AND h.replaced_at < win.learned_before
+    GROUP BY h.id
+    UNION ALL
+    SELECT s.id, min(s.seen_at)
+    FROM status_history s, win
+    WHERE s.object = 'distribution_payment' AND s.previous_status IS NULL
+      AND s.seen_at >= win.learned_from AND s.seen_at < win.learned_before
+    GROUP BY s.id
+), candidates AS (
+    SELECT p.*, c.period, c.cutoff AS closed_cutoff, l.learned_at
+    FROM payments_effective p
+    JOIN (SELECT id, max(learned_at) AS learned_at FROM learned GROUP BY id) l ON l.id = p.id
+    JOIN closed_periods c ON p.effective_date BETWEEN c.first_day AND c.last_day
+), closed_version AS (
+    -- the payment as the closed report read it: the row a later change replaced, else now's
+    SELECT c.id,
+           arg_min(h.amount_cents, h.replaced_at) AS amount_cents,
+           arg_min(h.status, h.replaced_at) AS status
+    FROM candidates c
+    JOIN distribution_payment_history h ON h.id = c.id AND h.replaced_at >= c.closed_cutoff
+    GROUP BY c.id
+), first_seen AS (
+    SELECT id, min(seen_at) AS first_seen
+    FROM status_history WHERE object = 'distribution_payment' GROUP BY id
+)
+SELECT
+    c.period,
+    c.id AS payment_id,
+    c.vehicle,
+    c.distribution AS distribution_id,
+    c.distribution_name,
+    c.distribution_external_reference,
+    c.entity,
+    c.effective_date,
+    CASE WHEN f.first_seen >= c.closed_cutoff THEN NULL
+         ELSE coalesce(v.amount_cents, c.amount_cents) END AS closed_amount_cents,
+    CASE WHEN f.first_seen >= c.closed_cutoff THEN NULL
+         ELSE coalesce(v.status, c.status) END AS closed_status,
+    c.amount_cents,
+    c.status,
+    c.amount_cents - CASE WHEN f.first_seen >= c.closed_cutoff THEN 0
+                          ELSE coalesce(v.amount_cents, c.amount_cents) END AS change_cents,
+    c.learned_at,
+    CAST(timezone(reporting_timezone(), c.learned_at) AS DATE) AS learned_on
+FROM candidates c
+LEFT JOIN closed_version v ON v.id = c.id
+LEFT JOIN first_seen f ON f.id = c.id
+WHERE f.first_seen >= c.closed_cutoff
+   OR (coalesce(v.amount_cents, c.amount_cents), coalesce(v.status, c.status))
+      IS DISTINCT FROM (c.amount_cents, c.status);
+
+-- exceptions: as before, plus each after-close adjustment. Wrapped (renamed, then selected from)
+-- so later migrations can wrap it again the same way.
+ALTER VIEW exceptions RENAME TO exceptions_before_011;
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_011
+UNION ALL BY NAME
+SELECT
+    'after_close_adjustment' AS kind,
+    a.vehicle,
+    'distribution_payment' AS object_type,
+    a.payment_id AS object_id,
+    NULL::VARCHAR AS source_file,
+    NULL::VARCHAR AS sheet,
+    NULL::INTEGER AS "row",
+    a.change_cents AS amount_cents,
+    'payment of ' || CAST(a.effective_date AS VARCHAR) || ' in closed period ' || a.period
+        || ' changed after the close: '
+        || CASE WHEN a.closed_status IS NULL THEN 'new payment of ' || usd(a.amount_cents)
+                                                  || ' (' || coalesce(a.status, '?') || ')'
+                ELSE usd(a.closed_amount_cents) || ' ' || coalesce(a.closed_status, '?')
+                     || ' → ' || usd(a.amount_cents) || ' ' || coalesce(a.status, '?') END
+        || '; learned ' || CAST(a.learned_on AS VARCHAR) AS reason,
+    'EX-' || upper(left(md5('after_close_adjustment|distribution_payment|' || a.payment_id), 10))
+        AS exception_id,
+    v.name AS vehicle_name,
+    a.distribution_name,
+    a.distribution_external_reference,
+    a.entity,
+    e.name AS investor_name,
+    e.external_reference AS investor_reference,
+    'record the adjustment in ' || strftime(reconcile_as_of(), '%Y-%m')
+        || ' (the closed report of ' || a.period || ' stays as filed)' AS action,
+    NULL::VARCHAR AS file_location,
+    coalesce(a.distribution_name, '?') || coalesce(' (' || a.distribution_external_reference || ')', '')
+        || ', ' || coalesce(e.name, a.entity, 'unknown investor')
+        || ': after-close adjustment to ' || a.period || ': '
+        || CASE WHEN a.closed_status IS NULL THEN 'new payment of ' || usd(a.amount_cents)
+                ELSE usd(a.closed_amount_cents) || ' ' || coalesce(a.closed_status, '?')
+                     || ' → ' || usd(a.amount_cents) || ' ' || coalesce(a.status, '?') END
+        || ', learned ' || CAST(a.learned_on AS VARCHAR) AS what
+FROM after_close_adjustments a
+LEFT JOIN vehicles v ON v.id = a.vehicle
+LEFT JOIN entities e ON e.id = a.entity;

@@ -180,6 +180,7 @@ def test_reports_default_to_a_folder_named_for_the_as_of_date(
     assert result.summary.as_of == dt.date(2026, 12, 1)
     assert (result.out_dir / "reconciliation.xlsx").exists()
     assert sorted(p.name for p in result.out_dir.glob("*.parquet")) == [
+        "after_close_adjustments.parquet",
         "balance_movement.parquet",
         "exceptions.parquet",
         "funding.parquet",
@@ -211,6 +212,7 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
         "funding": 0,
         "balance_movement": 0,
         "sheet_vs_service": 0,
+        "after_close_adjustments": 0,
     }
     assert result.summary.exceptions == 0
     assert result.workbook.exists()

@@ -20,6 +20,9 @@ Only a reconciliation for today changes the history, with :func:`track`:
 A person acts with :func:`acknowledge` (a second acknowledgement is a second event) and
 :func:`assign` (the owner); :func:`history` reads an exception's events and
 :func:`list_exceptions` the states.
+
+Longer than ~400 lines because the events, the SQL that folds them and every writer of them
+(the reconciliation's and a person's) are one append-only contract kept in one place.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@
 (`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
+
+Longer than ~400 lines because the run, its summary and where its reports are filed (by as-of,
+`latest`) are one contract that the CLI, the flows and the period close rely on together.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import duckdb
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
+from fundpipe.reconcile.periods import PeriodState, period_of, period_state
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -37,6 +41,7 @@ VIEWS: dict[str, str | None] = {
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
     "sheet_vs_service": None,
+    "after_close_adjustments": "period, learned_at, payment_id",
 }
 
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
@@ -83,6 +88,8 @@ class ReconcileSummary:
     #: Failed payments not cancelled or paid again (still owed), and staged ones past due.
     failed_owed_cents: int = 0
     past_due_cents: int = 0
+    #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest).
+    period: PeriodState | None = None
 
     @property
     def exceptions(self) -> int:
@@ -223,6 +230,12 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("As of", summary.as_of.isoformat()),
             ("Reporting timezone", summary.reporting_timezone),
             (
+                "Period",
+                f"{summary.period.period}: {summary.period.describe()}"
+                if summary.period
+                else period_of(summary.as_of),
+            ),
+            (
                 "Point in time",
                 "a past as-of: the books as fundpipe knew them at the end of that day "
                 "(this run changed nothing)"
@@ -345,13 +358,15 @@ def reconcile(
     out_dir: Path | None = None,
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
+    closing: PeriodState | None = None,
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today in the reporting timezone) and write Parquet +
     reconciliation.xlsx.
 
     The views show the books at the end of `as_of` in `settings.reporting_timezone`, as fundpipe
     knew them then. Only a run for today (or a later date) changes the exception log; a past
-    as-of only reads it, as it stood at the end of that day.
+    as-of only reads it, as it stood at the end of that day. `closing`: the period state the
+    Summary states instead of the recorded one (the period close's own report).
 
     Reports go to `out_dir`, by default `<reports>/<as-of>/<run time>Z/` (one folder per run,
     never overwritten), with `<reports>/latest` pointing at the newest run of the newest as-of
@@ -371,6 +386,7 @@ def reconcile(
     with warehouse.read() as con:
         rows = export_views(con, as_of, out_dir, timezone=zone)
         last_sync = _last_sync(con, as_of, zone)
+        period = period_state(con, period_of(as_of))
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
     lifecycle: Lifecycle | None = None
     if historical:  # a past as-of only reads
@@ -389,6 +405,7 @@ def reconcile(
         summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
         reporting_timezone=zone,
         historical=historical,
+        period=closing if closing is not None else period,
     )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
