@@ -40,9 +40,9 @@ class PeriodState:
                 f"closing: prepared by {self.prepared_by} (this is the period's final report; "
                 "manifest.json beside it lists every file's SHA-256)"
             )
-        reviewed = self.reviewed_by or "not yet reviewed"
+        reviewed = f"reviewed by {self.reviewed_by}" if self.reviewed_by else "not yet reviewed"
         return (
-            f"closed: prepared by {self.prepared_by}, reviewed by {reviewed}, "
+            f"closed: prepared by {self.prepared_by}, {reviewed}, "
             f"manifest sha256 {self.manifest_sha256}"
         )
 
