@@ -56,9 +56,8 @@ def close_command(
     """Close a month: its final reconciliation (as of its last day) filed in
     data/reports/<org>/closed/YYYY-MM/ with a manifest.json of SHA-256s; never rewritten.
 
-    Examples: fundpipe close 2026-11 --prepared-by ana;
-    fundpipe close 2026-11 --reviewed-by ben; fundpipe close --list;
-    fundpipe close --verify 2026-11
+    Example: fundpipe close 2026-11 --prepared-by ana (then fundpipe close 2026-11
+    --reviewed-by ben; fundpipe close --list; fundpipe close --verify 2026-11)
     """
     with user_errors():
         from fundpipe.reconcile.close import (
