@@ -208,6 +208,11 @@ class Settings(BaseSettings):
         "dmy (15/12/2026). Unset: a date such as 03/04/2027 that neither its numbers nor its "
         "column settles is a row error naming both readings.",
     )
+    reporting_timezone: str = Field(
+        default="UTC",
+        description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
+        "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
+    )
     log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
@@ -280,6 +285,19 @@ class Settings(BaseSettings):
             value = " ".join(str(s) for s in value)
         if isinstance(value, str):
             return " ".join(value.replace(",", " ").split()) or None
+        return value
+
+    @field_validator("reporting_timezone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not an IANA time zone (e.g. America/New_York)"
+            ) from None
         return value
 
     @field_validator("vehicles", mode="before")

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from fundpipe.app.cli_alerts import alerts_app
+from fundpipe.app.cli_close import close_command
 from fundpipe.app.cli_common import (
     DataDirOption,
     JsonOption,
@@ -48,6 +49,7 @@ app = typer.Typer(
 )
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
+app.command("close")(close_command)
 app.command("sandbox")(sandbox_command)
 
 

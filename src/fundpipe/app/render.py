@@ -371,13 +371,13 @@ class RichProgress:
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
-    """The exception log as a table: id, state, age, what, amount, what to do."""
+    """The exception log as a table: id, state, owner, age, what, amount, what to do."""
     if not found:
         console.print("[green]no exceptions[/]")
         return
     table = Table(show_header=True, title="Exceptions")
     table.add_column("Id", no_wrap=True)
-    for column in ("State", "Age (days)", "What", "Amount (USD)", "What to do"):
+    for column in ("State", "Owner", "Age (days)", "What", "Amount (USD)", "What to do"):
         table.add_column(
             column, justify="right" if column in ("Age (days)", "Amount (USD)") else "left"
         )
@@ -385,5 +385,7 @@ def render_exception_log(found: Sequence[TrackedException], console: Console) ->
         state = t.state + (
             f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
         )
-        table.add_row(t.id, state, str(t.age_days), t.what, t.amount_dollars, t.action or "")
+        table.add_row(
+            t.id, state, t.owner or "", str(t.age_days), t.what, t.amount_dollars, t.action or ""
+        )
     console.print(table)
