@@ -93,7 +93,7 @@ def validate_command(
 
     Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
-    with user_errors():
+    with user_errors(data_dir):
         _reads_sheets()
         if output_format not in {"table", "json"}:
             raise InputError("--format must be table or json")
@@ -141,8 +141,9 @@ def ingest_command(
 
     Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
     """
-    with user_errors():
+    with user_errors(data_dir):
         _reads_sheets()
+        from fundpipe.app.process import frozen_gc
         from fundpipe.app.render import (
             RichProgress,
             render_ingest,
@@ -158,6 +159,7 @@ def ingest_command(
                 dry_run=dry_run,
                 require_funds=require_funds or None,
                 progress=progress,
+                around_submit=frozen_gc,
             )
         if json_out:
             from fundpipe.app.outcomes import ingest_dict
@@ -190,7 +192,7 @@ def sync_command(
 
     Example: fundpipe sync --json
     """
-    with user_errors():
+    with user_errors(data_dir):
         from fundpipe.app.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
@@ -226,7 +228,7 @@ def reconcile_command(
 
     Example: fundpipe reconcile --as-of 2026-11-30
     """
-    with user_errors():
+    with user_errors(data_dir):
         report_date = _parse_date(as_of)
         from fundpipe.app.render import render_summary
         from fundpipe.reconcile.views import reconcile
@@ -279,7 +281,7 @@ def run_command(
     Example: fundpipe run --samples
     """
     prefect_defaults(verbose)
-    with user_errors():
+    with user_errors(data_dir):
         report_date = _parse_date(as_of)
         from fundpipe.app import flows
 
@@ -330,7 +332,7 @@ def watch_command(data_dir: DataDirOption = None) -> None:
     Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
     """
     prefect_defaults()
-    with user_errors():
+    with user_errors(data_dir):
         from fundpipe.app.watch import watch_and_announce
 
         watch_and_announce(settings_for(data_dir), say=err_console.print)

@@ -22,6 +22,7 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 |---|---|
 | 0 success, 1 a file rejected or a distribution needs a person | Completed |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
+| 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
 """
 

@@ -272,14 +272,9 @@ def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dic
 def org_settings(live: Settings, org: Organization, *, several: bool) -> Settings:
     """`live.for_org(org)`, with the organization's secret loaded from its Prefect Secret block
     when it names one."""
-    settings = live.for_org(org, several=several)
-    if settings.client_secret is None and settings.client_secret_block:
-        import asyncio
+    from fundpipe.app.secrets import with_secret_block
 
-        from fundpipe.client import with_prefect_secret
-
-        settings = asyncio.run(with_prefect_secret(settings))
-    return settings
+    return with_secret_block(live.for_org(org, several=several))
 
 
 @contextmanager

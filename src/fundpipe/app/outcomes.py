@@ -220,7 +220,14 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     A run that did not complete raises the fundpipe error its exit code stands for, with the
     state's message (fundpipe's plain sentence): the CLI prints it and exits with that code.
     """
-    from fundpipe.errors import ExitCode, FundpipeError, InputError, LockHeld, ServiceUnavailable
+    from fundpipe.errors import (
+        ExitCode,
+        FundpipeError,
+        InputError,
+        InternalError,
+        LockHeld,
+        ServiceUnavailable,
+    )
 
     data = state.result(raise_on_failure=False) if state.data is not None else None
     if isinstance(data, dict) and (state.is_completed() or "organizations" in data):
@@ -234,6 +241,7 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     error: type[FundpipeError] = {
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
+        ExitCode.INTERNAL: InternalError,
     }.get(ExitCode(code), ServiceUnavailable)
     raise error(state.message or state.name)
 

@@ -25,7 +25,7 @@ _R = TypeVar("_R")
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
-_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
+_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled, 5: Failed}
 
 
 class _NoTracebackForPlainFailures(logging.Filter):
@@ -50,15 +50,20 @@ logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
 
 def _refusal(exc: BaseException) -> State[Any]:
     """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
-    from fundpipe.errors import LockHeld, as_fundpipe_error
+    from fundpipe.errors import InternalError, LockHeld, as_fundpipe_error
 
     error = as_fundpipe_error(exc)
+    logger = get_run_logger()
+    if isinstance(error, InternalError):
+        # a bug: its traceback goes to the run's log, and the message says so
+        error = error.logged_at("this flow run's log")
+        logger.error("internal error", exc_info=exc)
+    else:
+        # the traceback of an expected failure is for a developer with debug logging on
+        logger.debug("step failed", exc_info=exc)
     code, message = int(error.exit_code), str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
-    # the traceback is for a developer with debug logging on, never the run's INFO log
-    logger = get_run_logger()
-    logger.debug("step failed", exc_info=exc)
     logger.error(message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
@@ -120,9 +125,7 @@ def _settings(data_dir: str | None) -> Settings:
     """Settings from the environment; the secret from a Prefect Secret block when one is named
     (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
     here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
-    import asyncio
-
-    from fundpipe.client import with_prefect_secret
+    from fundpipe.app.secrets import with_secret_block
     from fundpipe.sheets.frames import use_system_allocator
 
     use_system_allocator()
@@ -133,9 +136,7 @@ def _settings(data_dir: str | None) -> Settings:
         settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
         settings = settings.model_copy(update={"data_dir": Path(data_dir)})
-    if settings.client_secret is None and settings.client_secret_block:
-        settings = asyncio.run(with_prefect_secret(settings))
-    return settings
+    return with_secret_block(settings)
 
 
 # --- tasks: one per file and per step --------------------------------------------------------

@@ -8,7 +8,7 @@ async with FundClient(settings) as client:
 ```
 
 Public surface: `FundClient`, `Paginator`, `Page`, `RateGate`, `idempotency_key`, `canonical_json`,
-`redact`, `with_prefect_secret`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
+`redact`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
 """
 
 from fundpipe.client import errors, models
@@ -16,7 +16,6 @@ from fundpipe.client._client import DEFAULT_PAGE_SIZE, FundClient
 from fundpipe.client._errors import FundServiceError
 from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
 from fundpipe.client._pagination import Page, Paginator
-from fundpipe.client._prefect import with_prefect_secret
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import REDACTED, redact
 
@@ -34,5 +33,4 @@ __all__ = [
     "idempotency_key",
     "models",
     "redact",
-    "with_prefect_secret",
 ]
