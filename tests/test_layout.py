@@ -44,7 +44,8 @@ def _readme_tree() -> list[str]:
 
 def test_the_readme_tree_lists_every_package_and_top_level_module() -> None:
     listed = _readme_tree()
-    actual = {p.name + "/" for p in SRC.iterdir() if (p / "__init__.py").is_file()} | {
+    # packages and the package-data folders (schemas/, samples/) alike
+    actual = {p.name + "/" for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("__")} | {
         p.name for p in SRC.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
     }
     assert len(listed) == len(set(listed)), "a name is listed twice"

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from fundpipe.config import DEMO_ORG_ID, Settings
+from fundpipe.resources import SAMPLES_DIR
 from fundpipe.submit.inbox import SHEET_SUFFIXES
 
 
@@ -25,7 +26,7 @@ def load_flows() -> ModuleType:
 
 
 #: The sample sheets shipped with the project (`data/samples/` of the checkout).
-BUNDLED_SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples"
+BUNDLED_SAMPLES = SAMPLES_DIR
 
 
 def _sheets(folder: Path) -> list[Path]:
