@@ -147,8 +147,9 @@ def _org_night(
 ) -> State[Any]:
     from fundpipe.app import steps
     from fundpipe.app.embedded import attach
-    from fundpipe.app.outcomes import build_summary
+    from fundpipe.app.outcomes import build_summary, ingest_dict, reconcile_dict, sync_dict
     from fundpipe.app.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
+    from fundpipe.night import NightResult
 
     top = steps._settings(data_dir)
     if base_url and top.embedded:
@@ -160,25 +161,32 @@ def _org_night(
         settings.data_dir,
         settings.reports_folder,
     )
+    # the steps of `fundpipe.night.night`, one Prefect task each (so the UI shows each step)
     with service_slot(settings):
-        ingested, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
+        ingest_result, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
         if stopped is not None:
             return stopped
+        ingested = ingest_dict(ingest_result)
         tell_ingest(ingested, settings)
-        synced, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
+        sync_result, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
         if stopped is not None:
             return stopped
+        synced = sync_dict(sync_result)
         tell_sync(synced, settings)
-    reconciled, stopped = steps._outcome(steps.reconcile_step(settings, as_of, return_state=True))
+    reconcile_result, stopped = steps._outcome(
+        steps.reconcile_step(settings, as_of, return_state=True)
+    )
     if stopped is not None:
         return stopped
+    night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
+    reconciled = reconcile_dict(reconcile_result)
     exceptions = tell_reconcile(reconciled, settings)
     summary = build_summary([ingested], synced, reconciled)
     summary["organization"] = org.folder
     summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
     steps.publish(summary, exceptions, settings)
     final = steps._finished(summary, "nightly")
-    tell_night(summary, exceptions, settings, final.message or "")
+    tell_night(night, summary, exceptions, settings, final.message or "")
     _leave_row(org, summary, final)
     return final
 

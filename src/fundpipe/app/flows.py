@@ -112,6 +112,7 @@ def _ingest_flow(data_dir: str | None, path: str | None, org: str | None) -> Sta
 
 
 def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
+    from fundpipe.app.outcomes import ingest_dict
     from fundpipe.app.tell import tell_ingest
 
     step = (
@@ -119,9 +120,10 @@ def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
         if path
         else ingest_drop(settings, return_state=True)
     )
-    ingested, stopped = _outcome(step)
+    result, stopped = _outcome(step)
     if stopped is not None:
         return stopped
+    ingested = ingest_dict(result)
     tell_ingest(ingested, settings)
     return _finished(ingested, "ingest")
 
@@ -153,25 +155,29 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
 
 def _sync_flow(data_dir: str | None, org: str | None) -> State[Any]:
     from fundpipe.app.orgs import one_org
+    from fundpipe.app.outcomes import sync_dict
     from fundpipe.app.tell import tell_sync
 
     with one_org(_settings(data_dir), org, get_run_logger().warning) as settings:
-        synced, stopped = _outcome(sync_step(settings, return_state=True))
+        result, stopped = _outcome(sync_step(settings, return_state=True))
     if stopped is not None:
         return stopped
+    synced = sync_dict(result)
     tell_sync(synced, settings)
     return Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) -> State[Any]:
     from fundpipe.app.orgs import local_org
+    from fundpipe.app.outcomes import reconcile_dict
     from fundpipe.app.tell import tell_reconcile
 
     # reconcile reads only the warehouse: the organization is found without the service
     settings = local_org(_settings(data_dir), org, get_run_logger().warning)
-    reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
+    result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
+    reconciled = reconcile_dict(result)
     tell_reconcile(reconciled, settings)
     return _finished(reconciled, "reconcile")
 

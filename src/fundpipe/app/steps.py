@@ -9,13 +9,18 @@ import logging
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import State, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
 from fundpipe.config import Settings
+
+if TYPE_CHECKING:
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.verdicts import IngestResult
+    from fundpipe.sync.pull import SyncResult
 
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
 FLOW_LOCK_WAIT_S = 300.0
@@ -143,45 +148,41 @@ def _settings(data_dir: str | None) -> Settings:
 
 
 @task(name="ingest-inbox", **_TASK_OPTIONS)
-def ingest_drop(settings: Settings) -> dict[str, Any] | State[Any]:
+def ingest_drop(settings: Settings) -> IngestResult | State[Any]:
     """Ingest every complete file waiting in the inbox as one drop.
 
     One task for the drop, not one per file: a distribution sheet may name entities by the
     `external_reference` of a roster dropped with it, so the files of a drop are validated and
     planned together. The per-file outcomes are in the result (and the run's artifacts).
     """
-    from fundpipe.app.outcomes import ingest_dict
     from fundpipe.submit.ingest import ingest
 
-    return _guard(lambda: ingest_dict(ingest(settings, None)))
+    return _guard(lambda: ingest(settings, None))
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
-def ingest_one(settings: Settings, path: str) -> dict[str, Any] | State[Any]:
-    """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
-    from fundpipe.app.outcomes import ingest_dict
+def ingest_one(settings: Settings, path: str) -> IngestResult | State[Any]:
+    """Validate, plan and submit one sheet exactly once; returns the typed ingest result."""
     from fundpipe.submit.ingest import ingest
 
-    return _guard(lambda: ingest_dict(ingest(settings, [Path(path)])))
+    return _guard(lambda: ingest(settings, [Path(path)]))
 
 
 @task(name="sync", **_TASK_OPTIONS)
-def sync_step(settings: Settings) -> dict[str, Any] | State[Any]:
-    """Pull the service's state into the warehouse."""
-    from fundpipe.app.outcomes import sync_dict
+def sync_step(settings: Settings) -> SyncResult | State[Any]:
+    """Pull the service's state into the warehouse; returns the typed sync result."""
     from fundpipe.sync.pull import sync as run_sync
 
-    return _guard(lambda: sync_dict(run_sync(settings)))
+    return _guard(lambda: run_sync(settings))
 
 
 @task(name="reconcile", **_TASK_OPTIONS)
-def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | State[Any]:
-    """Build the reconciliation views and write the reports."""
-    from fundpipe.app.outcomes import reconcile_dict
+def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | State[Any]:
+    """Build the reconciliation views and write the reports; returns the typed result."""
     from fundpipe.reconcile.views import reconcile
 
     report_date = date.fromisoformat(as_of) if as_of else None
-    return _guard(lambda: reconcile_dict(reconcile(settings, as_of=report_date)))
+    return _guard(lambda: reconcile(settings, as_of=report_date))
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
