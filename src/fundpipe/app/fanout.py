@@ -181,7 +181,7 @@ def _org_night(
     night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
     reconciled = reconcile_dict(reconcile_result)
     exceptions = tell_reconcile(reconciled, settings)
-    summary = build_summary([ingested], synced, reconciled)
+    summary = build_summary(night)
     summary["organization"] = org.folder
     summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
     steps.publish(summary, exceptions, settings)
