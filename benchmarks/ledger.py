@@ -40,7 +40,7 @@ import psutil
 from pydantic import SecretStr
 
 import fundpipe.submit.ingest as ingest_module
-from fundpipe.app.process import frozen_gc
+from fundpipe.app.cli.process import frozen_gc
 from fundpipe.client import FundClient
 from fundpipe.config import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_ORG_ID, Settings
 from fundpipe.keys import idempotency_key

@@ -49,7 +49,7 @@ import httpx
 import psutil
 from pydantic import SecretStr
 
-from fundpipe.app.process import frozen_gc
+from fundpipe.app.cli.process import frozen_gc
 from fundpipe.client import FundClient
 from fundpipe.config import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_ORG_ID, Settings
 from fundpipe.submit.ingest import ingest

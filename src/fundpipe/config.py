@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     client_secret_block: str | None = Field(
         default=None,
         description="Name of a Prefect Secret block holding the client secret, used when "
-        "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.app.secrets.with_secret_block).",
+        "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.app.prefect.secrets.with_secret_block).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
     orgs: str | None = Field(
@@ -164,7 +164,7 @@ class Settings(BaseSettings):
         "service's TLS certificate; verification itself cannot be turned off.",
     )
 
-    # --- several organizations (fundpipe.app.fanout) -----------------------------------------
+    # --- several organizations (fundpipe.app.prefect.fanout) -----------------------------------------
     fan_out: str = Field(
         default="subflows",
         pattern="^(subflows|deployments)$",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.app import oncall
-from fundpipe.app.artifacts import rejected_key
 from fundpipe.app.outcomes import exception_lines
+from fundpipe.app.prefect import oncall
+from fundpipe.app.prefect.artifacts import rejected_key
 from fundpipe.night import night
 from worlds.submit import World, write_sheet
 
@@ -144,7 +144,7 @@ def test_the_console_level_never_changes_what_reaches_the_server(
 ) -> None:
     import os
 
-    from fundpipe.app.cli_common import prefect_defaults
+    from fundpipe.app.cli.common import prefect_defaults
 
     for verbose, console_level in ((False, "CRITICAL"), (True, "INFO")):
         for name in (
@@ -159,7 +159,7 @@ def test_the_console_level_never_changes_what_reaches_the_server(
 
 
 def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
-    from fundpipe.app.artifacts import summary_with_links
+    from fundpipe.app.prefect.artifacts import summary_with_links
     from fundpipe.config import Settings
 
     workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"

@@ -1,4 +1,4 @@
-"""The one Secret-block loader every entry point uses (`fundpipe.app.secrets`).
+"""The one Secret-block loader every entry point uses (`fundpipe.app.prefect.secrets`).
 
 The Prefect server end of it (a real block, a CLI command configured only with the block name)
 is `tests/e2e/test_secret_block.py`.
@@ -12,7 +12,7 @@ import types
 import pytest
 from pydantic import SecretStr
 
-from fundpipe.app.secrets import with_secret_block
+from fundpipe.app.prefect.secrets import with_secret_block
 from fundpipe.client import FundClient, errors
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError

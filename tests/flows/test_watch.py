@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from fundpipe.app.watch import SettleTracker, list_candidates, watch_inbox
+from fundpipe.app.prefect.watch import SettleTracker, list_candidates, watch_inbox
 
 SETTLE = 1.0
 
@@ -118,7 +118,7 @@ def test_watch_waits_for_a_growing_file(tmp_path: Path) -> None:
 
 
 def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
-    from fundpipe.app.watch import inboxes, watch_inboxes
+    from fundpipe.app.prefect.watch import inboxes, watch_inboxes
     from fundpipe.config import Settings
 
     data = tmp_path / "data"

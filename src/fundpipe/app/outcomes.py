@@ -207,7 +207,7 @@ def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
 def summary_of_run(state: Any) -> dict[str, Any]:
     """The summary of a finished nightly flow run (a Prefect state).
 
-    The night over every organization (`fundpipe.app.fanout`) returns its summary even when an
+    The night over every organization (`fundpipe.app.prefect.fanout`) returns its summary even when an
     organization failed: its `exit_code` says so, and its rows say which and why.
 
     A run that did not complete raises the fundpipe error its exit code stands for, with the

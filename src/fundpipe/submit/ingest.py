@@ -1,7 +1,7 @@
 """Ingest: inbox → validate → plan → pre-flight → submit, exactly once; returns data.
 
 :func:`ingest` is the library entry point the CLI and the flows call; it prints nothing (the
-CLI renders its result with ``fundpipe.app.render``) and never starts a sandbox (``settings``
+CLI renders its result with ``fundpipe.app.cli.render``) and never starts a sandbox (``settings``
 must name a service). Every run first settles what a previous run left open (files in
 ``processing/``, requests without an outcome), then plans against a fresh snapshot of the
 service, so a crash at any point is resumed, never repeated. Longer than ~400 lines: the
@@ -101,7 +101,7 @@ def ingest(
 
     ``progress`` hears the files read and validated and the requests submitted.
     ``around_submit`` wraps the sending: the entry point's process-wide choice (`fundpipe ingest`
-    freezes the plan out of the garbage collector's sight, `fundpipe.app.process.frozen_gc`).
+    freezes the plan out of the garbage collector's sight, `fundpipe.app.cli.process.frozen_gc`).
 
     ``dry_run`` plans and sends nothing (no file moves, no ledger writes); the plan is in
     the result for the caller to show.

@@ -3,7 +3,7 @@
 Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reaches the person as
 one line through `user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
 Commands build `Settings` here, start the embedded sandbox when no service is configured
-(`fundpipe.app.embedded`) and render with `fundpipe.app.render`.
+(`fundpipe.app.embedded`) and render with `fundpipe.app.cli.render`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_alerts import alerts_app
-from fundpipe.app.cli_common import (
+from fundpipe.app.cli.alerts import alerts_app
+from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,
@@ -29,8 +29,8 @@ from fundpipe.app.cli_common import (
     settings_for,
     user_errors,
 )
-from fundpipe.app.cli_exceptions import exceptions_app
-from fundpipe.app.cli_sandbox import sandbox_command
+from fundpipe.app.cli.exceptions import exceptions_app
+from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 
 EXIT_CODES_HELP = (
@@ -61,14 +61,14 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
-        from fundpipe.app.orgs import describe_orgs
+        from fundpipe.orgs import describe_orgs
         from fundpipe.submit.binding import describe_binding
 
         values.update(describe_orgs(settings, describe_binding))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
-        from fundpipe.app.render import render_config
+        from fundpipe.app.cli.render import render_config
 
         render_config(values, console)
 
@@ -97,15 +97,15 @@ def validate_command(
         _reads_sheets()
         if output_format not in {"table", "json"}:
             raise InputError("--format must be table or json")
+        from fundpipe.app.cli.render import RichProgress, render_validation
         from fundpipe.app.outcomes import validation_dict
-        from fundpipe.app.render import RichProgress, render_validation
         from fundpipe.validate.files import (
             validate_exit_code,
             validate_files,
         )
 
         if not files:
-            from fundpipe.app.orgs import waiting_sheets
+            from fundpipe.orgs import waiting_sheets
 
             files = waiting_sheets(settings_for(data_dir), org)
             if not files:
@@ -143,8 +143,8 @@ def ingest_command(
     """
     with user_errors(data_dir):
         _reads_sheets()
-        from fundpipe.app.process import frozen_gc
-        from fundpipe.app.render import (
+        from fundpipe.app.cli.process import frozen_gc
+        from fundpipe.app.cli.render import (
             RichProgress,
             render_ingest,
             render_plan,
@@ -193,7 +193,7 @@ def sync_command(
     Example: fundpipe sync --json
     """
     with user_errors(data_dir):
-        from fundpipe.app.render import RichProgress, render_counts
+        from fundpipe.app.cli.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
@@ -230,7 +230,7 @@ def reconcile_command(
     """
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
-        from fundpipe.app.render import render_summary
+        from fundpipe.app.cli.render import render_summary
         from fundpipe.reconcile.views import reconcile
 
         settings = local_org_settings(data_dir, org)
@@ -283,7 +283,7 @@ def run_command(
     prefect_defaults(verbose)
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
-        from fundpipe.app import flows
+        from fundpipe.app.prefect import flows
 
         state = flows.nightly(
             samples=samples,
@@ -297,7 +297,7 @@ def run_command(
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         elif not quiet:
-            from fundpipe.app.render import render_run_summary
+            from fundpipe.app.cli.render import render_run_summary
 
             render_run_summary(summary, console)
         raise typer.Exit(summary.get("exit_code", ExitCode.OK))
@@ -316,7 +316,7 @@ def serve_command() -> None:
     """
     prefect_defaults()
     with user_errors():
-        from fundpipe.app.prefect_server import serve
+        from fundpipe.app.prefect.server import serve
 
         serve(settings_for(), say=err_console.print)
 
@@ -333,7 +333,7 @@ def watch_command(data_dir: DataDirOption = None) -> None:
     """
     prefect_defaults()
     with user_errors(data_dir):
-        from fundpipe.app.watch import watch_and_announce
+        from fundpipe.app.prefect.watch import watch_and_announce
 
         watch_and_announce(settings_for(data_dir), say=err_console.print)
 

@@ -51,8 +51,8 @@ def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Setting
     pointed at a running service (the embedded sandbox when none is configured), with the client
     secret from the Prefect Secret block `FUNDPIPE_CLIENT_SECRET_BLOCK` names when no secret is
     set. A single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
-    from fundpipe.app.orgs import one_org
-    from fundpipe.app.secrets import with_secret_block
+    from fundpipe.app.embedded import one_org
+    from fundpipe.app.prefect.secrets import with_secret_block
 
     # the secret first: finding the organizations may already ask the service
     configured = with_secret_block(settings_for(data_dir))
@@ -62,8 +62,8 @@ def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Setting
 
 def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
     """One organization's settings for a command that reads only local files (reconcile,
-    exceptions), without asking the service: see `fundpipe.app.orgs.local_org`."""
-    from fundpipe.app.orgs import local_org
+    exceptions), without asking the service: see `fundpipe.orgs.local_org`."""
+    from fundpipe.orgs import local_org
 
     return local_org(
         settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)

@@ -2,7 +2,7 @@
 
 Pure functions turn the per-step dicts of `fundpipe.app.outcomes` into plain lines (one per
 file, per step, per exception, and where the reports are) and into the payloads of the Prefect
-events the alerts (`fundpipe.app.alerts`) react to:
+events the alerts (`fundpipe.app.prefect.alerts`) react to:
 
 | event | resource | when |
 |---|---|---|

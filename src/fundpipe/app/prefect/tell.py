@@ -1,5 +1,5 @@
 """Tell the night's story through Prefect: INFO lines on the run logger, and the events the
-alerts react to (lines and payloads from `fundpipe.app.oncall`, scrubbed by its `plain`).
+alerts react to (lines and payloads from `fundpipe.app.prefect.oncall`, scrubbed by its `plain`).
 
 Called by the flows after each step, in the flow run (so the lines reach the run's Logs tab on
 the server, whatever the console shows).
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from prefect import get_run_logger
 from prefect.events import emit_event
 
-from fundpipe.app import oncall
+from fundpipe.app.prefect import oncall
 from fundpipe.config import DEMO_ORG_ID, Settings
 
 if TYPE_CHECKING:

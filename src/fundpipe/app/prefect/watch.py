@@ -127,7 +127,7 @@ def watch_inbox(
 
 def inboxes(settings: Settings) -> list[Path]:
     """Every inbox to watch under `settings.data_dir` (see the module docstring)."""
-    from fundpipe.app.orgs import configured_organizations
+    from fundpipe.orgs import configured_organizations
 
     top = settings.data_dir
     found = {top / "orgs" / o.folder / "inbox" for o in configured_organizations(settings) or []}

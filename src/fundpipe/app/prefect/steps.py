@@ -1,6 +1,6 @@
 """The steps the flows are made of: one Prefect task per step, the settings a flow starts from,
-and how a step's failure becomes the flow's plain final state (see `fundpipe.app.flows` for the
-table of exit codes and states). Shared by `fundpipe.app.flows` and `fundpipe.app.fanout`.
+and how a step's failure becomes the flow's plain final state (see `fundpipe.app.prefect.flows` for the
+table of exit codes and states). Shared by `fundpipe.app.prefect.flows` and `fundpipe.app.prefect.fanout`.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _settings(data_dir: str | None) -> Settings:
     """Settings from the environment; the secret from a Prefect Secret block when one is named
     (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
     here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
-    from fundpipe.app.secrets import with_secret_block
+    from fundpipe.app.prefect.secrets import with_secret_block
     from fundpipe.sheets.frames import use_system_allocator
 
     use_system_allocator()
@@ -190,6 +190,6 @@ def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings:
     """The night's artifacts: a markdown summary linking the reports, a link to the published
     workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
     exceptions table."""
-    from fundpipe.app.artifacts import publish_artifacts
+    from fundpipe.app.prefect.artifacts import publish_artifacts
 
     publish_artifacts(summary, exceptions, settings)
