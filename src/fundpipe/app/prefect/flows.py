@@ -258,7 +258,7 @@ def serve_all() -> None:
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,
-        args=(inboxes(settings), prefect_announcer(settings.data_dir)),
+        args=(lambda: inboxes(settings), settings.data_dir, prefect_announcer(settings.data_dir)),
         kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,
