@@ -197,7 +197,6 @@ class Settings(BaseSettings):
         "organization's settings point it at data/reports/<org_id>.",
     )
     require_funds: bool = False
-    log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
         gt=0,
