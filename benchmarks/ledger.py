@@ -40,6 +40,7 @@ import psutil
 from pydantic import SecretStr
 
 import fundpipe.submit.ingest as ingest_module
+from fundpipe.app.cli.process import frozen_gc
 from fundpipe.client import FundClient
 from fundpipe.config import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_ORG_ID, Settings
 from fundpipe.keys import idempotency_key
@@ -175,7 +176,10 @@ def _ingest(
     ingest_module.execute = functools.update_wrapper(timed, execute)  # type: ignore[assignment]
     try:
         result = ingest_module.ingest(
-            _settings(base_url, data_dir, concurrency), settle_s=0, batch_size=1
+            _settings(base_url, data_dir, concurrency),
+            settle_s=0,
+            batch_size=1,
+            around_submit=frozen_gc,  # as `fundpipe ingest` runs it
         )
     finally:
         ingest_module.execute = original

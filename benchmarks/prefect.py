@@ -111,8 +111,8 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float]:
     """Median seconds of the `inbox` flow and of the same work as a plain call."""
     os.environ["PREFECT_API_URL"] = api
     os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
-    from fundpipe.app import flows as nightly
     from fundpipe.app.embedded import service
+    from fundpipe.app.prefect import flows as nightly
     from fundpipe.config import Organization, Settings
     from fundpipe.submit.ingest import ingest
 

@@ -49,6 +49,7 @@ import httpx
 import psutil
 from pydantic import SecretStr
 
+from fundpipe.app.cli.process import frozen_gc
 from fundpipe.client import FundClient
 from fundpipe.config import DEMO_CLIENT_ID, DEMO_CLIENT_SECRET, DEMO_ORG_ID, Settings
 from fundpipe.submit.ingest import ingest
@@ -160,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             sandbox = psutil.Process(proc.pid)
             cpu_sandbox, cpu_pipeline = sum(sandbox.cpu_times()[:2]), time.process_time()
             started = time.perf_counter()
-            result = ingest(settings, settle_s=0, batch_size=args.batch_size)
+            result = ingest(
+                settings, settle_s=0, batch_size=args.batch_size, around_submit=frozen_gc
+            )
             wall = time.perf_counter() - started
             cpu_sandbox = sum(sandbox.cpu_times()[:2]) - cpu_sandbox
             cpu_pipeline = time.process_time() - cpu_pipeline
@@ -273,7 +276,7 @@ def history_night(history: int, new: int) -> int:
                 )  # fmt: skip
         counting = _Counting(transport)
         started = time.perf_counter()
-        result = ingest(settings, transport=counting, settle_s=0)
+        result = ingest(settings, transport=counting, settle_s=0, around_submit=frozen_gc)
         wall = time.perf_counter() - started
     states = {f.state for f in result.files}
     assert states == {"processed"}, f"files ended {states}"

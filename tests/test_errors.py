@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from fundpipe import errors
+from fundpipe.client import errors as client_errors
 from fundpipe.errors import ExitCode
 
 
@@ -28,13 +29,64 @@ def test_a_configuration_problem_is_a_usage_error() -> None:
 
 @pytest.mark.parametrize(
     "failure",
-    [httpx.ConnectError("refused"), RuntimeError("boom")],
-    ids=["transport", "unexpected"],
+    [httpx.ConnectError("refused"), client_errors.ServiceConnectionError("refused")],
+    ids=["transport", "client-transport"],
 )
-def test_other_failures_become_service_unavailable(failure: Exception) -> None:
+def test_transport_failures_become_service_unavailable(failure: Exception) -> None:
     error = errors.as_fundpipe_error(failure)
     assert isinstance(error, errors.ServiceUnavailable)
     assert error.exit_code == ExitCode.SERVICE == 3
+
+
+def test_an_unexpected_exception_is_an_internal_error_not_the_service() -> None:
+    error = errors.as_fundpipe_error(RuntimeError("boom"))
+    assert isinstance(error, errors.InternalError)
+    assert error.exit_code == ExitCode.INTERNAL == 5
+    assert "RuntimeError: boom" in str(error)
+    assert "bug in fundpipe" in str(error)
+    assert "service failed" not in str(error)
+    told = error.logged_at("data/logs/fundpipe.log")
+    assert "the traceback is in data/logs/fundpipe.log" in str(told)
+    assert told.exit_code == 5
+
+
+def test_the_clients_configuration_error_is_a_configuration_error() -> None:
+    error = errors.as_fundpipe_error(client_errors.ConfigurationError("no client secret"))
+    assert isinstance(error, errors.ConfigurationError)
+    assert error.exit_code == ExitCode.USAGE == 2
+    assert "no client secret" in str(error)
+
+
+def test_an_invalid_setting_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from fundpipe.config import Settings
+
+    monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "soon")
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    error = errors.as_fundpipe_error(caught.value)
+    assert isinstance(error, errors.ConfigurationError)
+    assert error.exit_code == 2
+    assert "inbox_settle_s" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (client_errors.AuthenticationError("bad credentials", status=401), 3),
+        (client_errors.PermissionDeniedError("no scope", status=403), 3),
+        (client_errors.RateLimitError("slow down", status=429), 3),
+        (client_errors.APIServerError("down", status=503), 3),
+        (client_errors.IncompleteListError("/v1/payments", "payments"), 3),
+        (client_errors.ResponseDecodeError("not JSON", status=200, request_id=None, body=b""), 3),
+        (client_errors.ServiceConnectionError("refused"), 3),
+        (client_errors.ConfigurationError("no base URL"), 2),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value),
+)
+def test_each_client_error_has_its_exit_code(failure: Exception, code: int) -> None:
+    assert errors.as_fundpipe_error(failure).exit_code == code
 
 
 @pytest.mark.parametrize(

@@ -43,3 +43,23 @@ def test_file_hash_is_the_content_hash(tmp_path: Path) -> None:
     path = tmp_path / "sheet.csv"
     path.write_bytes(data)
     assert keys.file_hash(path) == keys.content_hash(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_golden_keys_never_change() -> None:
+    """Literal keys, as ledgers already hold them: a re-run after any upgrade must send the very
+    same Idempotency-Key for the same request, or the service would create it twice."""
+    assert keys.canonical_json(["fp1", "org_demo", "POST", "/v1/distributions", BODY]) == (
+        '["fp1","org_demo","POST","/v1/distributions",[{"distribution_date":'
+        '"2026-12-15T09:00:00-05:00","external_reference":"Q4-2026","name":'
+        '"Q4 distribution \\u2014 \\u00dcn\\u00efcode","payments":[{"amount":123456,'
+        '"entity":"ent_1","memo":null,"notify":true}],"vehicle":"veh_demo1"}]]'
+    )
+    assert (
+        keys.idempotency_key("org_demo", "POST", "/v1/distributions", BODY)
+        == "fp1_25da1f13ce866c0daf52110477e6a4b8ca5b37d1d6d9f88930d7b24427c63e8c"
+    )
+    entity = {"name": "Ada Lovelace", "external_reference": "INV-001", "type": "individual"}
+    assert (
+        keys.idempotency_key(None, "POST", "/v1/entities", entity)
+        == "fp1_2be19ce67b57aae2d24cdaebfd0658a8c20df07889360c508d6ec0a0a5f46531"
+    )

@@ -44,7 +44,8 @@ def _readme_tree() -> list[str]:
 
 def test_the_readme_tree_lists_every_package_and_top_level_module() -> None:
     listed = _readme_tree()
-    actual = {p.name + "/" for p in SRC.iterdir() if (p / "__init__.py").is_file()} | {
+    # packages and the package-data folders (schemas/, samples/) alike
+    actual = {p.name + "/" for p in SRC.iterdir() if p.is_dir() and not p.name.startswith("__")} | {
         p.name for p in SRC.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
     }
     assert len(listed) == len(set(listed)), "a name is listed twice"
@@ -78,6 +79,17 @@ def _imports(path: Path, *, eager_only: bool) -> Iterator[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif (
+            # a string import: importlib.import_module("fundpipe...") or __import__("fundpipe...")
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
+            in {"import_module", "__import__"}
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names = [node.args[0].value]
         else:
             continue
         for name in names:
@@ -96,9 +108,12 @@ def test_nothing_below_app_imports_app() -> None:
     assert offenders == set()
 
 
-def test_module_imports_have_no_cycles() -> None:
+@pytest.mark.parametrize("eager_only", [True, False], ids=["module-level", "lazy-and-string"])
+def test_module_imports_have_no_cycles(eager_only: bool) -> None:
+    """No cycle, counting function-level (lazy) imports and string imports too: a cycle hidden
+    in a function (`fanout → samples → flows → fanout` through `import_module`) is one still."""
     graph = {
-        name: {i for i in _imports(path, eager_only=True) if i != name}
+        name: {i for i in _imports(path, eager_only=eager_only) if i != name}
         for name, path in MODULES.items()
     }
     # a package's __init__ importing its own submodules is how a package exposes them
@@ -106,6 +121,26 @@ def test_module_imports_have_no_cycles() -> None:
         graph[name] = {i for i in graph[name] if not (name and i.startswith(name + "."))}
     cycles = _cycles(graph)
     assert cycles == [], cycles
+
+
+def test_nothing_below_app_imports_prefect() -> None:
+    """Only the Prefect shell (`fundpipe.app.prefect`) and the CLI commands that start flows use
+    Prefect; the library and the client never import it."""
+    offenders = {
+        name
+        for name, path in MODULES.items()
+        if not name.startswith("fundpipe.app") and "prefect" in _third_party_imports(path)
+    }
+    assert offenders == set()
+
+
+def test_the_app_is_two_shells() -> None:
+    """`app/` holds the CLI shell, the Prefect shell and what both share, nothing else."""
+    app = SRC / "app"
+    shells = {p.name for p in app.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert shells == {"cli", "prefect"}
+    shared = {p.name for p in app.glob("*.py")}
+    assert shared == {"__init__.py", "__main__.py", "embedded.py", "outcomes.py", "samples.py"}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -197,4 +232,21 @@ def test_only_app_starts_the_embedded_sandbox() -> None:
         if not name.startswith("fundpipe.sandbox")
         and re.search(r"\bSandboxServer\b|\brun_server\b", path.read_text(encoding="utf-8"))
     }
-    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli_sandbox"}
+    assert starters <= {"fundpipe.app.embedded", "fundpipe.app.cli.sandbox"}
+
+
+def test_the_readme_app_tree_matches_the_code() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### How the code is laid out", 1)[1]
+    block = re.search(r"```\n(app/\n.*?)```", section, re.DOTALL)
+    assert block, "the layout section has no app/ tree"
+    listed = [
+        line.split()[0]
+        for line in block.group(1).splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
+    app = SRC / "app"
+    actual = {p.name + "/" for p in app.iterdir() if (p / "__init__.py").is_file()} | {
+        p.name for p in app.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    }
+    assert sorted(listed) == sorted(actual)

@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     client_secret_block: str | None = Field(
         default=None,
         description="Name of a Prefect Secret block holding the client secret, used when "
-        "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.client.with_prefect_secret).",
+        "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.app.prefect.secrets.with_secret_block).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
     orgs: str | None = Field(
@@ -169,7 +169,7 @@ class Settings(BaseSettings):
         "service's TLS certificate; verification itself cannot be turned off.",
     )
 
-    # --- several organizations (fundpipe.app.fanout) -----------------------------------------
+    # --- several organizations (fundpipe.app.prefect.fanout) -----------------------------------------
     fan_out: str = Field(
         default="subflows",
         pattern="^(subflows|deployments)$",
@@ -213,7 +213,6 @@ class Settings(BaseSettings):
         description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
         "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
     )
-    log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
         gt=0,

@@ -9,6 +9,7 @@ Exit codes (every command, every entry point):
 | 2 | USAGE | usage or configuration error, or an input that can't be read at all |
 | 3 | SERVICE | the service failed or refused us (authentication, permission, network, retries exhausted), or outcomes are still unknown |
 | 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
+| 5 | INTERNAL | an internal error: a bug in fundpipe (the traceback is in the run's log file) |
 
 The error tree (the exit code each maps to in brackets):
 
@@ -16,14 +17,17 @@ The error tree (the exit code each maps to in brackets):
     ├── InputError                 an input can't be read or a parameter is wrong [2]
     │   └── ConfigurationError     the settings are missing something or contradict each other [2]
     ├── ServiceUnavailable         the service can't be reached or refused us [3]
-    └── LockHeld                   another process holds a lock this one needs [4]
-        ├── InboxBusyError         … the inbox lock (``fundpipe.submit.inbox``)
-        └── WarehouseLockedError   … the warehouse file (``fundpipe.warehouse.file``)
+    ├── LockHeld                   another process holds a lock this one needs [4]
+    │   ├── InboxBusyError         … the inbox lock (``fundpipe.submit.inbox``)
+    │   └── WarehouseLockedError   … the warehouse file (``fundpipe.warehouse.file``)
+    └── InternalError              an unexpected exception: a bug, never "the service failed" [5]
 
 Sheet problems are not exceptions: they are data (``fundpipe.validate.issues.Issue``), and the
 outcome of a file maps to an exit code through :data:`OUTCOME_EXIT_CODES`. Service errors have
 their own tree in ``fundpipe.client.errors``; :func:`as_fundpipe_error` turns them (and any
-other exception) into this tree, so the CLI decides messages and codes in one place.
+other exception) into this tree, so the CLI decides messages and codes in one place: the
+client's own ``ConfigurationError`` and an invalid setting are configuration errors [2], every
+other client or transport error is the service's [3], and anything else is a bug [5].
 Messages never carry secrets.
 """
 
@@ -42,6 +46,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     SERVICE = 3
     LOCKED = 4
+    INTERNAL = 5
     INTERRUPTED = 130
 
 
@@ -52,6 +57,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.USAGE: "usage or configuration error, or unreadable input",
     ExitCode.SERVICE: "service error",
     ExitCode.LOCKED: "lock held by another process",
+    ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
 }
 
 #: The exit code each outcome of a file asks for; a run exits with the highest of its files'.
@@ -125,16 +131,45 @@ class WarehouseLockedError(LockHeld):
         )
 
 
+class InternalError(FundpipeError):
+    """An exception nobody expected: a bug in fundpipe, not the service or the input.
+
+    Built by :meth:`of` from the original exception (kept as ``cause``); the edge (CLI, flow)
+    writes the traceback to the run's log and names it with :meth:`logged_at`.
+    """
+
+    exit_code = ExitCode.INTERNAL
+    cause: BaseException | None = None
+
+    @classmethod
+    def of(cls, cause: BaseException, where: str | None = None) -> InternalError:
+        """The error for ``cause``; ``where`` names the log holding its traceback, when known."""
+        told = f"; the traceback is in {where}" if where else ""
+        error = cls(
+            f"internal error ({type(cause).__name__}: {cause}) — a bug in fundpipe, not a "
+            f"problem with the service or the input{told}"
+        )
+        error.cause = cause
+        return error
+
+    def logged_at(self, where: str) -> InternalError:
+        """The same error, its message naming ``where`` the traceback was written."""
+        return InternalError.of(self.cause, where) if self.cause is not None else self
+
+
 def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     """``exc`` as an error of this tree: the one place failures are classified.
 
-    Errors of this tree pass through; the service client's errors and transport errors become
-    :class:`ServiceUnavailable` (with a redacted message); anything else is an unexpected
-    failure, reported with exit 3 as before (it happened while talking to the service or
-    writing its results).
+    Errors of this tree pass through; the client's own ``ConfigurationError`` and an invalid
+    setting (pydantic's ``ValidationError`` from ``Settings``) become :class:`ConfigurationError`
+    [2]; the service client's other errors and transport errors become
+    :class:`ServiceUnavailable` [3] (with a redacted message); anything else is a bug:
+    :class:`InternalError` [5].
     """
     import httpx
+    import pydantic
 
+    from fundpipe.client.errors import ConfigurationError as ClientConfigurationError
     from fundpipe.client.errors import (
         FundServiceError,
         IncompleteListError,
@@ -143,6 +178,14 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
 
     if isinstance(exc, FundpipeError):
         return exc
+    if isinstance(exc, ClientConfigurationError):
+        return ConfigurationError(f"configuration: {exc}")
+    if isinstance(exc, pydantic.ValidationError) and exc.title == "Settings":
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}"
+            for e in exc.errors(include_input=False)
+        )
+        return ConfigurationError(f"invalid settings: {problems}")
     if isinstance(exc, ServiceConnectionError):
         return ServiceUnavailable(f"could not reach the service: {exc}")
     if isinstance(exc, IncompleteListError):
@@ -151,4 +194,4 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
         return ServiceUnavailable(f"the service refused the request: {exc}")
     if isinstance(exc, httpx.HTTPError):
         return ServiceUnavailable(f"could not reach the service: {type(exc).__name__}")
-    return ServiceUnavailable(f"unexpected failure ({type(exc).__name__}): {exc}")
+    return InternalError.of(exc)

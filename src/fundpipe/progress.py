@@ -1,7 +1,7 @@
 """Progress reporting for long steps (reading, validating, submitting, syncing).
 
 Library functions take a `ProgressSink` and report to it; they never draw anything themselves.
-The CLI passes a `fundpipe.app.render.RichProgress` (bars on stderr, so `--json` output on stdout stays clean);
+The CLI passes a `fundpipe.app.cli.render.RichProgress` (bars on stderr, so `--json` output on stdout stays clean);
 everything else gets `NullProgress`.
 """
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from fundpipe.app import alerts
 from fundpipe.app.cli import app
-from fundpipe.app.cli_common import console
+from fundpipe.app.cli.common import console
+from fundpipe.app.prefect import alerts
 
 runner = CliRunner()
 

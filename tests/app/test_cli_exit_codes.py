@@ -135,3 +135,29 @@ def test_a_held_inbox_lock_exits_4(service_env: Path) -> None:
     assert result.exit_code == ExitCode.LOCKED == 4, result.output
     assert "another fundpipe ingest is running" in result.output
     assert (org_dir / "inbox" / "distributions_q4.csv").exists()
+
+
+def test_a_bug_exits_5_and_names_the_log_holding_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception nobody expected is a bug: exit 5, one line naming the log file that holds
+    the traceback — never "the service failed", never a traceback on the terminal."""
+    import fundpipe.validate.files
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("row_number")
+
+    monkeypatch.setattr(fundpipe.validate.files, "validate_files", broken)
+    monkeypatch.setattr("sys.argv", ["fundpipe", "validate"])
+    sheet = str(SAMPLES / "distributions_q4.csv")
+    result = runner.invoke(app, ["validate", "--data-dir", str(tmp_path), sheet])
+    assert result.exit_code == ExitCode.INTERNAL == 5, result.output
+    output = " ".join(result.output.split())
+    log_file = tmp_path / "logs" / "fundpipe.log"
+    assert "internal error (KeyError: 'row_number')" in output
+    assert f"the traceback is in {log_file}" in output
+    assert "service" not in output.replace("not a problem with the service", "")
+    assert "Traceback" not in result.output
+    logged = log_file.read_text(encoding="utf-8")
+    assert "Traceback (most recent call last)" in logged
+    assert "KeyError: 'row_number'" in logged

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.app.layout import migrate_layout
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ConfigurationError
+from fundpipe.layout import migrate_layout
 
 ORG_A, ORG_B = Organization(id="org_a"), Organization(id="org_b")
 

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.app import oncall
-from fundpipe.app.artifacts import rejected_key
 from fundpipe.app.outcomes import exception_lines
+from fundpipe.app.prefect import oncall
+from fundpipe.app.prefect.artifacts import rejected_key
+from fundpipe.night import night
+from worlds.submit import World, write_sheet
 
 REJECTED = {
     "file": "q4_typo.csv",
@@ -98,12 +100,25 @@ def test_events_carry_organization_counts_and_ids_never_secrets() -> None:
     assert payload["organization"] == "org_x"
     assert payload["file"] == "q4_typo.csv"
     assert "s3cr3t" not in str(payload)
+
+
+def test_the_night_event_counts_what_the_night_did(world: World) -> None:
+    """`fundpipe.night.completed` reads the typed night: a processed file is counted as
+    accepted (it once read a dict key nobody wrote and said `files_accepted: 0` every night)."""
+    write_sheet(world.inbox / "q4.csv", [("A-1", "veh_demo1", [100_00, 250_01])])
+    (world.inbox / "q4_typo.csv").write_text("not,a,sheet\n1,2,3\n", encoding="utf-8")
+    result = night(
+        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+    )
     exceptions = exception_lines(RECONCILED)
-    summary = {"facts": {"files seen": 2, "files rejected": 1}, "rejected_files": [REJECTED]}
-    _, _, night = oncall.night_event(summary, exceptions, "org_x")
-    assert night["counts"]["files_rejected"] == 1
-    assert night["exception_ids"] == [exceptions[0]["id"]]
-    assert night["rejected_files"] == ["q4_typo.csv"]
+    _, _, event = oncall.night_event(result, exceptions, "org_x")
+    assert event["counts"]["files_seen"] == 2
+    assert event["counts"]["files_accepted"] == 1
+    assert event["counts"]["files_rejected"] == 1
+    assert event["counts"]["distributions_submitted"] == 1
+    assert event["exception_ids"] == [exceptions[0]["id"]]
+    assert event["rejected_files"] == ["q4_typo.csv"]
+    assert event["as_of"] == result.as_of.isoformat()
 
 
 def test_plain_masks_account_numbers_and_keeps_money_and_ids() -> None:
@@ -129,7 +144,7 @@ def test_the_console_level_never_changes_what_reaches_the_server(
 ) -> None:
     import os
 
-    from fundpipe.app.cli_common import prefect_defaults
+    from fundpipe.app.cli.common import prefect_defaults
 
     for verbose, console_level in ((False, "CRITICAL"), (True, "INFO")):
         for name in (
@@ -144,7 +159,7 @@ def test_the_console_level_never_changes_what_reaches_the_server(
 
 
 def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
-    from fundpipe.app.artifacts import summary_with_links
+    from fundpipe.app.prefect.artifacts import summary_with_links
     from fundpipe.config import Settings
 
     workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"

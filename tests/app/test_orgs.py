@@ -10,9 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fundpipe.app.orgs import organizations, parse_orgs, pick_org
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ConfigurationError
+from fundpipe.orgs import organizations, parse_orgs, pick_org
 from fundpipe.sandbox import SandboxConfig, create_app
 
 
@@ -201,7 +201,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
     import prefect.deployments
     from prefect.states import Completed
 
-    from fundpipe.app import fanout
+    from fundpipe.app.prefect import fanout
 
     orgs = parse_orgs('[{"id": "org_a", "work_queue": "group-a"}, "org_b"]')
     assert [o.work_queue for o in orgs] == ["group-a", None]
@@ -244,7 +244,7 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
     import prefect.deployments
     from prefect.states import Cancelled, Failed
 
-    from fundpipe.app import fanout
+    from fundpipe.app.prefect import fanout
 
     states = {
         "org_a": Cancelled(message="inbox locked"),

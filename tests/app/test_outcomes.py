@@ -1,20 +1,32 @@
-"""The run summary counts each file once (issue 13: a re-run said "accepted 3" and "no-op 3")."""
+"""The run summary counts each file once (issue 13: a re-run said "accepted 3" and "no-op 3"),
+read from the typed night (`fundpipe.night.NightResult`)."""
 
 from __future__ import annotations
 
+import shutil
+
 from fundpipe.app.outcomes import build_summary
+from fundpipe.night import night
+from worlds.submit import World, write_sheet
 
 
-def _file(state: str) -> dict[str, object]:
-    return {"file": f"{state}.csv", "state": state, "total_cents": 100, "distributions": 1}
-
-
-def test_a_rerun_of_submitted_files_is_only_a_no_op() -> None:
-    rerun = build_summary([{"files": [_file("duplicate")] * 3}], {}, {})
+def test_a_rerun_of_submitted_files_is_only_a_no_op(world: World) -> None:
+    settings = world.settings.model_copy(update={"inbox_settle_s": 0})
+    kept = world.data_dir / "kept"
+    kept.mkdir()
+    for n in range(3):
+        write_sheet(world.inbox / f"q{n}.csv", [(f"R-{n}", "veh_demo1", [100])])
+        shutil.copy(world.inbox / f"q{n}.csv", kept / f"q{n}.csv")
+    first = build_summary(night(settings, transport=world.transport))["facts"]
+    assert (first["files processed (new)"], first["files already submitted (no-op)"]) == (3, 0)
+    assert first["distributions submitted"] == 3
+    assert first["amount submitted"] == "$3.00"
+    for copy in kept.iterdir():
+        shutil.copy(copy, world.inbox / f"again_{copy.name}")
+    rerun = build_summary(night(settings, transport=world.transport))
     facts = rerun["facts"]
     assert facts["files seen"] == 3
     assert facts["files already submitted (no-op)"] == 3
     assert facts["files processed (new)"] == 0
     assert "files accepted" not in facts
-    first = build_summary([{"files": [_file("processed")] * 3}], {}, {})["facts"]
-    assert (first["files processed (new)"], first["files already submitted (no-op)"]) == (3, 0)
+    assert rerun["exit_code"] == 0

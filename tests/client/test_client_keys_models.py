@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
-import types
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -21,7 +19,6 @@ from fundpipe.client import (
     errors,
     idempotency_key,
     models,
-    with_prefect_secret,
 )
 
 BODY = [
@@ -260,46 +257,6 @@ def test_full_jitter_stays_within_the_exponential_ceiling():
     assert max(samples[3]) > 0.4  # the ceiling grows...
     assert all(0 <= s <= 1.0 for s in samples[6])  # ...up to backoff_max_s
     assert min(samples[6]) < 0.2  # full jitter: can be close to zero
-
-
-async def test_client_secret_can_come_from_a_prefect_secret_block(monkeypatch):
-    # A stand-in for prefect.blocks.system (importing Prefect costs seconds): same API,
-    # `await Secret.aload(name)` then `.get()`.
-    loaded: list[str] = []
-
-    class Secret:
-        def __init__(self, value: str) -> None:
-            self._value = value
-
-        @classmethod
-        async def aload(cls, name: str) -> Secret:
-            loaded.append(name)
-            return cls("from-the-block")
-
-        def get(self) -> str:
-            return self._value
-
-    system = types.ModuleType("prefect.blocks.system")
-    system.Secret = Secret  # type: ignore[attr-defined]
-    for name, module in (
-        ("prefect", types.ModuleType("prefect")),
-        ("prefect.blocks", types.ModuleType("prefect.blocks")),
-        ("prefect.blocks.system", system),
-    ):
-        monkeypatch.setitem(sys.modules, name, module)
-    sys.modules["prefect"].blocks = sys.modules["prefect.blocks"]  # type: ignore[attr-defined]
-    sys.modules["prefect.blocks"].system = system  # type: ignore[attr-defined]
-
-    settings = make_settings(client_secret=None, client_secret_block="fundpipe-client-secret")
-    with pytest.raises(errors.ConfigurationError, match="with_prefect_secret"):
-        FundClient(settings.client_config())
-    resolved = await with_prefect_secret(settings)
-    assert loaded == ["fundpipe-client-secret"]
-    assert resolved.client_secret is not None
-    assert resolved.client_secret.get_secret_value() == "from-the-block"
-    explicit = make_settings(client_secret_block="fundpipe-client-secret")
-    assert await with_prefect_secret(explicit) is explicit  # an explicit secret wins
-    assert loaded == ["fundpipe-client-secret"]
 
 
 @pytest.fixture(scope="module")

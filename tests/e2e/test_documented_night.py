@@ -27,7 +27,7 @@ import httpx
 import openpyxl
 import pytest
 
-from fundpipe.app.samples import load_flows
+from fundpipe.app.prefect import flows as night_flows
 from fundpipe.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def _nightly(data_dir: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> 
     with monkeypatch.context() as patch:
         for key, value in _env(base_url).items():
             patch.setenv(key, value)
-        night: dict[str, Any] = load_flows().nightly(data_dir=str(data_dir))
+        night: dict[str, Any] = night_flows.nightly(data_dir=str(data_dir))
     # one organization (FUNDPIPE_ORG_ID): its night is the one child run
     assert list(night["organizations"]) == ["org_demo"], night
     summary: dict[str, Any] = night["organizations"]["org_demo"]["summary"]

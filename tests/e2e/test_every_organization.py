@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fundpipe.app.samples import load_flows
+from fundpipe.app.prefect import flows as night_flows
 from fundpipe.config import Settings
 from fundpipe.sandbox import SandboxConfig, SandboxServer
 from fundpipe.validate.files import validate_files
@@ -146,7 +146,7 @@ def test_two_organizations_each_end_as_they_would_alone(
     client_log.setLevel(logging.INFO)
     _fault(sandbox.base_url, "org_demob")
     try:
-        state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+        state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
     finally:
         client_log.removeHandler(lifted)
     assert lifted.seen >= 3, "org_demob's requests were answered 503 for a while"
@@ -200,7 +200,7 @@ def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
     monkeypatch.setenv("FUNDPIPE_RETRY_DEADLINE_S", "2")
     monkeypatch.setenv("FUNDPIPE_MAX_ATTEMPTS", "2")
     _fault(sandbox.base_url, "org_demob")  # and never lifted
-    state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
     assert state.is_failed(), state.message
     message = state.message or ""
     assert "1 did not complete: org_demob failed:" in message
@@ -242,7 +242,7 @@ def test_deployments_fan_out_without_its_deployment_stops_before_any_organizatio
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("FUNDPIPE_FAN_OUT", "deployments")  # and no org-night deployment
-    state = load_flows().nightly(data_dir=str(two_orgs), return_state=True)
+    state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
     assert state.is_failed(), state.message
     message = state.message or ""
     assert "has no org-night/org-night deployment" in message
@@ -264,7 +264,7 @@ def test_a_stopped_child_leaves_its_exit_code_for_a_parent_on_another_worker(
 ) -> None:
     """With FUNDPIPE_FAN_OUT=deployments the parent reads a child's row from its artifact: a
     child stopped by a locked inbox leaves exit code 4 there, as a subflow's error would say."""
-    from fundpipe.app import fanout
+    from fundpipe.app.prefect import fanout
     from fundpipe.submit.inbox import InboxLock
 
     monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "0")

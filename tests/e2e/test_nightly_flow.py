@@ -24,7 +24,7 @@ import openpyxl
 import pytest
 
 from fundpipe.app.embedded import service
-from fundpipe.app.samples import load_flows
+from fundpipe.app.prefect import flows as night_flows
 from fundpipe.config import Settings
 from fundpipe.validate.files import validate_files
 
@@ -51,7 +51,7 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> di
     inbox = data_dir / "orgs" / "org_demo" / "inbox"
     inbox.mkdir(parents=True)
     shutil.copy2(BROKEN, inbox / "q4_typo.csv")  # keeps its mtime: a settled file
-    flows = load_flows()
+    flows = night_flows
     summary = flows.nightly(samples=True, data_dir=str(data_dir))
     # the embedded sandbox's two demo organizations: org_demo's night is the one checked here
     return {
@@ -260,7 +260,7 @@ def test_a_run_that_finds_the_inbox_locked_is_cancelled_naming_the_holder(
     (org_dir / "inbox").mkdir(parents=True)
     shutil.copy2(tmp_path / "waiting.csv", org_dir / "inbox" / "waiting.csv")
     with InboxLock(org_dir):
-        state = load_flows().inbox(data_dir=str(tmp_path), org="org_demo", return_state=True)
+        state = night_flows.inbox(data_dir=str(tmp_path), org="org_demo", return_state=True)
     assert state.is_cancelled(), state
     assert f"pid {os.getpid()}" in (state.message or "")
     assert "did nothing" in (state.message or "")
@@ -280,7 +280,7 @@ def test_an_unreachable_service_fails_the_run_with_a_plain_sentence(
     monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET", "canary-secret-never-logged")
     monkeypatch.setenv("FUNDPIPE_ORG_ID", "org_night")
     monkeypatch.setenv("FUNDPIPE_RETRY_DEADLINE_S", "2")
-    state = load_flows().sync(data_dir=str(tmp_path), return_state=True)
+    state = night_flows.sync(data_dir=str(tmp_path), return_state=True)
     assert state.is_failed(), state
     assert "could not reach the service" in (state.message or "")
     logs = _logs_of(state)
@@ -295,7 +295,7 @@ def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
     (org_dir / "inbox").mkdir(parents=True)
     shutil.copy2(BROKEN, org_dir / "inbox" / "q4_typo.csv")
     # no --org: every organization's inbox in turn (org_demob's is empty)
-    state = load_flows().inbox(data_dir=str(tmp_path), return_state=True)
+    state = night_flows.inbox(data_dir=str(tmp_path), return_state=True)
     assert state.is_completed(), state
     assert "q4_typo.csv rejected" in (state.message or "")
     assert state.result()["exit_code"] == 1

@@ -94,12 +94,19 @@ def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float
     return run
 
 
-def _drop_and_see_it_ingested(procs: Processes, api: PrefectApi, data_dir: Path, tag: str) -> float:
-    """Save a new sheet into the inbox the way an editor does (write a temporary name, then
+#: The same drop for the embedded sandbox's second demo organization.
+DROP_B = DROP.replace("veh_demo2", "veh_demob1").replace("ent_demo", "ent_demob")
+
+
+def _drop_and_see_it_ingested(
+    procs: Processes, api: PrefectApi, data_dir: Path, tag: str, org: str = "org_demo"
+) -> float:
+    """Save a new sheet into `org`'s inbox the way an editor does (write a temporary name, then
     rename); return seconds from the file settling to its `inbox` run starting."""
-    inbox = data_dir / "orgs" / "org_demo" / "inbox"
+    inbox = data_dir / "orgs" / org / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
     partial = inbox / f"arrival_{tag}.csv.part"
-    partial.write_text(DROP.format(tag=tag), encoding="utf-8")
+    partial.write_text((DROP_B if org == "org_demob" else DROP).format(tag=tag), encoding="utf-8")
     time.sleep(2 * SETTLE_S)  # a partial file never starts a run
     before = {run["id"] for run in api.flow_runs("inbox/inbox")}
     partial.rename(inbox / f"arrival_{tag}.csv")
@@ -116,7 +123,7 @@ def _drop_and_see_it_ingested(procs: Processes, api: PrefectApi, data_dir: Path,
     latency = _when(run["start_time"]) - settled_at
     wait_for(
         "the dropped file to be processed",
-        lambda: list((data_dir / "orgs" / "org_demo" / "processed").glob(f"arrival_{tag}*.csv")),
+        lambda: list((data_dir / "orgs" / org / "processed").glob(f"arrival_{tag}*.csv")),
         120,
     )
     assert not list(inbox.glob("arrival_*")), "the file is still in the inbox"
@@ -175,6 +182,7 @@ def test_fundpipe_serve_fires_its_schedule_and_watches_the_inbox(tmp_path: Path)
     env.update({"FUNDPIPE_PREFECT_PORT": str(port), "FUNDPIPE_NIGHTLY_CRON": "* * * * *"})
     api_url = f"http://127.0.0.1:{port}/api"
     with processes(tmp_path / "logs") as procs:
+        started_with = {p.name for p in (data_dir / "orgs").iterdir()}
         procs.start("serve", [FUNDPIPE, "serve"], env)
         wait_for("fundpipe serve's Prefect server", lambda: healthy(api_url), 180)
         api = PrefectApi(api_url)
@@ -187,6 +195,10 @@ def test_fundpipe_serve_fires_its_schedule_and_watches_the_inbox(tmp_path: Path)
         )
         _scheduled_nightly_completed(api, data_dir, timeout=240)
         latency = _drop_and_see_it_ingested(procs, api, data_dir, "serve")
+        assert latency <= ARRIVAL_TARGET_S, f"inbox run started {latency:.1f} s after settling"
+        # org_demob's folder did not exist when `fundpipe serve` started watching
+        assert "org_demob" not in started_with
+        latency = _drop_and_see_it_ingested(procs, api, data_dir, "serve_b", org="org_demob")
         assert latency <= ARRIVAL_TARGET_S, f"inbox run started {latency:.1f} s after settling"
         assert "bulk DML" not in procs.log("serve")
         assert unexpected_tracebacks(procs.log("serve")) == []

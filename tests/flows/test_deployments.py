@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from fundpipe.app.samples import load_flows
+from fundpipe.app.prefect import flows as night_flows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ def _declared() -> dict[str, dict[str, Any]]:
 
 
 def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_minutes() -> None:
-    served = {d.name: d for d in load_flows().deployments()}
+    served = {d.name: d for d in night_flows.deployments()}
     assert set(served) == {"nightly", "inbox", "org-night"}
     nightly = served["nightly"].schedules[0].schedule
     assert nightly.cron == "30 1 * * *"
@@ -39,9 +39,9 @@ def test_served_deployments_run_nightly_on_a_zoned_cron_and_the_inbox_every_few_
 
 
 def test_the_inbox_deployment_is_triggered_by_the_watchers_event() -> None:
-    from fundpipe.app.watch import INBOX_EVENT, INBOX_RESOURCE
+    from fundpipe.app.prefect.watch import INBOX_EVENT, INBOX_RESOURCE
 
-    served = {d.name: d for d in load_flows().deployments()}
+    served = {d.name: d for d in night_flows.deployments()}
     assert served["nightly"].triggers == []
     (trigger,) = served["inbox"].triggers
     assert trigger.expect == {INBOX_EVENT}
@@ -55,7 +55,7 @@ def test_the_inbox_deployment_is_triggered_by_the_watchers_event() -> None:
 
 def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
     declared = _declared()
-    served = {d.name: d for d in load_flows().deployments()}
+    served = {d.name: d for d in night_flows.deployments()}
     assert set(declared) == set(served)
     nightly = declared["nightly"]["schedules"][0]
     assert (nightly["cron"], nightly["timezone"]) == (
@@ -73,7 +73,8 @@ def test_prefect_yaml_declares_the_same_deployments_as_serve() -> None:
                 deployment["concurrency_limit"]["collision_strategy"]
                 == served[name].concurrency_options.collision_strategy.value
             )
-        path, flow_name = deployment["entrypoint"].split(":")
-        assert (ROOT / path).is_file()
-        assert hasattr(load_flows(), flow_name), f"{name}: no flow {flow_name}"
+        # a module path into the installed package: a worker needs no checkout
+        module, _, flow_name = deployment["entrypoint"].rpartition(".")
+        assert module == night_flows.__name__, deployment["entrypoint"]
+        assert hasattr(night_flows, flow_name), f"{name}: no flow {flow_name}"
         assert "secret" not in str(deployment.get("parameters", {})).lower()

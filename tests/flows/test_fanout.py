@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.app.fanout import limit_name, shared_rate
-from fundpipe.app.nightsummary import cross_markdown, cross_summary, org_row
+from fundpipe.app.prefect.fanout import limit_name, shared_rate
+from fundpipe.app.prefect.nightsummary import cross_markdown, cross_summary, org_row
 from fundpipe.config import Organization, Settings
 
 

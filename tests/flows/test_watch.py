@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from fundpipe.app.watch import SettleTracker, list_candidates, watch_inbox
+from fundpipe.app.prefect.watch import SettleTracker, list_candidates, watch_inbox
 
 SETTLE = 1.0
 
@@ -118,7 +118,7 @@ def test_watch_waits_for_a_growing_file(tmp_path: Path) -> None:
 
 
 def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
-    from fundpipe.app.watch import inboxes, watch_inboxes
+    from fundpipe.app.prefect.watch import inboxes, watch_inboxes
     from fundpipe.config import Settings
 
     data = tmp_path / "data"
@@ -131,7 +131,8 @@ def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
     watcher = threading.Thread(
         target=watch_inboxes,
         args=(
-            watched,
+            lambda: inboxes(settings),
+            data,
             lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
         ),
         kwargs={"settle_s": SETTLE, "stop": stop},
@@ -151,3 +152,49 @@ def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
     # a single-organization inbox not moved yet is watched too
     (data / "inbox").mkdir()
     assert data / "inbox" in inboxes(settings)
+
+
+def _wait_for(announced: list[str], count: int, within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
+    while len(announced) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> None:
+    """A fresh clone: no organization folder, no `data/inbox`; the analyst creates
+    `data/orgs/<org>/inbox` (the README's path) after `fundpipe serve` started, and a second
+    organization's folder later still: both drops are announced."""
+    from fundpipe.app.prefect.watch import inboxes, watch_inboxes
+    from fundpipe.config import Settings
+
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, _env_file=None)  # type: ignore[call-arg]
+    assert inboxes(settings) == []  # nothing yet, and no legacy data/inbox invented
+    announced: list[str] = []
+    stop = threading.Event()
+    # an injected clock a minute ahead: every file is past its settle time at first sight
+    watcher = threading.Thread(
+        target=watch_inboxes,
+        args=(
+            lambda: inboxes(settings),
+            data,
+            lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
+        ),
+        kwargs={"settle_s": SETTLE, "stop": stop, "clock": lambda: time.time() + 60},
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        first = data / "orgs" / "org_demo" / "inbox"
+        first.mkdir(parents=True)
+        (first / "distributions_q4.csv").write_text("a,b\n")
+        _wait_for(announced, 1)
+        later = data / "orgs" / "org_new" / "inbox"
+        later.mkdir(parents=True)
+        (later / "q1.csv").write_text("a,b\n")
+        _wait_for(announced, 2)
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    assert announced == ["org_demo/distributions_q4.csv", "org_new/q1.csv"]
+    assert not (data / "inbox").exists()

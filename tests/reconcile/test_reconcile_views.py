@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rich.console import Console
 
-from fundpipe.app.render import format_cents, render_summary
+from fundpipe.app.cli.render import format_cents, render_summary
 from fundpipe.config import Settings
 from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse

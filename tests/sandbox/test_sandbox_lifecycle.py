@@ -40,6 +40,7 @@ async def test_advancing_past_the_date_executes_and_debits(
         "data"
     ]
     before = await _account(client, writer, "fa_demo1dep")
+    brokerage_before = await _account(client, writer, "fa_demo1brk")
     advanced, writer = await _advance(client, 2 * 86400)
     assert advanced["executed"] == [created[0]["id"]]
     dist = (await client.get(f"/v1/distributions/{created[0]['id']}", headers=writer)).json()
@@ -55,9 +56,8 @@ async def test_advancing_past_the_date_executes_and_debits(
     after = await _account(client, writer, "fa_demo1dep")
     assert after["total"] == before["total"] - 3 * 1_000_00
     assert after["available"] == before["available"] - 3 * 1_000_00
-    assert (await _account(client, writer, "fa_demo1brk")) == (
-        await _account(client, writer, "fa_demo1brk")
-    )
+    # only the depository pays out: the vehicle's brokerage account is untouched
+    assert (await _account(client, writer, "fa_demo1brk")) == brokerage_before
     pending = (await client.get(f"/v1/distributions/{created[1]['id']}", headers=writer)).json()
     assert pending["status"] == "draft"
 

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from rich.console import Console
 
-from fundpipe.app.render import render_plan
+from fundpipe.app.cli.render import render_plan
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
 from worlds.submit import World, write_sheet

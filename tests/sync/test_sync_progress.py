@@ -7,7 +7,7 @@ from collections import Counter
 import httpx
 from rich.console import Console
 
-from fundpipe.app.render import RichProgress
+from fundpipe.app.cli.render import RichProgress
 from fundpipe.config import Settings
 from fundpipe.sync.pull import sync
 

@@ -10,8 +10,8 @@ import pytest
 import xlsxwriter
 from rich.console import Console
 
+from fundpipe.app.cli.render import render_validation
 from fundpipe.app.outcomes import validation_dict
-from fundpipe.app.render import render_validation
 from fundpipe.validate.files import FileReport, validate_exit_code, validate_files
 from worlds.sheets import HEADER, clean_rows
 

@@ -2,21 +2,26 @@
 
 `service(settings)` starts `fundpipe.sandbox` on a free loopback port with its state in
 `<data_dir>/sandbox/sandbox.sqlite` (seeded the first time with two demo organizations, `org_demo`
-and `org_demob`, so a run shows how several organizations go: see `fundpipe.app.fanout`), yields
+and `org_demob`, so a run shows how several organizations go: see `fundpipe.app.prefect.fanout`), yields
 settings pointed at it with the demo client's credentials, and stops it afterwards.
 `FUNDPIPE_SANDBOX_STRICT=1` and `FUNDPIPE_SANDBOX_PUBLIC_FORMS=1` start it serving only the
 documented operations, and the public spec's forms (`fundpipe sandbox --strict-interface
 --public-forms`). With a base
 URL configured it yields the settings unchanged and never starts a sandbox.
+
+`every_org` / `one_org` add the running service to `fundpipe.orgs` (which organizations) and
+`fundpipe.layout` (their folders, the one-time move); `org_settings` gives one organization's
+settings with its secret from the one Prefect Secret-block loader.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from fundpipe.config import Settings
+from fundpipe.config import Organization, Settings
+from fundpipe.orgs import organizations, pick_org
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +65,41 @@ def service(settings: Settings) -> Iterator[Settings]:
     with SandboxServer(config, host="127.0.0.1", port=0) as server:
         log.info("embedded sandbox listening on %s", server.base_url)
         yield attach(settings, server.base_url)
+
+
+# --- the running service's organizations (fundpipe.orgs lists them; this adds the service) --
+
+
+def org_settings(live: Settings, org: Organization, *, several: bool) -> Settings:
+    """`live.for_org(org)`, with the organization's secret loaded from its Prefect Secret block
+    when it names one."""
+    from fundpipe.app.prefect.secrets import with_secret_block
+
+    return with_secret_block(live.for_org(org, several=several))
+
+
+@contextmanager
+def every_org(
+    settings: Settings, say: Callable[[str], object]
+) -> Iterator[tuple[Settings, list[Organization]]]:
+    """The running service (the embedded sandbox started when none is configured) and every
+    organization; a single-organization layout is moved first (`say` tells what moved)."""
+    from fundpipe.layout import migrate_layout
+
+    with service(settings) as live:
+        orgs = organizations(live)
+        moved = migrate_layout(live, orgs)
+        if moved:
+            say(moved)
+        yield live, orgs
+
+
+@contextmanager
+def one_org(
+    settings: Settings, wanted: str | None, say: Callable[[str], object]
+) -> Iterator[Settings]:
+    """The settings of the organization `wanted` (`--org`; default `FUNDPIPE_ORG_ID`, or the
+    only one), pointed at a running service (see `every_org`)."""
+    with every_org(settings, say) as (live, orgs):
+        org = pick_org(orgs, wanted or settings.org_id)
+        yield org_settings(live, org, several=len(orgs) > 1)

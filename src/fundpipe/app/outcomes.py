@@ -18,6 +18,7 @@ from fundpipe.cents import format_cents
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from fundpipe.night import NightResult
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.ingest import IngestResult
     from fundpipe.sync.pull import SyncResult
@@ -111,59 +112,51 @@ def reconcile_dict(result: ReconcileResult) -> dict[str, Any]:
     return out
 
 
-def build_summary(
-    ingests: list[dict[str, Any]], synced: dict[str, Any], reconciled: dict[str, Any]
-) -> dict[str, Any]:
-    """The nightly run's summary from the per-step dicts above."""
-    files = [f for result in ingests for f in result.get("files", [])]
-    by_state: dict[str, int] = {}
-    for f in files:
-        by_state[f["state"]] = by_state.get(f["state"], 0) + 1
-    # A file is counted once: new (processed now) or already submitted (a no-op), never both.
-    accepted = [f for f in files if f["state"] == "processed"]
-    created_cents = sum(f["total_cents"] for f in files if f["state"] == "processed")
-    summary = reconciled.get("summary", {})
-    warnings = [w for r in ingests for w in r.get("warnings", [])]
-    warnings += [w for w in synced.get("warnings", []) if w not in warnings]
-    notes = [n for r in ingests for n in r.get("notes", [])]
+def build_summary(night: NightResult) -> dict[str, Any]:
+    """The night's summary (artifacts, `fundpipe run --json`, the CLI table), read from the
+    typed night: every count is an attribute of `night`, never re-counted from dict keys."""
+    ingested, synced, summary = night.ingest, night.sync, night.reconcile.summary
+    warnings = list(ingested.warnings)
+    warnings += [w for w in synced.warnings if w not in warnings]
     facts: dict[str, Any] = {
-        "files seen": len(files),
-        "files processed (new)": len(accepted),
-        "files rejected": by_state.get("rejected", 0),
-        "files in conflict or refused": by_state.get("conflict", 0) + by_state.get("refused", 0),
-        "files already submitted (no-op)": by_state.get("duplicate", 0),
-        "distributions submitted": sum(
-            f["distributions"] for f in files if f["state"] == "processed"
-        ),
-        "amount submitted": format_cents(created_cents),
-        "accounts synced": synced.get("counts", {}).get("financial_accounts", 0),
-        "distributions synced": synced.get("counts", {}).get("distributions", 0),
-        "depository available": format_cents(summary.get("available_cents", 0)),
-        "open obligations": format_cents(summary.get("obligations_cents", 0)),
-        "shortfall": format_cents(summary.get("shortfall_cents", 0)),
-        "exceptions": reconciled.get("exceptions", 0),
-        "service objects": _mode(*(r.get("livemode") for r in ingests), synced.get("livemode")),
+        "files seen": night.files_seen,
+        # a file is counted once: new (processed now) or already submitted (a no-op), never both
+        "files processed (new)": night.files_processed,
+        "files rejected": night.files_rejected,
+        "files in conflict or refused": len(night.in_state("conflict", "refused")),
+        "files already submitted (no-op)": len(night.in_state("duplicate")),
+        "distributions submitted": night.distributions_created,
+        "amount submitted": format_cents(night.cents_created),
+        "accounts synced": synced.counts.get("financial_accounts", 0),
+        "distributions synced": synced.counts.get("distributions", 0),
+        "depository available": format_cents(summary.available_cents),
+        "open obligations": format_cents(summary.obligations_cents),
+        "shortfall": format_cents(summary.shortfall_cents),
+        "exceptions": summary.exceptions,
+        "service objects": _mode(ingested.livemode, synced.livemode),
         "warnings": len(warnings),
     }
-    exit_code = max((r.get("exit_code", 0) for r in ingests), default=0)
     return {
-        "as_of": summary.get("as_of"),
+        "as_of": night.as_of.isoformat(),
         "facts": facts,
-        "files": files,
+        "files": ingest_dict(ingested)["files"],
         "rejected_files": [
-            {"file": f["file"], "report": f.get("moved_to"), "message": f.get("message")}
-            for f in files
-            if f["state"] == "rejected"
+            {
+                "file": f.source_file,
+                "report": str(f.moved_to) if f.moved_to else None,
+                "message": f.message,
+            }
+            for f in night.in_state("rejected")
         ],
         "reports": {
-            "workbook": reconciled.get("workbook"),
-            **{f"parquet {k}": v for k, v in reconciled.get("parquet", {}).items()},
+            "workbook": str(night.workbook),
+            **{f"parquet {k}": str(v) for k, v in night.parquet.items()},
         },
-        "exceptions": reconciled.get("exceptions", 0),
-        "exception_counts": summary.get("exception_counts", {}),
+        "exceptions": summary.exceptions,
+        "exception_counts": dict(summary.exception_counts),
         "warnings": warnings,
-        "notes": notes,
-        "exit_code": exit_code,
+        "notes": list(ingested.notes),
+        "exit_code": int(night.exit_code),
     }
 
 
@@ -222,13 +215,20 @@ def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
 def summary_of_run(state: Any) -> dict[str, Any]:
     """The summary of a finished nightly flow run (a Prefect state).
 
-    The night over every organization (`fundpipe.app.fanout`) returns its summary even when an
+    The night over every organization (`fundpipe.app.prefect.fanout`) returns its summary even when an
     organization failed: its `exit_code` says so, and its rows say which and why.
 
     A run that did not complete raises the fundpipe error its exit code stands for, with the
     state's message (fundpipe's plain sentence): the CLI prints it and exits with that code.
     """
-    from fundpipe.errors import ExitCode, FundpipeError, InputError, LockHeld, ServiceUnavailable
+    from fundpipe.errors import (
+        ExitCode,
+        FundpipeError,
+        InputError,
+        InternalError,
+        LockHeld,
+        ServiceUnavailable,
+    )
 
     data = state.result(raise_on_failure=False) if state.data is not None else None
     if isinstance(data, dict) and (state.is_completed() or "organizations" in data):
@@ -242,6 +242,7 @@ def summary_of_run(state: Any) -> dict[str, Any]:
     error: type[FundpipeError] = {
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
+        ExitCode.INTERNAL: InternalError,
     }.get(ExitCode(code), ServiceUnavailable)
     raise error(state.message or state.name)
 

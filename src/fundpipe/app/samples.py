@@ -3,29 +3,19 @@
 The top level of `data/samples/` holds the demo organization's (`org_demo`, or the only
 organization of a single-organization setup); `data/samples/<org_id>/` another organization's
 (`org_demob` of the embedded sandbox's second demo organization).
-
-(`load_flows` is kept for the flow tests: the flows are the module `fundpipe.app.flows`, imported,
-never loaded by file path.)
 """
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 from fundpipe.config import DEMO_ORG_ID, Settings
+from fundpipe.resources import SAMPLES_DIR
 from fundpipe.submit.inbox import SHEET_SUFFIXES
 
-
-def load_flows() -> ModuleType:
-    """The module defining the nightly, ingest, sync and reconcile flows and `serve_all`."""
-    return importlib.import_module("fundpipe.app.flows")
-
-
 #: The sample sheets shipped with the project (`data/samples/` of the checkout).
-BUNDLED_SAMPLES = Path(__file__).resolve().parents[3] / "data" / "samples"
+BUNDLED_SAMPLES = SAMPLES_DIR
 
 
 def _sheets(folder: Path) -> list[Path]:

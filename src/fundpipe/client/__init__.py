@@ -7,8 +7,9 @@ async with FundClient(settings.client_config()) as client:   # a ClientConfig
         ...
 ```
 
-Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `RateGate`, `idempotency_key`, `canonical_json`,
-`redact`, `with_prefect_secret`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
+Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `RateGate`, `idempotency_key`,
+`canonical_json`, `redact`, the models in `fundpipe.client.models` and the errors in
+`fundpipe.client.errors`.
 """
 
 from fundpipe.client import errors, models
@@ -17,7 +18,6 @@ from fundpipe.client._config import ClientConfig
 from fundpipe.client._errors import FundServiceError
 from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
 from fundpipe.client._pagination import Page, Paginator
-from fundpipe.client._prefect import with_prefect_secret
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import REDACTED, redact
 
@@ -36,5 +36,4 @@ __all__ = [
     "idempotency_key",
     "models",
     "redact",
-    "with_prefect_secret",
 ]

@@ -81,7 +81,7 @@ class Requester:
         if not settings.client_id or settings.client_secret is None:
             msg = "FUNDPIPE_CLIENT_ID and FUNDPIPE_CLIENT_SECRET are required"
             if settings.client_secret_block:
-                msg += " (load the Prefect Secret block first: await with_prefect_secret(settings))"
+                msg += " (the entry point loads the Prefect Secret block it names first)"
             raise ConfigurationError(msg)
         injected = transport is not None
         base_url = check_url("FUNDPIPE_BASE_URL", settings.base_url, transport_injected=injected)

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-#: Where the template JSON files live (the repository's ``schemas/templates``).
-TEMPLATES_DIR = Path(__file__).resolve().parents[3] / "schemas" / "templates"
+from fundpipe.resources import SCHEMAS_DIR
+
+#: Where the template JSON files live (package data: the repository's ``schemas/templates``).
+TEMPLATES_DIR = SCHEMAS_DIR / "templates"
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 

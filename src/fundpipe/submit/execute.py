@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -311,10 +310,6 @@ async def execute(
             await run_chunk(batch)
 
     started = time.perf_counter()
-    # the plan and the state live as long as the run: frozen, full collections do not walk
-    # them again and again (seconds on a big night). The thresholds stay: raised, the garbage
-    # of each chunk's requests and responses outlived its chunk (+60 MB peak at 300k payments)
-    gc.freeze()
     flusher = asyncio.create_task(writer.run_flusher())
     beside: asyncio.Task[None] | None = None
     try:
@@ -337,7 +332,6 @@ async def execute(
             await flusher
         await writer.flush()
         writer.close()
-        gc.unfreeze()
     result.elapsed_s = time.perf_counter() - started
     return result
 

@@ -1,17 +1,18 @@
 """Ingest: inbox → validate → plan → pre-flight → submit, exactly once; returns data.
 
 :func:`ingest` is the library entry point the CLI and the flows call; it prints nothing (the
-CLI renders its result with ``fundpipe.app.render``) and never starts a sandbox (``settings``
+CLI renders its result with ``fundpipe.app.cli.render``) and never starts a sandbox (``settings``
 must name a service). Every run first settles what a previous run left open (files in
 ``processing/``, requests without an outcome), then plans against a fresh snapshot of the
-service, so a crash at any point is resumed, never repeated.
+service, so a crash at any point is resumed, never repeated. Longer than ~400 lines: the
+steps of one run (`_Run`) read in order in one place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
@@ -95,10 +96,13 @@ def ingest(
     settle_s: float | None = None,
     batch_size: int | None = None,
     progress: ProgressSink | None = None,
+    around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> IngestResult:
     """Ingest ``paths`` (None → the inbox): validate, plan, pre-flight and submit exactly once.
 
     ``progress`` hears the files read and validated and the requests submitted.
+    ``around_submit`` wraps the sending: the entry point's process-wide choice (`fundpipe ingest`
+    freezes the plan out of the garbage collector's sight, `fundpipe.app.cli.process.frozen_gc`).
 
     ``dry_run`` plans and sends nothing (no file moves, no ledger writes); the plan is in
     the result for the caller to show.
@@ -129,6 +133,7 @@ def ingest(
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:
             run = _Run(settings, ledger, result, in_inbox=in_inbox, progress=progress)
+            run.around_submit = around_submit  # process-wide: never chosen by the library
             steps = run.run(
                 candidates, require_funds=require, transport=transport, batch_size=batch_size
             )
@@ -164,6 +169,7 @@ class _Run:
         self.progress = progress
         self.dry_run = result.dry_run
         self.dirs = InboxDirs(settings.data_dir)
+        self.around_submit: Callable[[], AbstractContextManager[object]] = nullcontext
 
     def finish(self, c: Candidate, outcome: FileOutcome, dest: Path | None) -> None:
         """Record ``outcome``; an inbox file moves to ``dest`` (unless a dry run)."""
@@ -346,14 +352,11 @@ class _Run:
         ledger.record_distributions(plan.distributions)
         with ledger.batched():  # one commit for everything the lookup settles
             settle(ledger, plan, state)
-        submitted = await execute(
-            client,
-            ledger,
-            plan,
-            state,
-            concurrency=self.settings.max_concurrency,
-            progress=self.progress,
-        )
+        with self.around_submit():
+            concurrency = self.settings.max_concurrency
+            submitted = await execute(
+                client, ledger, plan, state, concurrency=concurrency, progress=self.progress
+            )
         self.result.submit = submitted
         # a reference twice in this drop with the same content: the second is linked to the first
         for d in plan.distributions:

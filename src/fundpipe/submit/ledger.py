@@ -39,12 +39,13 @@ import pyarrow as pa
 
 from fundpipe.keys import canonical_json
 from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
+from fundpipe.resources import SCHEMAS_DIR
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
 Clock = Callable[[], datetime]
 
 #: The ledger's DDL, applied as migrations (``fundpipe.warehouse.migrations``).
-SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "ledger.sql"
+SCHEMA_FILE = SCHEMAS_DIR / "ledger.sql"
 
 _PAYMENT_SCHEMA = pa.schema(
     [

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from fundpipe.resources import SCHEMAS_DIR
 from fundpipe.warehouse.file import lock_holder
 
 __all__ = ["MERGE_FILE", "copy_ledger", "merge", "merge_statements"]
@@ -23,7 +24,7 @@ __all__ = ["MERGE_FILE", "copy_ledger", "merge", "merge_statements"]
 log = logging.getLogger(__name__)
 
 #: The merge statements, beside the warehouse DDL.
-MERGE_FILE = Path(__file__).resolve().parents[3] / "schemas" / "warehouse_merge.sql"
+MERGE_FILE = SCHEMAS_DIR / "warehouse_merge.sql"
 
 _SECTION = re.compile(r"^--\s*merge:\s*(.+?)\s*$", re.MULTILINE)
 _PARAMETER = re.compile(r"\$([a-z_]+)")

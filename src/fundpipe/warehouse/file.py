@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from fundpipe.errors import WarehouseLockedError
+from fundpipe.resources import SCHEMAS_DIR
 from fundpipe.warehouse.migrations import (
     Migration,
     MigrationError,
@@ -43,7 +44,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: The warehouse DDL and views (the single source; see schemas/README.md).
-SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "warehouse.sql"
+SCHEMA_FILE = SCHEMAS_DIR / "warehouse.sql"
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_common import (
+from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,

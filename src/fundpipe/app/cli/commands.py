@@ -3,7 +3,7 @@
 Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reaches the person as
 one line through `user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
 Commands build `Settings` here, start the embedded sandbox when no service is configured
-(`fundpipe.app.embedded`) and render with `fundpipe.app.render`.
+(`fundpipe.app.embedded`) and render with `fundpipe.app.cli.render`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_alerts import alerts_app
-from fundpipe.app.cli_close import close_command
-from fundpipe.app.cli_common import (
+from fundpipe.app.cli.alerts import alerts_app
+from fundpipe.app.cli.close import close_command
+from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,
@@ -30,8 +30,8 @@ from fundpipe.app.cli_common import (
     settings_for,
     user_errors,
 )
-from fundpipe.app.cli_exceptions import exceptions_app
-from fundpipe.app.cli_sandbox import sandbox_command
+from fundpipe.app.cli.exceptions import exceptions_app
+from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
 
 EXIT_CODES_HELP = (
@@ -63,14 +63,14 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
-        from fundpipe.app.orgs import describe_orgs
+        from fundpipe.orgs import describe_orgs
         from fundpipe.submit.binding import describe_binding
 
         values.update(describe_orgs(settings, describe_binding))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
-        from fundpipe.app.render import render_config
+        from fundpipe.app.cli.render import render_config
 
         render_config(values, console)
 
@@ -95,12 +95,12 @@ def validate_command(
 
     Example: fundpipe validate --format json data/samples/distributions_q4.csv
     """
-    with user_errors():
+    with user_errors(data_dir):
         _reads_sheets()
         if output_format not in {"table", "json"}:
             raise InputError("--format must be table or json")
+        from fundpipe.app.cli.render import RichProgress, render_validation
         from fundpipe.app.outcomes import validation_dict
-        from fundpipe.app.render import RichProgress, render_validation
         from fundpipe.validate.files import (
             validate_exit_code,
             validate_files,
@@ -108,7 +108,7 @@ def validate_command(
 
         settings = settings_for(data_dir)
         if not files:
-            from fundpipe.app.orgs import waiting_sheets
+            from fundpipe.orgs import waiting_sheets
 
             files = waiting_sheets(settings, org)
             if not files:
@@ -144,9 +144,10 @@ def ingest_command(
 
     Example: fundpipe ingest --dry-run data/samples/distributions_q4.csv
     """
-    with user_errors():
+    with user_errors(data_dir):
         _reads_sheets()
-        from fundpipe.app.render import (
+        from fundpipe.app.cli.process import frozen_gc
+        from fundpipe.app.cli.render import (
             RichProgress,
             render_ingest,
             render_plan,
@@ -161,6 +162,7 @@ def ingest_command(
                 dry_run=dry_run,
                 require_funds=require_funds or None,
                 progress=progress,
+                around_submit=frozen_gc,
             )
         if json_out:
             from fundpipe.app.outcomes import ingest_dict
@@ -193,8 +195,8 @@ def sync_command(
 
     Example: fundpipe sync --json
     """
-    with user_errors():
-        from fundpipe.app.render import RichProgress, render_counts
+    with user_errors(data_dir):
+        from fundpipe.app.cli.render import RichProgress, render_counts
         from fundpipe.sync.pull import sync
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
@@ -229,9 +231,9 @@ def reconcile_command(
 
     Example: fundpipe reconcile --as-of 2026-11-30
     """
-    with user_errors():
+    with user_errors(data_dir):
         report_date = _parse_date(as_of)
-        from fundpipe.app.render import render_summary
+        from fundpipe.app.cli.render import render_summary
         from fundpipe.reconcile.views import reconcile
 
         settings = local_org_settings(data_dir, org)
@@ -282,9 +284,9 @@ def run_command(
     Example: fundpipe run --samples
     """
     prefect_defaults(verbose)
-    with user_errors():
+    with user_errors(data_dir):
         report_date = _parse_date(as_of)
-        from fundpipe.app import flows
+        from fundpipe.app.prefect import flows
 
         state = flows.nightly(
             samples=samples,
@@ -298,7 +300,7 @@ def run_command(
         if json_out:
             print(json.dumps(summary, indent=2, default=str))
         elif not quiet:
-            from fundpipe.app.render import render_run_summary
+            from fundpipe.app.cli.render import render_run_summary
 
             render_run_summary(summary, console)
         raise typer.Exit(summary.get("exit_code", ExitCode.OK))
@@ -317,7 +319,7 @@ def serve_command() -> None:
     """
     prefect_defaults()
     with user_errors():
-        from fundpipe.app.prefect_server import serve
+        from fundpipe.app.prefect.server import serve
 
         serve(settings_for(), say=err_console.print)
 
@@ -333,8 +335,8 @@ def watch_command(data_dir: DataDirOption = None) -> None:
     Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
     """
     prefect_defaults()
-    with user_errors():
-        from fundpipe.app.watch import watch_and_announce
+    with user_errors(data_dir):
+        from fundpipe.app.prefect.watch import watch_and_announce
 
         watch_and_announce(settings_for(data_dir), say=err_console.print)
 

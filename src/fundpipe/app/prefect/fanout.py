@@ -1,8 +1,8 @@
 """Every organization in one night: the `nightly` flow fans out to one `org-night` run each.
 
-`run_night` (the body of `fundpipe.app.flows.nightly`) resolves the organizations
-(`fundpipe.app.orgs.organizations`), moves a single-organization layout once
-(`fundpipe.app.layout.migrate_layout`), copies samples when asked, and starts one child run of
+`run_night` (the body of `fundpipe.app.prefect.flows.nightly`) resolves the organizations
+(`fundpipe.orgs.organizations`), moves a single-organization layout once
+(`fundpipe.layout.migrate_layout`), copies samples when asked, and starts one child run of
 `org_night` per organization, concurrently, in one of two ways (`FUNDPIPE_FAN_OUT`, or the
 flow's `fan_out` parameter):
 
@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed, Failed
 
-from fundpipe.app.nightsummary import cross_markdown, cross_summary, org_row, run_link
+from fundpipe.app.prefect.nightsummary import cross_markdown, cross_summary, org_row, run_link
 from fundpipe.config import Organization, Settings
 
 __all__ = [
@@ -116,7 +116,7 @@ def org_night(
     embedded sandbox of the parent run (None with a configured service); `orgs_on_host` how
     many organizations share its service host; `several` whether more than one runs.
     """
-    from fundpipe.app.steps import _guard
+    from fundpipe.app.prefect.steps import _guard
 
     final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
     if not final.is_completed():
@@ -127,7 +127,8 @@ def org_night(
 def _org_settings(
     top: Settings, org_id: str, orgs_on_host: int, several: bool
 ) -> tuple[Organization, Settings]:
-    from fundpipe.app.orgs import configured_organizations, org_settings, pick_org
+    from fundpipe.app.embedded import org_settings
+    from fundpipe.orgs import configured_organizations, pick_org
 
     configured = configured_organizations(top)
     if configured is not None and org_id:
@@ -145,10 +146,11 @@ def _org_night(
     orgs_on_host: int,
     several: bool,
 ) -> State[Any]:
-    from fundpipe.app import steps
     from fundpipe.app.embedded import attach
-    from fundpipe.app.outcomes import build_summary
-    from fundpipe.app.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
+    from fundpipe.app.outcomes import build_summary, ingest_dict, reconcile_dict, sync_dict
+    from fundpipe.app.prefect import steps
+    from fundpipe.app.prefect.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
+    from fundpipe.night import NightResult
 
     top = steps._settings(data_dir)
     if base_url and top.embedded:
@@ -160,25 +162,32 @@ def _org_night(
         settings.data_dir,
         settings.reports_folder,
     )
+    # the steps of `fundpipe.night.night`, one Prefect task each (so the UI shows each step)
     with service_slot(settings):
-        ingested, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
+        ingest_result, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
         if stopped is not None:
             return stopped
+        ingested = ingest_dict(ingest_result)
         tell_ingest(ingested, settings)
-        synced, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
+        sync_result, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
         if stopped is not None:
             return stopped
+        synced = sync_dict(sync_result)
         tell_sync(synced, settings)
-    reconciled, stopped = steps._outcome(steps.reconcile_step(settings, as_of, return_state=True))
+    reconcile_result, stopped = steps._outcome(
+        steps.reconcile_step(settings, as_of, return_state=True)
+    )
     if stopped is not None:
         return stopped
+    night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
+    reconciled = reconcile_dict(reconcile_result)
     exceptions = tell_reconcile(reconciled, settings)
-    summary = build_summary([ingested], synced, reconciled)
+    summary = build_summary(night)
     summary["organization"] = org.folder
     summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
     steps.publish(summary, exceptions, settings)
     final = steps._finished(summary, "nightly")
-    tell_night(summary, exceptions, settings, final.message or "")
+    tell_night(night, summary, exceptions, settings, final.message or "")
     _leave_row(org, summary, final)
     return final
 
@@ -348,8 +357,8 @@ def run_night(
     """The parent `nightly` run: every organization's night (see the module docstring)."""
     from prefect.artifacts import create_markdown_artifact
 
-    from fundpipe.app import steps
-    from fundpipe.app.orgs import every_org
+    from fundpipe.app.embedded import every_org
+    from fundpipe.app.prefect import steps
     from fundpipe.app.samples import copy_samples
 
     logger = get_run_logger()

@@ -7,10 +7,12 @@ event ``fundpipe.inbox.file.settled``, and the `inbox` deployment's trigger (in
 takes the inbox lock and picks the files up as any run would, so a file announced twice, or
 picked up by the interval run first, is still ingested exactly once.
 
-With several organizations each has its inbox (`data/orgs/<org_id>/inbox`): `inboxes` lists those
-of the configured organizations and of every organization folder already there (and a
-single-organization `data/inbox` not yet moved), and `watch_inboxes` watches them all, one
-thread each. The `inbox` run a settled file starts ingests every organization's inbox.
+Each organization has its inbox (`data/orgs/<org_id>/inbox`): `inboxes` lists those of the
+configured organizations and of every organization folder there (and a single-organization
+`data/inbox` not yet moved). `watch_inboxes` watches the data directory as a whole and asks
+`inboxes` again at every look, so an organization folder created after the watch started — or
+the README's `data/orgs/<org>/inbox` on a fresh clone — is watched too. The `inbox` run a
+settled file starts ingests every organization's inbox.
 
 A file is *settled* when its name is a sheet's (not ``~$…``, ``*.part``, dot files…: the same
 rule as the ingest's, :func:`fundpipe.submit.inbox.is_transient_name`), and its size and modification
@@ -93,79 +95,76 @@ def watch_inbox(
     settle_s: float = 1.0,
     stop: threading.Event | None = None,
     tick_s: float = 0.25,
+    clock: Callable[[], float] = time.time,
 ) -> None:
-    """Announce every file that settles in ``inbox`` until ``stop`` is set.
-
-    Files already waiting when the watch starts are announced once they are settled too. The
-    filesystem is watched with watchfiles (inotify on Linux); a tick every ``tick_s`` seconds
-    checks the settle clocks even when nothing changes.
-    """
-    import watchfiles
-
+    """Announce every file that settles in ``inbox`` until ``stop`` is set (`watch_inboxes`
+    with one inbox)."""
     inbox.mkdir(parents=True, exist_ok=True)
-    tracker = SettleTracker(settle_s)
-    stop = stop or threading.Event()
-
-    def check() -> None:
-        ready = tracker.observe(list_candidates(inbox), time.time())
-        if ready:
-            announce(ready)
-
-    check()
-    for _changes in watchfiles.watch(
-        inbox,
-        stop_event=stop,
-        yield_on_timeout=True,
-        rust_timeout=int(tick_s * 1000),
-        debounce=int(tick_s * 1000),
-        step=50,
-        recursive=False,
-        ignore_permission_denied=True,
-    ):
-        check()
+    watch_inboxes(
+        lambda: [inbox], inbox, announce, settle_s=settle_s, stop=stop, tick_s=tick_s, clock=clock
+    )
 
 
 def inboxes(settings: Settings) -> list[Path]:
     """Every inbox to watch under `settings.data_dir` (see the module docstring)."""
-    from fundpipe.app.orgs import configured_organizations
+    from fundpipe.orgs import configured_organizations
 
     top = settings.data_dir
     found = {top / "orgs" / o.folder / "inbox" for o in configured_organizations(settings) or []}
     found |= {p for p in (top / "orgs").glob("*/inbox") if p.is_dir()}
     legacy = InboxDirs(top).inbox
-    if legacy.is_dir() or not found:
+    if legacy.is_dir():  # a single-organization layout not moved yet
         found.add(legacy)
     return sorted(found)
 
 
 def watch_inboxes(
-    paths: list[Path],
+    find: Callable[[], list[Path]],
+    root: Path,
     announce: Announce,
     *,
     settle_s: float = 1.0,
     stop: threading.Event | None = None,
+    tick_s: float = 0.25,
+    clock: Callable[[], float] = time.time,
 ) -> None:
-    """`watch_inbox` on every path of `paths` (a thread each) until `stop` is set."""
+    """Announce every file that settles in any inbox ``find()`` names, until ``stop`` is set.
+
+    ``find`` is asked again at every look, so an inbox created after the start is watched too;
+    ``root`` (the data directory, created when missing) is watched recursively with watchfiles
+    (inotify on Linux), and a tick every ``tick_s`` seconds checks the settle clocks even when
+    nothing changes. Each inbox found is created when missing (a configured organization's
+    folder to drop into). Files already waiting are announced once settled. ``clock`` gives the
+    time the settle rule compares modification times with.
+    """
+    import watchfiles
+
+    root.mkdir(parents=True, exist_ok=True)
+    tracker = SettleTracker(settle_s)
     stop = stop or threading.Event()
-    threads = [
-        threading.Thread(
-            target=watch_inbox,
-            args=(path, announce),
-            kwargs={"settle_s": settle_s, "stop": stop},
-            name=f"fundpipe-watch-{path.parent.name}",
-            daemon=True,
-        )
-        for path in paths
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=5)
+
+    def check() -> None:
+        listing: dict[Path, tuple[int, int]] = {}
+        for inbox in find():
+            # a configured organization's inbox exists from the start: a folder to drop into
+            inbox.mkdir(parents=True, exist_ok=True)
+            listing.update(list_candidates(inbox))
+        ready = tracker.observe(listing, clock())
+        if ready:
+            announce(ready)
+
+    check()
+    for _changes in watchfiles.watch(
+        root,
+        stop_event=stop,
+        yield_on_timeout=True,
+        rust_timeout=int(tick_s * 1000),
+        debounce=int(tick_s * 1000),
+        step=50,
+        recursive=True,
+        ignore_permission_denied=True,
+    ):
+        check()
 
 
 def prefect_announcer(data_dir: Path) -> Announce:
@@ -220,12 +219,20 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
             "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
             "(or use `fundpipe serve`, which watches the inbox itself)"
         )
-    watched = inboxes(settings)
     announce = prefect_announcer(settings.data_dir)
 
     def announce_and_say(paths: list[Path]) -> None:
         announce(paths)
         say(f"settled: {names(paths)} → inbox run requested")
 
-    say(f"watching {', '.join(str(p) for p in watched)} (Ctrl-C stops)")
-    watch_inboxes(watched, announce_and_say, settle_s=settings.inbox_settle_s)
+    now = ", ".join(str(p) for p in inboxes(settings)) or "none yet"
+    say(
+        f"watching every organization's inbox under {settings.data_dir / 'orgs'} (now: {now}), "
+        "including ones created later (Ctrl-C stops)"
+    )
+    watch_inboxes(
+        lambda: inboxes(settings),
+        settings.data_dir,
+        announce_and_say,
+        settle_s=settings.inbox_settle_s,
+    )

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_common import (
+from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,
@@ -56,7 +56,7 @@ def exceptions_list_command(
         if json_out:
             print(json.dumps([t.as_dict() for t in found], indent=2, default=str))
             return
-        from fundpipe.app.render import render_exception_log
+        from fundpipe.app.cli.render import render_exception_log
 
         render_exception_log(found, console)
 
@@ -127,7 +127,7 @@ def exceptions_show_command(
                 )
             )
             return
-        from fundpipe.app.render import render_exception_log
+        from fundpipe.app.cli.render import render_exception_log
 
         render_exception_log([found], console)
         from rich.table import Table

@@ -105,10 +105,10 @@ def serve(settings: Settings, say: Callable[[str], object]) -> None:
             # before anything imports prefect's settings in this process
             os.environ["PREFECT_API_URL"] = url
             say(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")
-        from fundpipe.app.watch import inboxes
+        from fundpipe.app.prefect.watch import inboxes
 
         watched = ", ".join(str(p) for p in inboxes(settings))
         say(f"serving nightly, inbox and org-night; watching {watched} (Ctrl-C stops)")
-        from fundpipe.app import flows
+        from fundpipe.app.prefect import flows
 
         flows.serve_all()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import time, timedelta
 from typing import Any
 
-from fundpipe.app.oncall import EXCEPTION_OPENED, FILE_REJECTED, NIGHT_COMPLETED
+from fundpipe.app.prefect.oncall import EXCEPTION_OPENED, FILE_REJECTED, NIGHT_COMPLETED
 
 #: The notification block's name on the server.
 BLOCK_NAME = "fundpipe-alerts"

@@ -1,6 +1,6 @@
 """The night over every organization, as plain data: one row per organization (files,
 distributions, totals, open exceptions, state, a link to its child run) and the totals, for the
-parent run's artifact, its state and the CLI (`fundpipe.app.fanout`).
+parent run's artifact, its state and the CLI (`fundpipe.app.prefect.fanout`).
 
 The totals are the sums of the rows: `total_cents` is what every organization's processed files
 asked for together.

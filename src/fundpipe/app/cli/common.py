@@ -4,6 +4,7 @@ from the environment, and the one place a failure becomes a line and an exit cod
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +14,7 @@ import typer
 from rich.console import Console
 
 from fundpipe.config import Settings
-from fundpipe.errors import ExitCode, as_fundpipe_error
+from fundpipe.errors import ExitCode, InternalError, as_fundpipe_error
 
 console = Console()
 err_console = Console(stderr=True)
@@ -47,29 +48,64 @@ def settings_for(data_dir: Path | None = None) -> Settings:
 @contextmanager
 def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Settings]:
     """The settings of one organization (`--org`; needed only when several are configured),
-    pointed at a running service (the embedded sandbox when none is configured). A
-    single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
-    from fundpipe.app.orgs import one_org
+    pointed at a running service (the embedded sandbox when none is configured), with the client
+    secret from the Prefect Secret block `FUNDPIPE_CLIENT_SECRET_BLOCK` names when no secret is
+    set. A single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
+    from fundpipe.app.embedded import one_org
+    from fundpipe.app.prefect.secrets import with_secret_block
 
-    with one_org(
-        settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)
-    ) as settings:
-        yield settings
+    # the secret first: finding the organizations may already ask the service
+    configured = with_secret_block(settings_for(data_dir))
+    with one_org(configured, org, lambda line: err_console.print(line, soft_wrap=True)) as live:
+        yield live
 
 
 def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
     """One organization's settings for a command that reads only local files (reconcile,
-    exceptions), without asking the service: see `fundpipe.app.orgs.local_org`."""
-    from fundpipe.app.orgs import local_org
+    exceptions), without asking the service: see `fundpipe.orgs.local_org`."""
+    from fundpipe.orgs import local_org
 
     return local_org(
         settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)
     )
 
 
+def run_log_file(data_dir: Path | None = None) -> Path:
+    """The run's log file, where a bug's traceback goes: `<data dir>/logs/fundpipe.log`."""
+    if data_dir is None:
+        try:
+            data_dir = Settings().data_dir
+        except Exception:  # the settings themselves may be what failed
+            data_dir = Path(os.environ.get("FUNDPIPE_DATA_DIR") or "data")
+    return data_dir / "logs" / "fundpipe.log"
+
+
+def _log_traceback(exc: BaseException, log_file: Path) -> Path | None:
+    """Append `exc`'s traceback (secrets redacted) to `log_file`; None when it can't be written."""
+    import traceback
+    from datetime import UTC, datetime
+
+    from fundpipe.client import redact
+
+    text = "".join(traceback.format_exception(exc))
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    command = " ".join(sys.argv[1:])
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_file, "a", encoding="utf-8") as log:
+            log.write(f"{stamp} internal error in `fundpipe {command}`\n{redact(text)}\n")
+    except OSError:
+        return None
+    return log_file
+
+
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn every expected failure into a one-line message and an exit code (never a traceback)."""
+def user_errors(data_dir: Path | None = None) -> Iterator[None]:
+    """Turn every failure into a one-line message and an exit code (never a traceback).
+
+    An unexpected exception is a bug (exit 5): its traceback goes to the run's log file
+    (`run_log_file(data_dir)`) and the message says where.
+    """
     try:
         yield
     except typer.Exit:
@@ -79,7 +115,11 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     except Exception as exc:  # every failure becomes a message, never a traceback
         error = as_fundpipe_error(exc)
-        err_console.print(f"[bold red]error:[/] {error}")
+        if isinstance(error, InternalError):
+            written = _log_traceback(exc, run_log_file(data_dir))
+            if written is not None:
+                error = error.logged_at(str(written))
+        err_console.print(f"[bold red]error:[/] {error}", soft_wrap=True)
         raise typer.Exit(int(error.exit_code)) from None
 
 

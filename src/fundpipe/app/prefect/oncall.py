@@ -2,7 +2,7 @@
 
 Pure functions turn the per-step dicts of `fundpipe.app.outcomes` into plain lines (one per
 file, per step, per exception, and where the reports are) and into the payloads of the Prefect
-events the alerts (`fundpipe.app.alerts`) react to:
+events the alerts (`fundpipe.app.prefect.alerts`) react to:
 
 | event | resource | when |
 |---|---|---|
@@ -20,9 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
+
+if TYPE_CHECKING:
+    from fundpipe.night import NightResult
 
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
@@ -181,10 +184,10 @@ def opened_event(
 
 
 def night_event(
-    summary: dict[str, Any], exceptions: list[dict[str, Any]], organization: str
+    night: NightResult, exceptions: list[dict[str, Any]], organization: str
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The ``fundpipe.night.completed`` event: the night's counts and ids."""
-    facts = summary.get("facts", {})
+    """The ``fundpipe.night.completed`` event: the night's counts (read from the typed result,
+    never from a dict's string keys) and the open exceptions' ids."""
     return (
         NIGHT_COMPLETED,
         {
@@ -193,16 +196,16 @@ def night_event(
         },
         {
             "organization": organization,
-            "as_of": summary.get("as_of"),
+            "as_of": night.as_of.isoformat(),
             "counts": {
-                "files_seen": facts.get("files seen", 0),
-                "files_accepted": facts.get("files accepted", 0),
-                "files_rejected": facts.get("files rejected", 0),
-                "distributions_submitted": facts.get("distributions submitted", 0),
+                "files_seen": night.files_seen,
+                "files_accepted": night.files_processed,
+                "files_rejected": night.files_rejected,
+                "distributions_submitted": night.distributions_created,
                 "exceptions_open": len([e for e in exceptions if e["state"] == "open"]),
                 "exceptions_opened": len(opened(exceptions)),
             },
-            "rejected_files": [Path(f["file"]).name for f in summary.get("rejected_files", [])],
+            "rejected_files": [Path(f.source_file).name for f in night.in_state("rejected")],
             "exception_ids": [e["id"] for e in exceptions if e["state"] == "open"],
         },
     )

@@ -20,7 +20,7 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 
-from fundpipe.app import oncall
+from fundpipe.app.prefect import oncall
 from fundpipe.config import Settings
 
 #: The exceptions table's columns, in order (the exception lifecycle's plain columns).

@@ -20,8 +20,7 @@ import json
 import logging
 import re
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,7 @@ from fundpipe.errors import ConfigurationError
 __all__ = [
     "configured_organizations",
     "describe_orgs",
-    "every_org",
     "local_org",
-    "one_org",
-    "org_settings",
     "organizations",
     "parse_orgs",
     "pick_org",
@@ -228,7 +224,7 @@ def local_org(settings: Settings, wanted: str | None, say: Callable[[str], objec
     """
     configured = configured_organizations(settings)
     if configured is not None:
-        from fundpipe.app.layout import migrate_layout
+        from fundpipe.layout import migrate_layout
 
         moved = migrate_layout(settings, configured)
         if moved:
@@ -267,44 +263,3 @@ def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dic
         "organization folders": {k: str(v.data_dir) for k, v in per_org.items()},
         "ledger bound to": {k: binding(v) for k, v in per_org.items()},
     }
-
-
-def org_settings(live: Settings, org: Organization, *, several: bool) -> Settings:
-    """`live.for_org(org)`, with the organization's secret loaded from its Prefect Secret block
-    when it names one."""
-    settings = live.for_org(org, several=several)
-    if settings.client_secret is None and settings.client_secret_block:
-        import asyncio
-
-        from fundpipe.client import with_prefect_secret
-
-        settings = asyncio.run(with_prefect_secret(settings))
-    return settings
-
-
-@contextmanager
-def every_org(
-    settings: Settings, say: Callable[[str], object]
-) -> Iterator[tuple[Settings, list[Organization]]]:
-    """The running service (the embedded sandbox started when none is configured) and every
-    organization; a single-organization layout is moved first (`say` tells what moved)."""
-    from fundpipe.app.embedded import service
-    from fundpipe.app.layout import migrate_layout
-
-    with service(settings) as live:
-        orgs = organizations(live)
-        moved = migrate_layout(live, orgs)
-        if moved:
-            say(moved)
-        yield live, orgs
-
-
-@contextmanager
-def one_org(
-    settings: Settings, wanted: str | None, say: Callable[[str], object]
-) -> Iterator[Settings]:
-    """The settings of the organization `wanted` (`--org`; default `FUNDPIPE_ORG_ID`, or the
-    only one), pointed at a running service (see `every_org`)."""
-    with every_org(settings, say) as (live, orgs):
-        org = pick_org(orgs, wanted or settings.org_id)
-        yield org_settings(live, org, several=len(orgs) > 1)

@@ -1,5 +1,5 @@
 """`fundpipe alerts install` and `fundpipe alerts list`: the on-call alerts as Prefect
-automations on the server named by `PREFECT_API_URL` (the logic is `fundpipe.app.alerts`).
+automations on the server named by `PREFECT_API_URL` (the logic is `fundpipe.app.prefect.alerts`).
 
 `fundpipe.app.cli` registers `alerts_app`."""
 
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fundpipe.app.cli_common import console, prefect_defaults, settings_for, user_errors
+from fundpipe.app.cli.common import console, prefect_defaults, settings_for, user_errors
 from fundpipe.errors import ConfigurationError, InputError
 
 alerts_app = typer.Typer(
@@ -57,7 +57,7 @@ def install_command(
             deadline = time.fromisoformat(complete_by)
         except ValueError:
             raise InputError(f"--complete-by {complete_by!r} is not a time like 06:00") from None
-        from fundpipe.app.alerts import install
+        from fundpipe.app.prefect.alerts import install
 
         for item in install(webhook, settings_for().nightly_cron, deadline):
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
@@ -74,7 +74,7 @@ def list_command(
     prefect_defaults()
     with user_errors():
         _server()
-        from fundpipe.app.alerts import installed
+        from fundpipe.app.prefect.alerts import installed
 
         found = installed()
         if json_out:

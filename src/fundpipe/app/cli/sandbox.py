@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fundpipe.app.cli_common import console, user_errors
+from fundpipe.app.cli.common import console, user_errors
 from fundpipe.errors import InputError
 
 __all__ = ["sandbox_command"]

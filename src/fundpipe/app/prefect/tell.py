@@ -1,5 +1,5 @@
 """Tell the night's story through Prefect: INFO lines on the run logger, and the events the
-alerts react to (lines and payloads from `fundpipe.app.oncall`, scrubbed by its `plain`).
+alerts react to (lines and payloads from `fundpipe.app.prefect.oncall`, scrubbed by its `plain`).
 
 Called by the flows after each step, in the flow run (so the lines reach the run's Logs tab on
 the server, whatever the console shows).
@@ -7,13 +7,16 @@ the server, whatever the console shows).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
 from prefect.events import emit_event
 
-from fundpipe.app import oncall
+from fundpipe.app.prefect import oncall
 from fundpipe.config import DEMO_ORG_ID, Settings
+
+if TYPE_CHECKING:
+    from fundpipe.night import NightResult
 
 
 def _secrets(settings: Settings) -> list[str | None]:
@@ -67,14 +70,19 @@ def tell_reconcile(reconciled: dict[str, Any], settings: Settings) -> list[dict[
 
 
 def tell_night(
-    summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings, sentence: str
+    night: NightResult,
+    summary: dict[str, Any],
+    exceptions: list[dict[str, Any]],
+    settings: Settings,
+    sentence: str,
 ) -> None:
-    """Where the reports are, the night in one sentence, and `fundpipe.night.completed`."""
+    """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
+    counts read from the typed `night`)."""
     workbook = summary.get("reports", {}).get("workbook")
     url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
     out_dir = str(_parent(workbook)) if workbook else None
     _say(settings, [oncall.reports_line({"out_dir": out_dir}, url), sentence])
-    _emit(settings, oncall.night_event(summary, exceptions, organization(settings)))
+    _emit(settings, oncall.night_event(night, exceptions, organization(settings)))
 
 
 def _parent(path: str) -> Any:

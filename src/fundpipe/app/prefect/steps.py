@@ -1,6 +1,6 @@
 """The steps the flows are made of: one Prefect task per step, the settings a flow starts from,
-and how a step's failure becomes the flow's plain final state (see `fundpipe.app.flows` for the
-table of exit codes and states). Shared by `fundpipe.app.flows` and `fundpipe.app.fanout`.
+and how a step's failure becomes the flow's plain final state (see `fundpipe.app.prefect.flows` for the
+table of exit codes and states). Shared by `fundpipe.app.prefect.flows` and `fundpipe.app.prefect.fanout`.
 """
 
 from __future__ import annotations
@@ -9,13 +9,18 @@ import logging
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import State, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
 from fundpipe.config import Settings
+
+if TYPE_CHECKING:
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.verdicts import IngestResult
+    from fundpipe.sync.pull import SyncResult
 
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
 FLOW_LOCK_WAIT_S = 300.0
@@ -25,7 +30,7 @@ _R = TypeVar("_R")
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
-_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled}
+_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled, 5: Failed}
 
 
 class _NoTracebackForPlainFailures(logging.Filter):
@@ -50,15 +55,20 @@ logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
 
 def _refusal(exc: BaseException) -> State[Any]:
     """The state a step ends in when it raises: fundpipe's one-line, redacted message."""
-    from fundpipe.errors import LockHeld, as_fundpipe_error
+    from fundpipe.errors import InternalError, LockHeld, as_fundpipe_error
 
     error = as_fundpipe_error(exc)
+    logger = get_run_logger()
+    if isinstance(error, InternalError):
+        # a bug: its traceback goes to the run's log, and the message says so
+        error = error.logged_at("this flow run's log")
+        logger.error("internal error", exc_info=exc)
+    else:
+        # the traceback of an expected failure is for a developer with debug logging on
+        logger.debug("step failed", exc_info=exc)
     code, message = int(error.exit_code), str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
-    # the traceback is for a developer with debug logging on, never the run's INFO log
-    logger = get_run_logger()
-    logger.debug("step failed", exc_info=exc)
     logger.error(message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
@@ -120,9 +130,7 @@ def _settings(data_dir: str | None) -> Settings:
     """Settings from the environment; the secret from a Prefect Secret block when one is named
     (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
     here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
-    import asyncio
-
-    from fundpipe.client import with_prefect_secret
+    from fundpipe.app.prefect.secrets import with_secret_block
     from fundpipe.sheets.frames import use_system_allocator
 
     use_system_allocator()
@@ -133,54 +141,48 @@ def _settings(data_dir: str | None) -> Settings:
         settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
         settings = settings.model_copy(update={"data_dir": Path(data_dir)})
-    if settings.client_secret is None and settings.client_secret_block:
-        settings = asyncio.run(with_prefect_secret(settings))
-    return settings
+    return with_secret_block(settings)
 
 
 # --- tasks: one per file and per step --------------------------------------------------------
 
 
 @task(name="ingest-inbox", **_TASK_OPTIONS)
-def ingest_drop(settings: Settings) -> dict[str, Any] | State[Any]:
+def ingest_drop(settings: Settings) -> IngestResult | State[Any]:
     """Ingest every complete file waiting in the inbox as one drop.
 
     One task for the drop, not one per file: a distribution sheet may name entities by the
     `external_reference` of a roster dropped with it, so the files of a drop are validated and
     planned together. The per-file outcomes are in the result (and the run's artifacts).
     """
-    from fundpipe.app.outcomes import ingest_dict
     from fundpipe.submit.ingest import ingest
 
-    return _guard(lambda: ingest_dict(ingest(settings, None)))
+    return _guard(lambda: ingest(settings, None))
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
-def ingest_one(settings: Settings, path: str) -> dict[str, Any] | State[Any]:
-    """Validate, plan and submit one sheet exactly once; returns the ingest summary."""
-    from fundpipe.app.outcomes import ingest_dict
+def ingest_one(settings: Settings, path: str) -> IngestResult | State[Any]:
+    """Validate, plan and submit one sheet exactly once; returns the typed ingest result."""
     from fundpipe.submit.ingest import ingest
 
-    return _guard(lambda: ingest_dict(ingest(settings, [Path(path)])))
+    return _guard(lambda: ingest(settings, [Path(path)]))
 
 
 @task(name="sync", **_TASK_OPTIONS)
-def sync_step(settings: Settings) -> dict[str, Any] | State[Any]:
-    """Pull the service's state into the warehouse."""
-    from fundpipe.app.outcomes import sync_dict
+def sync_step(settings: Settings) -> SyncResult | State[Any]:
+    """Pull the service's state into the warehouse; returns the typed sync result."""
     from fundpipe.sync.pull import sync as run_sync
 
-    return _guard(lambda: sync_dict(run_sync(settings)))
+    return _guard(lambda: run_sync(settings))
 
 
 @task(name="reconcile", **_TASK_OPTIONS)
-def reconcile_step(settings: Settings, as_of: str | None) -> dict[str, Any] | State[Any]:
-    """Build the reconciliation views and write the reports."""
-    from fundpipe.app.outcomes import reconcile_dict
+def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | State[Any]:
+    """Build the reconciliation views and write the reports; returns the typed result."""
     from fundpipe.reconcile.views import reconcile
 
     report_date = date.fromisoformat(as_of) if as_of else None
-    return _guard(lambda: reconcile_dict(reconcile(settings, as_of=report_date)))
+    return _guard(lambda: reconcile(settings, as_of=report_date))
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
@@ -188,6 +190,6 @@ def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings:
     """The night's artifacts: a markdown summary linking the reports, a link to the published
     workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
     exceptions table."""
-    from fundpipe.app.artifacts import publish_artifacts
+    from fundpipe.app.prefect.artifacts import publish_artifacts
 
     publish_artifacts(summary, exceptions, settings)

@@ -13,7 +13,7 @@ at once when `fundpipe watch` announces a settled file) deployments in this proc
 
 Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
 per step, per exception, and where the reports are; `fundpipe.file.rejected`,
-`fundpipe.exception.opened`, `fundpipe.night.completed`): see `fundpipe.app.tell`. The automations
+`fundpipe.exception.opened`, `fundpipe.night.completed`): see `fundpipe.app.prefect.tell`. The automations
 `fundpipe alerts install` creates react to those events and to a run ending Failed or Crashed.
 
 Every flow ends in a state whose message is fundpipe's plain sentence, never a traceback:
@@ -22,6 +22,7 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 |---|---|
 | 0 success, 1 a file rejected or a distribution needs a person | Completed |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
+| 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
 """
 
@@ -32,8 +33,8 @@ from typing import Any
 from prefect import State, flow, get_run_logger
 from prefect.states import Cancelled, Completed, Failed
 
-from fundpipe.app.fanout import org_night
-from fundpipe.app.steps import (
+from fundpipe.app.prefect.fanout import org_night
+from fundpipe.app.prefect.steps import (
     _finished,
     _guard,
     _outcome,
@@ -97,37 +98,40 @@ def nightly(
     """The nightly job, for every organization: one `org-night` child run each (ingest every
     ready inbox file, sync the service, reconcile, report), as subflows or deployment runs
     (`fan_out`: "subflows" or "deployments"; default FUNDPIPE_FAN_OUT). See
-    `fundpipe.app.fanout`."""
-    from fundpipe.app.fanout import run_night
+    `fundpipe.app.prefect.fanout`."""
+    from fundpipe.app.prefect.fanout import run_night
 
     return _guard(run_night, samples, as_of, data_dir, fan_out)
 
 
 def _ingest_flow(data_dir: str | None, path: str | None, org: str | None) -> State[Any]:
-    from fundpipe.app.orgs import one_org
+    from fundpipe.app.embedded import one_org
 
     with one_org(_settings(data_dir), org, get_run_logger().warning) as settings:
         return _ingest_for(settings, path)
 
 
 def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
-    from fundpipe.app.tell import tell_ingest
+    from fundpipe.app.outcomes import ingest_dict
+    from fundpipe.app.prefect.tell import tell_ingest
 
     step = (
         ingest_one(settings, path, return_state=True)
         if path
         else ingest_drop(settings, return_state=True)
     )
-    ingested, stopped = _outcome(step)
+    result, stopped = _outcome(step)
     if stopped is not None:
         return stopped
+    ingested = ingest_dict(result)
     tell_ingest(ingested, settings)
     return _finished(ingested, "ingest")
 
 
 def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     """One organization's inbox, or every organization's in turn (one's failure stops none)."""
-    from fundpipe.app.orgs import every_org, org_settings, pick_org
+    from fundpipe.app.embedded import every_org, org_settings
+    from fundpipe.orgs import pick_org
 
     top = _settings(data_dir)
     with every_org(top, get_run_logger().warning) as (live, orgs):
@@ -151,26 +155,30 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
 
 
 def _sync_flow(data_dir: str | None, org: str | None) -> State[Any]:
-    from fundpipe.app.orgs import one_org
-    from fundpipe.app.tell import tell_sync
+    from fundpipe.app.embedded import one_org
+    from fundpipe.app.outcomes import sync_dict
+    from fundpipe.app.prefect.tell import tell_sync
 
     with one_org(_settings(data_dir), org, get_run_logger().warning) as settings:
-        synced, stopped = _outcome(sync_step(settings, return_state=True))
+        result, stopped = _outcome(sync_step(settings, return_state=True))
     if stopped is not None:
         return stopped
+    synced = sync_dict(result)
     tell_sync(synced, settings)
     return Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) -> State[Any]:
-    from fundpipe.app.orgs import local_org
-    from fundpipe.app.tell import tell_reconcile
+    from fundpipe.app.outcomes import reconcile_dict
+    from fundpipe.app.prefect.tell import tell_reconcile
+    from fundpipe.orgs import local_org
 
     # reconcile reads only the warehouse: the organization is found without the service
     settings = local_org(_settings(data_dir), org, get_run_logger().warning)
-    reconciled, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
+    result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
+    reconciled = reconcile_dict(result)
     tell_reconcile(reconciled, settings)
     return _finished(reconciled, "reconcile")
 
@@ -191,8 +199,8 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
 
-    from fundpipe.app.fanout import ORG_FLOW
-    from fundpipe.app.watch import INBOX_EVENT, INBOX_RESOURCE
+    from fundpipe.app.prefect.fanout import ORG_FLOW
+    from fundpipe.app.prefect.watch import INBOX_EVENT, INBOX_RESOURCE
 
     # A nightly run that would overlap the previous one is not started; an inbox run waits for
     # the one before it, so a file announced while a run is under way is picked up right after.
@@ -244,13 +252,13 @@ def serve_all() -> None:
 
     from prefect import serve
 
-    from fundpipe.app.watch import inboxes, prefect_announcer, watch_inboxes
+    from fundpipe.app.prefect.watch import inboxes, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,
-        args=(inboxes(settings), prefect_announcer(settings.data_dir)),
+        args=(lambda: inboxes(settings), settings.data_dir, prefect_announcer(settings.data_dir)),
         kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,

@@ -1,0 +1,32 @@
+"""Process-wide choices, made by entry points only (the CLI's commands, the flows).
+
+A library function never changes state the whole process shares (the garbage collector, the
+allocator, logging handlers): during a fan-out several organizations run in threads of one
+process, and one organization's `gc.unfreeze()` would undo another's `gc.freeze()`.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["frozen_gc"]
+
+
+@contextmanager
+def frozen_gc() -> Iterator[None]:
+    """Freeze the objects alive now (a planned night: the plan and the service's state) out of
+    the garbage collector's full collections while the body runs.
+
+    They live as long as the run: frozen, full collections do not walk them again and again
+    (seconds on a big night). The thresholds stay: raised, the garbage of each chunk's requests
+    and responses outlived its chunk (+60 MB peak at 300k payments). Only for a process that
+    runs one ingest at a time (the `fundpipe ingest` command), never around one organization of
+    a fan-out.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
