@@ -19,15 +19,23 @@ Every distribution is classified: ``create`` (nothing with its ``external_refere
 A file with a conflict is planned as a whole as a conflict: nothing of it is sent. A roster
 investor whose reference matches nothing but whose exact name and type match one existing
 entity is *held* (:class:`HeldInvestor`): not created, its distributions not sent, the rest of
-the file sent as usual.
+the file sent as usual. A roster payment instruction for an entity that already has
+instructions is matched by its content fingerprint (:func:`instruction_fingerprint`); one that
+matches none is held too (:class:`HeldInstruction`): not sent, a person decides.
 
 The package is split by concern — :mod:`~fundpipe.plan._model` (the types),
 :mod:`~fundpipe.plan._values` (value coercion, masking, references),
-:mod:`~fundpipe.plan._match` (matching against the service state) and
+:mod:`~fundpipe.plan._match` (matching against the service state),
+:mod:`~fundpipe.plan._instructions` (payment instructions matched by content) and
 :mod:`~fundpipe.plan._build` (the requests) — and everything public is imported from here.
 """
 
-from fundpipe.plan._build import build_plan
+from fundpipe.plan._build import build_plan, instruction_entities_to_read
+from fundpipe.plan._instructions import (
+    FINGERPRINT_FIELDS,
+    HeldInstruction,
+    instruction_fingerprint,
+)
 from fundpipe.plan._match import references, same_content
 from fundpipe.plan._model import (
     MAX_BATCH,
@@ -53,10 +61,12 @@ from fundpipe.plan._model import (
 from fundpipe.plan._values import derived_reference, display_body, mask_account
 
 __all__ = [
+    "FINGERPRINT_FIELDS",
     "MAX_BATCH",
     "PHASES",
     "Action",
     "FileInput",
+    "HeldInstruction",
     "HeldInvestor",
     "IdMap",
     "KeyFunction",
@@ -75,6 +85,8 @@ __all__ = [
     "build_plan",
     "derived_reference",
     "display_body",
+    "instruction_entities_to_read",
+    "instruction_fingerprint",
     "mask_account",
     "references",
     "same_content",

@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fundpipe.plan._instructions import HeldInstruction, _last_four, instruction_fingerprint
 from fundpipe.plan._match import (
     _classify,
     _contact_of,
@@ -25,7 +26,7 @@ from fundpipe.plan._model import (
     Ref,
     ServiceState,
 )
-from fundpipe.plan._values import _chunks, _pick, _records
+from fundpipe.plan._values import _blank, _chunks, _pick, _records
 
 
 def build_plan(
@@ -80,7 +81,8 @@ def build_plan(
     requests += _entity_requests(active, state, held_refs)
     requests += _contact_requests(active, state)
     requests += _association_requests(active, state, held_refs)
-    requests += _instruction_requests(active, state, held_refs)
+    instruction_requests, held_instructions = _instruction_requests(active, state, held_refs)
+    requests += instruction_requests
     by_file: dict[str, list[PlannedDistribution]] = defaultdict(list)
     for d in distributions:
         if (d.file_hash, d.external_reference) in held_distributions:
@@ -115,6 +117,7 @@ def build_plan(
         requests=tuple(requests),
         batch_size=batch_size,
         held=held,
+        held_instructions=held_instructions,
     )
 
 
@@ -276,28 +279,74 @@ _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _instruction_requests(
+def _roster_instructions(
     files: Sequence[FileInput], state: ServiceState, held: set[str]
-) -> list[PlannedRequest]:
-    # Only entities without any instructions at the service get some: replacing existing
-    # instructions is a decision for a person, not for a re-run.
-    wanted: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    owner_rows = []
+) -> Iterable[tuple[FileInput, dict[str, Any], str, str | None, dict[str, Any]]]:
+    """(file, roster row, entity as the roster names it, its id when it exists, the instruction
+    to send) for every roster row carrying an instruction."""
     for f in files:
         for p in _records(f.payment_instructions):
             entity = _pick(p, "entity_external_reference", "entity") or ""
             if not entity or entity in held:
                 continue
             entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
-            if entity_id and entity_id in state.entities_with_instructions:
-                continue
             instruction = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
             instruction = {k: v for k, v in instruction.items() if v is not None}
             if not instruction:
                 continue  # a roster row carrying only entity or contact columns
-            if instruction not in wanted[entity]:
-                wanted[entity].append(instruction)
-            owner_rows.append((entity, f.file_hash))
+            yield f, p, entity, entity_id, instruction
+
+
+def instruction_entities_to_read(files: Sequence[FileInput], state: ServiceState) -> set[str]:
+    """Entities whose instructions the service must be asked for before planning: they have
+    instructions, and a roster instruction for them matches none the plan knows yet (the
+    ledger's creates, or an earlier read). A roster dropped again needs none."""
+    out: set[str] = set()
+    for _f, _p, _entity, entity_id, instruction in _roster_instructions(files, state, set()):
+        if (
+            entity_id
+            and entity_id in state.entities_with_instructions
+            and entity_id not in state.instructions_read
+            and instruction_fingerprint(instruction)
+            not in state.instruction_fingerprints.get(entity_id, frozenset())
+        ):
+            out.add(entity_id)
+    return out
+
+
+def _instruction_requests(
+    files: Sequence[FileInput], state: ServiceState, held: set[str]
+) -> tuple[list[PlannedRequest], tuple[HeldInstruction, ...]]:
+    # Only entities without any instructions at the service get some. An instruction for an
+    # entity that has some is matched by its content fingerprint (entity + content, as a read
+    # shows it: no `external_reference` needed); one matching none is held: replacing or
+    # adding instructions is a decision for a person, not for a re-run.
+    wanted: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    owner_rows = []
+    conflicts: dict[tuple[str, str, str], HeldInstruction] = {}
+    for f, p, entity, entity_id, instruction in _roster_instructions(files, state, held):
+        if entity_id and entity_id in state.entities_with_instructions:
+            fingerprint = instruction_fingerprint(instruction)
+            known = state.instruction_fingerprints.get(entity_id, frozenset())
+            if fingerprint in known:
+                continue  # the entity has this one
+            key = (f.file_hash, entity_id, fingerprint or "")
+            if key not in conflicts:
+                row = p.get("row")
+                conflicts[key] = HeldInstruction(
+                    file_hash=f.file_hash,
+                    source_file=f.source_file,
+                    sheet=_pick(p, "sheet"),
+                    row=int(row) if row is not None and not _blank(row) else None,
+                    entity=entity,
+                    entity_id=entity_id,
+                    account_last_four=_last_four(instruction),
+                    unreadable=entity_id in state.instructions_unreadable,
+                )
+            continue
+        if instruction not in wanted[entity]:
+            wanted[entity].append(instruction)
+        owner_rows.append((entity, f.file_hash))
     owners = _owners(owner_rows)
     ordered = sorted(wanted)
     out = []
@@ -320,4 +369,4 @@ def _instruction_requests(
                 label=f"payment instructions for {len(chunk)} entities",
             )
         )
-    return out
+    return out, tuple(conflicts.values())

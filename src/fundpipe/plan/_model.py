@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from fundpipe.keys import idempotency_key
+
+if TYPE_CHECKING:  # _instructions imports _values, which imports this module
+    from fundpipe.plan._instructions import HeldInstruction
 
 Phase = Literal["entities", "contacts", "associations", "payment_instructions", "distributions"]
 PHASES: tuple[Phase, ...] = (
@@ -105,6 +108,15 @@ class ServiceState:
     entities_by_ref: Mapping[str, str] = field(default_factory=dict)
     entity_ids: frozenset[str] = frozenset()
     entities_with_instructions: frozenset[str] = frozenset()
+    #: entity id → the content fingerprints of the payment instructions it is known to have
+    #: (the ledger's successful creates, and the instructions read from the service; see
+    #: :func:`fundpipe.plan.instruction_fingerprint`)
+    instruction_fingerprints: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: entities whose instructions were read from the service for this plan (their
+    #: fingerprints above are all the service shows)
+    instructions_read: frozenset[str] = frozenset()
+    #: of those, the entities whose records showed no content (only ids) or were not listed
+    instructions_unreadable: frozenset[str] = frozenset()
     contacts_by_email: Mapping[str, str] = field(default_factory=dict)
     contact_ids: frozenset[str] = frozenset()
     #: only for contacts whose record lists its entities (the documented record does not)
@@ -313,6 +325,13 @@ class Plan:
     batch_size: int = MAX_BATCH
     #: roster investors held as probably the same as an existing entity
     held: tuple[HeldInvestor, ...] = ()
+    #: roster instructions for entities that have other instructions, not sent
+    held_instructions: tuple[HeldInstruction, ...] = ()
+
+    def held_reasons(self, file_hash: str | None = None) -> list[str]:
+        """Why what was held (investors, then instructions) was held, of one file or all."""
+        mine = [h.reason for h in self.held if file_hash in (None, h.file_hash)]
+        return mine + [h.reason for h in self.held_instructions if file_hash in (None, h.file_hash)]
 
     def held_refs(self, file_hash: str) -> list[str]:
         """References of ``file_hash``'s distributions held for a probable duplicate investor."""

@@ -36,6 +36,7 @@ from fundpipe.submit.inbox import (
     collect_candidates,
     move_into,
 )
+from fundpipe.submit.instructions import with_known_instructions
 from fundpipe.submit.known import read_known
 from fundpipe.submit.ledger import Ledger, open_ledger
 from fundpipe.submit.snapshot import (
@@ -43,7 +44,6 @@ from fundpipe.submit.snapshot import (
     only_organization,
     vehicles_of,
     with_distributions,
-    with_ledger_instructions,
     with_vehicles,
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
@@ -204,10 +204,10 @@ class _Run:
             state = await with_vehicles(
                 client, state, vehicles_of(inputs) | set(self.settings.vehicles)
             )
+            state = await with_known_instructions(client, state, self.ledger, inputs)
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
             check_livemode(self.settings, state.livemode)
-            state = with_ledger_instructions(state, self.ledger)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
@@ -215,7 +215,7 @@ class _Run:
                 plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
             del inputs  # the validated frames: the plan holds all that is sent from here on
             self.result.plan, self.result.preflight = plan, checked
-            self.result.warnings.extend(h.reason for h in plan.held)
+            self.result.warnings.extend(plan.held_reasons())
             if self.dry_run or self.ledger is None:
                 self.planned(valid, plan)
                 return self.result

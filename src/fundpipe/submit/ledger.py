@@ -38,7 +38,12 @@ import duckdb
 import pyarrow as pa
 
 from fundpipe.keys import canonical_json
-from fundpipe.plan import PlannedDistribution, ResolvedRequest, display_body
+from fundpipe.plan import (
+    PlannedDistribution,
+    ResolvedRequest,
+    display_body,
+    instruction_fingerprint,
+)
 from fundpipe.resources import SCHEMAS_DIR
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
@@ -519,18 +524,31 @@ class Ledger:
 
         Where the service's entity record does not list its instructions (the public spec's
         form), this is how a later night knows them: an instruction sent without
-        `external_reference` is matched by its entity.
+        `external_reference` is matched by its entity and its content fingerprint
+        (:meth:`instruction_fingerprints_given`).
         """
+        return set(self.instruction_fingerprints_given())
+
+    def instruction_fingerprints_given(self) -> dict[str, set[str]]:
+        """Entity id → the content fingerprints of the payment instructions this ledger
+        created for it (requests that succeeded), computed from the bodies as the ledger keeps
+        them: account numbers masked to their last four digits, which is all a fingerprint
+        takes (:func:`fundpipe.plan.instruction_fingerprint`)."""
         rows = self._con.execute(
             "SELECT body FROM ledger_requests "
             "WHERE phase = 'payment_instructions' AND state IN ('succeeded', 'settled')"
         ).fetchall()
-        found: set[str] = set()
+        found: dict[str, set[str]] = {}
         for (body,) in rows:
             for element in json.loads(body or "[]"):
                 entity = element.get("entity") if isinstance(element, dict) else None
-                if isinstance(entity, str) and entity.startswith("ent_"):
-                    found.add(entity)
+                if not (isinstance(entity, str) and entity.startswith("ent_")):
+                    continue
+                mine = found.setdefault(entity, set())
+                for item in element.get("payment_instructions") or ():
+                    fingerprint = instruction_fingerprint(item) if isinstance(item, dict) else None
+                    if fingerprint is not None:
+                        mine.add(fingerprint)
         return found
 
     def open_requests(self) -> list[RequestRecord]:

@@ -142,7 +142,7 @@ def verdict(
         message = "the service refused: " + submitted.failed[file_hash]
         issue = Issue(source_file, None, None, None, None, "service_refused", message)
         return Verdict("rejected", "rejected", "rejected", message, [issue])
-    held = [h.reason for h in plan.held if h.file_hash == file_hash]
+    held = plan.held_reasons(file_hash)
     return Verdict("processed", "processed", "processed", "; ".join(held) or None)
 
 
