@@ -13,7 +13,8 @@ Asserted, as an operator would check it: the server's runs are rows in PostgreSQ
 organization's night ran on its machine and left its ledger, warehouse and reports there and
 nowhere else; no more than `FUNDPIPE_ORG_CONCURRENCY` organizations talked to the service at
 once while all three child runs were running; each distribution exists once; the parent's
-cross-organization table adds up. Every process (PostgreSQL included) is stopped by its pid.
+cross-organization table adds up; each night published its reports to one shared folder
+(`FUNDPIPE_REPORTS_URL`) and the parent's morning view there adds up. Every process (PostgreSQL included) is stopped by its pid.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pandas as pd
 import psutil
 import pytest
 from prefect_processes import (
@@ -119,6 +121,7 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
     expected = {
         org: fill_inbox(roots[machine], org) for machine, orgs in MACHINES.items() for org in orgs
     }
+    shared = tmp_path / "shared-reports"
     queue_of = {org: machine for machine, orgs in MACHINES.items() for org in orgs}
     env = base_env(tmp_path / "controller-home", api_url, tmp_path / "controller" / "data")
     env.update(
@@ -130,6 +133,8 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
             "FUNDPIPE_FAN_OUT": "deployments",
             "FUNDPIPE_ORG_CONCURRENCY": str(LIMIT),
             "FUNDPIPE_INBOX_SETTLE_S": "0",
+            # the one folder both machines and the controller see
+            "FUNDPIPE_REPORTS_URL": str(shared),
         }
     )
     # PostgreSQL runs as a user of its own when the test runs as root: its data directory sits
@@ -245,6 +250,27 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
         cells = [c.strip() for c in totals.strip("|").split("|")]
         assert cells[4] == str(sum(len(e) for e in expected.values()))
         assert cells[5] == format_cents(sum(sum(e.values()) for e in expected.values()))
+
+        # each night published its reports to the shared folder, from its own machine; the
+        # parent's morning view there has one row per organization, and adds up
+        morning_link = api.artifacts(parent["id"])["fundpipe-morning"]["data"]
+        (morning_book,) = shared.glob("morning/*/morning.xlsx")
+        assert f"]({morning_book})" in morning_link
+        assert str(morning_book) in table
+        morning = pd.read_parquet(morning_book.with_name("morning.parquet"))
+        assert list(morning["organization"]) == list(ORGS)
+        for row in morning.to_dict("records"):
+            org = row["organization"]
+            assert row["distributions"] == len(expected[org])
+            assert row["submitted_cents"] == sum(expected[org].values())
+            assert row["open_exceptions"] == 0
+            assert row["available_cents"] > 0
+            assert Path(row["report"]).is_file(), row
+            assert Path(row["report"]).is_relative_to(shared / org)
+        for child in children:
+            summary = api.artifacts(child["id"])["fundpipe-run-summary"]["data"]
+            assert "file://" not in summary
+            assert f"]({shared}/" in summary
         for name in (*MACHINES, "server", "sandbox"):
             assert unexpected_tracebacks(procs.log(name)) == [], name
     print(f"PostgreSQL, two machines, three organizations: {time.monotonic() - began:.0f} s")

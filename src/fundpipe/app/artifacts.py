@@ -1,8 +1,9 @@
 """The night's Prefect artifacts, for a person who has the UI and not the worker's disk.
 
 - ``fundpipe-run-summary``: markdown, linking every report (and each rejected file's error
-  report) — under ``FUNDPIPE_REPORTS_URL`` when the reports folder is published there, else as
-  ``file://`` links on the worker;
+  report) where the night published it under ``FUNDPIPE_REPORTS_URL``
+  (`fundpipe.app.sharing`); without it, saying the reports stayed on the worker (a ``file://``
+  path there is dead in a browser);
 - ``fundpipe-workbook``: a link to the published workbook (only with ``FUNDPIPE_REPORTS_URL``);
 - ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
 - ``fundpipe-exceptions``: the exceptions in the lifecycle's plain columns.
@@ -27,13 +28,22 @@ from fundpipe.config import Settings
 EXCEPTION_COLUMNS = ("id", "state", "age_days", "what", "amount", "what_to_do")
 
 
-def _link(settings: Settings, path: str | None) -> str | None:
+def _link(settings: Settings, path: str | None, summary: dict[str, Any]) -> str | None:
+    """The published URL of a report (None: not published; a worker's path is no link)."""
     if not path:
         return None
-    return (
-        oncall.report_url(settings.reports_url, path, settings.reports_folder)
-        or Path(path).resolve().as_uri()
+    published = (summary.get("published") or {}).get("urls", {})
+    return published.get(str(Path(path).resolve())) or oncall.report_url(
+        settings.reports_url, path, settings.reports_folder
     )
+
+
+#: Said instead of a link when the reports were not published (a file:// path on the worker's
+#: disk is dead in a browser).
+NOT_PUBLISHED = (
+    "The reports stayed on the worker that ran this night ({where}): set FUNDPIPE_REPORTS_URL "
+    "to publish them where the Prefect UI can link them."
+)
 
 
 def rejected_key(file_name: str) -> str:
@@ -46,17 +56,25 @@ def summary_with_links(summary: dict[str, Any], settings: Settings) -> str:
     """The run summary's markdown with every report as a link a person can open."""
     from fundpipe.app.outcomes import summary_markdown
 
-    links = {name: _link(settings, path) for name, path in summary.get("reports", {}).items()}
+    reports = summary.get("reports", {})
+    links = {name: _link(settings, path, summary) for name, path in reports.items()}
     text = summary_markdown({**summary, "reports": {}}).rstrip("\n")
     lines = [text, ""] + [f"- [{name}]({url})" for name, url in links.items() if url]
+    if reports and not any(links.values()):
+        workbook = reports.get("workbook")
+        where = f"`{Path(workbook).parent}`" if workbook else "its reports folder"
+        lines.append(NOT_PUBLISHED.format(where=where))
     errors = [
-        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f)))
+        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f), summary))
         for f in summary.get("files", [])
         if f["state"] == "rejected"
     ]
     if errors:
         lines += ["", "## Error reports", ""]
-        lines += [f"- [{name}.errors.csv]({url})" for name, url in errors if url]
+        lines += [
+            f"- [{name}.errors.csv]({url})" if url else f"- {name}.errors.csv: not published"
+            for name, url in errors
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -70,7 +88,7 @@ def publish_artifacts(
         description="fundpipe nightly run: files, distributions, totals, exceptions, reports",
     )
     workbook = summary.get("reports", {}).get("workbook")
-    url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
+    url = _link(settings, workbook, summary)
     if url:
         create_link_artifact(
             link=url,

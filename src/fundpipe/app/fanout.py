@@ -176,6 +176,9 @@ def _org_night(
     summary = build_summary([ingested], synced, reconciled)
     summary["organization"] = org.folder
     summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
+    from fundpipe.app.sharing import publish_org
+
+    summary["published"] = publish_org(org, summary, exceptions, settings)
     steps.publish(summary, exceptions, settings)
     final = steps._finished(summary, "nightly")
     tell_night(summary, exceptions, settings, final.message or "")
@@ -375,6 +378,9 @@ def run_night(
             mode=mode,
         )
     summary = cross_summary(rows, as_of)
+    from fundpipe.app.sharing import morning
+
+    summary["morning"] = morning(settings, rows, summary["as_of"])
     create_markdown_artifact(
         markdown=cross_markdown(summary),
         key="fundpipe-organizations",
