@@ -43,6 +43,7 @@ from prefect_processes import (
     healthy,
     processes,
     run_cli,
+    tonight,
     unexpected_tracebacks,
     wait_for,
 )
@@ -218,11 +219,14 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
         assert _completed_runs(pg_url) == {parent["name"]} | {c["name"] for c in children}
 
         # each organization's night ran on the machine that holds its files, and left them there
-        assert sorted(c["name"] for c in children) == [f"org-night-{o}" for o in ORGS]
+        day = tonight()
+        assert parent["name"] == f"nightly-{day}"
+        assert sorted(c["name"] for c in children) == [f"org-night-{o}-{day}" for o in ORGS]
         assert all(c["state"]["type"] == "COMPLETED" for c in children), children
         logs = {machine: procs.log(machine) for machine in MACHINES}
         for child in children:
-            org = child["name"].removeprefix("org-night-")
+            org = child["name"].removeprefix("org-night-").removesuffix(f"-{day}")
+            assert child["tags"] == [f"org:{org}"]
             ran_on = [m for m, log in logs.items() if f"submitting flow run '{child['id']}'" in log]
             assert ran_on == [queue_of[org]], (org, ran_on)
             for machine, root in roots.items():
@@ -268,7 +272,9 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
             assert Path(row["report"]).is_file(), row
             assert Path(row["report"]).is_relative_to(shared / org)
         for child in children:
-            summary = api.artifacts(child["id"])["fundpipe-run-summary"]["data"]
+            org = child["name"].removeprefix("org-night-").removesuffix(f"-{day}")
+            key = "fundpipe-run-summary-" + org.replace("_", "-")
+            summary = api.artifacts(child["id"])[key]["data"]
             assert "file://" not in summary
             assert f"]({shared}/" in summary
         for name in (*MACHINES, "server", "sandbox"):

@@ -30,6 +30,7 @@ from prefect_processes import (
     healthy,
     processes,
     run_cli,
+    tonight,
     unexpected_tracebacks,
     wait_for,
 )
@@ -117,7 +118,10 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
         assert parent["state"]["type"] == "COMPLETED", (parent["state"], _tails(procs))
 
         # one child per organization, each completed, spread over both workers
-        assert sorted(c["name"] for c in children) == [f"org-night-{o}" for o in ORGS]
+        day = tonight()
+        assert parent["name"] == f"nightly-{day}"
+        assert sorted(c["name"] for c in children) == [f"org-night-{o}-{day}" for o in ORGS]
+        assert sorted(tag for c in children for tag in c["tags"]) == [f"org:{o}" for o in ORGS]
         assert all(c["state"]["type"] == "COMPLETED" for c in children), children
         ran_by = {c["name"]: [n for n, log in logs.items() if _ran(log, c["id"])] for c in children}
         assert all(len(names) == 1 for names in ran_by.values()), ran_by

@@ -8,6 +8,7 @@ asked for together.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prefect import State
@@ -43,6 +44,11 @@ def org_row(
         "as_of": summary.get("as_of") or "",
         # where its night was published (FUNDPIPE_REPORTS_URL), for the morning view
         "report_folder": (summary.get("published") or {}).get("folder") or "",
+        # what needs a person, for the parent's message
+        "rejected_names": ", ".join(
+            Path(str(f["file"])).name for f in summary.get("rejected_files", [])
+        ),
+        "new_exceptions": ", ".join(summary.get("opened_ids", [])),
         "summary": summary or None,
     }
 
