@@ -59,3 +59,24 @@ def test_exceptions_read_with_plain_labels() -> None:
         "What to do",
     ]
     assert row["Amount"] == "$1.00"
+
+
+def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
+    from fundpipe.app.oncall import exception_line
+
+    rejected = {
+        "id": "EX-1",
+        "state": "open",
+        "age_days": 0,
+        "what": "q4.csv was rejected: nothing in it was paid",
+        "amount": "",
+        "what_to_do": "fix the sheet",
+    }
+    line = exception_line(rejected)
+    assert (
+        line
+        == "exception EX-1 opened: q4.csv was rejected: nothing in it was paid; to do: fix the sheet"
+    )
+    assert exception_line({**rejected, "amount": "$5.00"}).endswith(
+        "paid — $5.00; to do: fix the sheet"
+    )
