@@ -223,8 +223,10 @@ class Settings(BaseSettings):
 
     reports_url: str | None = Field(
         default=None,
-        description="URL the data directory's reports/ folder is published under (a shared drive "
-        "or bucket): run artifacts link the reports there.",
+        description="Shared reports location (a folder path on every machine, or an fsspec URL "
+        "such as s3://bucket/reports): each organization's night publishes its reports there "
+        "(<url>/<org>/...), the nightly run builds the morning view across organizations from "
+        "them (<url>/morning/<date>/), and run artifacts link them there.",
     )
 
     prefect_port: int = Field(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import time, timedelta
 from typing import Any
 
 import pytest
@@ -15,14 +14,47 @@ from fundpipe.app.prefect import alerts
 runner = CliRunner()
 
 
-def test_the_night_window_runs_from_the_cron_start_to_the_deadline_a_day_later() -> None:
-    assert alerts.night_window("30 1 * * *", time(6, 0)) == timedelta(hours=28, minutes=30)
-    assert alerts.night_window("0 23 * * *", time(6, 0)) == timedelta(hours=31)
-    assert alerts.night_window("* * * * *", time(6, 0)) == timedelta(days=1)
+def test_the_check_at_the_deadline_names_each_organization_without_a_completed_night() -> None:
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from fundpipe.app.prefect.deadline import MISSED, deadline_of, missed, missed_event
+
+    # the check's own scheduled time is the deadline, in the nightly's timezone
+    scheduled = datetime(2026, 11, 25, 12, 0, 7, tzinfo=ZoneInfo("UTC"))
+    deadline = deadline_of(scheduled, "America/New_York")
+    assert (deadline.hour, deadline.minute, deadline.second) == (7, 0, 0)
+    assert missed(["org_a", "org_b", "org_c"], {"org_b"}) == ["org_a", "org_c"]
+    assert missed(["org_a"], ["org_a"]) == []
+    name, resource, payload = missed_event("org_a", deadline)
+    assert name == MISSED
+    assert resource["prefect.resource.id"] == "fundpipe.night.org_a"
+    assert payload["organization"] == "org_a"
+    assert payload["complete_by"] == "07:00"
+    assert payload["timezone"] == "America/New_York"
+    assert payload["since"] == "2026-11-24T07:00:00-05:00"
+
+
+def test_no_alert_text_has_an_empty_field() -> None:
+    """An exception without an amount (a rejected file's) reads without a dangling dash."""
+    from jinja2 import Template
+
+    built = alerts.automations("00000000-0000-0000-0000-000000000001", "06:00")
+    opened = next(a for a in built if a.name == "fundpipe: an exception opened")
+    payload = {"id": "EX-1", "organization": "org_a", "what": "q4.csv rejected: nothing paid"}
+    text = Template(opened.actions[0].body).render(event={"payload": {**payload, "amount": ""}})
+    assert text == "Exception EX-1 opened (org_a): q4.csv rejected: nothing paid."
+    with_all = {**payload, "amount": "$12.00", "what_to_do": "fix it"}
+    text = Template(opened.actions[0].body).render(event={"payload": with_all})
+    assert text.endswith("nothing paid — $12.00.\nTo do: fix it")
+    failed = next(a for a in built if a.name == "fundpipe: a run failed or crashed")
+    run = {"name": "nightly-2026-11-25", "state": {"name": "Failed", "message": "down"}, "id": 1}
+    subject = Template(failed.actions[0].subject).render(flow={"name": "nightly"}, flow_run=run)
+    assert subject == "fundpipe: nightly Failed"  # a plain `fundpipe run`: no deployment
 
 
 def test_every_automation_notifies_through_the_block_with_a_templated_body() -> None:
-    built = alerts.automations("00000000-0000-0000-0000-000000000001", timedelta(days=1), "06:00")
+    built = alerts.automations("00000000-0000-0000-0000-000000000001", "06:00")
     assert [a.name for a in built] == [
         "fundpipe: a run failed or crashed",
         "fundpipe: no night completed",
@@ -37,7 +69,10 @@ def test_every_automation_notifies_through_the_block_with_a_templated_body() -> 
         "event.payload.id",
     ):
         assert needle in bodies
-    assert str(built[1].trigger.posture.value) == "Proactive"
+    # the deadline is a check of fundpipe's own (fundpipe.app.prefect.deadline), not a proactive window
+    assert str(built[1].trigger.posture.value) == "Reactive"
+    assert built[1].trigger.expect == {"fundpipe.night.missed"}
+    assert "event.payload.organization" in built[1].actions[0].subject
 
 
 def test_alerts_need_a_prefect_server(monkeypatch: pytest.MonkeyPatch) -> None:

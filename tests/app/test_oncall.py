@@ -166,8 +166,11 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
     rejected = {**REJECTED, "moved_to": str(tmp_path / "rejected" / "q4_typo.csv")}
     summary = {"as_of": "2026-11-23", "files": [rejected], "reports": {"workbook": str(workbook)}}
     local = summary_with_links(summary, Settings(data_dir=tmp_path))
-    assert f"[workbook]({workbook.as_uri()})" in local
-    assert "[q4_typo.csv.errors.csv](file://" in local
+    # without FUNDPIPE_REPORTS_URL: no dead file:// link to the worker's disk, but where they are
+    assert "file://" not in local
+    assert "set FUNDPIPE_REPORTS_URL" in local
+    assert str(workbook.parent) in local
+    assert "q4_typo.csv.errors.csv: not published" in local
     shared = summary_with_links(
         summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
     )

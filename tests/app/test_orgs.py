@@ -212,12 +212,14 @@ def test_an_organization_s_night_goes_to_its_work_queue(
         params = kwargs["parameters"]
         assert isinstance(params, dict)
         started[params["org"]] = kwargs.get("work_queue_name")  # type: ignore[assignment]
+        assert kwargs.get("tags") == [f"org:{params['org']}"]  # runs filter by organization
         return SimpleNamespace(id=uuid.uuid4(), state=Completed())
 
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
     monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: {})
+    monkeypatch.setattr(fanout, "_exceptions_left_by", lambda flow_run_id, org: [])
     rows = fanout.fan_out(
         _settings(tmp_path, base_url="https://x.example"),
         orgs,

@@ -13,9 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -221,3 +223,37 @@ class PrefectApi:
             f"{flows[d['flow_id']]}/{d['name']}"
             for d in self.http.post("/deployments/filter", json={}).json()
         }
+
+
+def tonight() -> str:
+    """The date tonight's runs are named by (`nightly-<date>`, `org-night-<org>-<date>`):
+    today in the nightly's default timezone, as the runs themselves compute it."""
+    from fundpipe.app.prefect.uiview import night_date
+    from fundpipe.config import Settings
+
+    return night_date(None, Settings.model_fields["nightly_timezone"].default)
+
+
+@contextmanager
+def webhook_receiver() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1 recording every POST body; yields its URL and the bodies."""
+    bodies: list[str] = []
+
+    class Record(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            bodies.append(self.rfile.read(length).decode("utf-8", errors="replace"))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies
+    finally:
+        server.shutdown()
+        server.server_close()

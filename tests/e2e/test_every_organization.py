@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prefect_processes import tonight
 
 from fundpipe.app.prefect import flows as night_flows
 from fundpipe.config import Settings
@@ -188,7 +189,9 @@ def test_two_organizations_each_end_as_they_would_alone(
     assert totals["total_cents"] == sum(sum(_expected(org).values()) for org in ORGS)
     assert (totals["organizations"], totals["failed"]) == (2, 0)
     # each row links its child run, named after its organization
-    assert {_run_name(row["run"]) for row in rows.values()} == {f"org-night-{o}" for o in ORGS}
+    assert {_run_name(row["run"]) for row in rows.values()} == {
+        f"org-night-{o}-{tonight()}" for o in ORGS
+    }
 
 
 def test_one_organization_down_fails_only_itself_and_the_parent_says_which(

@@ -22,6 +22,7 @@ from typing import Any
 
 import openpyxl
 import pytest
+from prefect_processes import tonight
 
 from fundpipe.app.embedded import service
 from fundpipe.app.prefect import flows as night_flows
@@ -155,8 +156,8 @@ def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
                 limit=5,
             )
 
-    markdown = asyncio.run(read("fundpipe-run-summary"))
-    table = asyncio.run(read("fundpipe-exceptions"))
+    markdown = asyncio.run(read("fundpipe-run-summary-org-demo"))
+    table = asyncio.run(read("fundpipe-exceptions-org-demo"))
     assert markdown
     assert table
     # one summary per organization's child run: org_demo's tells of the rejected file
@@ -322,7 +323,7 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
         # the run just made; its logs reach the server in batches, shortly after
         deadline = time.monotonic() + 30
         while True:
-            lines = _newest_nightly_logs("org-night-org_demo")
+            lines = _newest_nightly_logs(f"org-night-org_demo-{tonight()}")
             if any(line.startswith("reconcile:") for line in lines) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)

@@ -14,11 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +30,9 @@ from prefect_processes import (
     healthy,
     processes,
     run_cli,
+    tonight,
     wait_for,
+    webhook_receiver,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -45,31 +43,6 @@ SECRET_CANARY = "canary-secret-never-logged"
 CANARIES = [SECRET_CANARY, "demo-secret", "000123456789", "7788990011", "4455667788"]
 #: How long a clean night is given to (wrongly) make a POST arrive.
 QUIET_S = 8.0
-
-
-@contextmanager
-def webhook_receiver() -> Iterator[tuple[str, list[str]]]:
-    """An HTTP server on 127.0.0.1 recording every POST body; yields its URL and the bodies."""
-    bodies: list[str] = []
-
-    class Record(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            bodies.append(self.rfile.read(length).decode("utf-8", errors="replace"))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _inbox(data_dir: Path, *files: tuple[Path, str]) -> None:
@@ -152,15 +125,20 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             "fundpipe: an exception opened",
             "fundpipe: no night completed",
         ]
-        assert "Proactive" in next(a for a in installed if "no night" in a["name"])["trigger"]
+        # the deadline is fundpipe's own check (night-check emits fundpipe.night.missed), not a
+        # proactive window: see tests/e2e/test_deadline_alert.py
+        no_night = next(a for a in installed if "no night" in a["name"])["trigger"]
+        assert no_night == "Reactive: fundpipe.night.missed"
 
         # a clean night: nothing is POSTed, the night.completed event is on the server
         clean = tmp_path / "clean"
         _inbox(clean, *_clean_samples())
         run_cli([FUNDPIPE, "run", "--data-dir", str(clean)], env)
         # the night over both demo organizations, and org_demo's child run, which tells its story
-        night = _latest_run_without_deployment(api, "org-night-org_demo")
+        day = tonight()
+        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
         assert night["state"]["type"] == "COMPLETED", night["state"]
+        assert night["state"]["name"] == "Completed"  # a clean night looks clean
         assert night["parent_task_run_id"] is not None
         logs = api.logs(night["id"])
         _logs_tell_the_night(logs)
@@ -184,7 +162,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             check=False,
         )
         assert done.returncode == 1, done.stdout + done.stderr  # a file needs a person
-        night = _latest_run_without_deployment(api, "org-night-org_demo")
+        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
         logs = api.logs(night["id"])
         _logs_tell_the_night(logs)
         rejected_line = next(line for line in logs if line.startswith("file q4_typo.csv:"))
@@ -196,12 +174,42 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         wait_for(
             "a POST naming the exception", lambda: [b for b in bodies if exception_id in b], 60
         )
-        assert {"fundpipe-run-summary", "fundpipe-exceptions", "fundpipe-rejected-q4-typo-csv"} <= (
-            set(api.artifacts(night["id"]))
-        )
-        table = json.loads(api.artifacts(night["id"])["fundpipe-exceptions"]["data"])
-        assert list(table[0]) == ["id", "state", "age_days", "what", "amount", "what_to_do"]
-        assert table[0]["id"] == exception_id
+        # what the Prefect UI shows of a night that needs a person: not a plain green
+        # "Completed" (still of type COMPLETED: no failed run on the dashboard), on the child and
+        # on the parent, whose message names the rejected file and the new exception
+        assert (night["state"]["type"], night["state"]["name"]) == ("COMPLETED", "Needs review")
+        parent = _latest_run_without_deployment(api, f"nightly-{day}")
+        assert (parent["state"]["type"], parent["state"]["name"]) == ("COMPLETED", "Needs review")
+        assert "q4_typo.csv" in parent["state"]["message"]
+        assert exception_id in parent["state"]["message"]
+        # artifact keys per organization, with plain column labels
+        artifacts = api.artifacts(night["id"])
+        assert {
+            "fundpipe-run-summary-org-demo",
+            "fundpipe-exceptions-org-demo",
+            "fundpipe-rejected-org-demo-q4-typo-csv",
+        } <= set(artifacts)
+        table = json.loads(artifacts["fundpipe-exceptions-org-demo"]["data"])
+        assert list(table[0]) == [
+            "Exception",
+            "State",
+            "Age (days)",
+            "What",
+            "Amount",
+            "What to do",
+        ]
+        assert table[0]["Exception"] == exception_id
+        # one table of every organization's open exceptions on the parent
+        parents = api.artifacts(parent["id"])
+        across = json.loads(parents["fundpipe-open-exceptions"]["data"])
+        # the organization by its name, where the service knows it
+        assert [(r["Organization"], r["Exception"]) for r in across] == [
+            ("Demo Fund Administration (org_demo)", exception_id)
+        ]
+        assert set(across[0]) == {"Organization", "Exception", "Amount", "What", "What to do"}
+        # no artifact links a file on the worker's disk (dead in a browser)
+        for artifact in [*artifacts.values(), *parents.values()]:
+            assert "file://" not in json.dumps(artifact["data"]), artifact["key"]
 
         # a deployment's night whose service is unreachable: Failed, and a POST says why
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
@@ -261,6 +269,32 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
 
         (posted,) = wait_for("a POST naming the deployment and the reason", failure_posted, 60)
         assert SECRET_CANARY not in posted
+
+        # a plain `fundpipe run` (cron, a shell) that fails alerts the on-call too
+        before = len(bodies)
+        plain = subprocess.run(
+            [FUNDPIPE, "run", "--data-dir", str(tmp_path / "plain")],
+            cwd=ROOT,
+            env={k: v for k, v in unreachable.items() if not k.startswith("PREFECT_WORKER")},
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert plain.returncode == 3, plain.stdout + plain.stderr
+
+        def plain_failure_posted() -> list[str]:
+            return [
+                b
+                for b in bodies[before:]
+                if "Flow nightly: run nightly-" in b and "could not reach the service" in b
+            ]
+
+        (posted,) = wait_for("a POST for the failed fundpipe run", plain_failure_posted, 60)
+        assert SECRET_CANARY not in posted
+        # no empty deployment field: the flow alone names it
+        assert "fundpipe: nightly Failed" in posted
+        assert "Deployment" not in posted
         # what the on-call received, for a person reading the test's output
         (tmp_path / "logs" / "webhook.jsonl").write_text("\n".join(bodies), encoding="utf-8")
         (tmp_path / "logs" / "night.log").write_text("\n".join(logs), encoding="utf-8")

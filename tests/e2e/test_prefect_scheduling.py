@@ -28,6 +28,7 @@ from prefect_processes import (
     healthy,
     processes,
     run_cli,
+    tonight,
     unexpected_tracebacks,
     wait_for,
 )
@@ -84,13 +85,15 @@ def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float
     (child,) = api.http.post(
         "/flow_runs/filter",
         json={
-            "flow_runs": {"name": {"any_": ["org-night-org_demo"]}},
+            "flow_runs": {"name": {"any_": [f"org-night-org_demo-{tonight()}"]}},
             "sort": "START_TIME_DESC",
             "limit": 1,
         },
     ).json()
     assert child["state"]["type"] == "COMPLETED", child["state"]
-    assert {"fundpipe-run-summary", "fundpipe-exceptions"} <= set(api.artifacts(child["id"]))
+    assert {"fundpipe-run-summary-org-demo", "fundpipe-exceptions-org-demo"} <= set(
+        api.artifacts(child["id"])
+    )
     return run
 
 

@@ -15,7 +15,6 @@ ended as it would alone (every distribution exactly once, reports under data/rep
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -25,23 +24,22 @@ import pytest
 from prefect_processes import (
     FUNDPIPE,
     PREFECT,
-    SAMPLES,
     PrefectApi,
     base_env,
     free_port,
     healthy,
     processes,
     run_cli,
+    tonight,
     unexpected_tracebacks,
     wait_for,
 )
+from three_orgs import ORGS, answers, fill_inbox, held_distributions, most_at_once, table_row
 
 from fundpipe.sheets.money import format_cents
-from fundpipe.validate.files import validate_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(600)]
 
-ORGS = ("org_demo", "org_demob", "org_democ")
 LIMIT = 2
 WORKERS = ("worker-a", "worker-b")
 #: Added to every read of the service, so one organization's night takes a few seconds.
@@ -50,90 +48,13 @@ LATENCY_MS = 400
 HOLD_MS = 3000
 
 
-def _sheets(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md")
-
-
-def _democ_sheet() -> str:
-    """org_democ's sheet: org_demob's sample over org_democ's vehicles and investors."""
-    (sample,) = _sheets(SAMPLES / "org_demob")
-    text = sample.read_text(encoding="utf-8")
-    for old, new in (("demob", "democ"), ("DEMOB", "DEMOC"), ("Demo B", "Demo C"), (".b@", ".c@")):
-        text = text.replace(old, new)
-    return text
-
-
-def _fill_inboxes(data_dir: Path) -> dict[str, dict[str, int]]:
-    """Each organization's sheets in its inbox (their mtime kept: already settled); per
-    organization, the cents each external reference of its sheets asks for."""
-    expected: dict[str, dict[str, int]] = {}
-    for org in ORGS:
-        inbox = data_dir / "orgs" / org / "inbox"
-        inbox.mkdir(parents=True)
-        if org == "org_democ":
-            (inbox / "distributions_q4_c.csv").write_text(_democ_sheet(), encoding="utf-8")
-        else:
-            for sheet in _sheets(SAMPLES if org == "org_demo" else SAMPLES / org):
-                shutil.copy2(sheet, inbox / sheet.name)
-        expected[org] = {}
-        for report in validate_files(_sheets(inbox)):
-            assert report.valid, report
-            if report.distributions is None:  # a roster
-                continue
-            sums = report.distributions.groupby("external_reference")["amount_cents"].sum()
-            for ref, cents in sums.items():
-                expected[org][str(ref)] = expected[org].get(str(ref), 0) + int(cents)
-    return expected
-
-
-def _most_at_once(requests: list[dict[str, Any]]) -> tuple[int, dict[str, tuple[float, float]]]:
-    """How many organizations were talking to the service at the same moment, at most: each
-    organization is active from its first request's start to its last request's end."""
-    spans: dict[str, tuple[float, float]] = {}
-    for r in requests:
-        if r["org_id"]:
-            start, end = spans.get(r["org_id"], (r["started_s"], r["ended_s"]))
-            spans[r["org_id"]] = (min(start, r["started_s"]), max(end, r["ended_s"]))
-    edges = sorted([(s, 1) for s, _ in spans.values()] + [(e, -1) for _, e in spans.values()])
-    active = most = 0
-    for _, step in edges:  # an end sorts before a start at the same instant
-        active += step
-        most = max(most, active)
-    return most, spans
-
-
-def _distributions(sandbox_url: str, org: str) -> dict[str, int]:
-    """External reference → how many distributions the service holds for `org`."""
-    token = httpx.post(
-        f"{sandbox_url}/oauth/token",
-        data={"grant_type": "client_credentials"},
-        auth=("demo-client", "demo-secret"),
-    ).json()["access_token"]
-    headers = {"Authorization": f"Bearer {token}", "X-Organization-Id": org}
-    found: dict[str, int] = {}
-    url: str | None = f"{sandbox_url}/v1/distributions?limit=100"
-    while url:
-        page = httpx.get(url, headers=headers).json()
-        for d in page["data"]:
-            found[d["external_reference"]] = found.get(d["external_reference"], 0) + 1
-        after = page["data"][-1]["id"] if page.get("has_more") else None
-        url = f"{sandbox_url}/v1/distributions?limit=100&starting_after={after}" if after else None
-    return found
-
-
-def _table_row(markdown: str, org: str) -> list[str]:
-    """The cells of `org`'s row in the parent's cross-organization table."""
-    (line,) = [ln for ln in markdown.splitlines() if ln.startswith(f"| {org} |")]
-    return [cell.strip() for cell in line.strip("|").split("|")]
-
-
 def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path) -> None:
     began = time.monotonic()
     port, sandbox_port = free_port(), free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     sandbox_url = f"http://127.0.0.1:{sandbox_port}"
     data_dir = tmp_path / "data"
-    expected = _fill_inboxes(data_dir)
+    expected = {org: fill_inbox(data_dir, org) for org in ORGS}
     env = base_env(tmp_path / "prefect-home", api_url, data_dir)
     env.update(
         {
@@ -158,7 +79,7 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
             env,
         )
         wait_for("the Prefect server", lambda: healthy(api_url), 180)
-        wait_for("the sandbox", lambda: _answers(f"{sandbox_url}/_sandbox/clock"), 60)
+        wait_for("the sandbox", lambda: answers(f"{sandbox_url}/_sandbox/clock"), 60)
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
         run_cli(
             [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", "flows/prefect.yaml"],
@@ -197,7 +118,10 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
         assert parent["state"]["type"] == "COMPLETED", (parent["state"], _tails(procs))
 
         # one child per organization, each completed, spread over both workers
-        assert sorted(c["name"] for c in children) == [f"org-night-{o}" for o in ORGS]
+        day = tonight()
+        assert parent["name"] == f"nightly-{day}"
+        assert sorted(c["name"] for c in children) == [f"org-night-{o}-{day}" for o in ORGS]
+        assert sorted(tag for c in children for tag in c["tags"]) == [f"org:{o}" for o in ORGS]
         assert all(c["state"]["type"] == "COMPLETED" for c in children), children
         ran_by = {c["name"]: [n for n, log in logs.items() if _ran(log, c["id"])] for c in children}
         assert all(len(names) == 1 for names in ran_by.values()), ran_by
@@ -207,7 +131,7 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
 
         # the global concurrency limit held: never more than LIMIT organizations at once
         requests = httpx.get(f"{sandbox_url}/_sandbox/request_log").json()["requests"]
-        most, spans = _most_at_once(requests)
+        most, spans = most_at_once(requests)
         t0 = min(start for start, _ in spans.values())
         print({org: (round(a - t0, 1), round(b - t0, 1)) for org, (a, b) in spans.items()})
         assert set(spans) == set(ORGS)
@@ -218,11 +142,11 @@ def test_two_workers_share_the_night_within_the_concurrency_limit(tmp_path: Path
         # each organization ended as it would alone
         table = api.artifacts(parent["id"])["fundpipe-organizations"]["data"]
         for org in ORGS:
-            held = _distributions(sandbox_url, org)
+            held = held_distributions(sandbox_url, org)
             assert held == dict.fromkeys(expected[org], 1), f"{org}: not each distribution once"
             assert (data_dir / "reports" / org / "latest" / "reconciliation.xlsx").is_file()
             # its row of the parent's table, read back from the child's artifact
-            _, state, _, rejected, distributions, total, *_ = _table_row(table, org)
+            _, state, _, rejected, distributions, total, *_ = table_row(table, org)
             assert (state, rejected, distributions) == ("Completed", "0", str(len(expected[org])))
             assert total == format_cents(sum(expected[org].values()))
         assert sorted(p.name for p in (data_dir / "reports").iterdir()) == sorted(ORGS)
@@ -241,13 +165,6 @@ def _ran(worker_log: str, run_id: str) -> bool:
         f"submitting flow run '{run_id}'" in worker_log
         and f"Aborted submission of flow run '{run_id}'" not in worker_log
     )
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _tails(procs: Any) -> str:

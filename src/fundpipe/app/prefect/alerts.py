@@ -7,8 +7,8 @@ sending a notification through that block:
 
 | automation | fires when | says |
 |---|---|---|
-| ``fundpipe: a run failed or crashed`` | a fundpipe deployment's flow run ends Failed or Crashed | deployment, run, plain reason |
-| ``fundpipe: no night completed`` | no ``fundpipe.night.completed`` event by the configured hour (proactive) | the deadline, where to look |
+| ``fundpipe: a run failed or crashed`` | a fundpipe flow run ends Failed or Crashed (a deployment's, or a plain `fundpipe run`'s) | flow, deployment if any, run, plain reason |
+| ``fundpipe: no night completed`` | ``fundpipe.night.missed``: the `night-check` run at the deadline found no completed night for an organization (`fundpipe.app.prefect.deadline` says why not a proactive trigger) | the organization, the deadline, where to look |
 | ``fundpipe: a file was rejected`` | ``fundpipe.file.rejected`` | file, reason, error report |
 | ``fundpipe: an exception opened`` | ``fundpipe.exception.opened`` | exception id, what, amount, what to do |
 
@@ -23,29 +23,40 @@ from dataclasses import dataclass
 from datetime import time, timedelta
 from typing import Any
 
-from fundpipe.app.prefect.oncall import EXCEPTION_OPENED, FILE_REJECTED, NIGHT_COMPLETED
+from fundpipe.app.prefect.deadline import MISSED
+from fundpipe.app.prefect.oncall import EXCEPTION_OPENED, FILE_REJECTED
 
 #: The notification block's name on the server.
 BLOCK_NAME = "fundpipe-alerts"
 #: Every fundpipe automation's name starts with this.
 PREFIX = "fundpipe: "
 #: The flows whose deployments' runs are watched for Failed / Crashed.
-FLOWS = ["nightly", "inbox", "ingest_file", "sync", "reconcile"]
+FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "night-check"]
 
+#: "flow/deployment", or the flow alone for a run outside a deployment (`fundpipe run`).
+_WHICH = "{{ flow.name }}{% if deployment %}/{{ deployment.name }}{% endif %}"
 _FAILED_BODY = (
-    "Deployment {{ flow.name }}/{{ deployment.name }}: run {{ flow_run.name }} ended "
-    "{{ flow_run.state.name }}: {{ flow_run.state.message }}\n"
+    "{% if deployment %}Deployment{% else %}Flow{% endif %} " + _WHICH + ": run "
+    "{{ flow_run.name }} ended {{ flow_run.state.name }}: {{ flow_run.state.message }}\n"
     "Flow run id: {{ flow_run.id }}. The run's Logs tab in the Prefect UI tells the night."
 )
+_MISSED_BODY = (
+    "No fundpipe night completed for {{ event.payload.organization }} by "
+    "{{ event.payload.complete_by }} ({{ event.payload.timezone }}): none since "
+    "{{ event.payload.since }}. Look at its org-night runs and at the worker of its queue."
+)
+# every optional field is left out when empty, never printed as a blank
 _REJECTED_BODY = (
     "{{ event.payload.file }} was rejected ({{ event.payload.organization }}, "
     "{{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
-    "Error report: {{ event.payload.error_report }}. Correct the file and drop it again."
+    "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}. "
+    "{% endif %}Correct the file and drop it again."
 )
 _OPENED_BODY = (
     "Exception {{ event.payload.id }} opened ({{ event.payload.organization }}): "
-    "{{ event.payload.what }} — {{ event.payload.amount }}.\n"
-    "To do: {{ event.payload.what_to_do }}"
+    "{{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
+    "{% endif %}.{% if event.payload.what_to_do %}\nTo do: {{ event.payload.what_to_do }}"
+    "{% endif %}"
 )
 
 
@@ -58,19 +69,7 @@ class Installed:
     detail: str = ""
 
 
-def night_window(cron: str, complete_by: time) -> timedelta:
-    """How long after a night completes the next one must have completed: a day, plus the gap
-    from the nightly cron's start to ``complete_by``. A cron that is not one fixed time a day
-    (a trial's ``* * * * *``) gives a plain day."""
-    fields = cron.split()
-    if len(fields) == 5 and fields[0].isdigit() and fields[1].isdigit():
-        start = timedelta(hours=int(fields[1]), minutes=int(fields[0]))
-        deadline = timedelta(hours=complete_by.hour, minutes=complete_by.minute)
-        return timedelta(days=1) + (deadline - start) % timedelta(days=1)
-    return timedelta(days=1)
-
-
-def automations(block_id: Any, window: timedelta, complete_by: str) -> list[Any]:
+def automations(block_id: Any, complete_by: str) -> list[Any]:
     """The four automations (Prefect `AutomationCore`), each notifying through ``block_id``."""
     from prefect.events.actions import SendNotification
     from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
@@ -89,42 +88,34 @@ def automations(block_id: Any, window: timedelta, complete_by: str) -> list[Any]
         )
         return AutomationCore(name=name, description=description, trigger=trigger, actions=actions)
 
-    hours = window.total_seconds() / 3600
     return [
         AutomationCore(
             name=f"{PREFIX}a run failed or crashed",
-            description="A fundpipe deployment's flow run ended Failed or Crashed.",
+            description="A fundpipe flow run ended Failed or Crashed (a deployment's, or a "
+            "plain `fundpipe run`'s).",
             trigger=EventTrigger(
                 expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed"},
                 match={"prefect.resource.id": "prefect.flow-run.*"},
-                match_related=[
-                    {"prefect.resource.role": "flow", "prefect.resource.name": FLOWS},
-                    {"prefect.resource.role": "deployment"},
-                ],
+                match_related={"prefect.resource.role": "flow", "prefect.resource.name": FLOWS},
                 posture=Posture.Reactive,
                 threshold=1,
                 within=timedelta(0),
             ),
             actions=notify(
-                "fundpipe: {{ flow.name }}/{{ deployment.name }} {{ flow_run.state.name }}",
+                "fundpipe: " + _WHICH + " {{ flow_run.state.name }}",
                 _FAILED_BODY,
             ),
         ),
-        AutomationCore(
-            name=f"{PREFIX}no night completed",
-            description=f"No fundpipe night completed by {complete_by} "
-            f"({hours:g} h after the last one).",
-            trigger=EventTrigger(
-                expect={NIGHT_COMPLETED},
-                match={"prefect.resource.id": "fundpipe.night.*"},
-                posture=Posture.Proactive,
-                threshold=1,
-                within=window,
-            ),
-            actions=notify(
-                "fundpipe: no night completed by " + complete_by,
-                f"No fundpipe night completed by {complete_by}: none in the {hours:g} h since "
-                "the last one. Look at the nightly deployment's runs and at the worker.",
+        _on_each(
+            f"{PREFIX}no night completed",
+            f"An organization had no completed night by {complete_by}: the night-check "
+            "deployment, scheduled then, emitted fundpipe.night.missed for it.",
+            MISSED,
+            "fundpipe.night.*",
+            notify(
+                "fundpipe: no night completed for {{ event.payload.organization }} by "
+                "{{ event.payload.complete_by }}",
+                _MISSED_BODY,
             ),
         ),
         _on_each(
@@ -189,13 +180,13 @@ async def _block(webhook: str) -> tuple[Any, Installed]:
     return block_id, Installed(BLOCK_NAME, outcome, "webhook block")
 
 
-async def _install(webhook: str, window: timedelta, complete_by: str) -> list[Installed]:
+async def _install(webhook: str, complete_by: str) -> list[Installed]:
     from prefect.client.orchestration import get_client
 
     block_id, done = await _block(webhook)
     report = [done]
     async with get_client() as client:
-        for wanted in automations(block_id, window, complete_by):
+        for wanted in automations(block_id, complete_by):
             existing = await client.read_automations_by_name(wanted.name)
             for extra in existing[1:]:
                 await client.delete_automation(extra.id)
@@ -212,9 +203,12 @@ async def _install(webhook: str, window: timedelta, complete_by: str) -> list[In
 
 
 def install(webhook: str, cron: str, complete_by: time) -> list[Installed]:
-    """Create or update the webhook block and the automations; report what each became."""
-    window = night_window(cron, complete_by)
-    return asyncio.run(_install(webhook, window, complete_by.strftime("%H:%M")))
+    """Create or update the webhook block and the automations; report what each became.
+
+    `cron` (the nightly's) is kept for the callers; the deadline itself is the `night-check`
+    deployment's schedule (`fundpipe.app.prefect.deadline`)."""
+    del cron
+    return asyncio.run(_install(webhook, complete_by.strftime("%H:%M")))
 
 
 async def _list() -> list[dict[str, Any]]:

@@ -1,11 +1,16 @@
 """The night's Prefect artifacts, for a person who has the UI and not the worker's disk.
 
+Every key ends in the organization's id (``fundpipe-exceptions-org-demo``), so the latest
+artifact of a key is that organization's.
+
 - ``fundpipe-run-summary``: markdown, linking every report (and each rejected file's error
-  report) — under ``FUNDPIPE_REPORTS_URL`` when the reports folder is published there, else as
-  ``file://`` links on the worker;
+  report) where the night published it under ``FUNDPIPE_REPORTS_URL``
+  (`fundpipe.app.prefect.sharing`); without it, saying the reports stayed on the worker (a ``file://``
+  path there is dead in a browser);
 - ``fundpipe-workbook``: a link to the published workbook (only with ``FUNDPIPE_REPORTS_URL``);
 - ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
-- ``fundpipe-exceptions``: the exceptions in the lifecycle's plain columns.
+- ``fundpipe-exceptions``: the exceptions, with the labels a person reads (Exception, State,
+  Age (days), What, Amount, What to do).
 """
 
 from __future__ import annotations
@@ -21,24 +26,34 @@ from prefect.artifacts import (
 )
 
 from fundpipe.app.prefect import oncall
+from fundpipe.app.prefect.uiview import org_key, plain_exceptions
 from fundpipe.config import Settings
 
-#: The exceptions table's columns, in order (the exception lifecycle's plain columns).
-EXCEPTION_COLUMNS = ("id", "state", "age_days", "what", "amount", "what_to_do")
 
-
-def _link(settings: Settings, path: str | None) -> str | None:
+def _link(settings: Settings, path: str | None, summary: dict[str, Any]) -> str | None:
+    """The published URL of a report (None: not published; a worker's path is no link)."""
     if not path:
         return None
-    return (
-        oncall.report_url(settings.reports_url, path, settings.reports_folder)
-        or Path(path).resolve().as_uri()
+    published = (summary.get("published") or {}).get("urls", {})
+    return published.get(str(Path(path).resolve())) or oncall.report_url(
+        settings.reports_url, path, settings.reports_folder
     )
 
 
-def rejected_key(file_name: str) -> str:
-    """The artifact key of a rejected file's error table (lowercase letters, digits, dashes)."""
+#: Said instead of a link when the reports were not published (a file:// path on the worker's
+#: disk is dead in a browser).
+NOT_PUBLISHED = (
+    "The reports stayed on the worker that ran this night ({where}): set FUNDPIPE_REPORTS_URL "
+    "to publish them where the Prefect UI can link them."
+)
+
+
+def rejected_key(file_name: str, org: str | None = None) -> str:
+    """The artifact key of a rejected file's error table (lowercase letters, digits, dashes),
+    with its organization's id when known."""
     slug = re.sub(r"[^a-z0-9]+", "-", Path(file_name).name.lower()).strip("-")
+    if org:
+        return org_key("fundpipe-rejected", org, slug)
     return f"fundpipe-rejected-{slug}"[:100]
 
 
@@ -46,36 +61,48 @@ def summary_with_links(summary: dict[str, Any], settings: Settings) -> str:
     """The run summary's markdown with every report as a link a person can open."""
     from fundpipe.app.outcomes import summary_markdown
 
-    links = {name: _link(settings, path) for name, path in summary.get("reports", {}).items()}
+    reports = summary.get("reports", {})
+    links = {name: _link(settings, path, summary) for name, path in reports.items()}
     text = summary_markdown({**summary, "reports": {}}).rstrip("\n")
     lines = [text, ""] + [f"- [{name}]({url})" for name, url in links.items() if url]
+    if reports and not any(links.values()):
+        workbook = reports.get("workbook")
+        where = f"`{Path(workbook).parent}`" if workbook else "its reports folder"
+        lines.append(NOT_PUBLISHED.format(where=where))
     errors = [
-        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f)))
+        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f), summary))
         for f in summary.get("files", [])
         if f["state"] == "rejected"
     ]
     if errors:
         lines += ["", "## Error reports", ""]
-        lines += [f"- [{name}.errors.csv]({url})" for name, url in errors if url]
+        lines += [
+            f"- [{name}.errors.csv]({url})" if url else f"- {name}.errors.csv: not published"
+            for name, url in errors
+        ]
     return "\n".join(lines) + "\n"
 
 
 def publish_artifacts(
     summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings
 ) -> None:
-    """Attach the night's artifacts (see the module docstring) to the current run."""
+    """Attach the night's artifacts (see the module docstring) to the current run; their keys
+    carry the organization's id."""
+    from fundpipe.app.prefect.tell import organization
+
+    org = organization(settings)
     create_markdown_artifact(
         markdown=summary_with_links(summary, settings),
-        key="fundpipe-run-summary",
+        key=org_key("fundpipe-run-summary", org),
         description="fundpipe nightly run: files, distributions, totals, exceptions, reports",
     )
     workbook = summary.get("reports", {}).get("workbook")
-    url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
+    url = _link(settings, workbook, summary)
     if url:
         create_link_artifact(
             link=url,
             link_text=f"reconciliation.xlsx ({summary.get('as_of')})",
-            key="fundpipe-workbook",
+            key=org_key("fundpipe-workbook", org),
             description="Tonight's reconciliation workbook on the shared reports folder",
         )
     for f in summary.get("files", []):
@@ -83,12 +110,11 @@ def publish_artifacts(
             name = Path(f["file"]).name
             create_table_artifact(
                 table=oncall.error_rows(f) or [{"reason": f.get("message") or "rejected"}],
-                key=rejected_key(name),
+                key=rejected_key(name, org),
                 description=f"Why {name} was rejected (its error report's rows)",
             )
     create_table_artifact(
-        table=[{c: e.get(c) for c in EXCEPTION_COLUMNS} for e in exceptions]
-        or [{"state": "no open exceptions"}],
-        key="fundpipe-exceptions",
+        table=plain_exceptions(exceptions) or [{"State": "no open exceptions"}],
+        key=org_key("fundpipe-exceptions", org),
         description="Exceptions that need a person: id, state, age, what, amount, what to do",
     )

@@ -42,7 +42,12 @@ from urllib.parse import urlsplit
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed, Failed
 
+from fundpipe.app.prefect.handoff import exceptions_left_by as _exceptions_left_by
+from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
+from fundpipe.app.prefect.handoff import leave_row as _leave_row
+from fundpipe.app.prefect.handoff import row_left_by as _row_left_by
 from fundpipe.app.prefect.nightsummary import cross_markdown, cross_summary, org_row, run_link
+from fundpipe.app.prefect.uiview import NEEDS_REVIEW, org_run_name, org_tag
 from fundpipe.config import Organization, Settings
 
 __all__ = [
@@ -59,8 +64,6 @@ __all__ = [
 #: The per-organization flow, and its deployment (flows/prefect.yaml, `fundpipe serve`).
 ORG_FLOW = "org-night"
 ORG_DEPLOYMENT = f"{ORG_FLOW}/{ORG_FLOW}"
-#: Key of the table artifact a child leaves with its row of the cross-organization summary.
-ORG_ROW_KEY = "fundpipe-org-row"
 
 
 def limit_name(settings: Settings) -> str:
@@ -101,7 +104,7 @@ def service_slot(settings: Settings) -> Iterator[None]:
 # --- the child: one organization's night ---------------------------------------------------------
 
 
-@flow(name=ORG_FLOW, flow_run_name="org-night-{org}")
+@flow(name=ORG_FLOW, flow_run_name=org_run_name)
 def org_night(
     org: str = "",
     as_of: str | None = None,
@@ -185,6 +188,13 @@ def _org_night(
     summary = build_summary(night)
     summary["organization"] = org.folder
     summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
+    from fundpipe.app.prefect.oncall import opened
+    from fundpipe.app.prefect.sharing import publish_org
+
+    # for the parent's message and its table of every organization's open exceptions
+    summary["opened_ids"] = [e["id"] for e in opened(exceptions)]
+    summary["exception_list"] = [e for e in exceptions if e.get("state") == "open"]
+    summary["published"] = publish_org(org, summary, exceptions, settings)
     steps.publish(summary, exceptions, settings)
     final = steps._finished(summary, "nightly")
     tell_night(night, summary, exceptions, settings, final.message or "")
@@ -192,36 +202,19 @@ def _org_night(
     return final
 
 
-def _leave_exit_code(final: State[Any]) -> None:
-    """A stopped child's exit code (4: its inbox was locked; 2: its configuration; 3: the
-    service), as its row artifact: a parent on another worker cannot read the child's error."""
-    from prefect.artifacts import create_table_artifact
-
-    from fundpipe.errors import FundpipeError
-
-    error = final.data
-    code = int(error.exit_code) if isinstance(error, FundpipeError) else 3
-    create_table_artifact(table=[{"exit_code": code}], key=ORG_ROW_KEY, description="fundpipe")
-
-
-def _leave_row(org: Organization, summary: dict[str, Any], final: State[Any]) -> None:
-    """The child's row of the cross-organization table, as an artifact the parent can read
-    when the child ran on another worker."""
-    from prefect.artifacts import create_table_artifact
-
-    row = {k: v for k, v in org_row(org, final, summary).items() if k != "summary"}
-    create_table_artifact(table=[row], key=ORG_ROW_KEY, description=f"fundpipe: {org.label}")
-
-
 # --- the parent --------------------------------------------------------------------------------------
 
 
 def _child_subflow(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+    from prefect import tags
+
     from fundpipe.errors import FundpipeError
 
-    state = org_night(**params, return_state=True)
+    with tags(org_tag(org.folder)):
+        state = org_night(**params, return_state=True)
     data = state.result(raise_on_failure=False) if state.data is not None else None
     row = org_row(org, state, data if isinstance(data, dict) else None)
+    row["exceptions"] = data.get("exception_list", []) if isinstance(data, dict) else []
     if isinstance(data, FundpipeError):
         row["exit_code"] = int(data.exit_code)
     elif not state.is_completed():
@@ -239,40 +232,19 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, An
         parameters=params,
         timeout=None,
         work_queue_name=org.work_queue,
+        tags=[org_tag(org.folder)],
         _sync=True,
     )
     row = org_row(org, run.state, None)
     row.update(_row_left_by(run.id))
+    if run.state is not None and run.state.is_completed():  # a stopped night left none
+        row["exceptions"] = _exceptions_left_by(run.id, org)
     row["state"] = run.state.type.value.title() if run.state is not None else "Failed"
     row["message"] = (run.state.message if run.state is not None else "") or ""
     if run.state is None or not run.state.is_completed():
         row["exit_code"] = int(row.get("exit_code") or 0) or 3  # the child's own, else 3
     row["run"] = run_link(run.id)
     return row
-
-
-def _row_left_by(flow_run_id: Any) -> dict[str, Any]:
-    import json
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        ArtifactFilter,
-        ArtifactFilterFlowRunId,
-        ArtifactFilterKey,
-    )
-
-    with get_client(sync_client=True) as client:
-        found = client.read_artifacts(
-            artifact_filter=ArtifactFilter(
-                flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
-                key=ArtifactFilterKey(any_=[ORG_ROW_KEY]),
-            )
-        )
-    for artifact in found:
-        data = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
-        if isinstance(data, list) and data and isinstance(data[0], dict):
-            return dict(data[0])
-    return {}
 
 
 def check_deployment() -> None:
@@ -384,11 +356,17 @@ def run_night(
             mode=mode,
         )
     summary = cross_summary(rows, as_of)
+    from fundpipe.app.prefect.sharing import morning
+
+    summary["morning"] = morning(settings, rows, summary["as_of"])
     create_markdown_artifact(
         markdown=cross_markdown(summary),
         key="fundpipe-organizations",
         description="fundpipe: every organization's night",
     )
+    from fundpipe.app.prefect.uiview import needs_a_person, open_exceptions_table
+
+    open_exceptions_table(rows)
     failed = [r for r in rows if r["state"] != "Completed"]
     t = summary["totals"]
     line = (
@@ -396,7 +374,14 @@ def run_night(
         f"{t['distributions']} distribution(s) ({t['total']}), "
         f"{t['open_exceptions']} open exception(s)"
     )
+    needs = needs_a_person(rows)
+    for sentence in needs:
+        logger.warning(sentence)
+    if needs:
+        line = f"{line} — needs a person: {'; '.join(needs)}"
     if not failed:
+        if needs:
+            return Completed(message=line, data=summary, name=NEEDS_REVIEW)
         return Completed(message=line, data=summary)
     why = "; ".join(f"{r['organization']} {r['state'].lower()}: {r['message']}" for r in failed)
     return Failed(message=f"{line} — {len(failed)} did not complete: {why}", data=summary)

@@ -33,6 +33,7 @@ from typing import Any
 from prefect import State, flow, get_run_logger
 from prefect.states import Cancelled, Completed, Failed
 
+from fundpipe.app.prefect.deadline import night_check
 from fundpipe.app.prefect.fanout import org_night
 from fundpipe.app.prefect.steps import (
     _finished,
@@ -44,12 +45,14 @@ from fundpipe.app.prefect.steps import (
     reconcile_step,
     sync_step,
 )
+from fundpipe.app.prefect.uiview import nightly_run_name
 from fundpipe.config import Settings
 
 __all__ = [
     "deployments",
     "inbox",
     "ingest_file",
+    "night_check",
     "nightly",
     "org_night",
     "reconcile",
@@ -88,7 +91,7 @@ def inbox(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     return _guard(_inbox_flow, data_dir, org)
 
 
-@flow(name="nightly")
+@flow(name="nightly", flow_run_name=nightly_run_name)
 def nightly(
     samples: bool = False,
     as_of: str | None = None,

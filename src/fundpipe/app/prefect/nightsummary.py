@@ -8,6 +8,7 @@ asked for together.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from prefect import State
@@ -40,6 +41,14 @@ def org_row(
         "exit_code": int(summary.get("exit_code", 0)),
         "message": (state.message if state is not None else None) or "",
         "run": "",
+        "as_of": summary.get("as_of") or "",
+        # where its night was published (FUNDPIPE_REPORTS_URL), for the morning view
+        "report_folder": (summary.get("published") or {}).get("folder") or "",
+        # what needs a person, for the parent's message
+        "rejected_names": ", ".join(
+            Path(str(f["file"])).name for f in summary.get("rejected_files", [])
+        ),
+        "new_exceptions": ", ".join(summary.get("opened_ids", [])),
         "summary": summary or None,
     }
 
@@ -57,7 +66,8 @@ def cross_summary(rows: list[dict[str, Any]], as_of: str | None) -> dict[str, An
     children = [r.get("summary") or {} for r in rows]
     cents = sum(int(r["total_cents"]) for r in rows)
     return {
-        "as_of": as_of or next((c.get("as_of") for c in children if c.get("as_of")), None),
+        "as_of": as_of
+        or next((c.get("as_of") for c in [*children, *rows] if c.get("as_of")), None),
         "organizations": {r["organization"]: r for r in rows},
         "totals": {
             "organizations": len(rows),
@@ -104,6 +114,8 @@ def cross_markdown(summary: dict[str, Any]) -> str:
         f"| **all {t['organizations']}** | {t['failed']} failed | {t['files']} | {t['rejected']} "
         f"| {t['distributions']} | {t['total']} | {t['open_exceptions']} | |"
     )
+    if summary.get("morning"):
+        lines += ["", f"Morning view across organizations: [morning.xlsx]({summary['morning']})"]
     failed = [r for r in summary["organizations"].values() if r["state"] != "Completed"]
     if failed:
         lines += ["", "## Did not complete", ""]

@@ -123,8 +123,8 @@ def exception_line(exception: dict[str, Any]) -> str:
     if state == "open":
         age = int(exception.get("age_days") or 0)
         state = "opened" if _opened_tonight(exception) else f"still open ({age} day(s))"
-    return (
-        f"exception {exception['id']} {state}: {exception['what']} — {exception['amount']}; "
+    amount = f" — {exception['amount']}" if exception.get("amount") else ""  # never a blank
+    return f"exception {exception['id']} {state}: {exception['what']}{amount}; " + (
         f"to do: {exception['what_to_do']}"
     )
 

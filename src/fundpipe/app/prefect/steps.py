@@ -85,7 +85,11 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
 
 def _finished(summary: dict[str, Any], what: str) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line."""
+    from fundpipe.app.prefect.uiview import NEEDS_REVIEW
+
     code = int(summary.get("exit_code", 0))
+    if code == 1:  # a file rejected or a distribution needs a person: Completed, but not clean
+        return Completed(message=_sentence(summary, what), data=summary, name=NEEDS_REVIEW)
     return _STATE_FOR_EXIT.get(code, Failed)(message=_sentence(summary, what), data=summary)
 
 

@@ -1,0 +1,146 @@
+"""What the Prefect UI shows of a night, as plain functions: state names, run names, tags,
+artifact keys and plain column labels.
+
+- A night that needs a person (a file rejected, an exception opened: exit code 1) ends in a
+  state of type COMPLETED named :data:`NEEDS_REVIEW` — the UI shows the name as the badge, so
+  it no longer looks like a clean night, yet the dashboard does not count it as failed.
+- Runs are named by date and organization (`nightly-2026-11-25`, `org-night-<org>-2026-11-25`)
+  and a child run is tagged `org:<org>`, so runs can be filtered by organization.
+- Artifact keys carry the organization (`fundpipe-exceptions-org-a`), so the latest artifact
+  of a key is that organization's; the parent's `fundpipe-open-exceptions` is one table over
+  every organization.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+__all__ = [
+    "EXCEPTION_LABELS",
+    "NEEDS_REVIEW",
+    "OPEN_EXCEPTIONS_KEY",
+    "night_date",
+    "nightly_run_name",
+    "org_key",
+    "org_run_name",
+    "org_tag",
+    "plain_exceptions",
+]
+
+#: The state name of a night that needs a person (state type COMPLETED).
+NEEDS_REVIEW = "Needs review"
+#: Key of the parent run's table of every organization's open exceptions.
+OPEN_EXCEPTIONS_KEY = "fundpipe-open-exceptions"
+#: The exception lifecycle's columns and the labels a person reads.
+EXCEPTION_LABELS = {
+    "id": "Exception",
+    "state": "State",
+    "age_days": "Age (days)",
+    "what": "What",
+    "amount": "Amount",
+    "what_to_do": "What to do",
+}
+
+
+def org_key(prefix: str, org: str, *rest: str) -> str:
+    """An artifact key of one organization's (lowercase letters, digits and dashes only)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", "-".join([prefix, org, *rest]).lower()).strip("-")
+    return slug[:100]
+
+
+def org_tag(org: str) -> str:
+    """The tag of an organization's runs."""
+    return f"org:{org}"
+
+
+def night_date(as_of: str | None, zone: str, now: datetime | None = None) -> str:
+    """The date a night is for: `as_of`, else today in the nightly's timezone."""
+    if as_of:
+        return date.fromisoformat(as_of).isoformat()
+    return (now or datetime.now(ZoneInfo(zone))).astimezone(ZoneInfo(zone)).date().isoformat()
+
+
+def plain_exceptions(
+    exceptions: list[dict[str, Any]], organization: str | None = None
+) -> list[dict[str, Any]]:
+    """Exceptions with the labels a person reads (and the organization first, when given)."""
+    rows = []
+    for e in exceptions:
+        row: dict[str, Any] = {"Organization": organization} if organization else {}
+        row.update({label: e.get(key) for key, label in EXCEPTION_LABELS.items()})
+        rows.append(row)
+    return rows
+
+
+def _zone() -> str:
+    from fundpipe.config import Settings
+
+    try:
+        return Settings().nightly_timezone
+    except Exception:  # a bad setting fails the run itself, with its message, not its name
+        return "UTC"
+
+
+def nightly_run_name() -> str:
+    """The `nightly` run's name: `nightly-<date>` (its `as_of`, else today in the nightly's
+    timezone)."""
+    from prefect.runtime import flow_run
+
+    return f"nightly-{night_date(flow_run.parameters.get('as_of'), _zone())}"
+
+
+def org_run_name() -> str:
+    """An `org-night` run's name: `org-night-<org>-<date>`."""
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    org = params.get("org") or "own"
+    return f"org-night-{org}-{night_date(params.get('as_of'), _zone())}"
+
+
+def needs_a_person(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per organization whose night needs a person: its rejected files and the
+    exceptions it opened tonight."""
+    sentences = []
+    for row in rows:
+        parts = []
+        if row.get("rejected_names"):
+            parts.append(f"rejected {row['rejected_names']}")
+        if row.get("new_exceptions"):
+            parts.append(f"new exception(s) {row['new_exceptions']}")
+        if parts:
+            sentences.append(f"{row['organization']}: {', '.join(parts)}")
+    return sentences
+
+
+def open_exceptions_table(rows: list[dict[str, Any]]) -> None:
+    """The parent run's table of every organization's open exceptions (organization, id,
+    amount, what to do), as the `fundpipe-open-exceptions` artifact."""
+    from prefect.artifacts import create_table_artifact
+
+    table = [
+        {
+            "Organization": _label(row),
+            "Exception": e.get("id"),
+            "Amount": e.get("amount"),
+            "What": e.get("what"),
+            "What to do": e.get("what_to_do"),
+        }
+        for row in rows
+        for e in row.get("exceptions") or []
+    ]
+    create_table_artifact(
+        table=table or [{"Organization": "every one", "Exception": "no open exceptions"}],
+        key=OPEN_EXCEPTIONS_KEY,
+        description="Open exceptions of every organization tonight: who, which, how much, "
+        "what to do",
+    )
+
+
+def _label(row: dict[str, Any]) -> str:
+    name = row.get("name")
+    org = str(row["organization"])
+    return f"{name} ({org})" if name and name != org else org

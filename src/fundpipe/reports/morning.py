@@ -1,0 +1,224 @@
+"""The morning view across organizations: one workbook and one Parquet file, built by the
+parent `nightly` run from what each organization's night published to the shared reports
+location (`fundpipe.reports.publish`), for a controller who has neither worker's disk.
+
+One row per organization (:data:`COLUMNS`): its state, files, rejected files, distributions
+submitted and their total, the funding position from its ``funding.parquet`` (depository
+available, open obligations, shortfall), its open exceptions, and a link to its workbook; and
+one sheet of every organization's open exceptions (organization, id, what, amount, what to do).
+An organization whose night published nothing is a row saying so (its state and message from
+the run), never a row of zeros that looks like a quiet night.
+
+Written to ``<FUNDPIPE_REPORTS_URL>/morning/<as_of>/morning.xlsx`` and ``morning.parquet``
+(money in integer cents in the Parquet file, dollars in the workbook).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fundpipe.cents import format_cents
+from fundpipe.reports.publish import NIGHT, join, read_json
+
+__all__ = ["COLUMNS", "MorningView", "OrgNight", "build_morning_view", "write_morning_view"]
+
+#: The morning view's columns, in order (money in integer cents).
+COLUMNS = (
+    "organization",
+    "name",
+    "state",
+    "files",
+    "rejected_files",
+    "distributions",
+    "submitted_cents",
+    "available_cents",
+    "obligations_cents",
+    "shortfall_cents",
+    "open_exceptions",
+    "report",
+)
+#: The workbook's headers for :data:`COLUMNS` (money in dollars there).
+HEADERS = (
+    "Organization",
+    "Name",
+    "Night",
+    "Files",
+    "Rejected files",
+    "Distributions",
+    "Submitted ($)",
+    "Depository available ($)",
+    "Open obligations ($)",
+    "Shortfall ($)",
+    "Open exceptions",
+    "Report",
+)
+EXCEPTION_HEADERS = ("Organization", "Exception", "What", "Amount", "What to do")
+
+
+@dataclass(frozen=True)
+class OrgNight:
+    """One organization's night as the parent run knows it: its id and name, how its run
+    ended, and the folder its night was published to (None: nothing was published)."""
+
+    organization: str
+    name: str
+    state: str
+    message: str
+    published: str | None
+
+
+@dataclass(frozen=True)
+class MorningView:
+    """The morning view: one row per organization, every open exception, and the totals."""
+
+    as_of: str
+    rows: list[dict[str, Any]]
+    exceptions: list[dict[str, str]]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Sums of the rows' counts and cents (the workbook's last line)."""
+        keys = (
+            "files",
+            "rejected_files",
+            "distributions",
+            "submitted_cents",
+            "available_cents",
+            "obligations_cents",
+            "shortfall_cents",
+            "open_exceptions",
+        )
+        return {k: sum(int(r[k] or 0) for r in self.rows) for k in keys}
+
+
+def _funding(folder: str) -> dict[str, int]:
+    """Depository available, open obligations and shortfall over the vehicles of a night."""
+    import pandas as pd
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(join(folder, "funding.parquet"))
+    if not fs.exists(path):
+        return {}
+    with fs.open(path, "rb") as fh:
+        frame = pd.read_parquet(fh)
+    return {
+        key: int(frame[key].sum()) if key in frame.columns else 0
+        for key in ("available_cents", "obligations_cents", "shortfall_cents")
+    }
+
+
+def build_morning_view(as_of: str, nights: Sequence[OrgNight]) -> MorningView:
+    """Read each organization's published night and put them side by side."""
+    rows: list[dict[str, Any]] = []
+    exceptions: list[dict[str, str]] = []
+    for night in nights:
+        facts = read_json(join(night.published, NIGHT)) if night.published else None
+        row: dict[str, Any] = dict.fromkeys(COLUMNS, 0)
+        row.update(organization=night.organization, name=night.name, state=night.state)
+        if facts is None:
+            why = night.message or "its night published no reports"
+            row.update(state=f"{night.state}: {why}", report="")
+            rows.append(row)
+            continue
+        opened = [e for e in facts.get("exceptions", []) if e.get("state") == "open"]
+        row.update(
+            files=int(facts.get("files", 0)),
+            rejected_files=len(facts.get("rejected_files", [])),
+            distributions=int(facts.get("distributions", 0)),
+            submitted_cents=int(facts.get("submitted_cents", 0)),
+            open_exceptions=len(opened),
+            report=join(night.published or "", "reconciliation.xlsx"),
+            **_funding(night.published or ""),
+        )
+        rows.append(row)
+        exceptions += [
+            {
+                "organization": night.organization,
+                "id": str(e.get("id", "")),
+                "what": str(e.get("what", "")),
+                "amount": str(e.get("amount", "")),
+                "what_to_do": str(e.get("what_to_do", "")),
+            }
+            for e in opened
+        ]
+    return MorningView(as_of=as_of, rows=rows, exceptions=exceptions)
+
+
+def _workbook(view: MorningView) -> bytes:
+    import xlsxwriter
+
+    buffer = io.BytesIO()
+    book = xlsxwriter.Workbook(buffer, {"in_memory": True})
+    bold = book.add_format({"bold": True})
+    money = book.add_format({"num_format": "#,##0.00"})
+    sheet = book.add_worksheet("Organizations")
+    sheet.write_row(0, 0, HEADERS, bold)
+    for r, row in enumerate(view.rows, start=1):
+        for c, key in enumerate(COLUMNS):
+            value = row[key]
+            if key.endswith("_cents"):
+                sheet.write_number(r, c, int(value) / 100, money)
+            elif key == "report" and value:
+                # a formula keeps the link as published (xlsxwriter's own links rewrite a
+                # POSIX path the Windows way and refuse s3:// and other fsspec schemes)
+                target = str(value).replace('"', '""')
+                sheet.write_formula(r, c, f'=HYPERLINK("{target}","workbook")', None, "workbook")
+            else:
+                sheet.write(r, c, value)
+    last = len(view.rows) + 1
+    sheet.write(last, 0, f"All {len(view.rows)}", bold)
+    for c, key in enumerate(COLUMNS):
+        if key in view.totals:
+            total = view.totals[key]
+            if key.endswith("_cents"):
+                sheet.write_number(last, c, total / 100, money)
+            else:
+                sheet.write_number(last, c, total)
+    sheet.set_column(0, len(COLUMNS) - 1, 16)
+    sheet.freeze_panes(1, 0)
+    open_sheet = book.add_worksheet("Open exceptions")
+    open_sheet.write_row(0, 0, EXCEPTION_HEADERS, bold)
+    for r, e in enumerate(view.exceptions, start=1):
+        open_sheet.write_row(
+            r, 0, [e["organization"], e["id"], e["what"], e["amount"], e["what_to_do"]]
+        )
+    open_sheet.set_column(0, 4, 22)
+    book.close()
+    return buffer.getvalue()
+
+
+def _parquet(view: MorningView) -> bytes:
+    import pandas as pd
+
+    frame = pd.DataFrame(view.rows, columns=list(COLUMNS))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def write_morning_view(reports_url: str, view: MorningView) -> Mapping[str, str]:
+    """Write the morning view's workbook and Parquet file under ``reports_url``; their URLs
+    (``workbook``, ``parquet``)."""
+    from fsspec.core import url_to_fs
+
+    folder = join(reports_url, "morning", view.as_of)
+    fs, root = url_to_fs(folder)
+    fs.makedirs(root, exist_ok=True)
+    written = {"workbook": "morning.xlsx", "parquet": "morning.parquet"}
+    for name, data in (("morning.xlsx", _workbook(view)), ("morning.parquet", _parquet(view))):
+        with fs.open(join(root, name), "wb") as fh:
+            fh.write(data)
+    return {key: join(folder, name) for key, name in written.items()}
+
+
+def describe(view: MorningView) -> str:
+    """The morning view's totals in one line (for the parent run's log)."""
+    t = view.totals
+    return (
+        f"morning view: {len(view.rows)} organization(s), {t['distributions']} distribution(s) "
+        f"({format_cents(t['submitted_cents'])}), shortfall {format_cents(t['shortfall_cents'])}, "
+        f"{t['open_exceptions']} open exception(s)"
+    )

@@ -1,0 +1,82 @@
+"""What the Prefect UI shows of a night: state names, run names, tags, keys, labels
+(fundpipe.app.prefect.uiview), and the parent's state when a night needs a person."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fundpipe.app.prefect.steps import _finished
+from fundpipe.app.prefect.uiview import (
+    NEEDS_REVIEW,
+    needs_a_person,
+    night_date,
+    org_key,
+    org_tag,
+    plain_exceptions,
+)
+
+
+def test_a_night_that_needs_a_person_is_completed_but_named_needs_review() -> None:
+    rejected = {"file": "/in/q4.csv", "state": "rejected", "message": "1 validation error(s)"}
+    needs = _finished({"exit_code": 1, "files": [rejected]}, "nightly")
+    assert (needs.type.value, needs.name) == ("COMPLETED", NEEDS_REVIEW)
+    assert "q4.csv rejected" in (needs.message or "")
+    clean = _finished({"exit_code": 0, "files": []}, "nightly")
+    assert (clean.type.value, clean.name) == ("COMPLETED", "Completed")
+    assert _finished({"exit_code": 3}, "nightly").type.value == "FAILED"
+
+
+def test_runs_are_named_by_date_in_the_nightly_timezone() -> None:
+    late_utc = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)  # still the 25th in New York
+    assert night_date(None, "America/New_York", now=late_utc) == "2026-11-25"
+    assert night_date("2026-11-20", "America/New_York", now=late_utc) == "2026-11-20"
+
+
+def test_keys_and_tags_carry_the_organization() -> None:
+    assert org_key("fundpipe-exceptions", "org_Demo") == "fundpipe-exceptions-org-demo"
+    assert org_key("fundpipe-rejected", "org_a", "q4-csv") == "fundpipe-rejected-org-a-q4-csv"
+    assert org_tag("org_a") == "org:org_a"
+
+
+def test_the_parent_names_what_needs_a_person_per_organization() -> None:
+    rows = [
+        {"organization": "org_a", "rejected_names": "q4.csv", "new_exceptions": "EX-1"},
+        {"organization": "org_b", "rejected_names": "", "new_exceptions": ""},
+    ]
+    assert needs_a_person(rows) == ["org_a: rejected q4.csv, new exception(s) EX-1"]
+
+
+def test_exceptions_read_with_plain_labels() -> None:
+    exception = {"id": "EX-1", "state": "open", "age_days": 0, "what": "w", "amount": "$1.00"}
+    (row,) = plain_exceptions([{**exception, "what_to_do": "fix"}], "Alder (org_a)")
+    assert list(row) == [
+        "Organization",
+        "Exception",
+        "State",
+        "Age (days)",
+        "What",
+        "Amount",
+        "What to do",
+    ]
+    assert row["Amount"] == "$1.00"
+
+
+def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
+    from fundpipe.app.prefect.oncall import exception_line
+
+    rejected = {
+        "id": "EX-1",
+        "state": "open",
+        "age_days": 0,
+        "what": "q4.csv was rejected: nothing in it was paid",
+        "amount": "",
+        "what_to_do": "fix the sheet",
+    }
+    line = exception_line(rejected)
+    assert (
+        line
+        == "exception EX-1 opened: q4.csv was rejected: nothing in it was paid; to do: fix the sheet"
+    )
+    assert exception_line({**rejected, "amount": "$5.00"}).endswith(
+        "paid — $5.00; to do: fix the sheet"
+    )

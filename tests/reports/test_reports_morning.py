@@ -1,0 +1,140 @@
+"""Each organization's night published to the shared reports location, and the morning view
+built from what was published there (fundpipe.reports.publish, fundpipe.reports.morning)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+import pytest
+
+from fundpipe.reports.morning import OrgNight, build_morning_view, write_morning_view
+from fundpipe.reports.publish import join, publish_night, read_json
+
+
+def _night(reports: Path, org: str, available: list[int], shortfall: list[int]) -> Path:
+    """An organization's report folder as reconcile leaves it: a workbook and funding.parquet."""
+    out = reports / org / "2026-11-25" / "013012Z"
+    out.mkdir(parents=True)
+    (out / "reconciliation.xlsx").write_bytes(b"workbook of " + org.encode())
+    pd.DataFrame(
+        {
+            "vehicle": [f"veh_{i}" for i in range(len(available))],
+            "available_cents": available,
+            "obligations_cents": [100] * len(available),
+            "shortfall_cents": shortfall,
+        }
+    ).to_parquet(out / "funding.parquet")
+    return out
+
+
+def _facts(org: str, distributions: int, cents: int, exceptions: list[dict[str, str]]) -> dict:
+    return {
+        "organization": org,
+        "name": org.upper(),
+        "files": 2,
+        "rejected_files": ["bad.csv"] if exceptions else [],
+        "distributions": distributions,
+        "submitted_cents": cents,
+        "exceptions": exceptions,
+    }
+
+
+OPEN = {
+    "id": "EX-1",
+    "state": "open",
+    "what": "bad.csv rejected",
+    "amount": "$12.00",
+    "what_to_do": "fix it",
+}
+
+
+@pytest.mark.parametrize("scheme", ["folder", "memory"])
+def test_the_morning_view_adds_up_what_each_organization_published(
+    tmp_path: Path, scheme: str
+) -> None:
+    shared = str(tmp_path / "shared") if scheme == "folder" else f"memory://{tmp_path.name}"
+    reports = tmp_path / "worker" / "reports"
+    a = _night(reports, "org_a", available=[500_00, 250_00], shortfall=[0, 0])
+    b = _night(reports, "org_b", available=[10_00], shortfall=[40_00])
+    errors = tmp_path / "worker" / "bad.csv.errors.csv"
+    errors.write_text("row,reason\n2,negative\n", encoding="utf-8")
+    published_a = publish_night(
+        join(shared, "org_a"), reports / "org_a", a, [], _facts("org_a", 3, 1234_56, [])
+    )
+    published_b = publish_night(
+        join(shared, "org_b"), reports / "org_b", b, [errors], _facts("org_b", 1, 99, [OPEN])
+    )
+    # each local file has its URL on the shared location, with the same relative path
+    workbook_b = published_b.url_of(b / "reconciliation.xlsx")
+    assert workbook_b == join(shared, "org_b", "2026-11-25", "013012Z", "reconciliation.xlsx")
+    assert published_b.url_of(errors) == join(published_b.folder, "errors", "bad.csv.errors.csv")
+    assert read_json(join(shared, "org_b", "2026-11-25", "latest.json")) == {"folder": "013012Z"}
+
+    view = build_morning_view(
+        "2026-11-25",
+        [
+            OrgNight("org_a", "A", "Completed", "", published_a.folder),
+            OrgNight("org_b", "B", "Completed", "", published_b.folder),
+            OrgNight("org_c", "C", "Failed", "could not reach the service", None),
+        ],
+    )
+    rows = {r["organization"]: r for r in view.rows}
+    assert rows["org_a"]["available_cents"] == 750_00
+    assert rows["org_a"]["distributions"] == 3
+    assert rows["org_b"]["shortfall_cents"] == 40_00
+    assert rows["org_b"]["open_exceptions"] == 1
+    assert rows["org_b"]["report"] == workbook_b
+    # a night that published nothing says why, instead of a row that looks quiet
+    assert rows["org_c"]["state"] == "Failed: could not reach the service"
+    assert rows["org_c"]["report"] == ""
+    assert view.totals["submitted_cents"] == 1234_56 + 99
+    assert view.totals["available_cents"] == 760_00
+    assert view.exceptions == [
+        {"organization": "org_b", **{k: v for k, v in OPEN.items() if k != "state"}}
+    ]
+
+    written = write_morning_view(shared, view)
+    assert written["workbook"] == join(shared, "morning", "2026-11-25", "morning.xlsx")
+    from fsspec.core import url_to_fs
+
+    fs, parquet = url_to_fs(written["parquet"])
+    with fs.open(parquet, "rb") as fh:
+        frame = pd.read_parquet(fh)
+    assert list(frame["organization"]) == ["org_a", "org_b", "org_c"]
+    assert int(frame["submitted_cents"].sum()) == 1234_56 + 99
+    fs, book_path = url_to_fs(written["workbook"])
+    local = tmp_path / "morning.xlsx"
+    fs.get_file(book_path, str(local))
+    book = openpyxl.load_workbook(local)
+    sheet = book["Organizations"]
+    header = [c.value for c in sheet[1]]
+    assert header[:3] == ["Organization", "Name", "Night"]
+    last = [c.value for c in sheet[5]]
+    assert last[0] == "All 3"
+    assert last[header.index("Submitted ($)")] == pytest.approx(1235.55)
+    link = sheet.cell(row=3, column=header.index("Report") + 1).value
+    assert link == f'=HYPERLINK("{workbook_b}","workbook")'
+
+    assert [c.value for c in book["Open exceptions"][2]] == [
+        "org_b",
+        "EX-1",
+        "bad.csv rejected",
+        "$12.00",
+        "fix it",
+    ]
+
+
+def test_night_json_holds_the_facts_and_no_more(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    out = _night(reports, "org_a", available=[1], shortfall=[0])
+    published = publish_night(str(tmp_path / "shared"), reports, out, [], _facts("org_a", 1, 5, []))
+    facts = json.loads(Path(published.folder, "night.json").read_text(encoding="utf-8"))
+    assert facts["submitted_cents"] == 5
+    assert sorted(p.name for p in Path(published.folder).iterdir()) == [
+        "funding.parquet",
+        "night.json",
+        "reconciliation.xlsx",
+    ]
