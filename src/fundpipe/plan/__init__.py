@@ -31,11 +31,8 @@ The package is split by concern — :mod:`~fundpipe.plan._model` (the types),
 """
 
 from fundpipe.plan._build import build_plan, instruction_entities_to_read
-from fundpipe.plan._instructions import (
-    FINGERPRINT_FIELDS,
-    HeldInstruction,
-    instruction_fingerprint,
-)
+from fundpipe.plan._held import HeldInstruction
+from fundpipe.plan._instructions import FINGERPRINT_FIELDS, instruction_fingerprint
 from fundpipe.plan._match import references, same_content
 from fundpipe.plan._model import (
     MAX_BATCH,

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fundpipe.plan._instructions import HeldInstruction, _last_four, instruction_fingerprint
+from fundpipe.plan._held import HeldInstruction
+from fundpipe.plan._instructions import _last_four, instruction_fingerprint
 from fundpipe.plan._match import (
     _classify,
     _contact_of,

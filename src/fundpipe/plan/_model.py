@@ -16,8 +16,8 @@ import pandas as pd
 
 from fundpipe.keys import idempotency_key
 
-if TYPE_CHECKING:  # _instructions imports _values, which imports this module
-    from fundpipe.plan._instructions import HeldInstruction
+if TYPE_CHECKING:
+    from fundpipe.plan._held import HeldInstruction
 
 Phase = Literal["entities", "contacts", "associations", "payment_instructions", "distributions"]
 PHASES: tuple[Phase, ...] = (
