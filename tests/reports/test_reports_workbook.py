@@ -75,12 +75,15 @@ def test_summary_sheet_shows_run_facts_totals_exceptions_and_a_chart(
     assert facts["As of"] == "2026-11-30"
     assert facts["Shortfall"] == 100
     assert facts["Depository available"] == 1100
-    assert facts["missing"] == 1
+    assert facts["Sheet row not at the service"] == 1  # issue 22: kinds in plain words
     assert facts["Total"] == 7
+    # issue 22: the chart shows the shortfall of the short vehicles only (veh_b's $100 would be
+    # invisible beside veh_a's balance), from Funding's Shortfall column
     (chart,) = ws._charts
     refs = [s.val.numRef.f for s in chart.series]
-    assert refs == ["'Funding'!$C$2:$C$3", "'Funding'!$F$2:$F$3"]
-    assert chart.series[0].cat.strRef.f == "'Funding'!$B$2:$B$3"
+    assert refs == ["'Funding'!$J$2:$J$2"]
+    assert chart.series[0].cat.strRef.f == "'Funding'!$B$2:$B$2"
+    assert [p.v for p in chart.series[0].val.numRef.numCache.pt] == [100]
 
 
 def test_no_cell_is_a_formula_and_injected_text_is_neutralised(

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
+from fundpipe.reports.headers import KIND_WORDS, kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -28,14 +29,13 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "ReconcileResult", "ReconcileSummary", "export_views", "reconcile"]
 
-#: The views exported, with the order their rows are written in (None: the warehouse's order —
-#: sheet_vs_service has a row per payment, millions, and its exceptions are sorted in
-#: `exceptions` anyway).
+#: The views exported, with the order their rows are written in (None: the warehouse's order).
 VIEWS: dict[str, str | None] = {
     "exceptions": 'kind, vehicle NULLS FIRST, object_id, source_file, "row"',
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
-    "sheet_vs_service": None,
+    # exceptions first (a payment that is not ok), then by distribution and sheet row
+    "sheet_vs_service": "match = 'ok', distribution_external_reference, \"row\", payment_id",
 }
 
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
@@ -50,6 +50,39 @@ SHEETS: tuple[tuple[str, str], ...] = (
     ("Payments", "sheet_vs_service"),
 )
 
+#: How each sheet shows its view: columns first / last / not at all, values in plain words.
+SHEET_LAYOUT: dict[str, dict[str, Any]] = {
+    "exceptions": {
+        # reading order: which one, where it stands, what it is, how much, what to do; then the
+        # details. `reason` is inside `what`.
+        "first_columns": (
+            "exception_id",
+            "state",
+            "age_days",
+            "owner",
+            "what",
+            "amount_cents",
+            "action",
+            "kind",
+            "vehicle_name",
+            "distribution_name",
+            "distribution_external_reference",
+            "investor_name",
+            "investor_reference",
+            "file_location",
+            "sheet",
+            "row",
+        ),
+        # the object's id (a file's is its 64-character hash) last
+        "last_columns": ("object_type", "object_id", "file_hash"),
+        "hidden_columns": ("reason",),
+        "words": {"kind": KIND_WORDS},
+    },
+    "sheet_vs_service": {"hidden_columns": ("file_hash",)},
+    "balance_movement": {"hidden_columns": ("file_hash",)},
+    "funding": {"hidden_columns": ("file_hash",)},
+}
+
 
 @dataclass(frozen=True, slots=True)
 class ReconcileSummary:
@@ -57,6 +90,7 @@ class ReconcileSummary:
 
     as_of: date
     run_at: datetime
+    organization: str
     last_sync_id: str | None
     last_sync_at: datetime | None
     vehicles: int
@@ -126,6 +160,7 @@ def summarise(
     as_of: date,
     run_at: datetime,
     last_sync: tuple[str | None, datetime | None],
+    organization: str = "",
 ) -> ReconcileSummary:
     """Totals and exception counts, computed from the exported Parquet files."""
     con = duckdb.connect()
@@ -164,6 +199,7 @@ def summarise(
     return ReconcileSummary(
         as_of=as_of,
         run_at=run_at,
+        organization=organization,
         last_sync_id=last_sync[0],
         last_sync_at=last_sync[1],
         vehicles=vehicles,
@@ -187,6 +223,8 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
     """What the workbook's Summary sheet shows for `summary`."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
     return WorkbookSummary(
+        organization=summary.organization,
+        as_of=summary.as_of.isoformat(),
         run_facts=[
             ("As of", summary.as_of.isoformat()),
             ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
@@ -224,7 +262,7 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             "local date.",
         ],
         exception_counts=[
-            *summary.exception_counts.items(),
+            *((kind_words(kind), n) for kind, n in summary.exception_counts.items()),
             ("Total", summary.exceptions),
             ("Open (not acknowledged)", summary.open_exceptions),
             ("Acknowledged", summary.acknowledged_exceptions),
@@ -240,7 +278,9 @@ def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -
         f"""
         COPY (
             SELECT x.*, l.state, l.first_seen, (CAST(? AS DATE) - l.first_seen) AS age_days,
-                   l.acknowledged_by, l.acknowledged_at, l.note
+                   l.acknowledged_by, l.acknowledged_at, l.note,
+                   -- who deals with it: the log keeps no owner yet (issue 21 adds one)
+                   NULL::VARCHAR AS owner
             FROM read_parquet('{source}') x
             LEFT JOIN exception_log l ON l.id = x.exception_id
             ORDER BY {VIEWS["exceptions"]}
@@ -271,17 +311,30 @@ def point_latest(reports: Path, out_dir: Path) -> None:
     staged.replace(link)
 
 
+def _organization(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
+    """The organization the reports are for: the settings' id, else the vehicles' own."""
+    if settings.org_id:
+        return settings.org_id
+    row = con.execute(
+        "SELECT organization FROM vehicles WHERE organization IS NOT NULL "
+        "GROUP BY organization ORDER BY count(*) DESC, organization LIMIT 1"
+    ).fetchone()
+    return str(row[0]) if row else ""
+
+
 def reconcile(
     settings: Settings,
     *,
     as_of: date | None = None,
+    organization: str | None = None,
     out_dir: Path | None = None,
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
 
-    Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
+    `organization` names it on every page (default: `settings.org_id`, else the organization
+    of the warehouse's vehicles). Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
     never overwritten), with `<reports>/latest` pointing at the newest; `<reports>` is
     `settings.reports_folder` (an organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
@@ -295,6 +348,7 @@ def reconcile(
     with warehouse.read() as con:
         rows = export_views(con, as_of, out_dir)
         last_sync = _last_sync(con)
+        organization = organization or _organization(con, settings)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
     with warehouse.write() as con:
         lifecycle = track(
@@ -305,7 +359,9 @@ def reconcile(
         )
         with_states(con, parquet["exceptions"], as_of)
     summary = replace(
-        summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
+        summarise(
+            parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
+        ),
         open_exceptions=lifecycle.open,
         acknowledged_exceptions=lifecycle.acknowledged,
     )
@@ -313,7 +369,7 @@ def reconcile(
     sheets = write_workbook(
         workbook,
         workbook_summary(summary, out_dir),
-        [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
+        [SheetSource(name, parquet[view], **SHEET_LAYOUT.get(view, {})) for name, view in SHEETS],
     )
     if default:
         point_latest(settings.reports_folder, out_dir)

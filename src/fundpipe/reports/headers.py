@@ -7,7 +7,7 @@ money in dollars "(USD)", instants "(UTC)", calendar dates of a distribution "(l
 
 from __future__ import annotations
 
-__all__ = ["WORDS", "header_for"]
+__all__ = ["KIND_WORDS", "WORDS", "header_for", "kind_words"]
 
 #: Names whose plain words are not just the name with spaces.
 WORDS: dict[str, str] = {
@@ -23,7 +23,11 @@ WORDS: dict[str, str] = {
     "distribution_external_reference": "Distribution reference",
     "distribution_id": "Distribution id",
     "payment_id": "Payment id",
-    "exception_id": "Exception id",
+    "exception_id": "Id",
+    "age_days": "Age (days)",
+    "first_seen": "First seen",
+    "acknowledged_by": "Acknowledged by",
+    "note": "Acknowledgement note",
     "object_id": "Object id",
     "source_file": "Sheet file (as dropped)",
     "file_location": "Sheet file (now, in the data folder)",
@@ -38,6 +42,25 @@ WORDS: dict[str, str] = {
     "first_short_date": "First short on (local date)",
     "file_hash": "File hash",
 }
+
+
+#: Each exception kind in the words a controller uses (the Parquet files keep the machine kind).
+KIND_WORDS: dict[str, str] = {
+    "shortfall": "Vehicle short of funds",
+    "missing": "Sheet row not at the service",
+    "extra": "Service payment in no sheet",
+    "amount_mismatch": "Amount differs (sheet vs service)",
+    "status_mismatch": "Payment failed, cancelled or not confirmed",
+    "unexplained_balance": "Reconciling item (unexplained balance)",
+    "distribution_tie_out": "Distribution does not tie out",
+    "file_rejected": "Sheet file rejected",
+    "file_conflict": "Sheet file conflicts with the service",
+}
+
+
+def kind_words(kind: str) -> str:
+    """An exception kind in plain words (an unknown kind as it is, underscores as spaces)."""
+    return KIND_WORDS.get(kind, _words(kind))
 
 
 def _words(name: str) -> str:

@@ -1,0 +1,127 @@
+"""The workbook as a controller prints it (issue 22), read back with openpyxl: every sheet
+landscape, one page wide, its header row on every page, a header and footer naming the
+organization, the as-of date and "Page x of y"; the Summary on one page; the Exceptions columns
+in reading order with kinds in words; Payments with its exceptions first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
+
+
+def test_every_sheet_prints_landscape_one_page_wide_with_titles_header_and_footer(
+    known_result: ReconcileResult,
+) -> None:
+    wb = openpyxl.load_workbook(known_result.workbook)
+    for ws in wb.worksheets:
+        setup = ws.page_setup
+        assert setup.orientation == "landscape", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+
+        # one page wide, as many down as it takes; the Summary on exactly one page (an absent
+        # attribute is OOXML's default, 1)
+        def fit(value: int | None) -> int:
+            return 1 if value is None else int(value)
+
+        assert fit(setup.fitToWidth) == 1, ws.title
+        assert fit(setup.fitToHeight) == (1 if ws.title == "Summary" else 0), ws.title
+        if ws.title != "Summary":
+            assert ws.print_title_rows == "$1:$1", ws.title
+        assert "org_demo" in ws.oddHeader.left.text, ws.title
+        assert ws.title in ws.oddHeader.center.text
+        assert ws.oddHeader.right.text == "As of 2026-11-30", ws.title
+        assert ws.oddFooter.center.text == "Page &P of &N", ws.title
+
+
+def test_summary_names_the_organization_and_has_a_sign_off_block(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Summary"]
+    assert ws["A1"].value == "Reconciliation — org_demo"
+    assert ws["A2"].value == "As of 2026-11-30"
+    facts = {r[0]: r[1:3] for r in ws.iter_rows(values_only=True) if r[0]}
+    assert facts["Organization"][0] == "org_demo"
+    # no period close yet: blank lines to sign on, underlined
+    assert not any(facts["Prepared by"])
+    assert not any(facts["Reviewed by"])
+    signed = next(r for r in ws.iter_rows() if r[0].value == "Reviewed by")
+    assert signed[1].border.bottom.style == "thin"
+    assert signed[2].border.bottom.style == "thin"
+
+
+def test_exceptions_read_id_state_age_owner_what_amount_action_then_details_hash_last(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Exceptions"]
+    header = [c.value for c in ws[1]]
+    assert header[:8] == [
+        "Id",
+        "State",
+        "Age (days)",
+        "Owner",
+        "What",
+        "Amount (USD)",
+        "What to do",
+        "Kind",
+    ]
+    # the object's id last: a file's is its 64-character hash
+    assert header[-2:] == ["Object type", "Object id"]
+    rows = [dict(zip(header, r, strict=True)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    kinds = {r["Kind"] for r in rows}
+    # kinds in plain words, never the machine's code names
+    assert "Sheet row not at the service" in kinds
+    assert "Amount differs (sheet vs service)" in kinds
+    assert not [k for k in kinds if "_" in str(k)]
+    assert all(str(r["Id"]).startswith("EX-") for r in rows)
+    assert {r["State"] for r in rows} == {"open"}
+    assert {r["Age (days)"] for r in rows} == {0}
+    rejected = next(r for r in rows if r["Kind"] == "Sheet file rejected")
+    assert rejected["Object id"] == "h3"  # the known world's rejected file
+
+
+def test_payments_list_exceptions_before_the_payments_that_match(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Payments"]
+    header = [c.value for c in ws[1]]
+    matches = [r[header.index("Match")] for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert "ok" in matches
+    first_ok = matches.index("ok")
+    assert all(m == "ok" for m in matches[first_ok:]), matches
+    assert first_ok == len([m for m in matches if m != "ok"]) > 0
+
+
+def test_a_sheet_continued_past_the_row_limit_prints_each_part_with_its_titles(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"payment_id": [f"dpmt_{i}" for i in range(5)]}), source)
+    path = tmp_path / "w.xlsx"
+    names = write_workbook(
+        path,
+        WorkbookSummary(
+            organization="Acme & Co",
+            as_of="2026-12-31",
+            chart_sheet=None,
+            prepared_by="Ana Preparer",
+            reviewed_by="Raj Reviewer",
+        ),
+        [SheetSource("Payments", source)],
+        max_rows=3,
+    )
+    wb = openpyxl.load_workbook(path)
+    signed = {r[0]: r[1] for r in wb["Summary"].iter_rows(values_only=True) if r[0]}
+    assert signed["Prepared by"] == "Ana Preparer"
+    assert signed["Reviewed by"] == "Raj Reviewer"
+    for name in names[1:]:
+        ws = wb[name]
+        assert ws.print_title_rows == "$1:$1"
+        # an ampersand in the organization's name is printed, not read as a header code
+        assert ws.oddHeader.left.text == "Acme && Co"
+        assert ws.oddHeader.right.text == "As of 2026-12-31"
