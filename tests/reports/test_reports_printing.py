@@ -81,6 +81,12 @@ def test_exceptions_read_id_state_age_owner_what_amount_action_then_details_hash
     assert all(str(r["Id"]).startswith("EX-") for r in rows)
     assert {r["State"] for r in rows} == {"open"}
     assert {r["Age (days)"] for r in rows} == {0}
+    # the details after the reading columns are grouped and collapsed (left off the print)
+    details = ws.column_dimensions["L"]
+    assert details.outlineLevel == 1
+    assert details.hidden
+    assert not ws.column_dimensions["E"].hidden
+    assert ws["E2"].alignment.wrap_text  # What wraps, its row tall enough for it
     rejected = next(r for r in rows if r["Kind"] == "Sheet file rejected")
     assert rejected["Object id"] == "h3"  # the known world's rejected file
 

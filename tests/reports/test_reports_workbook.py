@@ -58,7 +58,10 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
     assert (
         payments.auto_filter.ref == "A1:V7"
     )  # issue 13: + investor_name, sheet_rows, file_location
-    cents = {r[6].value: r[9].value for r in payments.iter_rows(min_row=2)}  # + Investor
+    # issue 22: columns in reading order, found by their header
+    paid = [c.value for c in payments[1]]
+    pid, sheet = paid.index("Payment id"), paid.index("Sheet amount (USD)")
+    cents = {r[pid].value: r[sheet].value for r in payments.iter_rows(min_row=2)}
     assert cents["dpmt_2"] == 250
     balances = wb["Balances"]
     seen = balances["F2"]

@@ -54,7 +54,8 @@ SHEETS: tuple[tuple[str, str], ...] = (
 SHEET_LAYOUT: dict[str, dict[str, Any]] = {
     "exceptions": {
         # reading order: which one, where it stands, what it is, how much, what to do; then the
-        # details. `reason` is inside `what`.
+        # details (grouped, collapsed: `what` says them in words), the object's id last (a
+        # file's is its 64-character hash). `reason` is inside `what`.
         "first_columns": (
             "exception_id",
             "state",
@@ -65,22 +66,34 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
             "action",
             "kind",
             "vehicle_name",
-            "distribution_name",
             "distribution_external_reference",
-            "investor_name",
             "investor_reference",
-            "file_location",
-            "sheet",
-            "row",
         ),
-        # the object's id (a file's is its 64-character hash) last
+        "details_after": 11,
         "last_columns": ("object_type", "object_id", "file_hash"),
         "hidden_columns": ("reason",),
         "words": {"kind": KIND_WORDS},
+        "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
     },
-    "sheet_vs_service": {"hidden_columns": ("file_hash",)},
-    "balance_movement": {"hidden_columns": ("file_hash",)},
-    "funding": {"hidden_columns": ("file_hash",)},
+    "sheet_vs_service": {
+        "first_columns": (
+            "match",
+            "reason",
+            "vehicle",
+            "distribution_name",
+            "distribution_external_reference",
+            "investor_name",
+            "sheet_amount_cents",
+            "service_amount_cents",
+            "difference_cents",
+            "service_status",
+            "effective_date",
+            "payment_id",
+        ),
+        "details_after": 12,
+        "hidden_columns": ("file_hash",),
+        "wrap": {"reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
+    },
 }
 
 

@@ -24,7 +24,9 @@ class Formats:
     """The cell formats of one workbook (xlsxwriter formats belong to their workbook)."""
 
     def __init__(self, workbook: xlsxwriter.Workbook) -> None:
-        self.header = workbook.add_format({"bold": True, "bg_color": "#DDEBF7", "border": 1})
+        self.header = workbook.add_format(
+            {"bold": True, "bg_color": "#DDEBF7", "border": 1, "text_wrap": True, "valign": "top"}
+        )
         self.title = workbook.add_format({"bold": True, "font_size": 14})
         self.subtitle = workbook.add_format({"bold": True, "font_size": 11})
         self.bold = workbook.add_format({"bold": True})

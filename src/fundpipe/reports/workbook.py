@@ -103,7 +103,10 @@ class SheetSource:
     `first_columns` are shown first, in that order, and `last_columns` last (names the file does
     not have are left out); `hidden_columns` not at all. `words` maps a column's machine values
     to the plain words shown instead (`{"kind": {"amount_mismatch": "Amount differs ..."}}`);
-    the Parquet file keeps the machine value.
+    the Parquet file keeps the machine value. `wrap` gives text columns a fixed width and wraps
+    their text. `details_after` (a count): the columns after the first that many are grouped
+    and collapsed — on screen behind the outline's "+" button, and left off the printed page so
+    that what prints one page wide stays legible.
     """
 
     name: str
@@ -112,6 +115,8 @@ class SheetSource:
     first_columns: tuple[str, ...] = ()
     last_columns: tuple[str, ...] = ()
     words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    wrap: Mapping[str, float] = field(default_factory=dict)
+    details_after: int | None = None
 
     def shown(self, schema: pa.Schema) -> list[str]:
         """The columns of `schema` this sheet shows, in the order it shows them."""
@@ -128,6 +133,7 @@ class _Column:
     kind: str  # text | money | instant | date | number | bool
     width: float
     fmt: Format
+    detail: bool = False
 
 
 def _column_kind(f: pa.Field) -> str:
@@ -162,7 +168,7 @@ def _plan_columns(
     names = source.shown(schema)
     sample = pf.read_row_group(0, columns=names).slice(0, 200) if pf.num_row_groups else None
     columns: list[_Column] = []
-    for name in names:
+    for position, name in enumerate(names):
         f = schema.field(name)
         kind = _column_kind(f)
         header = header_for(name, kind)
@@ -173,14 +179,18 @@ def _plan_columns(
             lengths = pc.utf8_length(sample.column(name).cast(pa.string()))
             longest = pc.max(lengths).as_py() or 0
             width = float(min(max(longest + 2, 10), 60))
-        width = max(width, len(header) + 3.0)
+        # headers wrap: the column needs room for its longest word, not the whole header
+        width = max(width, max(len(word) for word in header.split()) + 3.0)
         fmt = {
             "money": formats.money,
             "instant": formats.instant,
             "date": formats.date,
             "number": formats.integer,
         }.get(kind, formats.plain)
-        columns.append(_Column(header, kind, width, fmt))
+        if kind == "text" and name in source.wrap:
+            width, fmt = source.wrap[name], formats.wrap
+        detail = source.details_after is not None and position >= source.details_after
+        columns.append(_Column(header, kind, width, fmt, detail))
     return names, columns
 
 
@@ -194,7 +204,17 @@ def _start_sheet(
 ) -> None:
     set_page(ws, name, page)
     for i, column in enumerate(columns):
-        ws.set_column(i, i, column.width)
+        if column.detail:
+            ws.set_column(i, i, column.width, None, {"level": 1, "hidden": True})
+        else:
+            ws.set_column(i, i, column.width)
+    if any(column.detail for column in columns):
+        ws.set_column(len(columns), len(columns), None, None, {"collapsed": True})
+    header_lines = max(
+        (-(-len(c.header) // max(int(c.width) - 2, 1)) for c in columns if not c.detail), default=1
+    )
+    if header_lines > 1:
+        ws.set_row(0, 15 * header_lines)
     ws.freeze_panes(1, 0)
     ws.autofilter(0, 0, max(data_rows, 1), max(len(columns) - 1, 0))
     for i, column in enumerate(columns):
@@ -221,7 +241,13 @@ def _write_source(
     # The style index xlsxwriter gives each format (assigned on first use, as a cell write does);
     # tests/reports read the number formats back, so a change there cannot pass unnoticed.
     xml_columns = [
-        XmlColumn(xl_col_to_name(i), c.kind, c.fmt._get_xf_index()) for i, c in enumerate(columns)
+        XmlColumn(
+            xl_col_to_name(i),
+            c.kind,
+            c.fmt._get_xf_index(),
+            int(c.width) if c.fmt is formats.wrap else None,
+        )
+        for i, c in enumerate(columns)
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
     rows = _SheetRows(pf, names, per_sheet, source.words)
