@@ -855,3 +855,114 @@ CREATE TABLE sync_lists (
     last_incremental_at TIMESTAMPTZ,
     last_incremental_sync_id VARCHAR
 );
+
+-- migration: 020 distribution tie-out
+-- Per distribution: sheet $ = service $ = disbursed + failed + cancelled + outstanding, in payment
+-- counts and dollars, with the days an outstanding (staged) payment is past its payment date; a
+-- last row `Total` that foots (the sum of the rows) and cross-foots (disbursed + failed +
+-- cancelled + outstanding = service). Built on `sheet_vs_service` (one row per service payment,
+-- plus the sheet rows the service does not have), so it reads the books as of the same date.
+-- A distribution that does not tie is an exception (`distribution_tie_out`).
+CREATE VIEW distribution_tieout AS
+WITH lines AS (
+    SELECT
+        coalesce(distribution_id, 'ref:' || coalesce(distribution_external_reference, '?')) AS key,
+        distribution_id, distribution_name, distribution_external_reference, vehicle, match,
+        CASE WHEN match <> 'extra' THEN sheet_amount_cents END AS sheet_cents,
+        CASE WHEN match <> 'missing' THEN service_amount_cents END AS service_cents,
+        CASE WHEN match <> 'missing' THEN service_status END AS status,
+        effective_date
+    FROM sheet_vs_service
+), per AS (
+    SELECT
+        key,
+        max(distribution_id) AS distribution_id,
+        max(distribution_name) AS distribution_name,
+        max(distribution_external_reference) AS distribution_external_reference,
+        max(vehicle) AS vehicle,
+        min(effective_date) AS payment_date,
+        count(*) FILTER (WHERE match <> 'extra') AS sheet_payments,
+        CAST(coalesce(sum(sheet_cents), 0) AS BIGINT) AS sheet_cents,
+        count(*) FILTER (WHERE match <> 'missing') AS service_payments,
+        CAST(coalesce(sum(service_cents), 0) AS BIGINT) AS service_cents,
+        count(*) FILTER (WHERE status = 'disbursed') AS disbursed_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'disbursed'), 0) AS BIGINT)
+            AS disbursed_cents,
+        count(*) FILTER (WHERE status = 'failed') AS failed_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'failed'), 0) AS BIGINT)
+            AS failed_cents,
+        count(*) FILTER (WHERE status = 'cancelled') AS cancelled_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'cancelled'), 0) AS BIGINT)
+            AS cancelled_cents,
+        count(*) FILTER (WHERE status NOT IN ('disbursed', 'failed', 'cancelled')) AS outstanding_payments,
+        CAST(coalesce(sum(service_cents) FILTER (
+            WHERE status NOT IN ('disbursed', 'failed', 'cancelled')), 0) AS BIGINT) AS outstanding_cents,
+        min(effective_date) FILTER (WHERE status NOT IN ('disbursed', 'failed', 'cancelled'))
+            AS outstanding_since
+    FROM lines
+    GROUP BY key
+), rows AS (
+    SELECT per.*,
+        CAST(greatest(reconcile_as_of() - outstanding_since, 0) AS BIGINT) AS days_past_due,
+        service_cents - sheet_cents AS difference_cents,
+        service_payments - sheet_payments AS difference_payments,
+        (sheet_payments = service_payments AND sheet_cents = service_cents
+         AND service_cents = disbursed_cents + failed_cents + cancelled_cents + outstanding_cents)
+            AS ties
+    FROM per
+)
+SELECT
+    false AS is_total, r.distribution_name, r.distribution_external_reference, r.vehicle,
+    v.name AS vehicle_name, r.payment_date,
+    r.sheet_payments, r.sheet_cents, r.service_payments, r.service_cents,
+    r.disbursed_payments, r.disbursed_cents, r.failed_payments, r.failed_cents,
+    r.cancelled_payments, r.cancelled_cents, r.outstanding_payments, r.outstanding_cents,
+    r.days_past_due, r.difference_payments, r.difference_cents, r.ties, r.distribution_id
+FROM rows r
+LEFT JOIN vehicles v ON v.id = r.vehicle
+UNION ALL
+SELECT
+    true, 'Total', NULL, NULL, NULL, NULL,
+    CAST(coalesce(sum(sheet_payments), 0) AS BIGINT), CAST(coalesce(sum(sheet_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(service_payments), 0) AS BIGINT), CAST(coalesce(sum(service_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(disbursed_payments), 0) AS BIGINT), CAST(coalesce(sum(disbursed_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(failed_payments), 0) AS BIGINT), CAST(coalesce(sum(failed_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(cancelled_payments), 0) AS BIGINT), CAST(coalesce(sum(cancelled_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(outstanding_payments), 0) AS BIGINT), CAST(coalesce(sum(outstanding_cents), 0) AS BIGINT),
+    max(days_past_due),
+    CAST(coalesce(sum(difference_payments), 0) AS BIGINT), CAST(coalesce(sum(difference_cents), 0) AS BIGINT),
+    coalesce(bool_and(ties), true), NULL
+FROM rows;
+
+-- exceptions: as before (whatever earlier migrations made of it), plus each distribution that
+-- does not tie out. Wrapped rather than replaced, so a later migration can wrap it again.
+ALTER VIEW exceptions RENAME TO exceptions_before_020;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_020
+UNION ALL
+SELECT
+    'distribution_tie_out' AS kind, t.vehicle, 'distribution' AS object_type,
+    coalesce(t.distribution_id, 'ref:' || coalesce(t.distribution_external_reference, '?')) AS object_id,
+    NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+    t.difference_cents AS amount_cents,
+    'sheet ' || t.sheet_payments || ' payment(s) ' || usd(t.sheet_cents) || ' vs service '
+        || t.service_payments || ' payment(s) ' || usd(t.service_cents) || ' (disbursed '
+        || usd(t.disbursed_cents) || ', failed ' || usd(t.failed_cents) || ', cancelled '
+        || usd(t.cancelled_cents) || ', outstanding ' || usd(t.outstanding_cents) || ')' AS reason,
+    'EX-' || upper(left(md5('distribution_tie_out|distribution|'
+        || coalesce(t.distribution_id, 'ref:' || coalesce(t.distribution_external_reference, '?'))), 10))
+        AS exception_id,
+    t.vehicle_name, t.distribution_name, t.distribution_external_reference,
+    NULL::VARCHAR AS entity, NULL::VARCHAR AS investor_name, NULL::VARCHAR AS investor_reference,
+    'find the payments that differ on the Payments sheet (same distribution reference) and '
+        || 'settle each; the distribution ties when they are' AS action,
+    NULL::VARCHAR AS file_location,
+    coalesce(t.distribution_name, '?') || coalesce(' (' || t.distribution_external_reference || ')', '')
+        || coalesce(', ' || t.vehicle_name, '') || ' does not tie out: sheet '
+        || t.sheet_payments || ' payment(s) ' || usd(t.sheet_cents) || ' vs service '
+        || t.service_payments || ' payment(s) ' || usd(t.service_cents) || ' (disbursed '
+        || usd(t.disbursed_cents) || ', failed ' || usd(t.failed_cents) || ', cancelled '
+        || usd(t.cancelled_cents) || ', outstanding ' || usd(t.outstanding_cents) || ')' AS what
+FROM distribution_tieout t
+WHERE NOT t.is_total AND NOT t.ties;

@@ -131,3 +131,42 @@ def test_a_sheet_continued_past_the_row_limit_prints_each_part_with_its_titles(
         # an ampersand in the organization's name is printed, not read as a header code
         assert ws.oddHeader.left.text == "Acme && Co"
         assert ws.oddHeader.right.text == "As of 2026-12-31"
+
+
+def test_summary_shows_the_dollar_tie_out_and_the_tie_out_sheet_foots_and_cross_foots(
+    known_result: ReconcileResult,
+) -> None:
+    wb = openpyxl.load_workbook(known_result.workbook)
+    lines = {r[0]: r[1:3] for r in wb["Summary"].iter_rows(values_only=True) if r[0]}
+    # the known world (worlds.warehouse): sheets $550 + $160 + $7.77; service dst_1 $500
+    # disbursed, dst_2 $150 + $50 staged and $10 failed
+    assert lines["Per the sheets"] == (5, 717.77)
+    assert lines["At the service"] == (5, 710)
+    assert lines["  Disbursed"] == (2, 500)
+    assert lines["  Failed (still owed unless paid again)"] == (1, 10)
+    assert lines["  Cancelled"] == (0, 0)
+    assert lines["  Outstanding (staged)"] == (2, 200)
+    assert lines["Disbursed + failed + cancelled + outstanding"] == (5, 710)
+    assert lines["Difference, service − sheets"] == (0, -7.77)
+    assert lines["Distributions not tying out"][0] == 3
+
+    ws = wb["Tie-out"]
+    header = [c.value for c in ws[1]]
+    rows = [dict(zip(header, r, strict=True)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    *distributions, total = rows
+    assert total["Distribution"] == "Total"
+    money = [h for h in header if h and h.endswith("(USD)")]
+    counts = [h for h in header if h and h.endswith("payments")]
+    for column in money + counts:  # the Total row foots
+        assert round(sum(r[column] for r in distributions), 2) == round(total[column], 2), column
+    for r in rows:  # and every row cross-foots
+        parts = ("Disbursed", "Failed", "Cancelled", "Outstanding")
+        assert round(sum(r[f"{p} (USD)"] for p in parts), 2) == r["Service (USD)"]
+        assert sum(r[f"{p} payments"] for p in parts) == r["Service payments"]
+        assert r["Difference (USD)"] == round(r["Service (USD)"] - r["Sheet (USD)"], 2)
+    by_ref = {r["Distribution reference"]: r for r in distributions}
+    assert by_ref["REF-1"]["Sheet (USD)"] == 550
+    assert by_ref["REF-1"]["Disbursed (USD)"] == 500
+    assert by_ref["'-2+3"]["Outstanding payments"] == 2
+    assert by_ref["'-2+3"]["Days past due"] == 0
+    assert not any(r["Ties out"] for r in rows)

@@ -1,7 +1,8 @@
 """Reconciliation: run the warehouse views for an as-of date, export them, summarise.
 
 `reconcile()` opens the warehouse read-only just long enough to stream each view
-(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, exceptions) into typed
+(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, distribution_tieout,
+exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
 """
@@ -14,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
-from fundpipe.reports.headers import KIND_WORDS, kind_words
+from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS, tie_out_lines
+from fundpipe.reports.headers import kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -34,6 +36,9 @@ VIEWS: dict[str, str | None] = {
     "exceptions": 'kind, vehicle NULLS FIRST, object_id, source_file, "row"',
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
+    # the distributions that do not tie first, the Total row last
+    "distribution_tieout": "is_total, ties, payment_date NULLS LAST, "
+    "distribution_external_reference, distribution_id",
     # exceptions first (a payment that is not ok), then by distribution and sheet row
     "sheet_vs_service": "match = 'ok', distribution_external_reference, \"row\", payment_id",
 }
@@ -41,60 +46,6 @@ VIEWS: dict[str, str | None] = {
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
 #: directory.
 MEMORY_LIMIT = "4GB"
-
-#: Workbook tabs after Summary: (sheet name, view).
-SHEETS: tuple[tuple[str, str], ...] = (
-    ("Exceptions", "exceptions"),
-    ("Funding", "funding"),
-    ("Balances", "balance_movement"),
-    ("Payments", "sheet_vs_service"),
-)
-
-#: How each sheet shows its view: columns first / last / not at all, values in plain words.
-SHEET_LAYOUT: dict[str, dict[str, Any]] = {
-    "exceptions": {
-        # reading order: which one, where it stands, what it is, how much, what to do; then the
-        # details (grouped, collapsed: `what` says them in words), the object's id last (a
-        # file's is its 64-character hash). `reason` is inside `what`.
-        "first_columns": (
-            "exception_id",
-            "state",
-            "age_days",
-            "owner",
-            "what",
-            "amount_cents",
-            "action",
-            "kind",
-            "vehicle_name",
-            "distribution_external_reference",
-            "investor_reference",
-        ),
-        "details_after": 11,
-        "last_columns": ("object_type", "object_id", "file_hash"),
-        "hidden_columns": ("reason",),
-        "words": {"kind": KIND_WORDS},
-        "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
-    },
-    "sheet_vs_service": {
-        "first_columns": (
-            "match",
-            "reason",
-            "vehicle",
-            "distribution_name",
-            "distribution_external_reference",
-            "investor_name",
-            "sheet_amount_cents",
-            "service_amount_cents",
-            "difference_cents",
-            "service_status",
-            "effective_date",
-            "payment_id",
-        ),
-        "details_after": 12,
-        "hidden_columns": ("file_hash",),
-        "wrap": {"reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
-    },
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +70,11 @@ class ReconcileSummary:
     #: Exceptions open after this run (acknowledged ones are not counted) and acknowledged.
     open_exceptions: int = 0
     acknowledged_exceptions: int = 0
+    #: The distribution tie-out's Total row: (payments, cents) for sheet, service, disbursed,
+    #: failed, cancelled, outstanding; and how many distributions there are and do not tie.
+    tie_out: dict[str, tuple[int, int]] = field(default_factory=dict)
+    distributions: int = 0
+    distributions_not_tying: int = 0
 
     @property
     def exceptions(self) -> int:
@@ -200,6 +156,17 @@ def summarise(
             "count(*) FILTER (WHERE match NOT IN ('missing')), count(*) FILTER (WHERE match = 'ok') "
             f"FROM read_parquet('{_q(str(parquet['sheet_vs_service']))}')"
         )
+        tieout = f"read_parquet('{_q(str(parquet['distribution_tieout']))}')"
+        parts = ("sheet", "service", "disbursed", "failed", "cancelled", "outstanding")
+        total = one(
+            "SELECT "
+            + ", ".join(f"{p}_payments, {p}_cents" for p in parts)
+            + f" FROM {tieout} WHERE is_total"
+        )
+        tie_out = {p: (total[2 * i], total[2 * i + 1]) for i, p in enumerate(parts)}
+        distributions, not_tying = one(
+            f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
+        )
         counts = {
             str(kind): int(n)
             for kind, n in con.execute(
@@ -225,6 +192,9 @@ def summarise(
         service_payments=service_payments,
         payments_ok=ok,
         exception_counts=counts,
+        tie_out=tie_out,
+        distributions=distributions,
+        distributions_not_tying=not_tying,
     )
 
 
@@ -257,6 +227,8 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Sheet rows (ledger)", summary.sheet_rows),
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
+            ("Distributions", summary.distributions),
+            ("Distributions not tying out", summary.distributions_not_tying),
         ],
         notes=[
             "Notes on figures that are not what their name may suggest:",
@@ -274,6 +246,8 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             "Times are UTC unless a header says otherwise; payment dates are the distribution's "
             "local date.",
         ],
+        tie_out=tie_out_lines(summary.tie_out),
+        tie_out_title="Distribution tie-out (all distributions)",
         exception_counts=[
             *((kind_words(kind), n) for kind, n in summary.exception_counts.items()),
             ("Total", summary.exceptions),

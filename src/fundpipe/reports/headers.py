@@ -41,6 +41,17 @@ WORDS: dict[str, str] = {
     "next_distribution_date": "Next distribution (local date)",
     "first_short_date": "First short on (local date)",
     "file_hash": "File hash",
+    "payment_date": "Payment date (local date)",
+    "sheet_cents": "Sheet",  # money per the sheets (not the sheet tab)
+    "days_past_due": "Days past due",
+    "ties": "Ties out",
+    "sheet_payments": "Sheet payments",
+    "service_payments": "Service payments",
+    "disbursed_payments": "Disbursed payments",
+    "failed_payments": "Failed payments",
+    "cancelled_payments": "Cancelled payments",
+    "outstanding_payments": "Outstanding payments",
+    "difference_payments": "Difference in payments",
 }
 
 
@@ -72,7 +83,7 @@ def header_for(name: str, kind: str) -> str:
     """The header shown for column `name` of `kind` (money, instant, date, number, text, bool)."""
     if kind == "money":
         stem = name[: -len("_cents")] if name.endswith("_cents") else name
-        return f"{WORDS.get(stem, _words(stem))} (USD)"
+        return f"{WORDS.get(name) or WORDS.get(stem, _words(stem))} (USD)"
     words = WORDS.get(name, _words(name))
     if kind == "instant":
         return f"{words} (UTC)"

@@ -112,7 +112,7 @@ def write(
 ) -> None:
     """Fill the Summary sheet `ws` (rows in order: the workbook is written in constant memory)."""
     set_page(ws, "Summary", summary.page, one_page=True, titles=False)
-    ws.set_column(0, 0, 38)
+    ws.set_column(0, 0, 44)
     ws.set_column(1, 2, 18)
     ws.set_column(3, 3, 2)
     organization = summary.organization or "organization not named"
