@@ -174,6 +174,7 @@ def test_reports_default_to_a_folder_named_for_the_run_date(
         "distribution_tieout.parquet",
         "exceptions.parquet",
         "funding.parquet",
+        "rollforward.parquet",
         "sheet_vs_service.parquet",
     ]
 
@@ -201,6 +202,7 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
         "exceptions": 0,
         "funding": 0,
         "balance_movement": 0,
+        "rollforward": 0,
         "distribution_tieout": 1,  # its Total row, all zero
         "sheet_vs_service": 0,
     }

@@ -37,6 +37,7 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
         "Summary",
         "Exceptions",
         "Tie-out",
+        "Roll-forward",
         "Funding",
         "Balances",
         "Payments",

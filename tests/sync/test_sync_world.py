@@ -422,6 +422,7 @@ def test_workbook_cells_match_the_views_and_every_payload_is_neutralised(world: 
         "Summary",
         "Exceptions",
         "Tie-out",
+        "Roll-forward",
         "Funding",
         "Balances",
         "Payments",

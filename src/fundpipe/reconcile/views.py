@@ -1,8 +1,8 @@
 """Reconciliation: run the warehouse views for an as-of date, export them, summarise.
 
 `reconcile()` opens the warehouse read-only just long enough to stream each view
-(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, distribution_tieout,
-exceptions) into typed
+(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, rollforward,
+distribution_tieout, exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
 """
@@ -36,6 +36,7 @@ VIEWS: dict[str, str | None] = {
     "exceptions": 'kind, vehicle NULLS FIRST, object_id, source_file, "row"',
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
+    "rollforward": "vehicle, type DESC, financial_account",
     # the distributions that do not tie first, the Total row last
     "distribution_tieout": "is_total, ties, payment_date NULLS LAST, "
     "distribution_external_reference, distribution_id",
@@ -75,6 +76,10 @@ class ReconcileSummary:
     tie_out: dict[str, tuple[int, int]] = field(default_factory=dict)
     distributions: int = 0
     distributions_not_tying: int = 0
+    #: Reconciling items open (depository accounts, this month's and carried) and their dollars
+    #: (the sum of their absolute values).
+    reconciling_items: int = 0
+    reconciling_cents: int = 0
 
     @property
     def exceptions(self) -> int:
@@ -167,6 +172,11 @@ def summarise(
         distributions, not_tying = one(
             f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
         )
+        reconciling, reconciling_cents = one(
+            "SELECT count(*), sum(abs(amount_cents)) "
+            f"FROM read_parquet('{_q(str(parquet['exceptions']))}') "
+            "WHERE kind = 'unexplained_balance'"
+        )
         counts = {
             str(kind): int(n)
             for kind, n in con.execute(
@@ -195,6 +205,8 @@ def summarise(
         tie_out=tie_out,
         distributions=distributions,
         distributions_not_tying=not_tying,
+        reconciling_items=reconciling,
+        reconciling_cents=reconciling_cents,
     )
 
 
@@ -220,6 +232,7 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Open obligations", summary.obligations_cents),
             ("Shortfall", summary.shortfall_cents),
             ("Unexplained balance movement (abs)", summary.unexplained_cents),
+            ("Reconciling items open, incl. carried (abs)", summary.reconciling_cents),
         ],
         counts=[
             ("Vehicles", summary.vehicles),
@@ -227,6 +240,7 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Sheet rows (ledger)", summary.sheet_rows),
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
+            ("Reconciling items open", summary.reconciling_items),
             ("Distributions", summary.distributions),
             ("Distributions not tying out", summary.distributions_not_tying),
         ],

@@ -52,6 +52,18 @@ WORDS: dict[str, str] = {
     "cancelled_payments": "Cancelled payments",
     "outstanding_payments": "Outstanding payments",
     "difference_payments": "Difference in payments",
+    "period": "Month",
+    "opening": "Opening",
+    "credits": "Credits, acknowledged",
+    "other": "Other, acknowledged",
+    "expected_closing": "Expected closing",
+    "service_total": "Service total",
+    "carried": "Carried from earlier months",
+    "reconciling_items": "Reconciling items",
+    "reconciling_item_id": "Reconciling item id",
+    "carried_item_ids": "Carried item ids",
+    "carried_items": "Carried items",
+    "disbursed_distributions": "Distributions disbursed",
 }
 
 
