@@ -170,3 +170,19 @@ def test_summary_shows_the_dollar_tie_out_and_the_tie_out_sheet_foots_and_cross_
     assert by_ref["'-2+3"]["Outstanding payments"] == 2
     assert by_ref["'-2+3"]["Days past due"] == 0
     assert not any(r["Ties out"] for r in rows)
+
+
+def test_the_sign_off_names_reach_the_summary_sheet(
+    known_result: ReconcileResult, tmp_path: Path
+) -> None:
+    from fundpipe.reconcile.views import workbook_summary
+
+    summary = workbook_summary(
+        known_result.summary, known_result.out_dir, prepared_by="Ana", reviewed_by=None
+    )
+    path = tmp_path / "signed.xlsx"
+    write_workbook(path, summary, [])
+    rows = {r[0]: r[1] for r in openpyxl.load_workbook(path)["Summary"].iter_rows(values_only=True)}
+    assert rows["Prepared by"] == "Ana"
+    assert not rows["Reviewed by"]  # a blank line, to sign on
+    assert rows["Organization"] == "org_demo"

@@ -214,12 +214,21 @@ def _q(path: str) -> str:
     return path.replace("'", "''")
 
 
-def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummary:
-    """What the workbook's Summary sheet shows for `summary`."""
+def workbook_summary(
+    summary: ReconcileSummary,
+    out_dir: Path,
+    *,
+    prepared_by: str | None = None,
+    reviewed_by: str | None = None,
+) -> WorkbookSummary:
+    """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
+    its sign-off block (None: a blank line to sign on)."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
     return WorkbookSummary(
         organization=summary.organization,
         as_of=summary.as_of.isoformat(),
+        prepared_by=prepared_by,
+        reviewed_by=reviewed_by,
         run_facts=[
             ("As of", summary.as_of.isoformat()),
             ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
