@@ -140,7 +140,7 @@ async def concurrent(
     log.addHandler(counter)
     log.setLevel(logging.INFO)
     try:
-        async with FundClient(settings) as client:
+        async with FundClient(settings.client_config()) as client:
             await client.get_organization(DEMO_ORG_ID)  # token fetched outside the measurement
             await asyncio.sleep(WINDOW_S + 0.2)  # start with a fresh server-side window
 

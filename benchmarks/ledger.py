@@ -73,7 +73,7 @@ def _settings(base_url: str, data_dir: Path, concurrency: int) -> Settings:
 
 
 async def _create_entities(settings: Settings, n: int) -> list[str]:
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         created = await client.create_entities(
             [
                 {"name": f"Ledger Bench {i}", "type": "llc", "external_reference": f"LB-E{i:03d}"}
@@ -110,7 +110,7 @@ async def _client_loop(
     settings: Settings, prefix: str, entities: list[str], amounts: list[list[int]]
 ) -> tuple[int, float]:
     """The baseline: the same creates through FundClient, no ledger. Returns (requests, CPU s)."""
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         gate = asyncio.Semaphore(settings.max_concurrency)
 
         async def one(i: int, cents: list[int]) -> None:

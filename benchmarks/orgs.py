@@ -85,7 +85,7 @@ async def _investors(base_url: str, org: str) -> list[str]:
         org_id=org,
         rate_limit_per_s=1000.0,
     )
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         created = await client.create_entities(
             [
                 {

@@ -71,7 +71,7 @@ def _serve(queue: Any, stop: Any) -> None:
 
 
 async def _create_entities(settings: Settings) -> list[str]:
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         created = await client.create_entities(
             [
                 {
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _count_payments(settings: Settings) -> tuple[int, int, int]:
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         distributions = payments = cents = 0
         async for d in client.list_distributions():
             distributions += 1

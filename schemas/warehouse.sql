@@ -856,6 +856,732 @@ CREATE TABLE sync_lists (
     last_incremental_sync_id VARCHAR
 );
 
+-- migration: 009 point-in-time as-of
+-- The books as of D are what fundpipe knew at the end of D in the reporting timezone (session
+-- variable `reporting_timezone`, default UTC; docs/architecture.md, "Point in time"): a fact
+-- counts from the moment a sync brought it into this warehouse (the sync's `seen_at`), never
+-- from the service's own timestamps, so a re-run of D reads exactly what the last report of D
+-- could read. Payments and distributions take their status from `status_history` and their
+-- other fields from the `*_history` tables below (the state a later sync replaced); objects
+-- first seen after D are left out; ledger files count from the sync that first copied them.
+-- The base views keep their names and columns; they now read the `as_of_*` views.
+CREATE MACRO reporting_timezone() AS
+    coalesce(TRY_CAST(getvariable('reporting_timezone') AS VARCHAR), 'UTC');
+
+-- First instant after the as-of date, at midnight in the reporting timezone.
+CREATE OR REPLACE MACRO reconcile_cutoff() AS
+    timezone(reporting_timezone(), CAST(reconcile_as_of() + 1 AS TIMESTAMP));
+
+-- Append-only: the row a sync replaced when it saw the payment (distribution) changed, with the
+-- instant and sync of the change (fundpipe.sync.merge, schemas/warehouse_merge.sql).
+CREATE TABLE distribution_payment_history AS
+SELECT *, NULL::TIMESTAMPTZ AS replaced_at, NULL::VARCHAR AS replaced_by_sync
+FROM distribution_payments LIMIT 0;
+
+CREATE TABLE distribution_history AS
+SELECT *, NULL::TIMESTAMPTZ AS replaced_at, NULL::VARCHAR AS replaced_by_sync
+FROM distributions LIMIT 0;
+
+-- Append-only: when a sync first saw a vehicle or financial account.
+CREATE TABLE object_first_seen (
+    object VARCHAR NOT NULL,             -- vehicle | financial_account
+    id VARCHAR NOT NULL,
+    seen_at TIMESTAMPTZ NOT NULL,
+    sync_id VARCHAR
+);
+INSERT INTO object_first_seen
+SELECT 'vehicle', v.id,
+       coalesce((SELECT min(b.seen_at) FROM balance_snapshots b WHERE b.vehicle = v.id),
+                v.last_seen_at),
+       NULL
+FROM vehicles v;
+INSERT INTO object_first_seen
+SELECT 'financial_account', a.id,
+       coalesce((SELECT min(b.seen_at) FROM balance_snapshots b WHERE b.financial_account = a.id),
+                a.last_seen_at),
+       NULL
+FROM financial_accounts a;
+
+-- Append-only: each ledger file's state as each sync copied it (when it is new or changed).
+CREATE TABLE file_sightings (
+    file_hash VARCHAR NOT NULL,
+    state VARCHAR,
+    seen_at TIMESTAMPTZ NOT NULL,
+    sync_id VARCHAR
+);
+INSERT INTO file_sightings
+SELECT file_hash, state, coalesce(received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00'), NULL
+FROM ledger_files WHERE file_hash IS NOT NULL;
+
+-- A row written straight into a table (no sync, no history) counts from its own last_seen_at.
+CREATE VIEW as_of_distribution_payments AS
+WITH hist AS (
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < reconcile_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution_payment'
+    GROUP BY id
+), old AS (
+    SELECT * EXCLUDE (replaced_at, replaced_by_sync)
+    FROM distribution_payment_history
+    WHERE replaced_at >= reconcile_cutoff()
+    QUALIFY row_number() OVER (PARTITION BY id ORDER BY replaced_at) = 1
+), versions AS (
+    SELECT * FROM old
+    UNION ALL BY NAME
+    SELECT p.* FROM distribution_payments p ANTI JOIN old o ON o.id = p.id
+)
+SELECT r.* REPLACE (coalesce(h.status_then, r.status) AS status)
+FROM versions r
+LEFT JOIN hist h ON h.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff();
+
+CREATE VIEW as_of_distributions AS
+WITH hist AS (
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < reconcile_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution'
+    GROUP BY id
+), old AS (
+    SELECT * EXCLUDE (replaced_at, replaced_by_sync)
+    FROM distribution_history
+    WHERE replaced_at >= reconcile_cutoff()
+    QUALIFY row_number() OVER (PARTITION BY id ORDER BY replaced_at) = 1
+), versions AS (
+    SELECT * FROM old
+    UNION ALL BY NAME
+    SELECT d.* FROM distributions d ANTI JOIN old o ON o.id = d.id
+)
+SELECT r.* REPLACE (coalesce(h.status_then, r.status) AS status)
+FROM versions r
+LEFT JOIN hist h ON h.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff();
+
+CREATE VIEW as_of_vehicles AS
+SELECT v.*
+FROM vehicles v
+LEFT JOIN object_first_seen f ON f.object = 'vehicle' AND f.id = v.id
+WHERE coalesce(f.seen_at, v.last_seen_at) < reconcile_cutoff();
+
+CREATE VIEW as_of_ledger_files AS
+WITH seen AS (
+    SELECT file_hash, min(seen_at) AS first_seen,
+           arg_max(state, seen_at) FILTER (WHERE seen_at < reconcile_cutoff()) AS state_then
+    FROM file_sightings
+    GROUP BY file_hash
+)
+SELECT f.* REPLACE (coalesce(s.state_then, f.state) AS state)
+FROM ledger_files f
+LEFT JOIN seen s ON s.file_hash = f.file_hash
+WHERE coalesce(s.first_seen, f.received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < reconcile_cutoff();
+
+-- A ledger row counts from the sync that first copied its file (the ledger keeps no history of
+-- a row's own state: a row settles within the run that received its file).
+CREATE VIEW as_of_ledger_payments AS
+WITH seen AS (
+    SELECT file_hash, min(seen_at) AS first_seen FROM file_sightings GROUP BY file_hash
+)
+SELECT l.*
+FROM ledger_payments l
+LEFT JOIN seen s ON s.file_hash = l.file_hash
+LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
+WHERE coalesce(s.first_seen, f.received_at, l.updated_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < reconcile_cutoff();
+
+-- payments_effective (as in 003), point in time.
+CREATE OR REPLACE VIEW payments_effective AS
+WITH d AS (
+    SELECT
+        id, vehicle, name, external_reference, status, distribution_date,
+        coalesce(distribution_timezone, 'UTC') AS tz,
+        CAST(timezone(coalesce(distribution_timezone, 'UTC'), distribution_date) AS DATE)
+            AS local_date
+    FROM as_of_distributions
+)
+SELECT
+    p.*,
+    d.vehicle,
+    d.name AS distribution_name,
+    d.external_reference AS distribution_external_reference,
+    d.status AS distribution_status,
+    coalesce(p.distribution_date_override, d.distribution_date) AS effective_at,
+    CASE
+        WHEN p.distribution_date_override IS NULL THEN d.local_date
+        ELSE CAST(timezone(coalesce(d.tz, 'UTC'), p.distribution_date_override) AS DATE)
+    END AS effective_date
+FROM as_of_distribution_payments p
+LEFT JOIN d ON d.id = p.distribution;
+
+-- funding: per vehicle, depository `available` (NULL: no balance seen by the as-of date — "no
+-- balance yet", never $0 and never a shortfall) against what is owed: staged payments (not yet
+-- disbursed, failed or cancelled: `obligations_cents`, accumulated by payment date) plus failed
+-- payments not yet cancelled or paid again (`failed_owed_cents`: a failed payment is paid again
+-- when the same investor has a later, not failed or cancelled payment of the same amount from
+-- the same vehicle). Staged payments past their payment date are past due.
+CREATE OR REPLACE VIEW funding AS
+WITH dep AS (
+    SELECT vehicle,
+           CAST(sum(available_cents) AS BIGINT) AS available_cents,
+           CAST(sum(total_cents) AS BIGINT) AS total_cents,
+           max(seen_at) AS balance_seen_at
+    FROM balances_as_of
+    WHERE type = 'depository'
+    GROUP BY vehicle
+), staged AS (
+    SELECT vehicle, entity, id, amount_cents, effective_date, 'staged' AS owed_as
+    FROM payments_effective
+    WHERE status NOT IN ('disbursed', 'failed', 'cancelled')
+), failed_owed AS (
+    SELECT f.vehicle, f.entity, f.id, f.amount_cents, f.effective_date, 'failed' AS owed_as
+    FROM payments_effective f
+    WHERE f.status = 'failed'
+      AND coalesce(f.distribution_status, '') <> 'cancelled'
+      AND NOT EXISTS (
+          SELECT 1 FROM payments_effective g
+          WHERE g.vehicle = f.vehicle AND g.entity = f.entity AND g.id <> f.id
+            AND g.amount_cents = f.amount_cents
+            AND g.status NOT IN ('failed', 'cancelled')
+            AND g.effective_date >= f.effective_date)
+), owed AS (
+    SELECT * FROM staged UNION ALL SELECT * FROM failed_owed
+), by_date AS (
+    SELECT vehicle, effective_date, CAST(sum(amount_cents) AS BIGINT) AS cents
+    FROM owed
+    GROUP BY vehicle, effective_date
+), cumulative AS (
+    SELECT b.vehicle, b.effective_date,
+           CAST(sum(b.cents) OVER (PARTITION BY b.vehicle ORDER BY b.effective_date
+                              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS BIGINT)
+               AS cumulative_cents
+    FROM by_date b
+), per_vehicle AS (
+    SELECT vehicle,
+           CAST(count(*) FILTER (WHERE owed_as = 'staged') AS BIGINT) AS open_payments,
+           CAST(coalesce(sum(amount_cents) FILTER (WHERE owed_as = 'staged'), 0) AS BIGINT)
+               AS obligations_cents,
+           CAST(coalesce(sum(amount_cents) FILTER (WHERE owed_as = 'staged'
+                                                   AND effective_date <= reconcile_as_of()), 0)
+                AS BIGINT) AS obligations_due_cents,
+           min(effective_date) FILTER (WHERE owed_as = 'staged') AS next_distribution_date,
+           CAST(count(*) FILTER (WHERE owed_as = 'failed') AS BIGINT) AS failed_owed_payments,
+           CAST(coalesce(sum(amount_cents) FILTER (WHERE owed_as = 'failed'), 0) AS BIGINT)
+               AS failed_owed_cents,
+           CAST(count(*) FILTER (WHERE owed_as = 'staged' AND effective_date < reconcile_as_of())
+                AS BIGINT) AS past_due_payments,
+           CAST(coalesce(sum(amount_cents) FILTER (WHERE owed_as = 'staged'
+                                                   AND effective_date < reconcile_as_of()), 0)
+                AS BIGINT) AS past_due_cents,
+           CAST(reconcile_as_of() - min(effective_date) FILTER (
+                    WHERE owed_as = 'staged' AND effective_date < reconcile_as_of()) AS BIGINT)
+               AS days_past_due
+    FROM owed
+    GROUP BY vehicle
+), short AS (
+    SELECT c.vehicle, min(c.effective_date) AS first_short_date
+    FROM cumulative c JOIN dep ON dep.vehicle = c.vehicle
+    WHERE c.cumulative_cents > dep.available_cents
+    GROUP BY c.vehicle
+), ids AS (
+    SELECT id AS vehicle FROM as_of_vehicles
+    UNION SELECT vehicle FROM dep
+    UNION SELECT vehicle FROM per_vehicle
+)
+SELECT
+    ids.vehicle,
+    v.name AS vehicle_name,
+    dep.available_cents,
+    dep.total_cents,
+    coalesce(o.open_payments, 0) AS open_payments,
+    coalesce(o.obligations_cents, 0) AS obligations_cents,
+    coalesce(o.obligations_due_cents, 0) AS obligations_due_cents,
+    o.next_distribution_date,
+    s.first_short_date,
+    CASE WHEN dep.vehicle IS NOT NULL
+         THEN greatest(coalesce(o.obligations_cents, 0) + coalesce(o.failed_owed_cents, 0)
+                       - dep.available_cents, 0) END AS shortfall_cents,
+    dep.balance_seen_at,
+    CASE WHEN dep.vehicle IS NULL THEN 'no balance yet' ELSE 'seen' END AS balance,
+    coalesce(o.failed_owed_payments, 0) AS failed_owed_payments,
+    coalesce(o.failed_owed_cents, 0) AS failed_owed_cents,
+    coalesce(o.obligations_cents, 0) + coalesce(o.failed_owed_cents, 0) AS owed_cents,
+    coalesce(o.past_due_payments, 0) AS past_due_payments,
+    coalesce(o.past_due_cents, 0) AS past_due_cents,
+    o.days_past_due
+FROM ids
+LEFT JOIN vehicles v ON v.id = ids.vehicle
+LEFT JOIN dep ON dep.vehicle = ids.vehicle
+LEFT JOIN per_vehicle o ON o.vehicle = ids.vehicle
+LEFT JOIN short s ON s.vehicle = ids.vehicle;
+
+-- sheet_vs_service, superseded_files, conflict_rows and exceptions (as in 007), over the
+-- point-in-time ledger and payments; a shortfall names the failed payments still owed.
+CREATE OR REPLACE VIEW sheet_vs_service AS
+WITH reached AS (
+    SELECT l.*, count(*) OVER (PARTITION BY l.payment_id) AS copies
+    FROM as_of_ledger_payments l
+    WHERE l.payment_id IS NOT NULL
+    QUALIFY row_number() OVER (
+        PARTITION BY l.payment_id ORDER BY l.updated_at, l.file_hash, l."row") = 1
+    UNION ALL
+    SELECT l.*, 1 AS copies
+    FROM as_of_ledger_payments l
+    WHERE l.payment_id IS NULL AND l.state IN ('sent', 'created', 'linked')
+), joined AS (
+    SELECT
+        l.file_hash, l.source_file, file_now(l.source_file, f.state) AS file_location,
+        l.sheet, l."row",
+        l.copies,
+        l.state AS ledger_state,
+        l.amount_cents AS sheet_amount_cents,
+        l.payment_id AS ledger_payment_id,
+        l.distribution_id AS ledger_distribution_id,
+        l.distribution_external_reference AS ledger_external_reference,
+        l.distribution_name AS ledger_distribution_name,
+        l.vehicle AS ledger_vehicle,
+        l.entity AS ledger_entity,
+        s.id AS service_payment_id,
+        s.distribution AS service_distribution_id,
+        s.distribution_external_reference AS service_external_reference,
+        s.distribution_name AS service_distribution_name,
+        s.vehicle AS service_vehicle,
+        s.entity AS service_entity,
+        s.amount_cents AS service_amount_cents,
+        s.status AS service_status,
+        s.effective_date,
+        s.disbursed_at,
+        s.failure_reason,
+        (l.file_hash IS NOT NULL OR l.source_file IS NOT NULL OR l.state IS NOT NULL) AS in_ledger
+    FROM reached l
+    LEFT JOIN as_of_ledger_files f ON f.file_hash = l.file_hash
+    FULL OUTER JOIN payments_effective s ON s.id = l.payment_id
+), classified AS (
+    SELECT *,
+        CASE
+            WHEN NOT in_ledger THEN 'extra'
+            WHEN service_payment_id IS NULL THEN 'missing'
+            WHEN sheet_amount_cents IS DISTINCT FROM service_amount_cents THEN 'amount_mismatch'
+            WHEN ledger_state NOT IN ('created', 'linked')
+                 OR service_status IN ('failed', 'cancelled') THEN 'status_mismatch'
+            ELSE 'ok'
+        END AS match
+    FROM joined
+)
+SELECT
+    match,
+    CASE match
+        WHEN 'extra' THEN 'service payment of ' || usd(service_amount_cents)
+            || ' (' || coalesce(service_status, '?') || ') is in no sheet'
+        WHEN 'missing' THEN 'sheet row of ' || usd(sheet_amount_cents) || ' (ledger '
+            || coalesce(ledger_state, '?') || ') has no payment at the service'
+            || CASE WHEN ledger_payment_id IS NOT NULL THEN ' (' || ledger_payment_id || ' not found)'
+                    ELSE '' END
+        WHEN 'amount_mismatch' THEN 'sheet ' || usd(sheet_amount_cents) || ' vs service '
+            || usd(service_amount_cents)
+        WHEN 'status_mismatch' THEN 'ledger ' || coalesce(ledger_state, '?') || ' vs service '
+            || coalesce(service_status, '?')
+            || coalesce(' (' || failure_reason || ')', '')
+        ELSE ''
+    END AS reason,
+    coalesce(service_vehicle, ledger_vehicle) AS vehicle,
+    coalesce(service_distribution_id, ledger_distribution_id) AS distribution_id,
+    coalesce(ledger_external_reference, service_external_reference) AS distribution_external_reference,
+    coalesce(ledger_distribution_name, service_distribution_name) AS distribution_name,
+    coalesce(service_payment_id, ledger_payment_id) AS payment_id,
+    coalesce(service_entity, ledger_entity) AS entity,
+    inv.name AS investor_name,
+    sheet_amount_cents,
+    service_amount_cents,
+    service_amount_cents - sheet_amount_cents AS difference_cents,
+    ledger_state,
+    service_status,
+    effective_date,
+    disbursed_at,
+    failure_reason,
+    source_file,
+    sheet,
+    "row",
+    file_hash,
+    coalesce(copies, 0) AS sheet_rows,
+    file_location
+FROM classified
+LEFT JOIN entities inv ON inv.id = coalesce(service_entity, ledger_entity);
+
+-- A rejected or conflicting file stops being an exception once a later file went through in its
+-- place: one dropped under the same name, or one holding any of its distributions.
+CREATE OR REPLACE VIEW superseded_files AS
+SELECT DISTINCT f.file_hash
+FROM as_of_ledger_files f
+JOIN as_of_ledger_files g
+  ON g.state = 'processed' AND g.file_hash <> f.file_hash
+ AND g.received_at >= f.received_at
+WHERE f.state IN ('rejected', 'conflict')
+  AND (g.source_file = f.source_file
+       OR EXISTS (SELECT 1 FROM as_of_ledger_payments lf JOIN as_of_ledger_payments lg
+                    ON lg.distribution_external_reference = lf.distribution_external_reference
+                   WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash));
+
+-- A conflicting file's rows beside the service's payments of the same distribution.
+CREATE OR REPLACE VIEW conflict_rows AS
+SELECT l.file_hash, l."row", l.distribution_external_reference, l.entity,
+       l.amount_cents AS sheet_amount_cents, s.amount_cents AS service_amount_cents,
+       s.sender_url
+FROM as_of_ledger_payments l
+LEFT JOIN (
+    SELECT p.entity, p.amount_cents, d.external_reference, d.sender_url
+    FROM as_of_distribution_payments p JOIN as_of_distributions d ON d.id = p.distribution
+) s ON s.external_reference = l.distribution_external_reference AND s.entity = l.entity
+WHERE l.state = 'conflict';
+
+-- exceptions: as in 005, without superseded files, with a stable id (same problem, same id on
+-- every run), the distribution and investor in words, and what to do.
+CREATE OR REPLACE VIEW exceptions AS
+WITH raw AS (
+    SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
+           NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+           shortfall_cents AS amount_cents,
+           'depository available ' || usd(available_cents) || ' is short of open obligations '
+               || usd(obligations_cents)
+               || CASE WHEN failed_owed_cents > 0 THEN ' and failed payments still owed '
+                       || usd(failed_owed_cents) ELSE '' END
+               || ' by ' || usd(shortfall_cents)
+               || coalesce(' from ' || CAST(first_short_date AS VARCHAR), '') AS reason,
+           NULL::VARCHAR AS distribution_name, NULL::VARCHAR AS distribution_external_reference,
+           NULL::VARCHAR AS entity, NULL::VARCHAR AS file_hash, NULL::VARCHAR AS file_location,
+           'fund the depository account of ' || coalesce(vehicle_name, vehicle) || ' with '
+               || usd(shortfall_cents) || ' before ' || coalesce(CAST(first_short_date AS VARCHAR), 'the next distribution')
+               || ', or move the distribution''s date' AS action
+    FROM funding
+    WHERE shortfall_cents > 0
+    UNION ALL
+    SELECT match, vehicle, 'distribution_payment', payment_id, source_file, sheet, "row",
+           CASE WHEN match = 'amount_mismatch' THEN difference_cents
+                ELSE coalesce(service_amount_cents, sheet_amount_cents) END,
+           CASE WHEN service_status = 'failed' AND failure_reason IS NULL
+                THEN reason || ' (reason not given by the service)' ELSE reason END,
+           distribution_name, distribution_external_reference, entity, file_hash,
+           file_location,
+           CASE match
+               WHEN 'extra' THEN 'find the sheet this payment came from, or cancel it at the service'
+               WHEN 'missing' THEN 'check the service for this payment; drop the sheet again if it never arrived'
+               WHEN 'amount_mismatch' THEN 'agree the amount with the investor team, then correct the sheet or the service'
+               ELSE CASE WHEN service_status = 'failed' AND failure_reason ILIKE '%insufficient%'
+                              THEN 'fund the vehicle''s depository account, then pay the investor again'
+                         WHEN service_status = 'failed' THEN 'fix the investor''s payment instructions and pay again'
+                         WHEN service_status = 'cancelled' THEN 'confirm the cancellation was intended; remove the row from the sheet'
+                         ELSE 'check the payment''s status at the service' END
+           END
+    FROM sheet_vs_service
+    WHERE match <> 'ok'
+    UNION ALL
+    SELECT 'unexplained_balance', vehicle, 'financial_account', financial_account, NULL, NULL, NULL,
+           unexplained_cents,
+           'total ' || usd(total_cents) || ' vs end of last month ' || usd(total_end_of_last_month_cents)
+               || ' less ' || usd(disbursed_this_month_cents) || ' disbursed leaves '
+               || usd(unexplained_cents) || ' unexplained',
+           NULL, NULL, NULL, NULL, NULL,
+           'find the movement on the bank statement of ' || coalesce(account_name, financial_account)
+    FROM balance_movement
+    WHERE unexplained_cents <> 0 AND type = 'depository'
+    UNION ALL
+    SELECT 'file_' || f.state, NULL, 'ledger_file', f.file_hash, f.source_file, NULL, NULL,
+           f.total_cents,
+           CASE f.state
+               WHEN 'rejected' THEN 'file ' || file_now(f.source_file, f.state) || ' (' || coalesce(CAST(f."rows" AS VARCHAR), '?')
+                   || ' row(s)' || CASE WHEN f.total_cents IS NULL THEN '' ELSE ', ' || usd(f.total_cents) END
+                   || ') was rejected on '
+                   || CAST(CAST(timezone('UTC', f.received_at) AS DATE) AS VARCHAR)
+                   || ': nothing in it was paid'
+               ELSE 'file ' || file_now(f.source_file, f.state) || ' changes distributions already at the service: '
+                   || coalesce((SELECT string_agg(coalesce(e.name, c.entity) || ' (' || c.entity || ') row '
+                                   || c."row" || ': sheet ' || usd(c.sheet_amount_cents) || ' vs service '
+                                   || coalesce(usd(c.service_amount_cents), 'none'), '; ' ORDER BY c."row")
+                                FROM conflict_rows c LEFT JOIN entities e ON e.id = c.entity
+                                WHERE c.file_hash = f.file_hash
+                                  AND c.sheet_amount_cents IS DISTINCT FROM c.service_amount_cents), 'no row differs')
+                   || coalesce(' — change it at ' || (SELECT min(c.sender_url) FROM conflict_rows c
+                                                      WHERE c.file_hash = f.file_hash), '')
+           END,
+           (SELECT min(l.distribution_name) FROM as_of_ledger_payments l WHERE l.file_hash = f.file_hash),
+           (SELECT min(l.distribution_external_reference) FROM as_of_ledger_payments l WHERE l.file_hash = f.file_hash),
+           NULL, f.file_hash, file_now(f.source_file, f.state),
+           CASE f.state
+               WHEN 'rejected' THEN 'open its error report beside it in rejected/, fix the sheet and drop it in the inbox again'
+               ELSE 'make the change at the service (or restore the sheet), then drop the file again'
+           END
+    FROM as_of_ledger_files f
+    WHERE f.state IN ('rejected', 'conflict')
+      AND f.file_hash NOT IN (SELECT file_hash FROM superseded_files)
+)
+SELECT
+    r.kind, r.vehicle, r.object_type, r.object_id, r.source_file, r.sheet, r."row",
+    r.amount_cents, r.reason,
+    'EX-' || upper(left(md5(r.kind || '|' || r.object_type || '|' || CASE
+        WHEN r.object_id IS NOT NULL THEN r.object_id
+        ELSE coalesce(r.file_hash, '') || ':' || coalesce(CAST(r."row" AS VARCHAR), '') END), 10))
+        AS exception_id,
+    v.name AS vehicle_name,
+    r.distribution_name, r.distribution_external_reference,
+    r.entity, e.name AS investor_name, e.external_reference AS investor_reference,
+    r.action,
+    r.file_location,
+    -- the whole problem in one plain line: whose money, how much, where in which sheet
+    CASE
+        WHEN r.object_type = 'distribution_payment' THEN
+            coalesce(r.distribution_name, '?') || coalesce(' (' || r.distribution_external_reference || ')', '')
+            || ', ' || coalesce(e.name, r.entity, 'unknown investor')
+            || coalesce(' (' || e.external_reference || ')', '') || coalesce(' [' || r.entity || ']', '')
+            || ': ' || r.reason
+            || coalesce('; ' || coalesce(r.file_location, r.source_file)
+                        || coalesce(' row ' || CAST(r."row" AS VARCHAR), ''), '')
+        WHEN r.object_type IN ('vehicle', 'financial_account') THEN
+            coalesce(v.name || ' (' || r.vehicle || ')', r.vehicle, '?') || ': ' || r.reason
+        ELSE r.reason
+            || coalesce('; distribution ' || r.distribution_name
+                        || coalesce(' (' || r.distribution_external_reference || ')', ''), '')
+    END AS what
+FROM raw r
+LEFT JOIN vehicles v ON v.id = r.vehicle
+LEFT JOIN entities e ON e.id = r.entity;
+
+-- migration: 010 exception event history
+-- Append-only: every change to an exception is an event — opened, amount_changed,
+-- acknowledged, assigned, reopened, resolved — with when (`event_at`; `as_of`: the reconciliation's
+-- date, or the day a person acted), who (the declared name; `fundpipe` for a reconciliation;
+-- and the operating-system user), the amount at that moment and the note. Nothing is updated
+-- in place; `exception_states(cutoff)` folds the events recorded before `cutoff` into each
+-- exception's state (fundpipe.reconcile.lifecycle). `seq` is the order they were recorded in.
+CREATE SEQUENCE exception_event_seq;
+CREATE TABLE exception_events (
+    seq BIGINT NOT NULL DEFAULT nextval('exception_event_seq'),
+    exception_id VARCHAR NOT NULL,
+    event VARCHAR NOT NULL,
+    event_at TIMESTAMPTZ NOT NULL,
+    as_of DATE NOT NULL,
+    by_name VARCHAR,
+    os_user VARCHAR,
+    amount_cents BIGINT,
+    note VARCHAR,
+    assignee VARCHAR,
+    kind VARCHAR,
+    object_type VARCHAR,
+    object_id VARCHAR,
+    vehicle VARCHAR,
+    source_file VARCHAR,
+    "row" INTEGER,
+    what VARCHAR,
+    action VARCHAR
+);
+
+-- Append-only: each reconciliation that updated the events (its as-of date and clock).
+CREATE TABLE exception_runs (
+    as_of DATE NOT NULL,
+    run_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE MACRO exception_states(cutoff) AS TABLE
+WITH e AS (SELECT * FROM exception_events WHERE event_at < cutoff)
+SELECT
+    exception_id AS id,
+    arg_max(CASE event WHEN 'acknowledged' THEN 'acknowledged' WHEN 'resolved' THEN 'resolved'
+                       ELSE 'open' END, seq)
+        FILTER (WHERE event IN ('opened', 'reopened', 'acknowledged', 'resolved')) AS state,
+    min(as_of) FILTER (WHERE event = 'opened') AS first_seen,
+    max(as_of) FILTER (WHERE event <> 'assigned' AND event <> 'acknowledged') AS last_event_on,
+    arg_max(as_of, seq) FILTER (WHERE event = 'resolved') AS resolved_on,
+    arg_max(assignee, seq) FILTER (WHERE event = 'assigned') AS owner,
+    arg_max(by_name, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_by,
+    arg_max(event_at, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_at,
+    arg_max(note, seq) FILTER (WHERE event = 'acknowledged') AS note,
+    arg_max(amount_cents, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_amount_cents,
+    arg_max(amount_cents, seq) FILTER (WHERE event IN ('opened', 'reopened', 'amount_changed'))
+        AS amount_cents,
+    arg_max(kind, seq) FILTER (WHERE kind IS NOT NULL) AS kind,
+    arg_max(object_type, seq) FILTER (WHERE kind IS NOT NULL) AS object_type,
+    arg_max(object_id, seq) FILTER (WHERE kind IS NOT NULL) AS object_id,
+    arg_max(vehicle, seq) FILTER (WHERE kind IS NOT NULL) AS vehicle,
+    arg_max(source_file, seq) FILTER (WHERE kind IS NOT NULL) AS source_file,
+    arg_max("row", seq) FILTER (WHERE kind IS NOT NULL) AS "row",
+    arg_max(what, seq) FILTER (WHERE kind IS NOT NULL) AS what,
+    arg_max(action, seq) FILTER (WHERE kind IS NOT NULL) AS action
+FROM e
+GROUP BY exception_id;
+
+-- Today's exception_log rows become their first events: opened on the first-seen date, the
+-- acknowledgement (who, when, note, at the amount last recorded), resolved on its date, or
+-- reopened when it was open again after an acknowledgement. exception_log is no longer written.
+INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user, amount_cents,
+    note, kind, object_type, object_id, vehicle, source_file, "row", what, action)
+SELECT id, ev.event,
+       CASE ev.event
+           WHEN 'opened' THEN timezone('UTC', CAST(first_seen AS TIMESTAMP))
+           WHEN 'acknowledged' THEN coalesce(acknowledged_at, updated_at)
+           WHEN 'resolved' THEN greatest(timezone('UTC', CAST(resolved_on AS TIMESTAMP)),
+                                         coalesce(acknowledged_at, timezone('UTC', CAST(first_seen AS TIMESTAMP))))
+                                + INTERVAL 1 MICROSECOND
+           ELSE updated_at
+       END,
+       CASE ev.event
+           WHEN 'opened' THEN first_seen
+           WHEN 'acknowledged' THEN CAST(timezone('UTC', coalesce(acknowledged_at, updated_at)) AS DATE)
+           WHEN 'resolved' THEN resolved_on
+           ELSE last_seen
+       END,
+       CASE ev.event WHEN 'acknowledged' THEN acknowledged_by ELSE 'fundpipe' END,
+       NULL,
+       amount_cents,
+       CASE ev.event
+           WHEN 'opened' THEN 'migrated from the exception log'
+           WHEN 'acknowledged' THEN note
+           WHEN 'reopened' THEN 'open again after its acknowledgement (before the event history)'
+           ELSE NULL
+       END,
+       kind, object_type, object_id, vehicle, source_file, "row", what, action
+FROM exception_log
+JOIN (VALUES (1, 'opened'), (2, 'acknowledged'), (3, 'resolved'), (4, 'reopened')) ev(step, event)
+  ON ev.event = 'opened'
+  OR (ev.event = 'acknowledged' AND acknowledged_by IS NOT NULL)
+  OR (ev.event = 'resolved' AND state = 'resolved')
+  OR (ev.event = 'reopened' AND state = 'open' AND acknowledged_by IS NOT NULL)
+ORDER BY id, ev.step;
+
+INSERT INTO exception_runs
+SELECT last_seen, max(updated_at) FROM exception_log GROUP BY last_seen;
+
+-- migration: 011 period close and after-close adjustments
+-- Append-only: each close of a month (`closed`: by whom, the manifest's SHA-256, the sync it
+-- was built from, its as-of and cutoff) and each review (`reviewed`), by fundpipe.reconcile.close.
+CREATE SEQUENCE period_event_seq;
+CREATE TABLE period_events (
+    seq BIGINT NOT NULL DEFAULT nextval('period_event_seq'),
+    period VARCHAR NOT NULL,             -- YYYY-MM
+    event VARCHAR NOT NULL,              -- closed | reviewed
+    event_at TIMESTAMPTZ NOT NULL,
+    by_name VARCHAR NOT NULL,
+    os_user VARCHAR,
+    manifest_sha256 VARCHAR,
+    sync_id VARCHAR,
+    as_of DATE,
+    cutoff TIMESTAMPTZ,
+    folder VARCHAR
+);
+
+-- The months closed by the end of the as-of date (a past as-of sees the closes made by then).
+CREATE VIEW closed_periods AS
+SELECT period,
+       CAST(period || '-01' AS DATE) AS first_day,
+       arg_min(as_of, seq) AS last_day,
+       arg_min(cutoff, seq) AS cutoff,
+       min(event_at) AS closed_at
+FROM period_events
+WHERE event = 'closed' AND event_at < reconcile_cutoff()
+GROUP BY period;
+
+-- after-close adjustments: a payment dated in a closed month whose amount or status, as known
+-- now, differs from what the closed report showed, the change being learned in the as-of's
+-- month (so it is listed in the reports of the month it was learned in, once).
+CREATE VIEW after_close_adjustments AS
+WITH win AS (
+    SELECT timezone(reporting_timezone(),
+                    CAST(date_trunc('month', reconcile_as_of()) AS TIMESTAMP)) AS learned_from,
+           reconcile_cutoff() AS learned_before
+), learned AS (
+    SELECT h.id, max(h.replaced_at) AS learned_at
+    FROM distribution_payment_history h, win
+    WHERE h.replaced_at >= win.learned_from AND h.replaced_at < win.learned_before
+    GROUP BY h.id
+    UNION ALL
+    SELECT s.id, min(s.seen_at)
+    FROM status_history s, win
+    WHERE s.object = 'distribution_payment' AND s.previous_status IS NULL
+      AND s.seen_at >= win.learned_from AND s.seen_at < win.learned_before
+    GROUP BY s.id
+), candidates AS (
+    SELECT p.*, c.period, c.cutoff AS closed_cutoff, l.learned_at
+    FROM payments_effective p
+    JOIN (SELECT id, max(learned_at) AS learned_at FROM learned GROUP BY id) l ON l.id = p.id
+    JOIN closed_periods c ON p.effective_date BETWEEN c.first_day AND c.last_day
+), closed_version AS (
+    -- the payment as the closed report read it: the row a later change replaced, else now's
+    SELECT c.id,
+           arg_min(h.amount_cents, h.replaced_at) AS amount_cents,
+           arg_min(h.status, h.replaced_at) AS status
+    FROM candidates c
+    JOIN distribution_payment_history h ON h.id = c.id AND h.replaced_at >= c.closed_cutoff
+    GROUP BY c.id
+), first_seen AS (
+    SELECT id, min(seen_at) AS first_seen
+    FROM status_history WHERE object = 'distribution_payment' GROUP BY id
+)
+SELECT
+    c.period,
+    c.id AS payment_id,
+    c.vehicle,
+    c.distribution AS distribution_id,
+    c.distribution_name,
+    c.distribution_external_reference,
+    c.entity,
+    c.effective_date,
+    CASE WHEN f.first_seen >= c.closed_cutoff THEN NULL
+         ELSE coalesce(v.amount_cents, c.amount_cents) END AS closed_amount_cents,
+    CASE WHEN f.first_seen >= c.closed_cutoff THEN NULL
+         ELSE coalesce(v.status, c.status) END AS closed_status,
+    c.amount_cents,
+    c.status,
+    c.amount_cents - CASE WHEN f.first_seen >= c.closed_cutoff THEN 0
+                          ELSE coalesce(v.amount_cents, c.amount_cents) END AS change_cents,
+    c.learned_at,
+    CAST(timezone(reporting_timezone(), c.learned_at) AS DATE) AS learned_on
+FROM candidates c
+LEFT JOIN closed_version v ON v.id = c.id
+LEFT JOIN first_seen f ON f.id = c.id
+WHERE f.first_seen >= c.closed_cutoff
+   OR (coalesce(v.amount_cents, c.amount_cents), coalesce(v.status, c.status))
+      IS DISTINCT FROM (c.amount_cents, c.status);
+
+-- exceptions: as before, plus each after-close adjustment. Wrapped (renamed, then selected from)
+-- so later migrations can wrap it again the same way.
+ALTER VIEW exceptions RENAME TO exceptions_before_011;
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_011
+UNION ALL BY NAME
+SELECT
+    'after_close_adjustment' AS kind,
+    a.vehicle,
+    'distribution_payment' AS object_type,
+    a.payment_id AS object_id,
+    NULL::VARCHAR AS source_file,
+    NULL::VARCHAR AS sheet,
+    NULL::INTEGER AS "row",
+    a.change_cents AS amount_cents,
+    'payment of ' || CAST(a.effective_date AS VARCHAR) || ' in closed period ' || a.period
+        || ' changed after the close: '
+        || CASE WHEN a.closed_status IS NULL THEN 'new payment of ' || usd(a.amount_cents)
+                                                  || ' (' || coalesce(a.status, '?') || ')'
+                ELSE usd(a.closed_amount_cents) || ' ' || coalesce(a.closed_status, '?')
+                     || ' → ' || usd(a.amount_cents) || ' ' || coalesce(a.status, '?') END
+        || '; learned ' || CAST(a.learned_on AS VARCHAR) AS reason,
+    'EX-' || upper(left(md5('after_close_adjustment|distribution_payment|' || a.payment_id), 10))
+        AS exception_id,
+    v.name AS vehicle_name,
+    a.distribution_name,
+    a.distribution_external_reference,
+    a.entity,
+    e.name AS investor_name,
+    e.external_reference AS investor_reference,
+    'record the adjustment in ' || strftime(reconcile_as_of(), '%Y-%m')
+        || ' (the closed report of ' || a.period || ' stays as filed)' AS action,
+    NULL::VARCHAR AS file_location,
+    coalesce(a.distribution_name, '?') || coalesce(' (' || a.distribution_external_reference || ')', '')
+        || ', ' || coalesce(e.name, a.entity, 'unknown investor')
+        || ': after-close adjustment to ' || a.period || ': '
+        || CASE WHEN a.closed_status IS NULL THEN 'new payment of ' || usd(a.amount_cents)
+                ELSE usd(a.closed_amount_cents) || ' ' || coalesce(a.closed_status, '?')
+                     || ' → ' || usd(a.amount_cents) || ' ' || coalesce(a.status, '?') END
+        || ', learned ' || CAST(a.learned_on AS VARCHAR) AS what
+FROM after_close_adjustments a
+LEFT JOIN vehicles v ON v.id = a.vehicle
+LEFT JOIN entities e ON e.id = a.entity;
+
 -- migration: 020 distribution tie-out
 -- Per distribution: sheet $ = service $ = disbursed + failed + cancelled + outstanding, in payment
 -- counts and dollars, with the days an outstanding (staged) payment is past its payment date; a
@@ -1032,9 +1758,13 @@ WITH snaps AS (
     LEFT JOIN moved m ON m.financial_account = s.financial_account AND m.period = s.period
 ), explained AS (
     SELECT r.*,
+           -- an acknowledgement recorded by the end of the as-of date covers the amount it
+           -- acknowledged (exception_events, migration 010): a different difference is unexplained
            r.type = 'depository' AND EXISTS (
-               SELECT 1 FROM exception_log l
-               WHERE l.id = r.item_id AND l.acknowledged_by IS NOT NULL) AS acknowledged
+               SELECT 1 FROM exception_events ev
+               WHERE ev.exception_id = r.item_id AND ev.event = 'acknowledged'
+                 AND ev.event_at < reconcile_cutoff()
+                 AND ev.amount_cents = r.difference_cents) AS acknowledged
     FROM raw r
 )
 SELECT

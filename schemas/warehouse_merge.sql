@@ -32,6 +32,34 @@ INSERT INTO status_history SELECT 'distribution_payment', s.id, t.status, s.stat
 FROM {distribution_payments} s LEFT JOIN distribution_payments t ON t.id = s.id
 WHERE t.id IS NULL OR t.status IS DISTINCT FROM s.status;
 
+-- merge: distribution_history (the row a change replaces; point-in-time as-of)
+INSERT INTO distribution_history BY NAME
+SELECT t.*, $seen_at AS replaced_at, $sync_id AS replaced_by_sync
+FROM {distributions} s JOIN distributions t ON t.id = s.id
+WHERE (t.vehicle, t.name, t.external_reference, t.distribution_date, t.distribution_timezone,
+       t.status, t.executed_at, t.cancelled_at)
+      IS DISTINCT FROM
+      (s.vehicle, s.name, s.external_reference, s.distribution_date::TIMESTAMPTZ,
+       s.distribution_timezone, s.status, s.executed_at::TIMESTAMPTZ, s.cancelled_at::TIMESTAMPTZ);
+
+-- merge: distribution_payment_history (the row a change replaces; point-in-time as-of)
+INSERT INTO distribution_payment_history BY NAME
+SELECT t.*, $seen_at AS replaced_at, $sync_id AS replaced_by_sync
+FROM {distribution_payments} s JOIN distribution_payments t ON t.id = s.id
+WHERE (t.distribution, t.amount_cents, t.distribution_date_override, t.status, t.disbursed_at,
+       t.failed_at, t.failure_reason, t.entity)
+      IS DISTINCT FROM
+      (s.distribution, s.amount, s.distribution_date_override::TIMESTAMPTZ, s.status,
+       s.disbursed_at::TIMESTAMPTZ, s.failed_at::TIMESTAMPTZ, s.failure_reason, s.entity);
+
+-- merge: object_first_seen of vehicles and financial accounts
+INSERT INTO object_first_seen
+SELECT 'vehicle', s.id, $seen_at, $sync_id FROM {vehicles} s
+WHERE s.id NOT IN (SELECT id FROM object_first_seen WHERE object = 'vehicle')
+UNION ALL
+SELECT 'financial_account', s.id, $seen_at, $sync_id FROM {financial_accounts} s
+WHERE s.id NOT IN (SELECT id FROM object_first_seen WHERE object = 'financial_account');
+
 -- merge: distributions
 INSERT OR REPLACE INTO distributions SELECT id, name, vehicle, external_reference,
     distribution_date::TIMESTAMPTZ, distribution_date, distribution_timezone, short_id,

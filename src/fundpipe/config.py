@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from fundpipe.client._config import ClientConfig
 
 #: Paths of the operations the interface does not show (DESIGN, "ours"): guesses the sandbox
 #: serves, overridable one by one with FUNDPIPE_PATHS (JSON object, e.g. '{"vehicles": "/v2/funds"}').
@@ -151,11 +154,13 @@ class Settings(BaseSettings):
     connect_timeout_s: float = 10.0
     read_timeout_s: float = 30.0
     token_leeway_s: float = 60.0
-    max_attempts: int = Field(default=6, ge=1)
+    max_attempts: int | None = Field(
+        default=None, ge=1, description="Optional bound on attempts (unset: the deadline decides)."
+    )
     retry_deadline_s: float = Field(default=120.0, gt=0)
     retry_after_cap_s: float = Field(default=60.0, gt=0)
     backoff_initial_s: float = Field(default=0.2, gt=0)
-    backoff_max_s: float = Field(default=10.0, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
     rate_limit_per_s: float = Field(default=9.0, gt=0, description="Client-side request rate.")
     max_concurrency: int = Field(default=8, ge=1, description="Concurrent requests in flight.")
     ca_bundle: Path | None = Field(
@@ -197,6 +202,17 @@ class Settings(BaseSettings):
         "organization's settings point it at data/reports/<org_id>.",
     )
     require_funds: bool = False
+    date_order: Literal["mdy", "dmy"] | None = Field(
+        default=None,
+        description="How sheets write dates with day and month in figures: mdy (12/15/2026) or "
+        "dmy (15/12/2026). Unset: a date such as 03/04/2027 that neither its numbers nor its "
+        "column settles is a row error naming both readings.",
+    )
+    reporting_timezone: str = Field(
+        default="UTC",
+        description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
+        "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
+    )
     log_level: str = "INFO"
     full_sync_days: float = Field(
         default=7.0,
@@ -254,6 +270,14 @@ class Settings(BaseSettings):
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
 
+    @field_validator("date_order", mode="before")
+    @classmethod
+    def _normalise_date_order(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return value or None
+        return value
+
     @field_validator("scopes", mode="before")
     @classmethod
     def _normalise_scopes(cls, value: Any) -> Any:
@@ -261,6 +285,19 @@ class Settings(BaseSettings):
             value = " ".join(str(s) for s in value)
         if isinstance(value, str):
             return " ".join(value.replace(",", " ").split()) or None
+        return value
+
+    @field_validator("reporting_timezone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not an IANA time zone (e.g. America/New_York)"
+            ) from None
         return value
 
     @field_validator("vehicles", mode="before")
@@ -314,6 +351,33 @@ class Settings(BaseSettings):
     def service_identity(self) -> str:
         """The service the ledger binds to: `service_name`, else the base URL."""
         return self.service_name or (self.base_url or "").rstrip("/")
+
+    def client_config(self) -> ClientConfig:
+        """The service client's own configuration (`fundpipe.client.ClientConfig`) from these
+        settings: service, credentials, organization, paths and the HTTP policy."""
+        from fundpipe.client._config import ClientConfig
+
+        return ClientConfig(
+            base_url=self.base_url,
+            token_url=self.token_url,
+            client_id=self.client_id,
+            client_secret=self.client_secret,
+            client_secret_block=self.client_secret_block,
+            scopes=self.scopes,
+            org_id=self.org_id,
+            paths=dict(self.paths),
+            connect_timeout_s=self.connect_timeout_s,
+            read_timeout_s=self.read_timeout_s,
+            token_leeway_s=self.token_leeway_s,
+            retry_deadline_s=self.retry_deadline_s,
+            backoff_initial_s=self.backoff_initial_s,
+            backoff_max_s=self.backoff_max_s,
+            retry_after_cap_s=self.retry_after_cap_s,
+            max_attempts=self.max_attempts,
+            rate_limit_per_s=self.rate_limit_per_s,
+            max_concurrency=self.max_concurrency,
+            ca_bundle=self.ca_bundle,
+        )
 
     def with_service(self, base_url: str) -> Settings:
         """A copy pointed at `base_url`, filling the demo credentials where none are set."""

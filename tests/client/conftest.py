@@ -36,6 +36,6 @@ async def client(
     settings: Settings, service: respx.Router, clock: FakeClock
 ) -> AsyncIterator[FundClient]:
     async with FundClient(
-        settings, transport=httpx.MockTransport(service.async_handler), clock=clock
+        settings.client_config(), transport=httpx.MockTransport(service.async_handler), clock=clock
     ) as fund_client:
         yield fund_client

@@ -161,3 +161,94 @@ async def test_the_older_error_form_naming_the_field_in_param_also_switches(clie
     assert route.call_count == 2
     assert sent_json(route.calls.last) == ARRAY_ENTITIES
     assert client.body_forms == {"/v1/entities": "external_references"}
+
+
+INSTRUCTIONS = [
+    {
+        "entity": "ent_1",
+        "payment_instructions": [
+            {"type": "ach", "routing_number": "021000021", "external_reference": "P-1"}
+        ],
+    }
+]
+BARE_INSTRUCTIONS = [
+    {"entity": "ent_1", "payment_instructions": [{"type": "ach", "routing_number": "021000021"}]}
+]
+
+
+def instructions_created(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    records = [
+        {
+            "object": "entity_payment_instructions",
+            "entity": e["entity"],
+            "payment_instructions": envelope([{"object": "payment_instructions", "id": "pmi_1"}]),
+        }
+        for e in body
+    ]
+    return httpx.Response(201, json=envelope(records))
+
+
+async def test_instructions_refused_in_param_are_resent_without_their_reference(client, service):
+    public = {
+        "object": "error",
+        "type": "invalid_request_error",
+        "code": "parameter_unknown",
+        "message": "Received unknown parameter",
+        "status": 400,
+        "param": "body.[0].payment_instructions.[0].external_reference",
+    }
+    answers = iter([httpx.Response(400, json=public)])
+    route = service.post("/v1/payment_instructions").mock(
+        side_effect=lambda request: next(answers, None) or instructions_created(request)
+    )
+    [made] = await client.create_payment_instructions(INSTRUCTIONS, idempotency_key="plan-pi")
+    assert route.call_count == 2
+    assert sent_json(route.calls.last) == BARE_INSTRUCTIONS
+    assert route.calls.last.request.headers["Idempotency-Key"] == idempotency_key(
+        ORG, "POST", "/v1/payment_instructions", BARE_INSTRUCTIONS
+    )
+    assert made.entity == "ent_1"
+    assert client.body_forms == {"/v1/payment_instructions": "no_external_reference"}
+    assert any("binding keeps this form" in n for n in client.notes)
+
+
+async def test_a_refusal_naming_no_field_is_blamed_on_the_undocumented_field(client, service):
+    gateway = httpx.Response(422, json={"message": "Request body does not match the schema"})
+    answers = iter([gateway])
+    route = service.post("/v1/contacts").mock(
+        side_effect=lambda request: (
+            next(answers, None)
+            or httpx.Response(201, json=envelope([{"id": "cnt_1", "external_references": ["C-1"]}]))
+        )
+    )
+    await client.create_contacts(
+        [{"name": "Jo", "email": "jo@example.com", "external_reference": "C-1"}]
+    )
+    assert route.call_count == 2
+    assert sent_json(route.calls.last) == [
+        {"name": "Jo", "email": "jo@example.com", "external_references": ["C-1"]}
+    ]
+
+
+async def test_a_refusal_naming_another_sent_field_is_not_resent(client, service):
+    refusal = httpx.Response(400, json={"message": "email is not an address"})
+    route = service.post("/v1/contacts").mock(return_value=refusal)
+    with pytest.raises(errors.InvalidRequestError):
+        await client.create_contacts([{"name": "Jo", "email": "jo@", "external_reference": "C-1"}])
+    assert route.call_count == 1
+
+
+async def test_a_form_learned_on_an_earlier_night_is_sent_from_the_start(settings, service):
+    from fundpipe.client import FundClient
+
+    route = service.post("/v1/payment_instructions").mock(side_effect=instructions_created)
+    async with FundClient(
+        settings.client_config(),
+        transport=httpx.MockTransport(service.async_handler),
+        body_forms={"/v1/payment_instructions": "no_external_reference"},
+    ) as client:
+        await client.create_payment_instructions(INSTRUCTIONS)
+        assert client.notes == []
+    assert route.call_count == 1
+    assert sent_json(route.calls.last) == BARE_INSTRUCTIONS

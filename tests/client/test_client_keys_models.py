@@ -200,12 +200,12 @@ async def test_absolute_same_origin_next_page_url_is_followed(client, service):
 @pytest.mark.parametrize("url", ["http://fund.example.com", "ftp://fund.example.com", "not a url"])
 def test_insecure_or_invalid_service_urls_are_refused(url):
     with pytest.raises(errors.ConfigurationError):
-        FundClient(make_settings(base_url=url))
+        FundClient(make_settings(base_url=url).client_config())
 
 
 def test_plain_http_token_url_to_a_remote_host_is_refused():
     with pytest.raises(errors.ConfigurationError, match="TOKEN_URL"):
-        FundClient(make_settings(token_url="http://auth.example.com"))
+        FundClient(make_settings(token_url="http://auth.example.com").client_config())
 
 
 @pytest.mark.parametrize(
@@ -218,15 +218,15 @@ def test_plain_http_token_url_to_a_remote_host_is_refused():
     ],
 )
 async def test_loopback_http_and_https_are_accepted(url):
-    client = FundClient(make_settings(base_url=url))
+    client = FundClient(make_settings(base_url=url).client_config())
     await client.aclose()
 
 
 def test_missing_base_url_or_credentials_is_a_configuration_error():
     with pytest.raises(errors.ConfigurationError, match="FUNDPIPE_BASE_URL"):
-        FundClient(make_settings(base_url=None))
+        FundClient(make_settings(base_url=None).client_config())
     with pytest.raises(errors.ConfigurationError, match="CLIENT_SECRET"):
-        FundClient(make_settings(client_secret=None))
+        FundClient(make_settings(client_secret=None).client_config())
 
 
 def test_retry_after_parsing():
@@ -292,7 +292,7 @@ async def test_client_secret_can_come_from_a_prefect_secret_block(monkeypatch):
 
     settings = make_settings(client_secret=None, client_secret_block="fundpipe-client-secret")
     with pytest.raises(errors.ConfigurationError, match="with_prefect_secret"):
-        FundClient(settings)
+        FundClient(settings.client_config())
     resolved = await with_prefect_secret(settings)
     assert loaded == ["fundpipe-client-secret"]
     assert resolved.client_secret is not None
@@ -380,7 +380,7 @@ async def tls_service(tls_certificate) -> AsyncIterator[int]:
 
 async def test_tls_certificates_are_verified_against_the_trust_store(tls_service):
     settings = make_settings(base_url=f"https://127.0.0.1:{tls_service}", max_attempts=1)
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         with pytest.raises(errors.ServiceConnectionError) as info:
             await client.get_vehicle("veh_1")
     assert "CERTIFICATE_VERIFY_FAILED" in str(info.value.__cause__)
@@ -391,13 +391,13 @@ async def test_a_ca_bundle_replaces_the_trust_store_and_host_names_are_still_che
 ):
     bundle = tls_certificate[0]
     trusted = make_settings(base_url=f"https://127.0.0.1:{tls_service}", ca_bundle=bundle)
-    async with FundClient(trusted) as client:
+    async with FundClient(trusted.client_config()) as client:
         assert (await client.get_vehicle("veh_1")).id == "veh_1"
     # The certificate names 127.0.0.1 only: the same server reached as localhost is refused.
     renamed = make_settings(
         base_url=f"https://localhost:{tls_service}", ca_bundle=bundle, max_attempts=1
     )
-    async with FundClient(renamed) as client:
+    async with FundClient(renamed.client_config()) as client:
         with pytest.raises(errors.ServiceConnectionError) as info:
             await client.get_vehicle("veh_1")
     assert "CERTIFICATE_VERIFY_FAILED" in str(info.value.__cause__)

@@ -91,7 +91,9 @@ async def test_configured_paths_are_used(service):
     links = service.post("/v2/entities/ent_1/links").mock(
         return_value=httpx.Response(201, json=envelope([{"id": "cnt_1"}]))
     )
-    async with FundClient(settings, transport=httpx.MockTransport(service.async_handler)) as c:
+    async with FundClient(
+        settings.client_config(), transport=httpx.MockTransport(service.async_handler)
+    ) as c:
         assert [v.id for v in await c.list_vehicles().to_list()] == ["veh_1"]
         assert (await c.get_vehicle("veh_1")).id == "veh_1"
         assert [x.id for x in await c.associate_contacts("ent_1", ["cnt_1"])] == ["cnt_1"]
@@ -147,7 +149,7 @@ async def test_documented_operations_never_become_unavailable(client, service):
 async def test_sandbox_path_it_does_not_serve_is_unavailable_not_fatal():
     app = create_app(SandboxConfig())
     settings = demo_settings(paths={"vehicles": "/v1/funds", "organizations": "/v1/orgs"})
-    async with FundClient(settings, transport=httpx.ASGITransport(app=app)) as c:
+    async with FundClient(settings.client_config(), transport=httpx.ASGITransport(app=app)) as c:
         with pytest.raises(errors.OperationUnavailableError) as info:
             await c.list_vehicles().to_list()
         assert info.value.path == "/v1/funds"

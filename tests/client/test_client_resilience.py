@@ -274,7 +274,7 @@ async def test_retry_after_http_date_is_honoured(client, service, clock, caplog)
 async def test_retry_after_seconds_are_capped(service, clock, caplog):
     settings = make_settings(retry_after_cap_s=2.5)
     async with FundClient(
-        settings, transport=httpx.MockTransport(service.async_handler), clock=clock
+        settings.client_config(), transport=httpx.MockTransport(service.async_handler), clock=clock
     ) as client:
         service.get("/v1/vehicles/veh_1").mock(
             side_effect=[
@@ -294,7 +294,7 @@ async def test_retry_after_seconds_are_capped(service, clock, caplog):
 async def test_a_wait_past_the_deadline_is_not_started(service, clock):
     settings = make_settings(retry_deadline_s=5.0, retry_after_cap_s=60.0)
     async with FundClient(
-        settings, transport=httpx.MockTransport(service.async_handler), clock=clock
+        settings.client_config(), transport=httpx.MockTransport(service.async_handler), clock=clock
     ) as client:
         route = service.get("/v1/vehicles/veh_1").mock(
             return_value=httpx.Response(
@@ -350,7 +350,7 @@ async def test_a_429_pauses_every_request_of_the_client(service, clock):
     service.get(url__regex=r"/v1/vehicles/.*").mock(side_effect=answer)
     settings = make_settings(max_attempts=1)  # no retry: the refused request gives up at once
     async with FundClient(
-        settings,
+        settings.client_config(),
         transport=httpx.MockTransport(service.async_handler),
         clock=clock,
         rate_gate=gate,

@@ -63,7 +63,9 @@ async def control(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 async def sandbox_client(app: Any) -> AsyncIterator[FundClient]:
-    async with FundClient(demo_settings(), transport=httpx.ASGITransport(app=app)) as c:
+    async with FundClient(
+        demo_settings().client_config(), transport=httpx.ASGITransport(app=app)
+    ) as c:
         yield c
 
 
@@ -233,7 +235,9 @@ async def test_read_only_client_is_refused_writes(app):
         client_secret="reader-secret",
         scopes="vehicles:read distributions:read",
     )
-    async with FundClient(settings, transport=httpx.ASGITransport(app=app)) as reader:
+    async with FundClient(
+        settings.client_config(), transport=httpx.ASGITransport(app=app)
+    ) as reader:
         assert len([v async for v in reader.list_vehicles()]) == 3
         with pytest.raises(errors.PermissionDeniedError):
             await reader.create_distributions([distribution("NOPE")])
@@ -255,7 +259,7 @@ async def test_short_lived_token_is_renewed_before_expiry_mid_pagination(app, co
     assert response.status_code == 200
     clock = FakeClock()
     async with FundClient(
-        demo_settings(), transport=httpx.ASGITransport(app=app), clock=clock
+        demo_settings().client_config(), transport=httpx.ASGITransport(app=app), clock=clock
     ) as c:
         seen = []
         async for account in c.list_financial_accounts(limit=2):
@@ -289,7 +293,7 @@ async def test_loopback_commit_then_drop_creates_exactly_one_batch(server, loop_
         seed=drop_once_seed(),
         path_prefix="/v1/distributions",
     )
-    async with FundClient(demo_settings(server.base_url)) as c:
+    async with FundClient(demo_settings(server.base_url).client_config()) as c:
         with caplog.at_level(logging.DEBUG, logger="fundpipe.client"):
             [dst] = await c.create_distributions([distribution("LOOP-DROP")])
         await set_faults(loop_control)
@@ -301,7 +305,9 @@ async def test_loopback_commit_then_drop_creates_exactly_one_batch(server, loop_
 
 async def test_loopback_latency_beyond_the_read_timeout_is_a_connection_error(server, loop_control):
     await set_faults(loop_control, latency_ms=400, path_prefix="/v1/vehicles")
-    async with FundClient(demo_settings(server.base_url, read_timeout_s=0.1, max_attempts=2)) as c:
+    async with FundClient(
+        demo_settings(server.base_url, read_timeout_s=0.1, max_attempts=2).client_config()
+    ) as c:
         with pytest.raises(errors.ServiceConnectionError, match="ReadTimeout") as info:
             await c.get_vehicle("veh_demo1")
         assert info.value.attempt == 2
@@ -318,7 +324,7 @@ async def test_loopback_bursts_and_429s_are_ridden_out(server, loop_control):
         seed=5,
         path_prefix="/v1/financial_accounts",
     )
-    async with FundClient(demo_settings(server.base_url)) as c:
+    async with FundClient(demo_settings(server.base_url).client_config()) as c:
         accounts = [a.id async for a in c.list_financial_accounts(limit=1)]
     assert len(set(accounts)) == 6
 
@@ -342,7 +348,9 @@ async def test_loopback_scenarios_at_debug_leak_no_secret(server, loop_control):
     raised: list[BaseException] = []
     try:
         async with FundClient(
-            demo_settings(server.base_url, client_id="leak-check", client_secret=secret),
+            demo_settings(
+                server.base_url, client_id="leak-check", client_secret=secret
+            ).client_config(),
             transport=recorder,
         ) as c:
             await c.get_vehicle("veh_demo1")
@@ -369,7 +377,9 @@ async def test_loopback_scenarios_at_debug_leak_no_secret(server, loop_control):
                 await c.get_vehicle("veh_demo1")
             raised.append(info.value)
         async with FundClient(
-            demo_settings(server.base_url, client_id="leak-check", client_secret="not-" + secret)
+            demo_settings(
+                server.base_url, client_id="leak-check", client_secret="not-" + secret
+            ).client_config()
         ) as bad:
             with pytest.raises(errors.AuthenticationError) as info2:
                 await bad.get_organization("org_demo")

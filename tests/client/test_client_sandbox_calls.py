@@ -67,7 +67,7 @@ async def control(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 async def client(recorder: Recorder) -> AsyncIterator[FundClient]:
-    async with FundClient(demo_settings(), transport=recorder) as c:
+    async with FundClient(demo_settings().client_config(), transport=recorder) as c:
         yield c
 
 
@@ -100,7 +100,9 @@ async def test_401_refetches_the_token_and_replays_once(client, recorder, contro
 
 
 async def test_rejected_credentials_raise_authentication_error(app, recorder):
-    async with FundClient(demo_settings(client_secret="wrong"), transport=recorder) as c:
+    async with FundClient(
+        demo_settings(client_secret="wrong").client_config(), transport=recorder
+    ) as c:
         with pytest.raises(errors.AuthenticationError) as info:
             await c.get_vehicle("veh_demo1")
     assert info.value.error is not None
@@ -117,7 +119,7 @@ async def test_concurrent_requests_share_one_token_fetch(client, recorder):
 
 async def test_token_is_refreshed_leeway_before_expiry(recorder):
     clock = FakeClock()
-    async with FundClient(demo_settings(), transport=recorder, clock=clock) as c:
+    async with FundClient(demo_settings().client_config(), transport=recorder, clock=clock) as c:
         await c.get_vehicle("veh_demo1")
         clock.advance(3600 - 60 - 1)  # still 61 s left: the default leeway is 60 s
         await c.get_vehicle("veh_demo1")

@@ -33,7 +33,9 @@ async def test_configured_scopes_are_requested_space_separated(service, monkeypa
     settings = make_settings()
     assert settings.scopes == "entities:write distributions:*"
     service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
-    async with FundClient(settings, transport=httpx.MockTransport(service.async_handler)) as c:
+    async with FundClient(
+        settings.client_config(), transport=httpx.MockTransport(service.async_handler)
+    ) as c:
         await c.get_vehicle("veh_1")
     assert token_form(service)["scope"] == ["entities:write distributions:*"]
 
@@ -69,7 +71,9 @@ def test_each_operation_names_its_documented_scope(method, path, scope):
 async def test_sandbox_403_names_the_missing_scope():
     app = create_app(SandboxConfig())
     settings = demo_settings(client_id="demo-reader", client_secret="reader-secret")
-    async with FundClient(settings, transport=httpx.ASGITransport(app=app)) as reader:
+    async with FundClient(
+        settings.client_config(), transport=httpx.ASGITransport(app=app)
+    ) as reader:
         with pytest.raises(errors.MissingScopeError) as info:
             await reader.create_distributions([distribution("NOPE")])
     err = info.value
@@ -86,7 +90,9 @@ async def test_sandbox_invalid_scope_names_the_scopes_asked_for():
     settings = demo_settings(
         client_id="demo-reader", client_secret="reader-secret", scopes="entities:write"
     )
-    async with FundClient(settings, transport=httpx.ASGITransport(app=app)) as reader:
+    async with FundClient(
+        settings.client_config(), transport=httpx.ASGITransport(app=app)
+    ) as reader:
         with pytest.raises(errors.InvalidScopeError) as info:
             await reader.create_entities([{"name": "A", "type": "llc"}])
     err = info.value

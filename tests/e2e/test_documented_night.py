@@ -3,13 +3,16 @@
 `fundpipe sandbox --strict-interface` runs as a separate process on a free port and fundpipe is
 pointed at it as at a real service (`FUNDPIPE_BASE_URL`): the night must complete on documented
 operations alone — distributions created exactly once, sync and reconcile done, what it could
-not do listed as warnings. With `--public-forms` too, the same roster dropped again a day later
-creates no investor, contact or payment instruction twice, and the totals match the default form.
+not do listed as warnings. With `--public-forms --reject-unknown-fields` too (a service refusing
+every field its public description does not allow, in the public error form), the night learns
+the forms it takes and keeps them in the binding, and the same roster dropped again a day later
+creates no investor, contact or payment instruction twice; the totals match the default form.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -120,7 +123,7 @@ async def _holdings(base_url: str) -> dict[str, Any]:
         org_id="org_demo",
         _env_file=None,  # type: ignore[call-arg]
     )
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         distributions: dict[str, list[int]] = {}
         async for d in client.list_distributions():
             amounts = [p.amount async for p in client.list_distribution_payments(d.id)]
@@ -189,7 +192,7 @@ def test_the_night_completes_on_the_strict_interface(
 def test_the_same_roster_a_day_later_on_the_public_forms_creates_nothing_twice(
     default_night: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sandbox = Sandbox(tmp_path, "--strict-interface", "--public-forms")
+    sandbox = Sandbox(tmp_path, "--strict-interface", "--public-forms", "--reject-unknown-fields")
     data_dir = tmp_path / "data"
     try:
         _drop(data_dir)
@@ -210,6 +213,15 @@ def test_the_same_roster_a_day_later_on_the_public_forms_creates_nothing_twice(
         sandbox.stop()
     assert first["exit_code"] == second["exit_code"] == 0, (first, second)
     assert any("external_references" in note for note in first["notes"]), first["notes"]
+    binding = json.loads(
+        (data_dir / "orgs" / "org_demo" / "ledger.binding.json").read_text(encoding="utf-8")
+    )
+    assert binding["body_forms"] == {  # the learned forms, for every later night
+        "/v1/contacts": "external_references",
+        "/v1/entities": "external_references",
+        "/v1/payment_instructions": "no_external_reference",
+    }
+    assert not any("does not take" in note for note in second["notes"])  # known from the start
     _each_once(twice)
     again = next(f for f in second["files"] if "again" in f["file"])
     assert again["state"] == "processed", again  # read and matched, not skipped by its hash

@@ -106,7 +106,7 @@ def _at_service(base_url: str, org: str) -> dict[str, list[int]]:
 
     async def read() -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}
-        async with FundClient(settings) as client:
+        async with FundClient(settings.client_config()) as client:
             async for distribution in client.list_distributions():
                 cents = [p.amount async for p in client.list_distribution_payments(distribution.id)]
                 found.setdefault(distribution.external_reference or "", []).append(sum(cents))

@@ -81,7 +81,7 @@ async def _service_distributions(settings: Settings) -> dict[str, list[int]]:
     from fundpipe.client import FundClient
 
     found: dict[str, list[int]] = {}
-    async with FundClient(settings) as client:
+    async with FundClient(settings.client_config()) as client:
         async for distribution in client.list_distributions():
             amounts = [p.amount async for p in client.list_distribution_payments(distribution.id)]
             found.setdefault(distribution.external_reference or "", []).append(sum(amounts))

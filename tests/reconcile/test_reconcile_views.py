@@ -28,8 +28,12 @@ def test_funding_shows_available_obligations_and_shortfall_per_vehicle(
 ) -> None:
     funding = known_result.frame("funding").set_index("vehicle")
     b = funding.loc["veh_b"]
-    assert (b.available_cents, b.obligations_cents, b.shortfall_cents) == (10_000, 20_000, 10_000)
+    # owed: $200 staged + dpmt_5's $10 failed and not paid again (issue 22: still owed)
+    assert (b.available_cents, b.obligations_cents, b.failed_owed_cents) == (10_000, 20_000, 1_000)
+    assert (b.owed_cents, b.shortfall_cents) == (21_000, 11_000)
     assert b.open_payments == 2
+    assert b.failed_owed_payments == 1
+    assert b.balance == "seen"
     # dst_2 pays 2026-12-01 03:00Z = 2026-11-30 22:00 in New York: its date is the 30th.
     assert b.next_distribution_date == dt.date(2026, 11, 30)
     assert b.first_short_date == dt.date(2026, 11, 30)
@@ -108,7 +112,7 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
     )
     assert got == sorted(
         [
-            ("shortfall", "veh_b", 10_000),
+            ("shortfall", "veh_b", 11_000),
             ("amount_mismatch", "dpmt_2", -5_000),
             ("missing", "", 777),
             ("extra", "dpmt_4", 5_000),
@@ -132,7 +136,7 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
         "status_mismatch": 1,
         "unexplained_balance": 1,
     }
-    assert result.summary.shortfall_cents == 10_000
+    assert result.summary.shortfall_cents == 11_000
     # only the depository's unexplained movement counts; fa_abrk's market move does not
     assert result.summary.unexplained_cents == 1_000
     assert "fa_abrk" not in set(exceptions.object_id.dropna())
@@ -155,21 +159,33 @@ def test_parquet_is_typed_cents_dollars_and_zoned_timestamps(known_result: Recon
     )
 
 
-def test_reports_default_to_a_folder_named_for_the_run_date(
+def test_reports_default_to_a_folder_named_for_the_as_of_date(
     known_warehouse: Warehouse, settings: Settings
 ) -> None:
     run_at = dt.datetime(2026, 12, 1, 6, 30, tzinfo=dt.UTC)
     result = reconcile(settings, clock=lambda: run_at)
-    # issue 13: one folder per run under the run date, `latest` pointing at the newest
-    assert result.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z"
+    # issue 13: one folder per run, `latest` pointing at the newest; issue 21: filed under the
+    # as-of date, the run time in the folder's name
+    reports = settings.data_dir / "reports"
+    assert result.out_dir == reports / "2026-12-01" / "20261201T063000Z"
     again = reconcile(settings, clock=lambda: run_at)
-    assert again.out_dir == settings.data_dir / "reports" / "2026-12-01" / "063000Z-2"
-    latest = settings.data_dir / "reports" / "latest"
+    assert again.out_dir == reports / "2026-12-01" / "20261201T063000Z-2"
+    latest = reports / "latest"
     assert latest.resolve() == again.out_dir.resolve()
+    # a re-run of a past as-of is filed under that as-of and never moves `latest`
+    later = dt.datetime(2026, 12, 3, 8, tzinfo=dt.UTC)
+    past = reconcile(settings, as_of=dt.date(2026, 11, 30), clock=lambda: later)
+    assert past.out_dir == reports / "2026-11-30" / "20261203T080000Z"
+    assert latest.resolve() == again.out_dir.resolve()
+    # the newest as-of moves it
+    today = reconcile(settings, clock=lambda: later)
+    assert today.out_dir == reports / "2026-12-03" / "20261203T080000Z"
+    assert latest.resolve() == today.out_dir.resolve()
     assert (result.out_dir / "reconciliation.xlsx").exists()
     assert result.summary.as_of == dt.date(2026, 12, 1)
     assert (result.out_dir / "reconciliation.xlsx").exists()
     assert sorted(p.name for p in result.out_dir.glob("*.parquet")) == [
+        "after_close_adjustments.parquet",
         "balance_movement.parquet",
         "distribution_tieout.parquet",
         "exceptions.parquet",
@@ -185,7 +201,7 @@ def test_summary_table_prints_totals_and_exception_counts(known_result: Reconcil
     text = console.export_text()
     assert "Reconciliation as of 2026-11-30" in text
     assert "$1,100.00" in text  # available across both vehicles
-    assert "$100.00 (1 vehicles)" in text
+    assert "$110.00 (1 vehicles)" in text  # $200 staged + $10 failed still owed − $100
     assert "unexplained_balance" in text
     assert "10" in text.split("total")[-1]  # issue 22: + 3 distributions not tying out
 
@@ -205,6 +221,7 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
         "rollforward": 0,
         "distribution_tieout": 1,  # its Total row, all zero
         "sheet_vs_service": 0,
+        "after_close_adjustments": 0,
     }
     assert result.summary.exceptions == 0
     assert result.workbook.exists()

@@ -53,7 +53,8 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
     # issue 13: headers in words, with the unit
     assert header[:4] == ["Vehicle id", "Vehicle", "Available (USD)", "Total (USD)"]
     rows = {r[0].value: r for r in funding.iter_rows(min_row=2)}
-    assert rows["veh_b"][header.index("Shortfall (USD)")].value == 100
+    # $200 staged + $10 failed still owed − $100 available (issue 22: funding counts what is owed)
+    assert rows["veh_b"][header.index("Shortfall (USD)")].value == 110
     assert rows["veh_b"][header.index("Shortfall (USD)")].number_format == CURRENCY
     assert rows["veh_b"][header.index("Next distribution (local date)")].value == dt.datetime(
         2026, 11, 30
@@ -84,7 +85,7 @@ def test_summary_sheet_shows_run_facts_totals_exceptions_and_a_chart(
     ws = openpyxl.load_workbook(result.workbook)["Summary"]
     facts = {r[0]: r[1] for r in ws.iter_rows(values_only=True) if r[0]}
     assert facts["As of"] == "2026-11-30"
-    assert facts["Shortfall"] == 100
+    assert facts["Shortfall"] == 110  # with the $10 failed payment still owed (issue 22)
     assert facts["Depository available"] == 1100
     assert facts["Sheet row not at the service"] == 1  # issue 22: kinds in plain words
     assert facts["Total"] == 10  # issue 22: + 3 distributions not tying out
@@ -94,7 +95,7 @@ def test_summary_sheet_shows_run_facts_totals_exceptions_and_a_chart(
     refs = [s.val.numRef.f for s in chart.series]
     assert refs == ["'Funding'!$J$2:$J$2"]
     assert chart.series[0].cat.strRef.f == "'Funding'!$B$2:$B$2"
-    assert [p.v for p in chart.series[0].val.numRef.numCache.pt] == [100]
+    assert [p.v for p in chart.series[0].val.numRef.numCache.pt] == [110]  # as Shortfall above
 
 
 def test_no_cell_is_a_formula_and_injected_text_is_neutralised(

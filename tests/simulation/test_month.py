@@ -5,6 +5,11 @@ exceptions a person would expect from what happened — written without reading 
 after every day checks: each service payment once in `sheet_vs_service`; the Summary's counts
 and obligations equal the service's; the current exceptions are exactly the expected ones, with
 ids stable across days; resolved ones resolve on the day their condition went away.
+
+At the month's end (issue 21) every past day is re-run: each Summary figure and each payment's
+status equal that day's report, and the exception events are unchanged by the re-runs; an
+exception acknowledged twice keeps both acknowledgements, and an acknowledged one that worsens
+reopens.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import duckdb
 
 from fundpipe.keys import file_hash
 from fundpipe.reconcile.lifecycle import acknowledge
+from fundpipe.reconcile.lifecycle import history as event_history
 from fundpipe.reconcile.views import reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
@@ -88,7 +94,8 @@ def _expected(month: Month, problems: set[Key]) -> set[Key]:
     for d, p in month.payments():
         if p.status in ("failed", "cancelled"):
             out.add(("status_mismatch", p.id))
-        if p.status not in FINAL:
+        # owed: staged payments, and failed ones not cancelled (none is paid again here)
+        if p.status not in FINAL or (p.status == "failed" and d.status != "cancelled"):
             open_by_vehicle[d.vehicle] = open_by_vehicle.get(d.vehicle, 0) + p.amount
         if p.status == "disbursed":
             paid_by_vehicle[d.vehicle] = paid_by_vehicle.get(d.vehicle, 0) + p.amount
@@ -138,6 +145,11 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
             == "processed"
         )
 
+    def day5_ack() -> None:  # the $10,000 shortfall is acknowledged at that amount
+        key = ("shortfall", "veh_demo3")
+        acknowledge(wh, month.ids[key], note="top-up promised", by="ana", now=month.now)
+        month.acked.add(key)  # type: ignore[attr-defined]
+
     def day4() -> None:
         assert (
             month.drop("bad2", "bad.csv", [("B1", "veh_demo2", [50_000, 60_000])], date=later)
@@ -147,6 +159,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         month.gone[("file_rejected", month.files["bad"])] = 4
 
     def day5() -> None:
+        day5_ack()
         state = month.drop(
             "big", "big.csv", [("G1", "veh_demo2", [2_600_000_00])], date=later, require_funds=True
         )
@@ -216,7 +229,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
                     month.ids[("status_mismatch", p.id)],
                     note="cancelled on purpose",
                     by="ana",
-                    now=START,
+                    now=month.now,
                 )
                 month.acked.add(("status_mismatch", p.id))  # type: ignore[attr-defined]
 
@@ -224,14 +237,31 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         p = a_payments()[0]
         world.control("PATCH", f"distribution_payments/{p.id}", {"status": "failed"})
 
+    def day15() -> None:  # a second acknowledgement of the same cancellation: a second event
+        p = next(p for d, p in month.payments() if d.external_reference == "B1")
+        month.twice = month.ids[("status_mismatch", p.id)]  # type: ignore[attr-defined]
+        acknowledge(wh, month.twice, note="confirmed with the investor", by="ben", now=month.now)  # type: ignore[attr-defined]
+
+    def day16() -> None:  # veh_demo3 owes $50,000 more: its acknowledged shortfall worsens
+        assert (
+            month.drop(
+                "under2", "under2.csv", [("U2", "veh_demo3", [50_000_00])], date="2026-12-27 09:00"
+            )
+            == "processed"
+        )
+        month.acked.discard(("shortfall", "veh_demo3"))  # type: ignore[attr-defined]
+
     month.acked = set()  # type: ignore[attr-defined]
     events.update({1: day1, 2: day2, 3: day3, 4: day4, 5: day5, 6: day6, 7: day7, 8: day8})
-    events.update({10: day10, 11: day11, 12: day12, 13: day13, 14: day14})
+    events.update({10: day10, 11: day11, 12: day12, 13: day13, 14: day14, 15: day15, 16: day16})
+    days: dict[int, tuple[dt.datetime, tuple[Any, ...], dict[str, str]]] = {}
 
     history: dict[Key, str] = {}
     for day in range(1, 31):
         month.day = day
         world.control("POST", "clock/advance", {"seconds": 86_400})
+        # a person's acknowledgement today is stamped with today's clock (before the run)
+        month.now = dt.datetime.fromisoformat(world.control("GET", "clock")["now"])  # type: ignore[attr-defined]
         if day in events:
             events[day]()
         now = dt.datetime.fromisoformat(world.control("GET", "clock")["now"])
@@ -308,6 +338,77 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         assert s.acknowledged_exceptions == acked, day
         assert s.open_exceptions == len(expected) - acked, day
 
+        days[day] = (now, _figures(s), _statuses(result))
+
+    # the acknowledged shortfall reopened when it worsened, saying why; two acks are two events
+    shortfall = month.ids[("shortfall", "veh_demo3")]
+    _, shortfall_events = event_history(wh, shortfall)
+    reopened = [e for e in shortfall_events if e.event == "reopened"]
+    assert [(e.as_of, e.amount_cents) for e in reopened] == [
+        ((START + dt.timedelta(days=16)).date(), 60_000_00)
+    ]
+    assert reopened[0].note == "worsened from $10,000.00 (acknowledged by ana) to $60,000.00"
+    _, twice = event_history(wh, month.twice)  # type: ignore[attr-defined]
+    assert [(e.event, e.by) for e in twice if e.event == "acknowledged"] == [
+        ("acknowledged", "ana"),
+        ("acknowledged", "ben"),
+    ]
+
+    # every past day re-run at the month's end: the same figures and statuses, nothing written
+    with wh.read() as con:
+        recorded = con.execute("SELECT * FROM exception_events ORDER BY seq").fetchall()
+    end = now
+    for day, (then, figures, statuses) in days.items():
+        if then.date() == end.date():
+            continue
+        again = reconcile(
+            world.settings,
+            as_of=then.date(),
+            out_dir=tmp_path / "again" / str(day),
+            clock=lambda: end,
+        )
+        assert again.lifecycle is None, day
+        assert _figures(again.summary) == figures, day
+        assert _statuses(again) == statuses, day
+    with wh.read() as con:
+        assert con.execute("SELECT * FROM exception_events ORDER BY seq").fetchall() == recorded
+
     # the conflict was never fixed: still open, aged since day 8
+    assert result.lifecycle is not None
     conflict = next(t for t in result.lifecycle.still_open if t.kind == "file_conflict")
     assert conflict.age_days == 22
+
+
+def _figures(s: Any) -> tuple[Any, ...]:
+    """Every figure of the Summary (not the run's own clock)."""
+    return (
+        s.last_sync_id,
+        s.vehicles,
+        s.vehicles_short,
+        s.vehicles_without_balance,
+        s.available_cents,
+        s.obligations_cents,
+        s.failed_owed_cents,
+        s.past_due_cents,
+        s.shortfall_cents,
+        s.unexplained_cents,
+        s.sheet_rows,
+        s.service_payments,
+        s.payments_ok,
+        dict(s.exception_counts),
+        s.open_exceptions,
+        s.acknowledged_exceptions,
+    )
+
+
+def _statuses(result: Any) -> dict[str, str]:
+    """Each service payment's status (and amount) in a report."""
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT payment_id, service_status || ' ' || CAST(service_amount_cents AS VARCHAR) "
+            f"FROM read_parquet('{result.parquet['sheet_vs_service']}') WHERE payment_id IS NOT NULL"
+        ).fetchall()
+    finally:
+        con.close()
+    return {str(p): str(s) for p, s in rows}

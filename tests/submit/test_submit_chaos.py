@@ -116,7 +116,7 @@ def _service_distributions(server: SandboxServer) -> dict[str, list[int]]:
     ).with_service(server.base_url)
 
     async def pull() -> dict[str, list[int]]:
-        async with FundClient(settings) as client:
+        async with FundClient(settings.client_config()) as client:
             found = [d async for d in client.list_distributions()]
             refs = [str(d.external_reference) for d in found]
             assert len(set(refs)) == len(refs), "duplicate external_reference at the service"

@@ -129,7 +129,7 @@ def _plan_then_race(world: World, name: str) -> tuple[SubmitResult, str]:
     rows = payment_rows("R-1", [500], entities=["RACE-1"])
 
     async def run() -> tuple[SubmitResult, str]:
-        async with FundClient(world.settings, transport=world.transport) as client:
+        async with FundClient(world.settings.client_config(), transport=world.transport) as client:
             state = await load_state(client, "org_demo", vehicles=["veh_demo1"])
             plan = build_plan([file_input("h1", rows, entities=roster)], state)
             (someone,) = await client.create_entities(
@@ -169,7 +169,7 @@ def test_a_probable_duplicate_investor_is_held_and_the_rest_created(tmp_path: Pa
     world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=True)
 
     async def existing() -> str:
-        async with FundClient(world.settings, transport=world.transport) as client:
+        async with FundClient(world.settings.client_config(), transport=world.transport) as client:
             (e,) = await client.create_entities(
                 [{"name": "Harbor Trust", "type": "trust", "external_reference": "OLD-7"}]
             )

@@ -275,7 +275,7 @@ def test_same_payments_notifying_other_contacts_is_a_conflict(world: World) -> N
         return payment_rows("N-1", [100, 200], entities=["ent_demo1", "ent_demo1"], notify=contact)
 
     async def create_then_load() -> ServiceState:
-        async with FundClient(world.settings, transport=world.transport) as client:
+        async with FundClient(world.settings.client_config(), transport=world.transport) as client:
             empty = await load_state(client, "org_demo")
             (request,) = build_plan([file_input("h1", sheet("cnt_demo1"))], empty).requests
             sent = request.resolve(IdMap(), "org_demo", idempotency_key)
@@ -320,3 +320,28 @@ def test_progress_follows_every_file_and_every_request(world: World) -> None:
     assert recorder.totals["submit"] == recorder.done["submit"] == len(result.plan.requests)
     assert result.submit is not None
     assert result.submit.requests_sent == len(result.plan.requests)
+
+
+def test_dates_in_figures_follow_the_declared_order_and_a_columns_proof_is_told(
+    world: World,
+) -> None:
+    # issue 22: 03/04/2027 was read as 4 March without a word
+    write_sheet(world.inbox / "london.csv", [("L-1", "veh_demo1", [100_00])], date="03/04/2027")
+    refused = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in refused.files] == ["rejected"]
+    report = (world.data_dir / "rejected" / "london.csv.errors.csv").read_text("utf-8-sig")
+    assert "could be 3 April 2027 (day first) or 4 March 2027 (month first)" in report
+
+    london = world.settings.model_copy(update={"date_order": "dmy"})
+    write_sheet(world.inbox / "london2.csv", [("L-2", "veh_demo1", [100_00])], date="03/04/2027")
+    accepted = ingest(london, transport=world.transport, settle_s=0)
+    assert [f.state for f in accepted.files] == ["processed"]
+    [created] = [d for d, _ in world.distributions() if d.external_reference == "L-2"]
+    assert str(created.distribution_date).startswith("2027-04-03")
+
+    write_sheet(world.inbox / "mixed.csv", [("L-3", "veh_demo1", [100_00])], date="25/04/2027")
+    with open(world.inbox / "mixed.csv", "a", encoding="utf-8") as fh:
+        fh.write("Distribution L-4,veh_demo1,L-4,03/04/2027,America/New_York,ent_demo1,$1.00,USD\n")
+    told = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [f.state for f in told.files] == ["processed"]
+    assert any("mixed.csv: Payment Date (D)" in w and "day/month/year" in w for w in told.warnings)

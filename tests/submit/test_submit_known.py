@@ -84,7 +84,7 @@ def _create_elsewhere(world: World, ref: str, amounts: list[int]) -> None:
     """Someone else creates, at the service, the distribution a sheet describes."""
 
     async def create() -> None:
-        async with FundClient(world.settings, transport=world.transport) as client:
+        async with FundClient(world.settings.client_config(), transport=world.transport) as client:
             await client.create_distributions(
                 [
                     {

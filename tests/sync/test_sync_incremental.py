@@ -72,7 +72,7 @@ def _create(transport: Counting, settings: Settings, count: int, date: str, ref:
 
     async def make() -> list[str]:
         ids: list[str] = []
-        async with FundClient(settings, transport=transport.inner) as client:
+        async with FundClient(settings.client_config(), transport=transport.inner) as client:
             for start in range(0, count, 100):
                 made = await client.create_distributions(
                     [

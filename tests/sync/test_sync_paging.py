@@ -28,7 +28,7 @@ def test_every_page_of_every_list_lands_once(service: tuple[httpx.ASGITransport,
                 json={"organization": "org_demo", "vehicles": 3, "accounts_per_vehicle": 130},
             )
             assert bulk.status_code == 201, bulk.text
-        async with FundClient(settings, transport=transport) as client:
+        async with FundClient(settings.client_config(), transport=transport) as client:
             (made,) = await client.create_distributions(
                 [
                     {

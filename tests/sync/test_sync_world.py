@@ -74,7 +74,7 @@ async def _build(transport: httpx.ASGITransport, settings: Settings, world: Worl
                 {"total": cents, "available": cents, "total_end_of_last_month": cents},
             )
 
-        async with FundClient(settings, transport=transport) as client:
+        async with FundClient(settings.client_config(), transport=transport) as client:
             soon = "2030-01-10T13:00:00Z"
 
             def element(

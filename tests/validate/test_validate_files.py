@@ -107,6 +107,7 @@ def test_missing_required_columns_are_named(write_csv: Callable[..., Path]) -> N
 def test_two_headers_for_one_column_are_rejected(write_csv: Callable[..., Path]) -> None:
     report = only(write_csv([[*r, "5"] for r in clean_rows()], header=[*HEADER, "Payment Amount"]))
     assert [e.check for e in report.errors] == ["duplicate_columns"]
+    assert "'Amount ($)' (G), 'Payment Amount' (H) all mean amount" in report.errors[0].reason
 
 
 def test_errors_name_the_cell_as_the_analyst_wrote_it(write_csv: Callable[..., Path]) -> None:
@@ -238,7 +239,7 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
     assert validate_exit_code(validate_files([good, bad, binary])) == 2
     doc = validation_dict(reports)
     assert [set(f) for f in doc["files"]] == [
-        {"file", "sheet", "valid", "rows", "errors", "warnings"}
+        {"file", "sheet", "valid", "rows", "errors", "warnings", "grouped"}
     ] * 2
     assert doc["files"][1]["errors"] == [
         {
@@ -246,9 +247,19 @@ def test_json_rendering_and_exit_codes(tmp_path: Path, write_csv: Callable[..., 
             "sheet": None,
             "row": 2,
             "column": "Amount ($)",
+            "column_letter": "G",
             "value": "abc",
             "check": "amount_not_a_number",
             "reason": "the amount is not a number",
+        }
+    ]
+    assert doc["files"][1]["grouped"] == [
+        {
+            **doc["files"][1]["errors"][0],
+            "severity": "error",
+            "rows": [2],
+            "rows_text": "2",
+            "count": 1,
         }
     ]
     json.dumps(doc)  # JSON-ready
@@ -270,3 +281,15 @@ def test_every_error_is_reported_at_once_entity_references_included(
     assert (2, "Entity ID", "entity_resolvable") in found
     assert any(row == 3 and column == "Amount ($)" for row, column, _ in found)
     assert report.distributions is None
+
+
+def test_the_validate_table_reads_like_the_error_report(write_csv: Callable[..., Path]) -> None:
+    rows = clean_rows()
+    for row in rows:
+        row[6] = "ten"
+    text = render_text([only(write_csv(rows, name="bad.csv"))])
+    [line] = [line for line in text.splitlines() if "amount_not_a_number" in line]
+    assert " 2–4 " in line  # the three rows, one line
+    assert " G " in line  # the column's letter beside its name
+    assert "Amount ($)" in line
+    assert "sheet" not in text  # a CSV has no sheets: no empty column

@@ -154,7 +154,9 @@ class World:
         """Every distribution the service holds, with all its payments."""
 
         async def pull() -> list[Any]:
-            async with FundClient(self.settings, transport=self.transport) as client:
+            async with FundClient(
+                self.settings.client_config(), transport=self.transport
+            ) as client:
                 out = []
                 async for d in client.list_distributions():
                     payments = [p async for p in client.list_distribution_payments(d.id)]
@@ -173,7 +175,9 @@ class World:
 
     def entities(self) -> list[Any]:
         async def pull() -> list[Any]:
-            async with FundClient(self.settings, transport=self.transport) as client:
+            async with FundClient(
+                self.settings.client_config(), transport=self.transport
+            ) as client:
                 return [e async for e in client.list_entities()]
 
         return asyncio.run(pull())

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from fundpipe.app.cli_alerts import alerts_app
+from fundpipe.app.cli_close import close_command
 from fundpipe.app.cli_common import (
     DataDirOption,
     JsonOption,
@@ -48,6 +49,7 @@ app = typer.Typer(
 )
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
+app.command("close")(close_command)
 app.command("sandbox")(sandbox_command)
 
 
@@ -104,15 +106,16 @@ def validate_command(
             validate_files,
         )
 
+        settings = settings_for(data_dir)
         if not files:
             from fundpipe.app.orgs import waiting_sheets
 
-            files = waiting_sheets(settings_for(data_dir), org)
+            files = waiting_sheets(settings, org)
             if not files:
                 console.print("nothing to validate: no sheet waits in the inbox")
                 return
         with RichProgress(err_console) as progress:
-            reports = validate_files(files, progress=progress)
+            reports = validate_files(files, progress=progress, date_order=settings.date_order)
         if output_format == "json":
             print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:

@@ -1,8 +1,10 @@
-"""`fundpipe exceptions list | ack`: the exception log, over `fundpipe.reconcile.lifecycle`."""
+"""`fundpipe exceptions list | show | ack | assign`: the exception history, over
+`fundpipe.reconcile.lifecycle`."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -15,12 +17,14 @@ from fundpipe.app.cli_common import (
     local_org_settings,
     user_errors,
 )
+from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
 
 __all__ = ["exceptions_app"]
 
 exceptions_app = typer.Typer(
-    help="The exception log: list exceptions and their states, acknowledge what was dealt with.",
+    help="The exception history: list exceptions and their states, show one's events, "
+    "acknowledge what was dealt with, assign an owner.",
     no_args_is_help=True,
 )
 
@@ -73,7 +77,6 @@ def exceptions_ack_command(
     """
     with user_errors():
         import getpass
-        from datetime import UTC, datetime
 
         from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, acknowledge
         from fundpipe.warehouse.file import Warehouse
@@ -89,4 +92,97 @@ def exceptions_ack_command(
             )
         except (ExceptionNotFoundError, ValueError) as exc:
             raise InputError(str(exc).strip("'\"")) from None
-        console.print(f"{done.id} acknowledged by {done.acknowledged_by}: {done.note}")
+        covered = done.acknowledged_amount_cents
+        amount = "" if covered is None else f" at {format_cents(covered)}"
+        console.print(f"{done.id} acknowledged by {done.acknowledged_by}{amount}: {done.note}")
+
+
+@exceptions_app.command("show")
+def exceptions_show_command(
+    exception_id: Annotated[str, typer.Argument(help="The exception's id, e.g. EX-1A2B3C4D5E.")],
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Show one exception and its whole history: opened, amount changed, acknowledged, assigned,
+    reopened, resolved — when, by whom (name and operating-system user), amount and note.
+
+    Example: fundpipe exceptions show EX-1A2B3C4D5E
+    """
+    with user_errors():
+        from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, history
+        from fundpipe.warehouse.file import Warehouse
+
+        settings = local_org_settings(data_dir, org)
+        try:
+            found, events = history(Warehouse(settings.warehouse_file), exception_id)
+        except ExceptionNotFoundError as exc:
+            raise InputError(str(exc).strip("'\"")) from None
+        if json_out:
+            print(
+                json.dumps(
+                    {**found.as_dict(), "events": [e.as_dict() for e in events]},
+                    indent=2,
+                    default=str,
+                )
+            )
+            return
+        from fundpipe.app.render import render_exception_log
+
+        render_exception_log([found], console)
+        from rich.table import Table
+
+        table = Table(show_header=True, title=f"History of {found.id}")
+        for column in ("When (UTC)", "As of", "Event", "By", "OS user", "Amount (USD)", "Note"):
+            table.add_column(column, justify="right" if column == "Amount (USD)" else "left")
+        for e in events:
+            note = e.note or ""
+            if e.assignee:
+                note = f"owner: {e.assignee}" + (f"; {note}" if note else "")
+            table.add_row(
+                e.at.astimezone(UTC).isoformat(timespec="seconds"),
+                e.as_of.isoformat(),
+                e.event,
+                e.by or "",
+                e.os_user or "",
+                "" if e.amount_cents is None else format_cents(e.amount_cents),
+                note,
+            )
+        console.print(table)
+
+
+@exceptions_app.command("assign")
+def exceptions_assign_command(
+    exception_id: Annotated[str, typer.Argument(help="The exception's id, e.g. EX-1A2B3C4D5E.")],
+    to: Annotated[str, typer.Option("--to", help="Who owns it from now on.")],
+    by: Annotated[
+        str | None, typer.Option("--by", help="Who assigns (default: your login name).")
+    ] = None,
+    note: Annotated[str | None, typer.Option("--note", help="Why, or what to do.")] = None,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+) -> None:
+    """Set an exception's owner (shown in `exceptions list` and the workbook); the assignment is
+    an event of its history.
+
+    Example: fundpipe exceptions assign EX-1A2B3C4D5E --to maria
+    """
+    with user_errors():
+        import getpass
+
+        from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, assign
+        from fundpipe.warehouse.file import Warehouse
+
+        settings = local_org_settings(data_dir, org)
+        try:
+            done = assign(
+                Warehouse(settings.warehouse_file),
+                exception_id,
+                to=to,
+                by=by or getpass.getuser(),
+                now=datetime.now(UTC),
+                note=note,
+            )
+        except (ExceptionNotFoundError, ValueError) as exc:
+            raise InputError(str(exc).strip("'\"")) from None
+        console.print(f"{done.id} is owned by {done.owner}")

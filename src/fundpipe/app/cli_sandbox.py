@@ -42,6 +42,14 @@ def sandbox_command(
             "--public-forms", help="Serve the public spec's forms (external_references, ...)."
         ),
     ] = False,
+    reject_unknown_fields: Annotated[
+        bool,
+        typer.Option(
+            "--reject-unknown-fields",
+            help="Refuse create bodies with fields the public description does not allow, in "
+            "the public error form (param, no invalid-params): a strict real service's rehearsal.",
+        ),
+    ] = False,
     legacy_pagination: Annotated[
         bool,
         typer.Option(
@@ -91,6 +99,7 @@ def sandbox_command(
             allow_non_loopback=allow_non_loopback,
             strict_interface=strict_interface,
             public_forms=public_forms,
+            reject_unknown_fields=reject_unknown_fields,
             legacy_pagination=legacy_pagination,
             demo_orgs=demo_orgs,
             rate_limit_scope="client_org" if rate_limit_scope == "client_org" else "client",

@@ -181,7 +181,7 @@ async def _read_organizations(settings: Settings, transport: object | None) -> l
     unscoped = settings.model_copy(update={"org_id": None})
     found: list[Organization] = []
     net = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
-    async with FundClient(unscoped, transport=net) as client:
+    async with FundClient(unscoped.client_config(), transport=net) as client:
         async for org in client.list_organizations():
             found.append(Organization(id=org.id, name=org.name))
     return sorted(found, key=lambda o: o.id or "")

@@ -195,7 +195,14 @@ def summary_markdown(summary: dict[str, Any]) -> str:
 
 
 def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
-    """``{"files": [{"file", "sheet", "valid", "rows", "errors": [...], "warnings": [...]}]}``."""
+    """``{"files": [{"file", "sheet", "valid", "rows", "errors", "warnings", "grouped"}]}``.
+
+    ``errors``/``warnings``: one entry per cell (with ``row`` and ``column_letter``), for
+    scripts; ``grouped``: what the error report and the table show, each identical problem once
+    with its ``rows`` (a list), ``rows_text`` (``"2–7, 9"``), ``count`` and ``severity``.
+    """
+    from fundpipe.validate.issues import group_issues
+
     return {
         "files": [
             {
@@ -205,6 +212,7 @@ def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
                 "rows": r.rows,
                 "errors": [i.as_dict() for i in r.errors],
                 "warnings": [i.as_dict() for i in r.warnings],
+                "grouped": [g.as_dict() for g in group_issues(r)],
             }
             for r in reports
         ]

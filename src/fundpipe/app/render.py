@@ -177,7 +177,11 @@ def render_ingest(result: IngestResult, console: Console) -> None:
 def render_validation(
     reports: Sequence[FileReport], console: Console, *, max_issues: int = 50
 ) -> None:
-    """Print a readable verdict per file and a table of its issues to ``console``."""
+    """Print a readable verdict per file and a table of its problems to ``console``: each
+    identical problem once with its rows (``2–7, 9``), the column with its Excel letter — the
+    lines of the file's error report."""
+    from fundpipe.validate.issues import group_issues
+
     for report in reports:
         verdict = (
             "[green]valid[/]"
@@ -185,28 +189,33 @@ def render_validation(
             else ("[red]unreadable[/]" if report.unreadable else "[red]rejected[/]")
         )
         console.print(
-            f"[bold]{report.file}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
+            f"[bold]{escape(report.file)}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
         )
-        issues = [*report.errors, *report.warnings]
-        if not issues:
+        groups = group_issues(report)
+        if not groups:
             continue
         table = Table(show_lines=False)
-        for title in ("", "sheet", "row", "column", "value", "check", "reason"):
+        sheets = any(g.first.sheet for g in groups)  # a CSV's table has no sheet column
+        for title in ("", *(["sheet"] if sheets else []), "rows", "column", "col", "value"):
             table.add_column(title, overflow="fold")
-        for issue in issues[:max_issues]:
-            kind = "[red]error[/]" if issue in report.errors else "[yellow]warning[/]"
+        table.add_column("check", overflow="fold")
+        table.add_column("reason", overflow="fold")
+        for group in groups[:max_issues]:
+            issue = group.first
+            kind = "[red]error[/]" if group.severity == "error" else "[yellow]warning[/]"
             table.add_row(
                 kind,
-                issue.sheet or "",
-                "" if issue.row is None else str(issue.row),
-                issue.column or "",
-                issue.value or "",
+                *([escape(issue.sheet or "")] if sheets else []),
+                group.rows_text(limit=20),
+                escape(issue.column or ""),
+                issue.letter or "",
+                escape(issue.value or ""),
                 issue.check,
-                issue.reason,
+                escape(issue.reason),
             )
         console.print(table)
-        if len(issues) > max_issues:
-            console.print(f"… and {len(issues) - max_issues:,} more (use --format json for all)")
+        if len(groups) > max_issues:
+            console.print(f"… and {len(groups) - max_issues:,} more (use --format json for all)")
 
 
 def render_preflight(preflight: Preflight | None, console: Console) -> None:
@@ -362,13 +371,13 @@ class RichProgress:
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
-    """The exception log as a table: id, state, age, what, amount, what to do."""
+    """The exception log as a table: id, state, owner, age, what, amount, what to do."""
     if not found:
         console.print("[green]no exceptions[/]")
         return
     table = Table(show_header=True, title="Exceptions")
     table.add_column("Id", no_wrap=True)
-    for column in ("State", "Age (days)", "What", "Amount (USD)", "What to do"):
+    for column in ("State", "Owner", "Age (days)", "What", "Amount (USD)", "What to do"):
         table.add_column(
             column, justify="right" if column in ("Age (days)", "Amount (USD)") else "left"
         )
@@ -376,5 +385,7 @@ def render_exception_log(found: Sequence[TrackedException], console: Console) ->
         state = t.state + (
             f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
         )
-        table.add_row(t.id, state, str(t.age_days), t.what, t.amount_dollars, t.action or "")
+        table.add_row(
+            t.id, state, t.owner or "", str(t.age_days), t.what, t.amount_dollars, t.action or ""
+        )
     console.print(table)

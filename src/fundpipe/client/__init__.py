@@ -1,18 +1,19 @@
 """The Fund Distribution Service client: the only code in fundpipe that speaks HTTP to it.
 
 ```python
-async with FundClient(settings) as client:
+async with FundClient(settings.client_config()) as client:   # a ClientConfig
     created = await client.create_distributions([...])      # deterministic Idempotency-Key
     async for account in client.list_financial_accounts():   # lazy pagination
         ...
 ```
 
-Public surface: `FundClient`, `Paginator`, `Page`, `RateGate`, `idempotency_key`, `canonical_json`,
+Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `RateGate`, `idempotency_key`, `canonical_json`,
 `redact`, `with_prefect_secret`, the models in `fundpipe.client.models` and the errors in `fundpipe.client.errors`.
 """
 
 from fundpipe.client import errors, models
 from fundpipe.client._client import DEFAULT_PAGE_SIZE, FundClient
+from fundpipe.client._config import ClientConfig
 from fundpipe.client._errors import FundServiceError
 from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
 from fundpipe.client._pagination import Page, Paginator
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "KEY_PREFIX",
     "REDACTED",
+    "ClientConfig",
     "FundClient",
     "FundServiceError",
     "Page",

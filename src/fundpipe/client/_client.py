@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import unavailable_error
 from fundpipe.client._errors import APIError, NotFoundError
 from fundpipe.client._forms import ReferenceForm
@@ -36,7 +37,7 @@ from fundpipe.client._pagination import (
 )
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._requester import Requester
-from fundpipe.config import Settings
+from fundpipe.client._retry import Outage, Timer, describe_seconds
 
 logger = logging.getLogger("fundpipe.client")
 
@@ -58,7 +59,8 @@ def _segment(value: str) -> str:
 
 
 class FundClient:
-    """Async client of the Fund Distribution Service; use as `async with FundClient(s) as c:`.
+    """Async client of the Fund Distribution Service; use as
+    `async with FundClient(settings.client_config()) as c:` (a `ClientConfig`).
 
     Operations (lists return a lazy `Paginator`, creates a list of the created records):
 
@@ -77,32 +79,42 @@ class FundClient:
 
     Optional operations — the ones the interface does not show (`list_vehicles`,
     `get_vehicle`, `list_organizations`, `get_organization`, the organization-wide
-    `list_financial_accounts`, `associate_contacts`) — take their paths from `settings.paths`
+    `list_financial_accounts`, `associate_contacts`) — take their paths from `config.paths`
     (`path_of(name, **ids)`) and raise `OperationUnavailableError` on 404/405/501, for callers
-    to turn into a warning. Entity and contact creates adapt to the service's form of
-    `external_reference` once per path; `body_forms` and `notes` say so for the run summary.
+    to turn into a warning. Entity, contact and payment-instruction creates adapt to the form
+    the service takes once per path (`fundpipe.client._forms`); `body_forms` holds the learned
+    forms (pass an earlier night's as `body_forms=`), `notes` says so for the run summary, and
+    `outages` lists the service outages ridden out or given up on.
 
     Every request is authorized by the client-credentials flow, carries `X-Organization-Id`
-    when `settings.org_id` is set, waits for the client-side rate limit and concurrency bound,
+    when `config.org_id` is set, waits for the client-side rate limit and concurrency bound,
     and is retried by the policy in `fundpipe.client._retry`. Creates send a deterministic
     `Idempotency-Key` (`idempotency_key(org_id, "POST", path, body)`) unless one is passed.
     `transport` replaces the network (tests pass `httpx.ASGITransport(app=create_app())`);
     `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`);
-    `rate_gate` replaces the client-side rate limit (tests pass a `RateGate` on a virtual clock).
+    `rate_gate` replaces the client-side rate limit (tests pass a `RateGate` on a virtual clock);
+    `timer` measures and waits out the retry backoff (tests pass a virtual one).
     """
 
     def __init__(
         self,
-        settings: Settings,
+        config: ClientConfig,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
         rate_gate: RateGate | None = None,
+        timer: Timer | None = None,
+        body_forms: Mapping[str, str] | None = None,
     ) -> None:
-        """Configure the client from `settings`; no network I/O happens before the first call."""
-        self.settings = settings
-        self._requester = Requester(settings, transport=transport, clock=clock, rate_gate=rate_gate)
-        self._reference_form = ReferenceForm(self._requester, settings.org_id)
+        """Configure the client from `config`; no network I/O happens before the first call."""
+        if not isinstance(config, ClientConfig):
+            msg = "FundClient takes a ClientConfig: pass settings.client_config()"
+            raise TypeError(msg)
+        self.config = config
+        self._requester = Requester(
+            config, transport=transport, clock=clock, rate_gate=rate_gate, timer=timer
+        )
+        self._reference_form = ReferenceForm(self._requester, config.org_id, body_forms)
         # Where payment instructions are read: the interface's path first (see
         # `get_payment_instructions`); the /v1 one once it is the one that answered.
         self._pmi_paths = ("/payment_instructions/", "/v1/payment_instructions/")
@@ -136,9 +148,25 @@ class FundClient:
         return self._reference_form.body_forms
 
     @property
+    def outages(self) -> list[Outage]:
+        """The runs of retried failures so far: ridden out (`ended`) or given up on."""
+        return list(self._requester.outages)
+
+    @property
     def notes(self) -> list[str]:
-        """Plain-language notes for the run summary (e.g. a body form that was switched)."""
-        return self._reference_form.notes
+        """Plain-language notes for the run summary: a body form that was learned, and the
+        longest outage ridden out (how long the service was unavailable)."""
+        notes = list(self._reference_form.notes)
+        ridden = [o for o in self._requester.outages if o.ended]
+        if ridden:
+            longest = max(ridden, key=lambda o: o.seconds)
+            notes.append(
+                f"the service was unavailable for up to {describe_seconds(longest.seconds)} "
+                f"({longest.reason or 'failures'} on {longest.method} {longest.path}, "
+                f"{longest.attempts} attempts; {len(ridden)} outage(s) in all) and the run "
+                "waited it out"
+            )
+        return notes
 
     @property
     def token_fetches(self) -> int:
@@ -160,7 +188,7 @@ class FundClient:
         for while the current one is decoded and used (`iter_raw_pages_ahead`, for lists of
         large pages; a callable `ahead` says, before each page, whether the caller will read
         past it: only then is the next one asked for early). With
-        `operation` (a name of `settings.paths`, for `path_of(operation)`), a 404/405/501
+        `operation` (a name of `config.paths`, for `path_of(operation)`), a 404/405/501
         raises `OperationUnavailableError`.
         """
         if ahead:
@@ -175,12 +203,12 @@ class FundClient:
         return iter_raw_pages(fetch, path, params)
 
     def path_of(self, operation: str, **ids: str) -> str:
-        """The configured path of a guessed operation (`settings.paths`), ids filled in.
+        """The configured path of a guessed operation (`config.paths`), ids filled in.
 
         Names: `vehicles`, `vehicle` (veh_id), `organizations`, `organization` (org_id),
         `financial_accounts`, `entity_contacts` (ent_id).
         """
-        template = self.settings.paths[operation]
+        template = self.config.paths[operation]
         return template.format(**{k: _segment(v) for k, v in ids.items()})
 
     def _guarded(
@@ -315,9 +343,11 @@ class FundClient:
         """Create payment instructions for entities (`POST /v1/payment_instructions`).
 
         Elements are `{entity, payment_instructions: [...]}` dicts or
-        `PaymentInstructionsCreate` models. Account numbers are sent, never logged.
+        `PaymentInstructionsCreate` models. Account numbers are sent, never logged. An
+        instruction's `external_reference` is left out once the service refuses it (as for
+        `create_entities`).
         """
-        return await self._requester.create(
+        return await self._reference_form.create(
             "/v1/payment_instructions", elements, EntityPaymentInstructions, idempotency_key
         )
 

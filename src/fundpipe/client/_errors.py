@@ -4,6 +4,7 @@
 FundServiceError                      anything the client raises about the service
 ├── ConfigurationError                 settings that cannot work (no base URL, plain HTTP to a remote host)
 ├── ServiceConnectionError             no usable HTTP answer: connect/read timeout, dropped connection
+│   └── ServiceOutageError             retried failures outlasted the retry deadline
 ├── ResponseDecodeError                a 2xx answer whose body is not the JSON the interface promises
 ├── IncompleteListError                a page said `has_more` but gave no `next_page_url`
 └── APIError                           an HTTP error answer (status, code, message, request_id, ...)
@@ -70,6 +71,25 @@ class ServiceConnectionError(FundServiceError):
         """A redacted description of the failure and the attempt it happened on."""
         super().__init__(redact(message))
         self.attempt = attempt
+
+
+class ServiceOutageError(ServiceConnectionError):
+    """The service kept failing (5xx, 408, 429, timeouts, dropped connections) for longer than
+    the retry deadline; the message says for how long, what it answered and that nothing was
+    lost (every create is resent with the same Idempotency-Key or looked up on the next run).
+
+    `seconds`: how long the service was unavailable to this request; `attempts`: how many were
+    made; `reason`: what the last one got (e.g. `503 internal_error`). Not retried again.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, seconds: float, attempts: int, reason: str) -> None:
+        """The plain sentence and the numbers behind it."""
+        super().__init__(message, attempt=attempts)
+        self.seconds = seconds
+        self.attempts = attempts
+        self.reason = reason
 
 
 class ResponseDecodeError(FundServiceError):

@@ -12,20 +12,19 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
 import orjson
-import stamina
 from pydantic import BaseModel, ValidationError
 
 from fundpipe import __version__
 from fundpipe.client._auth import ClientCredentialsAuth
+from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
 from fundpipe.client._errors import (
-    APIError,
     ConfigurationError,
     PermissionDeniedError,
     RateLimitError,
@@ -36,10 +35,17 @@ from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_v
 from fundpipe.client._pagination import PageAnswer, Paginator, trace_sent
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import account_numbers, redact
-from fundpipe.client._retry import RETRYABLE_TRANSPORT_ERRORS, RetryPolicy, parse_retry_after
+from fundpipe.client._retry import (
+    RETRYABLE_TRANSPORT_ERRORS,
+    Outage,
+    RetryPolicy,
+    Timer,
+    parse_retry_after,
+    reason_of,
+    retrying,
+)
 from fundpipe.client._scopes import missing_scope_error, scope_for
 from fundpipe.client._urls import check_url, token_endpoint
-from fundpipe.config import Settings
 
 logger = logging.getLogger("fundpipe.client")
 
@@ -58,13 +64,14 @@ class Requester:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: ClientConfig,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], datetime] | None = None,
         rate_gate: RateGate | None = None,
+        timer: Timer | None = None,
     ) -> None:
-        """Check `settings` and build the HTTP client; no network I/O happens here."""
+        """Check `settings` and build the HTTP client (no network I/O); `timer`: the retry clock."""
         if not settings.base_url:
             msg = (
                 "no service configured (FUNDPIPE_BASE_URL is unset): start the embedded sandbox "
@@ -94,6 +101,9 @@ class Requester:
             clock=self._clock,
         )
         self.gate = rate_gate or RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self.timer = timer or Timer()
+        #: The outages this client rode out or gave up on (see `Outage`), for the run summary.
+        self.outages: list[Outage] = []
         self._retry = RetryPolicy(
             max_attempts=settings.max_attempts,
             deadline_s=settings.retry_deadline_s,
@@ -223,10 +233,7 @@ class Requester:
     def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
         def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
             """Log a retry: method, path, cause, retry number and wait."""
-            if isinstance(exc, APIError):
-                reason = f"{exc.status} {exc.code or ''}".strip()
-            else:  # a ServiceConnectionError: name the transport failure behind it
-                reason = type(exc.__cause__ or exc).__name__
+            reason = reason_of(exc)
             self._log(
                 logging.WARNING,
                 "%s %s failed (%s); retry %d in %.2f s",
@@ -250,31 +257,31 @@ class Requester:
         secrets: tuple[str, ...] = (),
         on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
-        """Send one request with retries; the successful response, or a typed error.
-
-        `on_sent` is called each time the request has been written to the connection.
-        """
+        """Send one request, retried as `fundpipe.client._retry.retrying` says (outages are
+        recorded in `outages`); the successful response, or a typed error. `on_sent` is called
+        each time the request has been written to the connection."""
         path = _path_of(url)
-        hook = self._retry.hook(self._on_retry(method, path))
-        async for attempt in stamina.retry_context(
-            on=hook,
-            attempts=self.settings.max_attempts,
-            timeout=self.settings.retry_deadline_s,
-            wait_initial=self.settings.backoff_initial_s,
-            wait_max=self.settings.backoff_max_s,
-        ):
-            with attempt:
-                return await self._attempt(
-                    method,
-                    url,
-                    params=params,
-                    content=content,
-                    headers=headers or {},
-                    attempt=attempt.num,
-                    secrets=secrets,
-                    on_sent=on_sent,
-                )
-        raise AssertionError("unreachable")  # pragma: no cover - stamina returns or raises
+
+        def attempt(number: int) -> Awaitable[httpx.Response]:
+            return self._attempt(
+                method,
+                url,
+                params=params,
+                content=content,
+                headers=headers or {},
+                attempt=number,
+                secrets=secrets,
+                on_sent=on_sent,
+            )
+
+        return await retrying(
+            attempt,
+            self._retry,
+            self.timer,
+            self.outages,
+            what=(method, path),
+            on_retry=self._on_retry(method, path),
+        )
 
     @staticmethod
     def _json(response: httpx.Response) -> Any:

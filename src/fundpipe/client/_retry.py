@@ -1,33 +1,54 @@
-"""The client's one retry policy, declared here and run by stamina.
+"""The client's one retry policy: what is retried, how long to wait, when to give up.
 
 Retried (every attempt of a mutating request carries the same Idempotency-Key, minted before the
 first attempt, so a retry can never create twice):
 
 - transport failures: connect errors and timeouts, read/write timeouts, pool timeouts, a
   connection dropped before the answer (`RemoteProtocolError`, `ReadError`, `WriteError`);
-- answers 408, 409 `conflict`, 429, 500, 502, 503 and 504.
+- answers 408, 409 `conflict`, 429, 500, 502, 503 and 504 — with or without `Retry-After`.
 
 Never retried: 400, 401 (the auth flow already re-fetched the token once), 403, 404, 422, an
 `idempotency_mismatch` of any status, and anything else.
 
-Waits: exponential backoff with *full jitter* — uniform in [0, min(backoff_max_s,
-backoff_initial_s * 2**(n-1))] before retry n — unless the answer carried `Retry-After` (seconds
-or an HTTP date), which is honoured up to `retry_after_cap_s`. Attempts are bounded by
-`max_attempts` and the whole call by `retry_deadline_s`: a wait that would end past the deadline
-is not started. `stamina.set_testing(True)` turns every wait off in tests.
+Waits: exponential backoff with *full jitter* — uniform in [0, c] with the ceiling
+c = min(backoff_max_s, backoff_initial_s * 2**(n-1)) before retry n, so the ceiling grows to
+the cap (30 s by default) and clients do not retry in step — unless the answer carried
+`Retry-After` (seconds or an HTTP date), which is honoured up to `retry_after_cap_s`.
+
+Giving up: only when `retry_deadline_s` (FUNDPIPE_RETRY_DEADLINE_S, 120 s by default) has passed
+since the first attempt — the last wait is shortened so that one attempt is made at the
+deadline — or, when `max_attempts` is set, after that many attempts. A deadline outlasted
+raises `ServiceOutageError`, whose message says for how long the service was unavailable and
+that nothing was lost. An outage ridden out is an `Outage` on the client, for the run summary.
+
+`Timer` measures and waits. The default one waits for real, except in stamina's test mode
+(`stamina.set_testing(True)`, as the test suite runs): then no wait happens, but the skipped
+seconds still count towards the deadline, so a test of an outage runs instantly and still ends
+where a real one would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
 
 import httpx
+import stamina
 
-from fundpipe.client._errors import FundServiceError
+from fundpipe.client._errors import (
+    APIError,
+    FundServiceError,
+    RateLimitError,
+    ServiceOutageError,
+)
+
+T = TypeVar("T")
 
 #: httpx errors after which the same request may safely be sent again.
 RETRYABLE_TRANSPORT_ERRORS: tuple[type[httpx.TransportError], ...] = (
@@ -72,13 +93,63 @@ def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, RETRYABLE_TRANSPORT_ERRORS)
 
 
+class Timer:
+    """The clock and the waits of the retry loop (monotonic seconds).
+
+    Waits are real, except in stamina's test mode: there `sleep` returns at once and the
+    skipped seconds are added to `now`, so the deadline is reached as it would be for real.
+    Tests that move a sandbox's clock with the waits pass their own subclass.
+    """
+
+    def __init__(self) -> None:
+        """Start with nothing skipped."""
+        self._skipped = 0.0
+
+    def now(self) -> float:
+        """Monotonic seconds (including the waits skipped in test mode)."""
+        return time.monotonic() + self._skipped
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait `seconds` (in test mode: only yield, and count them as passed)."""
+        if stamina.is_testing():
+            self._skipped += seconds
+            await asyncio.sleep(0)
+            return
+        await asyncio.sleep(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """A run of retried failures of one request: how long, how many attempts, what it got.
+
+    `ended`: the request succeeded in the end (the outage was ridden out); otherwise the
+    deadline passed and the request failed with `ServiceOutageError`.
+    """
+
+    method: str
+    path: str
+    seconds: float
+    attempts: int
+    reason: str
+    ended: bool = False
+
+
+def describe_seconds(seconds: float) -> str:
+    """`95` → `1 min 35 s`; `4.2` → `4 s`."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, rest = divmod(whole, 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
 class RetryPolicy:
-    """Backoff parameters plus a factory of per-call stamina hooks."""
+    """Backoff parameters and the decision, after each failure, to wait or to give up."""
 
     def __init__(
         self,
         *,
-        max_attempts: int,
+        max_attempts: int | None,
         deadline_s: float,
         backoff_initial_s: float,
         backoff_max_s: float,
@@ -94,8 +165,9 @@ class RetryPolicy:
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
 
     def jitter(self, retry_number: int) -> float:
-        """Full-jitter backoff before retry `retry_number` (1-based)."""
-        ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (retry_number - 1))
+        """Full-jitter backoff before retry `retry_number` (1-based): in [0, ceiling]."""
+        exponent = min(retry_number - 1, 64)  # no float overflow on very long outages
+        ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2.0**exponent)
         return self._rng.uniform(0.0, ceiling)
 
     def delay_for(self, exc: BaseException, retry_number: int) -> float:
@@ -105,30 +177,106 @@ class RetryPolicy:
             return min(float(retry_after), self.retry_after_cap_s)
         return self.jitter(retry_number)
 
-    def hook(
-        self, on_retry: Callable[[BaseException, int, float], None] | None = None
-    ) -> Callable[[Exception], bool | float]:
-        """A fresh stamina `on=` hook for one call: False to stop, else the wait in seconds.
+    def next_delay(self, exc: BaseException, attempt: int, *, elapsed_s: float) -> float | None:
+        """After attempt number `attempt` failed with `exc`, `elapsed_s` seconds after the
+        first attempt: the seconds to wait before the next one, or None to give up.
 
-        `on_retry(exc, retry_number, delay)` is called before each wait (for logging and the
-        shared 429 pause).
+        Gives up on a failure the policy does not retry, once the deadline has passed, after
+        `max_attempts`, or when a `Retry-After` asks for a wait past the deadline; a backoff
+        wait that would end past the deadline is shortened to end at it (one last attempt).
         """
-        started = time.monotonic()
-        retries = 0
+        if not is_retryable(exc):
+            return None
+        if self.max_attempts is not None and attempt >= self.max_attempts:
+            return None
+        remaining = self.deadline_s - elapsed_s
+        if remaining <= 0:
+            return None
+        retry_after = getattr(exc, "retry_after", None)
+        if isinstance(retry_after, int | float) and min(retry_after, self.retry_after_cap_s) > (
+            remaining
+        ):
+            return None  # the service said it is not back before the deadline: no wait started
+        return min(self.delay_for(exc, attempt), remaining)
 
-        def should_retry(exc: Exception) -> bool | float:
-            """False to give up on `exc`, else the seconds to wait before the next attempt."""
-            nonlocal retries
-            if not is_retryable(exc):
-                return False
-            retries += 1
-            if retries >= self.max_attempts:
-                return False
-            delay = self.delay_for(exc, retries)
-            if time.monotonic() - started + delay > self.deadline_s:
-                return False
-            if on_retry is not None:
-                on_retry(exc, retries, delay)
-            return delay
 
-        return should_retry
+def reason_of(exc: BaseException) -> str:
+    """What a failed attempt got, in a few words: `503 internal_error`, `ConnectTimeout`."""
+    if isinstance(exc, APIError):
+        return f"{exc.status} {exc.code or ''}".strip()
+    return type(exc.__cause__ or exc).__name__
+
+
+async def retrying(
+    attempt: Callable[[int], Awaitable[T]],
+    policy: RetryPolicy,
+    timer: Timer,
+    outages: list[Outage],
+    *,
+    what: tuple[str, str],
+    on_retry: Callable[[BaseException, int, float], None],
+) -> T:
+    """Run `attempt(1)`, `attempt(2)`, … until one succeeds or `policy` gives up.
+
+    `what` is (method, path) for the outage records; `on_retry(exc, attempt, delay)` is called
+    before each wait. A run of retried failures (429s aside: a pace, not an outage) is appended
+    to `outages`: `ended` when a later attempt succeeded; otherwise the error raised is
+    `outage_error`'s.
+    """
+    method, path = what
+    started = timer.now()
+    failing_since: float | None = None
+    reason = ""
+    number = 0
+    while True:
+        number += 1
+        try:
+            result = await attempt(number)
+        except FundServiceError as exc:
+            now = timer.now()
+            if not exc.retryable:
+                raise
+            if not isinstance(exc, RateLimitError):
+                reason = reason_of(exc)
+                if failing_since is None:
+                    failing_since = now
+            delay = policy.next_delay(exc, number, elapsed_s=now - started)
+            if delay is None:
+                outage = Outage(
+                    method, path, now - (failing_since or started), number, reason_of(exc)
+                )
+                outages.append(outage)
+                final = outage_error(outage, exc, policy, elapsed_s=now - started)
+                if final is exc:
+                    raise
+                raise final from exc
+            on_retry(exc, number, delay)
+            await timer.sleep(delay)
+            continue
+        if failing_since is not None:
+            outages.append(
+                Outage(method, path, timer.now() - failing_since, number, reason, ended=True)
+            )
+        return result
+
+
+def outage_error(
+    outage: Outage, last: BaseException, policy: RetryPolicy, *, elapsed_s: float
+) -> FundServiceError:
+    """The error that ends a request the policy gave up on after retrying.
+
+    Past the deadline: a `ServiceOutageError` in plain words. Before it (after `max_attempts`,
+    or a `Retry-After` past the deadline): the last failure itself.
+    """
+    if elapsed_s < policy.deadline_s and isinstance(last, FundServiceError):
+        return last
+    return ServiceOutageError(
+        f"the service was unavailable for {describe_seconds(outage.seconds)} "
+        f"({outage.reason} on {outage.method} {outage.path}, {outage.attempts} attempts), "
+        f"longer than the retry deadline of {describe_seconds(policy.deadline_s)} "
+        "(FUNDPIPE_RETRY_DEADLINE_S); nothing was lost: what was not confirmed is resent "
+        "with the same Idempotency-Key or looked up by the next run",
+        seconds=outage.seconds,
+        attempts=outage.attempts,
+        reason=outage.reason,
+    )

@@ -4,6 +4,7 @@
 FundServiceError
 ├── ConfigurationError
 ├── ServiceConnectionError                       retryable
+│   └── ServiceOutageError                       failures outlasted the retry deadline
 ├── ResponseDecodeError
 ├── IncompleteListError                          has_more without next_page_url
 └── APIError
@@ -46,6 +47,7 @@ from fundpipe.client._errors import (
     RequestTimeoutError,
     ResponseDecodeError,
     ServiceConnectionError,
+    ServiceOutageError,
     UnprocessableEntityError,
 )
 
@@ -70,6 +72,7 @@ __all__ = [
     "RequestTimeoutError",
     "ResponseDecodeError",
     "ServiceConnectionError",
+    "ServiceOutageError",
     "UnprocessableEntityError",
     "error_class_for",
     "error_from_response",

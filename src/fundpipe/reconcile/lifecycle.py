@@ -1,25 +1,36 @@
-"""The exception lifecycle: stable ids, first and last seen, open → acknowledged → resolved.
+"""The exception lifecycle as an append-only event history: stable ids, open → acknowledged →
+resolved, owners, and who did what when.
 
 The `exceptions` view gives every problem a stable `exception_id` (the same problem has the same
-id on every run). Each reconciliation folds the view's current rows into the warehouse table
-`exception_log` (`schemas/warehouse.sql`, migration 006) with :func:`track`:
+id on every run). Nothing about an exception is updated in place: each change is a row of the
+warehouse table `exception_events` (`schemas/warehouse.sql`, migration 010) — when, who (the
+declared name, and the operating-system user), the amount at that moment and a note — and an
+exception's state is the fold of its events (the table macro `exception_states(cutoff)`, which
+reads only the events recorded before `cutoff`: the state as of any past day).
 
-- an id seen for the first time is **opened** (first seen = last seen = the as-of date);
-- an id seen again keeps its state and first-seen date; its last-seen date, amount and wording
-  move on; a resolved id that comes back is opened again (same id);
-- an open or acknowledged id no longer in the view is **resolved** on the as-of date — the
-  corrected file went through, the payment was disbursed, the vehicle was funded.
+Only a reconciliation for today changes the history, with :func:`track`:
 
-A person closes what has been dealt with by :func:`acknowledge` (who, when and a note): an
-acknowledged exception leaves the open count but stays in the history, and still resolves by
-itself when its condition goes away. :func:`list_exceptions` reads the log.
+- an id seen for the first time is **opened**; an id seen again after it resolved is
+  **reopened** (same id, its first-seen date kept);
+- an open or acknowledged id whose amount changed gets an **amount_changed** event; an
+  acknowledged one whose amount grew beyond the amount acknowledged is **reopened**, saying why
+  (an acknowledgement covers the amount acknowledged);
+- an open or acknowledged id no longer in the view is **resolved** on the as-of date.
+
+A person acts with :func:`acknowledge` (a second acknowledgement is a second event) and
+:func:`assign` (the owner); :func:`history` reads an exception's events and
+:func:`list_exceptions` the states.
+
+Longer than ~400 lines because the events, the SQL that folds them and every writer of them
+(the reconciliation's and a person's) are one append-only contract kept in one place.
 """
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 import duckdb
@@ -27,12 +38,17 @@ import duckdb
 from fundpipe.warehouse.file import Warehouse
 
 __all__ = [
+    "EVENTS",
     "STATES",
+    "ExceptionEvent",
     "ExceptionNotFoundError",
     "Lifecycle",
     "TrackedException",
     "acknowledge",
+    "assign",
+    "history",
     "list_exceptions",
+    "os_user",
     "track",
 ]
 
@@ -41,19 +57,39 @@ State = Literal["open", "acknowledged", "resolved"]
 #: The states an exception can be in.
 STATES: tuple[State, ...] = ("open", "acknowledged", "resolved")
 
+#: The events of an exception's history.
+EVENTS = ("opened", "amount_changed", "acknowledged", "assigned", "reopened", "resolved")
+
+#: Who the reconciliation's own events are by.
+SYSTEM = "fundpipe"
+
+#: The end of time: every event recorded.
+_ALL = "TIMESTAMPTZ 'infinity'"
+
 _COLUMNS = (
     "id, kind, state, first_seen, last_seen, resolved_on, acknowledged_by, acknowledged_at, "
-    'note, vehicle, object_type, object_id, source_file, "row", amount_cents, what, action'
+    'note, vehicle, object_type, object_id, source_file, "row", amount_cents, what, action, '
+    "owner, acknowledged_amount_cents"
 )
+
+_DETAILS = 'kind, object_type, object_id, vehicle, source_file, "row", what, action'
 
 
 class ExceptionNotFoundError(LookupError):
-    """No exception has the id given (or it cannot be acknowledged: it is resolved)."""
+    """No exception has the id given (or it cannot be acted on: it is resolved)."""
+
+
+def os_user() -> str | None:
+    """The operating-system user running this process (None when it cannot be told)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
 class TrackedException:
-    """One exception of the log, in the plain columns a person reads."""
+    """One exception as its events leave it, in the plain columns a person reads."""
 
     id: str
     kind: str
@@ -73,6 +109,9 @@ class TrackedException:
     what: str
     action: str | None
     as_of: date
+    #: Who owns it (the last `exceptions assign`), and the amount the last acknowledgement covered.
+    owner: str | None = None
+    acknowledged_amount_cents: int | None = None
 
     @property
     def age_days(self) -> int:
@@ -100,8 +139,36 @@ class TrackedException:
 
 
 @dataclass(frozen=True, slots=True)
+class ExceptionEvent:
+    """One event of an exception's history (never changed once recorded)."""
+
+    seq: int
+    exception_id: str
+    event: str
+    at: datetime
+    as_of: date
+    by: str | None
+    os_user: str | None
+    amount_cents: int | None
+    note: str | None
+    assignee: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: instants and dates as ISO text, the amount also in dollars."""
+        from fundpipe.cents import format_cents
+
+        out = asdict(self)
+        out["at"] = self.at.isoformat()
+        out["as_of"] = self.as_of.isoformat()
+        out["amount_dollars"] = (
+            None if self.amount_cents is None else format_cents(self.amount_cents)
+        )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Lifecycle:
-    """What one reconciliation did to the log: ids opened, resolved, and still open."""
+    """What one reconciliation did to the history: ids opened, resolved, and still open."""
 
     as_of: date
     opened: tuple[TrackedException, ...]
@@ -115,20 +182,42 @@ class Lifecycle:
         return len(self.opened) + len(self.still_open)
 
 
+def _states_sql(cutoff: str) -> str:
+    """The states as of `cutoff` (SQL), with last seen: the last run that saw an unresolved one."""
+    return f"""
+        SELECT s.id, s.kind, s.state, s.first_seen,
+               CASE WHEN s.state = 'resolved' THEN s.resolved_on
+                    ELSE greatest(s.last_event_on, coalesce(
+                        (SELECT max(r.as_of) FROM exception_runs r WHERE r.run_at < {cutoff}),
+                        s.last_event_on)) END AS last_seen,
+               CASE WHEN s.state = 'resolved' THEN s.resolved_on END AS resolved_on,
+               s.acknowledged_by, s.acknowledged_at, s.note, s.vehicle, s.object_type,
+               s.object_id, s.source_file, s."row", s.amount_cents, s.what, s.action, s.owner,
+               s.acknowledged_amount_cents
+        FROM exception_states({cutoff}) s
+    """
+
+
 def _rows(
-    con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any], as_of: date
+    con: duckdb.DuckDBPyConnection,
+    where: str,
+    params: Sequence[Any],
+    as_of: date,
+    *,
+    cutoff: str = _ALL,
 ) -> list[TrackedException]:
     rows = con.execute(
-        f"SELECT {_COLUMNS} FROM exception_log WHERE {where} ORDER BY kind, vehicle NULLS FIRST, id",
+        f"SELECT {_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
+        "ORDER BY kind, vehicle NULLS FIRST, id",
         list(params),
     ).fetchall()
     return [
         TrackedException(
             id=r[0],
-            kind=r[1],
+            kind=r[1] or "",
             state=r[2],
-            first_seen=r[3],
-            last_seen=r[4],
+            first_seen=r[3] or as_of,
+            last_seen=r[4] or as_of,
             resolved_on=r[5],
             acknowledged_by=r[6],
             acknowledged_at=r[7],
@@ -142,16 +231,28 @@ def _rows(
             what=r[15] or "",
             action=r[16],
             as_of=as_of,
+            owner=r[17],
+            acknowledged_amount_cents=int(r[18]) if r[18] is not None else None,
         )
         for r in rows
     ]
 
 
-def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: datetime) -> Lifecycle:
-    """Fold the exceptions of `current` (a relation: the view, or its Parquet export) into the log.
+def track(
+    con: duckdb.DuckDBPyConnection,
+    current: str,
+    *,
+    as_of: date,
+    now: datetime,
+    user: str | None = None,
+) -> Lifecycle:
+    """Record the events that the exceptions of `current` (a relation: the view, or its Parquet
+    export) make against the history: opened, amount changed, reopened, resolved.
 
-    `con` is a writable warehouse connection; everything happens in one transaction.
+    `con` is a writable warehouse connection; everything happens in one transaction. Only a
+    reconciliation for today calls this (a past as-of only reads).
     """
+    user = user if user is not None else os_user()
     con.execute("BEGIN")
     try:
         con.execute(
@@ -159,51 +260,84 @@ def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: dat
             'exception_id AS id, kind, object_type, object_id, vehicle, source_file, "row", '
             f"amount_cents, what, action FROM {current}"
         )
-        # The states this run can change: the current exceptions' and the unresolved ones' (the
-        # log's resolved history, which grows every night, is never read into Python).
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _before AS "
+            f"SELECT id, state, amount_cents, acknowledged_amount_cents, acknowledged_by "
+            f"FROM exception_states({_ALL})"
+        )
         before = dict(
             con.execute(
-                "SELECT id, state FROM exception_log "
+                "SELECT id, state FROM _before "
                 "WHERE state <> 'resolved' OR id IN (SELECT id FROM _current)"
             ).fetchall()
         )
+        common = {"as_of": as_of, "now": now, "by": SYSTEM, "user": user}
+        # new and come-back exceptions; changed amounts; worsened acknowledged ones
         con.execute(
-            "UPDATE exception_log SET state = 'resolved', resolved_on = ?, updated_at = ? "
-            "WHERE state <> 'resolved' AND id NOT IN (SELECT id FROM _current)",
-            [as_of, now],
-        )
-        con.execute(
-            """
-            UPDATE exception_log AS e SET
-                state = CASE WHEN e.state = 'resolved' THEN 'open' ELSE e.state END,
-                resolved_on = CASE WHEN e.state = 'resolved' THEN NULL ELSE e.resolved_on END,
-                first_seen = least(e.first_seen, $as_of),
-                last_seen = greatest(e.last_seen, $as_of),
-                vehicle = c.vehicle, source_file = c.source_file, "row" = c."row",
-                amount_cents = c.amount_cents, what = c.what, action = c.action,
-                updated_at = $now
+            f"""
+            INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user,
+                amount_cents, note, {_DETAILS})
+            SELECT c.id,
+                   CASE WHEN b.id IS NULL THEN 'opened'
+                        WHEN b.state = 'resolved' THEN 'reopened'
+                        WHEN b.state = 'acknowledged'
+                             AND abs(coalesce(c.amount_cents, 0))
+                                 > abs(coalesce(b.acknowledged_amount_cents, b.amount_cents, 0))
+                             THEN 'reopened'
+                        ELSE 'amount_changed' END,
+                   $now, $as_of, $by, $user, c.amount_cents,
+                   CASE WHEN b.id IS NULL THEN NULL
+                        WHEN b.state = 'resolved' THEN 'seen again after it was resolved'
+                        WHEN b.state = 'acknowledged'
+                             AND abs(coalesce(c.amount_cents, 0))
+                                 > abs(coalesce(b.acknowledged_amount_cents, b.amount_cents, 0))
+                             THEN 'worsened from ' || usd(coalesce(b.acknowledged_amount_cents,
+                                                                   b.amount_cents))
+                                  || ' (acknowledged by ' || coalesce(b.acknowledged_by, '?')
+                                  || ') to ' || usd(c.amount_cents)
+                        ELSE 'amount changed from ' || usd(b.amount_cents) || ' to '
+                             || usd(c.amount_cents) END,
+                   c.kind, c.object_type, c.object_id, c.vehicle, c.source_file, c."row",
+                   c.what, c.action
             FROM _current c
-            WHERE c.id = e.id
+            LEFT JOIN _before b ON b.id = c.id
+            WHERE b.id IS NULL OR b.state = 'resolved'
+               OR c.amount_cents IS DISTINCT FROM b.amount_cents
+            ORDER BY c.kind, c.id
             """,
-            {"as_of": as_of, "now": now},
+            common,
         )
         con.execute(
             """
-            INSERT INTO exception_log (id, kind, object_type, object_id, state, first_seen,
-                last_seen, vehicle, source_file, "row", amount_cents, what, action, updated_at)
-            SELECT id, kind, object_type, object_id, 'open', $as_of, $as_of, vehicle,
-                source_file, "row", amount_cents, what, action, $now
-            FROM _current WHERE id NOT IN (SELECT id FROM exception_log)
+            INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user,
+                amount_cents, note)
+            SELECT b.id, 'resolved', $now, $as_of, $by, $user, b.amount_cents,
+                   'no longer found by the reconciliation'
+            FROM _before b
+            WHERE b.state <> 'resolved' AND b.id NOT IN (SELECT id FROM _current)
+            ORDER BY b.id
             """,
-            {"as_of": as_of, "now": now},
+            common,
         )
+        con.execute("INSERT INTO exception_runs VALUES (?, ?)", [as_of, now])
         con.execute("DROP TABLE _current")
-        after = _rows(con, "state <> 'resolved' OR resolved_on = ?", [as_of], as_of)
+        con.execute("DROP TABLE _before")
+        touched = list(before)
+        after = _rows(
+            con,
+            "state <> 'resolved' OR id IN (SELECT unnest(?::VARCHAR[]))",
+            [touched],
+            as_of,
+        )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    opened = [t for t in after if t.state == "open" and before.get(t.id) in (None, "resolved")]
+    opened = [
+        t
+        for t in after
+        if t.state == "open" and before.get(t.id) in (None, "resolved", "acknowledged")
+    ]
     opened_ids = {t.id for t in opened}
     return Lifecycle(
         as_of=as_of,
@@ -216,43 +350,150 @@ def track(con: duckdb.DuckDBPyConnection, current: str, *, as_of: date, now: dat
     )
 
 
+def _last_run(con: duckdb.DuckDBPyConnection) -> date | None:
+    row = con.execute("SELECT max(as_of) FROM exception_runs").fetchone()
+    return row[0] if row and row[0] else None
+
+
 def list_exceptions(
     warehouse: Warehouse, *, state: str | None = None, as_of: date | None = None
 ) -> list[TrackedException]:
-    """Every exception of the log (or those in `state`), aged to `as_of` (default: last seen)."""
+    """Every exception (or those in `state`), aged to `as_of` (default: the last run's date)."""
     if state is not None and state not in STATES:
         raise ValueError(f"state must be one of {', '.join(STATES)}, not {state!r}")
     with warehouse.read() as con:
-        if as_of is None:
-            row = con.execute("SELECT max(last_seen) FROM exception_log").fetchone()
-            as_of = row[0] if row and row[0] else date.today()
+        as_of = as_of or _last_run(con) or datetime.now(UTC).date()
         where, params = ("state = ?", [state]) if state else ("true", [])
         return _rows(con, where, params, as_of)
 
 
-def acknowledge(
-    warehouse: Warehouse, exception_id: str, *, note: str, by: str, now: datetime
-) -> TrackedException:
-    """Mark an open exception as dealt with by `by` at `now`, with `note`; return it.
+def _current_state(con: duckdb.DuckDBPyConnection, exception_id: str) -> tuple[str, int | None]:
+    found = con.execute(
+        f"SELECT state, amount_cents FROM exception_states({_ALL}) WHERE id = ?", [exception_id]
+    ).fetchone()
+    if found is None:
+        raise ExceptionNotFoundError(f"no exception {exception_id}")
+    if found[0] == "resolved":
+        raise ExceptionNotFoundError(f"exception {exception_id} is resolved already")
+    return str(found[0]), (int(found[1]) if found[1] is not None else None)
 
-    Raises :class:`ExceptionNotFoundError` for an unknown or resolved id, ValueError for an
-    empty note. Acknowledging again replaces the note.
+
+def _person_event(
+    warehouse: Warehouse,
+    exception_id: str,
+    event: str,
+    *,
+    by: str,
+    now: datetime,
+    note: str | None,
+    assignee: str | None = None,
+    user: str | None = None,
+) -> TrackedException:
+    with warehouse.write() as con:
+        _, amount = _current_state(con, exception_id)
+        con.execute(
+            "INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user, "
+            "amount_cents, note, assignee) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                exception_id,
+                event,
+                now,
+                now.astimezone(UTC).date(),
+                by,
+                user if user is not None else os_user(),
+                amount,
+                note,
+                assignee,
+            ],
+        )
+        as_of = _last_run(con) or now.astimezone(UTC).date()
+        return _rows(con, "id = ?", [exception_id], as_of)[0]
+
+
+def acknowledge(
+    warehouse: Warehouse,
+    exception_id: str,
+    *,
+    note: str,
+    by: str,
+    now: datetime,
+    user: str | None = None,
+) -> TrackedException:
+    """Record that `by` dealt with an open (or acknowledged) exception at `now`, with `note`.
+
+    The acknowledgement covers the exception's amount at that moment: if it later worsens, the
+    reconciliation reopens it. Acknowledging again is a second event (the first stays). Raises
+    :class:`ExceptionNotFoundError` for an unknown or resolved id, ValueError for an empty note.
     """
     if not note.strip():
         raise ValueError("an acknowledgement needs a note saying what was done")
-    with warehouse.write() as con:
-        found = con.execute(
-            "SELECT state FROM exception_log WHERE id = ?", [exception_id]
-        ).fetchone()
-        if found is None:
+    if not by.strip():
+        raise ValueError("an acknowledgement needs the name of who acknowledges")
+    return _person_event(
+        warehouse,
+        exception_id,
+        "acknowledged",
+        by=by.strip(),
+        now=now,
+        note=note.strip(),
+        user=user,
+    )
+
+
+def assign(
+    warehouse: Warehouse,
+    exception_id: str,
+    *,
+    to: str,
+    by: str,
+    now: datetime,
+    note: str | None = None,
+    user: str | None = None,
+) -> TrackedException:
+    """Make `to` the owner of an unresolved exception (an `assigned` event by `by` at `now`)."""
+    if not to.strip():
+        raise ValueError("an assignment needs the owner's name")
+    return _person_event(
+        warehouse,
+        exception_id,
+        "assigned",
+        by=by.strip() or to.strip(),
+        now=now,
+        note=(note or "").strip() or None,
+        assignee=to.strip(),
+        user=user,
+    )
+
+
+def history(
+    warehouse: Warehouse, exception_id: str
+) -> tuple[TrackedException, list[ExceptionEvent]]:
+    """An exception's state and every event of its history, oldest first.
+
+    Raises :class:`ExceptionNotFoundError` for an unknown id.
+    """
+    with warehouse.read() as con:
+        as_of = _last_run(con) or datetime.now(UTC).date()
+        found = _rows(con, "id = ?", [exception_id], as_of)
+        if not found:
             raise ExceptionNotFoundError(f"no exception {exception_id}")
-        if found[0] == "resolved":
-            raise ExceptionNotFoundError(f"exception {exception_id} is resolved already")
-        con.execute(
-            "UPDATE exception_log SET state = 'acknowledged', acknowledged_by = ?, "
-            "acknowledged_at = ?, note = ?, updated_at = ? WHERE id = ?",
-            [by, now, note.strip(), now, exception_id],
+        rows = con.execute(
+            "SELECT seq, exception_id, event, event_at, as_of, by_name, os_user, amount_cents, note, "
+            "assignee FROM exception_events WHERE exception_id = ? ORDER BY seq",
+            [exception_id],
+        ).fetchall()
+    return found[0], [
+        ExceptionEvent(
+            seq=int(r[0]),
+            exception_id=r[1],
+            event=r[2],
+            at=r[3],
+            as_of=r[4],
+            by=r[5],
+            os_user=r[6],
+            amount_cents=int(r[7]) if r[7] is not None else None,
+            note=r[8],
+            assignee=r[9],
         )
-        row = con.execute("SELECT max(last_seen) FROM exception_log").fetchone()
-        as_of = row[0] if row and row[0] else now.date()
-        return _rows(con, "id = ?", [exception_id], as_of)[0]
+        for r in rows
+    ]

@@ -5,6 +5,9 @@
 distribution_tieout, exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
+
+Longer than ~400 lines because the run, its summary and where its reports are filed (by as-of,
+`latest`) are one contract that the CLI, the flows and the period close rely on together.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import duckdb
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
+from fundpipe.reconcile.periods import PeriodState, period_of, period_state
 from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS, tie_out_lines
 from fundpipe.reports.headers import kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
@@ -42,6 +47,7 @@ VIEWS: dict[str, str | None] = {
     "distribution_external_reference, distribution_id",
     # exceptions first (a payment that is not ok), then by distribution and sheet row
     "sheet_vs_service": "match = 'ok', distribution_external_reference, \"row\", payment_id",
+    "after_close_adjustments": "period, learned_at, payment_id",
 }
 
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
@@ -80,6 +86,18 @@ class ReconcileSummary:
     #: (the sum of their absolute values).
     reconciling_items: int = 0
     reconciling_cents: int = 0
+    #: The zone the as-of date is read in (the books at the end of `as_of` there).
+    reporting_timezone: str = "UTC"
+    #: True for an as-of before the run's own date: the run only read (the exception log as of
+    #: that day, nothing changed).
+    historical: bool = False
+    #: Vehicles with no balance seen by the as-of date ("no balance yet").
+    vehicles_without_balance: int = 0
+    #: Failed payments not cancelled or paid again (still owed), and staged ones past due.
+    failed_owed_cents: int = 0
+    past_due_cents: int = 0
+    #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest).
+    period: PeriodState | None = None
 
     @property
     def exceptions(self) -> int:
@@ -107,9 +125,13 @@ class ReconcileResult:
         return pd.read_parquet(self.parquet[view])
 
 
-def export_views(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path) -> dict[str, int]:
-    """Stream every view for `as_of` into `out_dir/<view>.parquet`; return rows per view."""
+def export_views(
+    con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, *, timezone: str = "UTC"
+) -> dict[str, int]:
+    """Stream every view for `as_of` (the end of that day in `timezone`) into
+    `out_dir/<view>.parquet`; return rows per view."""
     con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
@@ -120,10 +142,15 @@ def export_views(con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path) -> 
     return rows
 
 
-def _last_sync(con: duckdb.DuckDBPyConnection) -> tuple[str | None, datetime | None]:
+def _last_sync(
+    con: duckdb.DuckDBPyConnection, as_of: date, zone: str
+) -> tuple[str | None, datetime | None]:
+    """The last sync that started by the end of `as_of` in `zone` (the one the report reads)."""
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [zone])
     row = con.execute(
         "SELECT sync_id, finished_at FROM syncs WHERE finished_at IS NOT NULL "
-        "ORDER BY finished_at DESC LIMIT 1"
+        "AND started_at < reconcile_cutoff() ORDER BY finished_at DESC LIMIT 1"
     ).fetchone()
     return (str(row[0]), row[1]) if row else (None, None)
 
@@ -146,9 +173,16 @@ def summarise(
             return tuple(int(v or 0) for v in row)
 
         funding = str(parquet["funding"])
-        vehicles, short, available, obligations, shortfall = one(
+        vehicles, short, available, obligations, shortfall, no_balance, failed, past_due = one(
             "SELECT count(*), count(*) FILTER (WHERE shortfall_cents > 0), sum(available_cents), "
-            f"sum(obligations_cents), sum(shortfall_cents) FROM read_parquet('{_q(funding)}')"
+            "sum(obligations_cents), sum(shortfall_cents), "
+            "count(*) FILTER (WHERE available_cents IS NULL), sum(failed_owed_cents), "
+            f"sum(past_due_cents) FROM read_parquet('{_q(funding)}')"
+        )
+        open_, acknowledged = one(
+            "SELECT count(*) FILTER (WHERE state IS DISTINCT FROM 'acknowledged'), "
+            "count(*) FILTER (WHERE state = 'acknowledged') "
+            f"FROM read_parquet('{_q(str(parquet['exceptions']))}')"
         )
         (unexplained,) = one(
             # only depository movements are a payment matter (brokerage moves with the market)
@@ -207,6 +241,11 @@ def summarise(
         distributions_not_tying=not_tying,
         reconciling_items=reconciling,
         reconciling_cents=reconciling_cents,
+        open_exceptions=open_,
+        acknowledged_exceptions=acknowledged,
+        vehicles_without_balance=no_balance,
+        failed_owed_cents=failed,
+        past_due_cents=past_due,
     )
 
 
@@ -231,6 +270,20 @@ def workbook_summary(
         reviewed_by=reviewed_by,
         run_facts=[
             ("As of", summary.as_of.isoformat()),
+            ("Reporting timezone", summary.reporting_timezone),
+            (
+                "Period",
+                f"{summary.period.period}: {summary.period.describe()}"
+                if summary.period
+                else period_of(summary.as_of),
+            ),
+            (
+                "Point in time",
+                "a past as-of: the books as fundpipe knew them at the end of that day "
+                "(this run changed nothing)"
+                if summary.historical
+                else "today: this run updated the exception log",
+            ),
             ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
             ("Last sync", summary.last_sync_id or "none"),
             ("Last sync finished (UTC)", sync_at),
@@ -239,6 +292,8 @@ def workbook_summary(
         totals_cents=[
             ("Depository available", summary.available_cents),
             ("Open obligations", summary.obligations_cents),
+            ("Failed payments still owed", summary.failed_owed_cents),
+            ("Staged payments past due", summary.past_due_cents),
             ("Shortfall", summary.shortfall_cents),
             ("Unexplained balance movement (abs)", summary.unexplained_cents),
             ("Reconciling items open, incl. carried (abs)", summary.reconciling_cents),
@@ -246,6 +301,7 @@ def workbook_summary(
         counts=[
             ("Vehicles", summary.vehicles),
             ("Vehicles short of funds", summary.vehicles_short),
+            ("Vehicles with no balance yet", summary.vehicles_without_balance),
             ("Sheet rows (ledger)", summary.sheet_rows),
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
@@ -259,7 +315,13 @@ def workbook_summary(
             "move with the market, so their differences are listed on the Balances sheet "
             "(column Unexplained (USD)) but are not unexplained payments.",
             "Open obligations are service payments not yet disbursed, failed or cancelled, "
-            "whatever their date.",
+            "whatever their date. Failed payments still owed are failed payments not cancelled "
+            "or paid again (a later payment of the same amount to the same investor from the "
+            "same vehicle); the shortfall counts both. A vehicle with no balance seen by the "
+            "as-of date shows no available amount (no balance yet), never $0 or a shortfall.",
+            "Every figure is as fundpipe knew it at the end of the as-of date in the reporting "
+            "timezone: a fact synced later (a payment executed late that evening) counts from "
+            "the day it was synced, so re-running a past as-of gives this report again.",
             "Service payments counts each payment at the service once, however many sheet rows "
             "(re-saved copies of a file) point at it; Sheet rows (ledger) counts those payments "
             "and the rows sent that the service does not have. Rows of rejected, refused or "
@@ -280,19 +342,23 @@ def workbook_summary(
     )
 
 
-def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -> None:
-    """Rewrite the exported exceptions with their lifecycle: state, first seen, age, who acked."""
+def with_states(
+    con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date, *, timezone: str = "UTC"
+) -> None:
+    """Rewrite the exported exceptions with their state at the end of `as_of` (from the events
+    recorded by then): state, first seen, age, who acknowledged, the note, the owner."""
     staged = exceptions.with_suffix(".staged.parquet")
     source, target = _q(str(exceptions)), _q(str(staged))
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
     con.execute(
         f"""
         COPY (
             SELECT x.*, l.state, l.first_seen, (CAST(? AS DATE) - l.first_seen) AS age_days,
-                   l.acknowledged_by, l.acknowledged_at, l.note,
-                   -- who deals with it: the log keeps no owner yet (issue 21 adds one)
-                   NULL::VARCHAR AS owner
+                   l.acknowledged_by, l.acknowledged_at, l.note, l.owner,
+                   l.acknowledged_amount_cents
             FROM read_parquet('{source}') x
-            LEFT JOIN exception_log l ON l.id = x.exception_id
+            LEFT JOIN exception_states(reconcile_cutoff()) l ON l.id = x.exception_id
             ORDER BY {VIEWS["exceptions"]}
         ) TO '{target}' (FORMAT parquet, COMPRESSION zstd)
         """,
@@ -301,15 +367,27 @@ def with_states(con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date) -
     staged.replace(exceptions)
 
 
-def run_folder(reports: Path, run_at: datetime) -> Path:
-    """`reports/<date>/<HHMMSS>Z` for a run at `run_at` (UTC); a suffix when it already exists."""
+def run_folder(reports: Path, as_of: date, run_at: datetime) -> Path:
+    """`reports/<as-of>/<run time>Z` (run time in UTC): reports are filed by the date they are
+    as of, each run in its own folder (a suffix when it already exists)."""
     at = run_at.astimezone(UTC)
-    folder = reports / at.date().isoformat() / at.strftime("%H%M%SZ")
+    folder = reports / as_of.isoformat() / at.strftime("%Y%m%dT%H%M%SZ")
     n = 1
     while folder.exists():
         n += 1
-        folder = reports / at.date().isoformat() / f"{at.strftime('%H%M%SZ')}-{n}"
+        folder = reports / as_of.isoformat() / f"{at.strftime('%Y%m%dT%H%M%SZ')}-{n}"
     return folder
+
+
+def latest_as_of(reports: Path) -> date | None:
+    """The as-of date `reports/latest` points at (None when there is no latest yet)."""
+    link = reports / "latest"
+    if not link.is_symlink():
+        return None
+    try:
+        return date.fromisoformat(link.readlink().parts[0])
+    except (ValueError, IndexError):
+        return None
 
 
 def point_latest(reports: Path, out_dir: Path) -> None:
@@ -340,48 +418,75 @@ def reconcile(
     out_dir: Path | None = None,
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
+    closing: PeriodState | None = None,
 ) -> ReconcileResult:
-    """Run the views for `as_of` (default: today, UTC) and write Parquet + reconciliation.xlsx.
+    """Run the views for `as_of` (default: today in the reporting timezone) and write Parquet +
+    reconciliation.xlsx.
 
     `organization` names it on every page (default: `settings.org_id`, else the organization
-    of the warehouse's vehicles). Reports go to `out_dir`, by default `<reports>/<run date>/<run time>Z/` (one folder per run,
-    never overwritten), with `<reports>/latest` pointing at the newest; `<reports>` is
-    `settings.reports_folder` (an organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
+    of the warehouse's vehicles).
+
+    The views show the books at the end of `as_of` in `settings.reporting_timezone`, as fundpipe
+    knew them then. Only a run for today (or a later date) changes the exception log; a past
+    as-of only reads it, as it stood at the end of that day. `closing`: the period state the
+    Summary states instead of the recorded one (the period close's own report).
+
+    Reports go to `out_dir`, by default `<reports>/<as-of>/<run time>Z/` (one folder per run,
+    never overwritten), with `<reports>/latest` pointing at the newest run of the newest as-of
+    (never at a re-run of a past as-of); `<reports>` is `settings.reports_folder` (an
+    organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
-    as_of = as_of or run_at.astimezone(UTC).date()
+    zone = settings.reporting_timezone
+    today = run_at.astimezone(ZoneInfo(zone)).date()
+    as_of = as_of or today
+    historical = as_of < today
     default = out_dir is None
     if out_dir is None:
-        out_dir = run_folder(settings.reports_folder, run_at)
+        out_dir = run_folder(settings.reports_folder, as_of, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
-        rows = export_views(con, as_of, out_dir)
-        last_sync = _last_sync(con)
+        rows = export_views(con, as_of, out_dir, timezone=zone)
+        last_sync = _last_sync(con, as_of, zone)
+        period = period_state(con, period_of(as_of))
         organization = organization or _organization(con, settings)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
-    with warehouse.write() as con:
-        lifecycle = track(
-            con,
-            f"read_parquet('{_q(str(parquet['exceptions']))}')",
-            as_of=as_of,
-            now=run_at,
-        )
-        with_states(con, parquet["exceptions"], as_of)
+    lifecycle: Lifecycle | None = None
+    if historical:  # a past as-of only reads
+        with warehouse.read() as con:
+            with_states(con, parquet["exceptions"], as_of, timezone=zone)
+    else:
+        with warehouse.write() as con:
+            lifecycle = track(
+                con,
+                f"read_parquet('{_q(str(parquet['exceptions']))}')",
+                as_of=as_of,
+                now=run_at,
+            )
+            with_states(con, parquet["exceptions"], as_of, timezone=zone)
     summary = replace(
         summarise(
             parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
         ),
-        open_exceptions=lifecycle.open,
-        acknowledged_exceptions=lifecycle.acknowledged,
+        reporting_timezone=zone,
+        historical=historical,
+        period=closing if closing is not None else period,
     )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
         workbook,
-        workbook_summary(summary, out_dir),
+        workbook_summary(
+            summary,
+            out_dir,
+            # the sign-off block: who closed the period, once it is closed
+            prepared_by=summary.period.prepared_by if summary.period else None,
+            reviewed_by=summary.period.reviewed_by if summary.period else None,
+        ),
         [SheetSource(name, parquet[view], **SHEET_LAYOUT.get(view, {})) for name, view in SHEETS],
     )
-    if default:
+    newest = latest_as_of(settings.reports_folder)
+    if default and not historical and (newest is None or as_of >= newest):
         point_latest(settings.reports_folder, out_dir)
     return ReconcileResult(
         summary=summary,

@@ -34,6 +34,9 @@ class SandboxConfig:
     - `max_body_bytes`: request bodies above this get 413.
     - `strict_interface`: serve only the documented surface (see `fundpipe.sandbox._modes`).
     - `public_forms`: the public spec's record and body forms (see `fundpipe.sandbox._modes`).
+    - `reject_unknown_fields`: refuse create bodies with properties the public description
+      does not allow (payment instructions too), in the public error form (see
+      `fundpipe.sandbox._modes`).
     - `legacy_pagination`: lists in the older `has_more`-only form (initial setting; the
       control route `PUT /_sandbox/settings` changes it at run time).
     - `demo_orgs`: how many demo organizations the `demo` seed creates (1 to 26; the second
@@ -56,6 +59,7 @@ class SandboxConfig:
     max_body_bytes: int = 10 * 1024 * 1024
     strict_interface: bool = False
     public_forms: bool = False
+    reject_unknown_fields: bool = False
     legacy_pagination: bool = False
     demo_orgs: int = 1
     rate_limit_scope: RateLimitScope = "client"

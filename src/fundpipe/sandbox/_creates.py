@@ -13,8 +13,9 @@ from starlette.responses import Response
 from fundpipe.sandbox import _render as render
 from fundpipe.sandbox._checks import id_problem
 from fundpipe.sandbox._distribution_validation import validate_distributions
-from fundpipe.sandbox._errors import ApiError, validation_failure
+from fundpipe.sandbox._errors import ApiError, InvalidParam, public_refusal, validation_failure
 from fundpipe.sandbox._lookups import created, one, org_lookup, rows_by_id
+from fundpipe.sandbox._modes import View
 from fundpipe.sandbox._pagination import NESTED_LIMIT, list_envelope
 from fundpipe.sandbox._references import refuse_duplicates, store_references
 from fundpipe.sandbox._requests import Call, mutate
@@ -27,11 +28,20 @@ from fundpipe.sandbox._validation import (
 )
 
 
+def _refuse(view: View, problems: list[InvalidParam]) -> ApiError:
+    """The error for a refused create body (the public form for unknown fields when asked)."""
+    if view.reject_unknown:
+        refusal = public_refusal(problems)
+        if refusal is not None:
+            return refusal
+    return validation_failure(problems)
+
+
 def _create_entities(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
     view = call.sandbox.view
     clean, problems = validate_entities(body, public=view.public)
     if problems:
-        raise validation_failure(problems)
+        raise _refuse(view, problems)
     if view.strict:
         refuse_duplicates(conn, call.org, "entity", clean)
     ids = [new_id("ent_") for _ in clean]
@@ -61,7 +71,7 @@ def _create_contacts(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[i
     view = call.sandbox.view
     clean, problems = validate_contacts(body, public=view.public)
     if problems:
-        raise validation_failure(problems)
+        raise _refuse(view, problems)
     if view.strict:
         refuse_duplicates(conn, call.org, "contact", clean)
     ids = [new_id("cnt_") for _ in clean]
@@ -91,14 +101,14 @@ _INSERT_PAYMENT = (
 
 def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
     view = call.sandbox.view
-    clean, problems = validate_distributions(body, org_lookup(conn, call.org))
+    clean, problems = validate_distributions(body, org_lookup(conn, call.org), public=view.public)
     if problems:
         if view.public and all(p.missing is not None for p in problems):
             # The public spec answers 404 "vehicle, entity, or contact not found".
             raise ApiError(
                 404, "Vehicle, entity, or contact not found.", "resource_not_found", problems
             )
-        raise validation_failure(problems)
+        raise _refuse(view, problems)
     entities = sorted({p["entity"] for d in clean for p in d["payments"]})
     first_pmi: dict[str, str] = {}
     for part in chunks(entities):
@@ -226,10 +236,13 @@ def _create_distributions(call: Call, body: Any, conn: sqlite3.Connection) -> tu
 
 
 def _create_instructions(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
-    legacy = call.sandbox.view.legacy_pages
-    clean, problems = validate_payment_instructions(body, org_lookup(conn, call.org))
+    view = call.sandbox.view
+    legacy = view.legacy_pages
+    clean, problems = validate_payment_instructions(
+        body, org_lookup(conn, call.org), public=view.public, reject_unknown=view.reject_unknown
+    )
     if problems:
-        raise validation_failure(problems)
+        raise _refuse(view, problems)
     out = []
     for element in clean:
         ids = []
@@ -263,7 +276,10 @@ def _create_instructions(call: Call, body: Any, conn: sqlite3.Connection) -> tup
                 "livemode": False,
                 "entity": element["entity"],
                 "payment_instructions": list_envelope(
-                    ids,
+                    # public forms: `{object, livemode, id}` objects, as the entity read nests
+                    [{"object": "payment_instructions", "livemode": False, "id": i} for i in ids]
+                    if view.public
+                    else ids,
                     f"/v1/entities/{element['entity']}/payment_instructions",
                     None,
                     None,

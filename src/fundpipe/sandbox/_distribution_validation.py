@@ -65,9 +65,13 @@ def _resolve(text: str, zone: str | None) -> tuple[float | None, str | None, str
 
 
 def validate_distributions(
-    body: Any, lookup: Lookup
+    body: Any, lookup: Lookup, *, public: bool = False
 ) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
-    """Validate a create-distributions body; returns (clean elements, problems)."""
+    """Validate a create-distributions body; returns (clean elements, problems).
+
+    `public`: an amount such as `1000.0` is an integer (JSON Schema's `integer`, the public
+    description); by default it is refused (DESIGN: a non-integer gets 400).
+    """
     checker = Checker()
     clean: list[dict[str, Any]] = []
     for i, element in enumerate(body_array(checker, body)):
@@ -147,7 +151,7 @@ def validate_distributions(
                 continue
             payments.append(
                 {
-                    "amount": _amount(checker, pay, ppath),
+                    "amount": _amount(checker, pay, ppath, public),
                     "currency": _currency(checker, pay, ppath),
                     "entity": checker.ref(pay, "entity", ppath, "entity"),
                     "override_ts": _datetime(
@@ -162,11 +166,13 @@ def validate_distributions(
     return clean, checker.problems
 
 
-def _amount(checker: Checker, pay: dict[str, Any], path: str) -> int | None:
+def _amount(checker: Checker, pay: dict[str, Any], path: str, public: bool) -> int | None:
     if "amount" not in pay:
         return None
     value = pay["amount"]
     where = f"{path}.amount"
+    if public and isinstance(value, float) and value.is_integer():
+        value = int(value)  # 1000.0 is an integer number of cents (JSON Schema's `integer`)
     if isinstance(value, bool) or not isinstance(value, int):
         checker.add(
             param(

@@ -142,6 +142,21 @@ def validation_failure(params: list[InvalidParam]) -> ApiError:
     return ApiError(400, f"{count} request {noun} invalid.", others[0].code, params)
 
 
+def public_refusal(params: list[InvalidParam]) -> ApiError | None:
+    """The public error form of a body with an unknown field: 400 `parameter_unknown` naming
+    the (first) field in `param`, without `invalid-params`; None when no field is unknown."""
+    unknown = next((p for p in params if p.code == "parameter_unknown"), None)
+    if unknown is None:
+        return None
+    return ApiError(
+        400,
+        f"Received unknown parameter: {unknown.name}",
+        "parameter_unknown",
+        [],
+        extra={"param": unknown.name},
+    )
+
+
 def not_found(what: str, ident: str) -> ApiError:
     """404 for an unknown id (the id is not echoed into the message beyond its kind)."""
     return ApiError(404, f"No such {what}: {ident}", "resource_not_found")

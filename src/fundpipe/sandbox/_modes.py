@@ -33,6 +33,21 @@ a value left out instead of `null` (the financial account's `bank_name` and
 extra payment fields; 404 `resource_not_found` ("vehicle, entity, or contact not found") when
 the only problems of a distribution create are references that do not exist.
 
+Where the interface is silent and the public description decides, public forms are no
+stricter than it: an `Idempotency-Key` is any string (the interface: "(string)"; an empty one
+counts as none); an empty `payment_instructions` list is taken (the operation "performs no
+input validation"), and so are empty strings among `external_references`; `external_references:
+null` is refused (the public schema: a non-nullable array of strings); the create-payment-
+instructions answer nests `{object, livemode, id}` objects like the entity read; payments
+leave out a `distribution_date_override` they do not have. An amount of
+`1000.0` is an integer number of cents (JSON Schema's `integer`; by default DESIGN refuses it).
+
+**Reject unknown fields** (`reject_unknown_fields`, `--reject-unknown-fields`): a rehearsal for
+a strict real service. Create bodies with properties the public description does not allow —
+payment instructions included, whose public inputs (ach, domestic and international wire) have
+no `external_reference` (`PUBLIC_INSTRUCTION_FIELDS`) — are refused with 400
+`parameter_unknown` in the public error form: the field in `param`, no `invalid-params`.
+
 **Legacy pagination** (`legacy_pagination`, `--legacy-pagination`, or `PUT /_sandbox/settings
 {"legacy_pagination": true}`): every list envelope, nested ones too, in the older form with
 `has_more` and `url` but without `next_page_url` and `previous_page_url`.
@@ -58,6 +73,24 @@ OUR_ROUTES = frozenset(
         ("POST", "/v1/entities/{ent_id}/contacts"),
         ("GET", "/v1/payment_instructions/{pmi_id}"),
         ("GET", "/v1/distributions/{dst_id}"),
+    }
+)
+
+#: What the public description allows in one payment instruction (ach, domestic and
+#: international wire inputs; no additional properties, no `external_reference`).
+PUBLIC_INSTRUCTION_FIELDS = frozenset(
+    {
+        "type",
+        "beneficiary_name",
+        "account_number",
+        "routing_number",
+        "bank_name",
+        "branch_code",
+        "swift_code",
+        "intermediary_bank_name",
+        "intermediary_swift_code",
+        "beneficiary_address",
+        "originator_to_beneficiary",
     }
 )
 
@@ -87,6 +120,7 @@ class View:
     strict: bool = False
     public: bool = False
     legacy_pages: bool = False
+    reject_unknown: bool = False
 
     def omits(self, kind: str) -> tuple[str, ...]:
         """Fields of a `kind` record left out in this view (besides unset ones in public forms)."""

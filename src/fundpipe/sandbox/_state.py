@@ -75,6 +75,7 @@ class Sandbox:
         return View(
             strict=self.config.strict_interface,
             public=self.config.public_forms,
+            reject_unknown=self.config.reject_unknown_fields,
             legacy_pages=self.legacy_pagination,
         )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from fundpipe.sandbox._checks import MAX_ELEMENTS, Checker, Lookup, body_array
 from fundpipe.sandbox._errors import InvalidParam, param
+from fundpipe.sandbox._modes import PUBLIC_INSTRUCTION_FIELDS
 
 #: Entity `type` values (interface, "Entity").
 ENTITY_TYPES = frozenset(
@@ -56,25 +57,28 @@ def _references(
     """
     if not public:
         return checker.string(element, "external_reference", path, nullable=True), None
-    value = element.get("external_references")
-    if value is None:
-        return None, []
     where = f"{path}.external_references"
+    if "external_references" not in element:
+        return None, []
+    value = element["external_references"]
+    if value is None:  # the public schema: a non-nullable array of strings
+        checker.add(param(where, "parameter_invalid", "must be an array of strings", value))
+        return None, []
     items = checker.array(value, where, 0, MAX_REFERENCES)
     refs: list[str] = []
     for k, ref in enumerate(items or []):
-        if not isinstance(ref, str) or not ref:
+        if not isinstance(ref, str):
             checker.add(
                 param(
                     f"{where}.[{k}]",
                     "parameter_invalid_string",
-                    "each reference must be a non-empty string",
+                    "each reference must be a string",
                     ref,
                 )
             )
         else:
-            refs.append(ref)
-    return (refs[0] if refs else None), refs
+            refs.append(ref)  # an empty string too: the public schema sets no minimum length
+    return next((r for r in refs if r), None), refs
 
 
 def _reference_field(public: bool) -> str:
@@ -167,12 +171,14 @@ def _text(value: Any) -> str | None:
 
 
 def validate_payment_instructions(
-    body: Any, lookup: Lookup
+    body: Any, lookup: Lookup, *, public: bool = False, reject_unknown: bool = False
 ) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
     """Validate a create-payment-instructions body.
 
     Only the shape and the entity reference are checked: the instructions themselves are taken
-    as given (partial instructions accepted; the interface says no input validation).
+    as given (partial instructions accepted; the interface says no input validation). `public`:
+    an empty `payment_instructions` list is taken too; `reject_unknown`: an instruction field
+    outside `PUBLIC_INSTRUCTION_FIELDS` is `parameter_unknown`.
     """
     checker = Checker()
     clean: list[dict[str, Any]] = []
@@ -184,7 +190,10 @@ def validate_payment_instructions(
         items = None
         if "payment_instructions" in element:
             items = checker.array(
-                element["payment_instructions"], f"{path}.payment_instructions", 1, MAX_ELEMENTS
+                element["payment_instructions"],
+                f"{path}.payment_instructions",
+                0 if public else 1,
+                MAX_ELEMENTS,
             )
         instructions: list[dict[str, Any]] = []
         for j, item in enumerate(items or []):
@@ -197,6 +206,16 @@ def validate_payment_instructions(
                     )
                 )
                 continue
+            if reject_unknown:
+                for name in item:
+                    if name not in PUBLIC_INSTRUCTION_FIELDS:
+                        checker.add(
+                            param(
+                                f"{path}.payment_instructions.[{j}].{name}",
+                                "parameter_unknown",
+                                f"unknown field {name}",
+                            )
+                        )
             record = {name: _text(item.get(name)) for name in _INSTRUCTION_FIELDS}
             digits = re.sub(r"\D", "", _text(item.get("account_number")) or "")
             record["last_four"] = digits[-4:] if digits else None

@@ -1,8 +1,16 @@
 """Sheet date-times → ISO 8601 strings carrying the distribution zone's offset.
 
 What analysts type is normalised to ISO first: ``2026-12-15`` (midnight), ``2026-12-15 9:00``,
-``2026-12-15T09:00:00-05:00``, ``12/15/2026 9:00 AM`` (US month/day order) and, for cells read
-from XLSX, Excel date serials (``46371.375``). The service's rules then apply through
+``2026-12-15T09:00:00-05:00``, ``2026/12/15``, month names (``15 Dec 2026``, ``December 15,
+2026 9:00 AM``), day and month in figures (``12/15/2026 9:00 AM``, ``15.12.2026``) and, for cells
+read from XLSX, Excel date serials (``46371.375``).
+
+Day and month in figures are read by `DateOrder` (`fundpipe.sheets.written_dates`): the order
+the organization declares (``FUNDPIPE_DATE_ORDER``), else the only reading there is, else the
+order the rest of the same column proves. A date that stays open (``03/04/2027`` with nothing
+else to go by) is a row error naming both readings, never a guess.
+
+The service's rules then apply through
 `fundpipe.timerules` (shared with the sandbox): a naive time is wall-clock in the zone and must
 exist exactly once there; an explicit offset must be the zone's offset at that instant; ``Z`` only
 where the zone is at +00:00.
@@ -23,13 +31,20 @@ import pyarrow.compute as pc
 
 from fundpipe import timerules
 from fundpipe.sheets.frames import text_by_code
+from fundpipe.sheets.written_dates import (
+    AmbiguousOrder,
+    DateOrder,
+    InvalidDate,
+    column_date_order,
+    figures_as_iso,
+    is_open,
+    proving_example,
+    written_to_iso,
+)
 
 _ISO_LOOSE = re.compile(
     r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
     r"\s*(Z|z|[+-]\d{2}:?\d{2})?$"
-)
-_US = re.compile(
-    r"^(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([AaPp][Mm])?)?$"
 )
 _SERIAL = re.compile(r"^\d{1,6}(?:\.\d+)?$")
 _EXCEL_EPOCH = datetime(1899, 12, 30)
@@ -41,15 +56,18 @@ DATETIME_CHECKS = {
     "datetime_nonexistent": "{detail}",
     "datetime_ambiguous": "{detail}",
     "datetime_offset_mismatch": "{detail}",
+    "date_order_ambiguous": "{detail}",
 }
 
 
-class _Invalid(Exception):
-    """Text that cannot be normalised to ISO."""
+def _to_iso(
+    text: str, *, excel_serials: bool, order: DateOrder | None = None, declared: bool = False
+) -> str:
+    """Normalise one analyst-typed date-time to an ISO 8601 string timerules can read.
 
-
-def _to_iso(text: str, *, excel_serials: bool) -> str:
-    """Normalise one analyst-typed date-time to an ISO 8601 string timerules can read."""
+    ``order``: how day and month in figures are read (declared by the organization when
+    ``declared``, else proven by the column; see `fundpipe.sheets.written_dates`).
+    """
     m = _ISO_LOOSE.match(text)
     if m:
         y, mo, d, h, mi, s, frac, off = m.groups()
@@ -57,34 +75,35 @@ def _to_iso(text: str, *, excel_serials: bool) -> str:
         if frac:
             core += "." + frac[:6]
         return core + (off or "")
-    m = _US.match(text)
-    if m:
-        mo, d, y, h, mi, s, ampm = m.groups()
-        hour = int(h or 0)
-        if ampm:
-            if not 1 <= hour <= 12:
-                raise _Invalid("the hour must be 1-12 with AM/PM")
-            hour = hour % 12 + (12 if ampm.lower() == "pm" else 0)
-        if int(mo) > 12:
-            raise _Invalid("dates with slashes are read month/day/year")
-        return f"{y}-{int(mo):02d}-{int(d):02d}T{hour:02d}:{mi or '00'}:{s or '00'}"
+    written = written_to_iso(text, order, declared=declared)
+    if written is not None:
+        return written
     if excel_serials and _SERIAL.match(text):
         serial = float(text)
         if not 1 <= serial < 2958466:
-            raise _Invalid("the number is not an Excel date")
+            raise InvalidDate("the number is not an Excel date")
         value = _EXCEL_EPOCH + timedelta(days=serial)
         # Excel keeps times to the millisecond; round away float noise to the second.
         value = (value + timedelta(microseconds=500_000)).replace(microsecond=0)
         return value.isoformat()
-    raise _Invalid("unrecognised format")
+    raise InvalidDate("unrecognised format")
 
 
-def _resolve(text: str, zone: str, *, excel_serials: bool) -> tuple[str | None, str | None, str]:
+def _resolve(
+    text: str,
+    zone: str,
+    *,
+    excel_serials: bool,
+    order: DateOrder | None = None,
+    declared: bool = False,
+) -> tuple[str | None, str | None, str]:
     """(iso, check, reason) for one distinct pair; iso None when the pair is rejected."""
     try:
-        iso = _to_iso(text, excel_serials=excel_serials)
+        iso = _to_iso(text, excel_serials=excel_serials, order=order, declared=declared)
         instant = timerules.resolve_in_zone(iso, zone)
-    except _Invalid as exc:
+    except AmbiguousOrder as exc:
+        return None, "date_order_ambiguous", str(exc)
+    except InvalidDate as exc:
         return None, "datetime_invalid", DATETIME_CHECKS["datetime_invalid"].format(detail=exc)
     except timerules.NonexistentTimeError as exc:
         return None, "datetime_nonexistent", str(exc)
@@ -113,9 +132,18 @@ _ISO_NAMED = (
 
 
 def resolve_many(
-    texts: list[str], zones: list[str], *, excel_serials: bool, vectorised: bool | None = None
+    texts: list[str],
+    zones: list[str],
+    *,
+    excel_serials: bool,
+    vectorised: bool | None = None,
+    order: DateOrder | None = None,
+    declared: bool = False,
 ) -> list[tuple[str | None, str | None, str]]:
     """(iso, check, reason) for each distinct (text, zone) pair.
+
+    ``order``/``declared``: how day and month in figures are read (`DateOrder`; declared by the
+    organization, or proven by the column).
 
     Few pairs (the usual sheet: a handful of distribution dates) go through `fundpipe.timerules`
     one by one. Many pairs take a pandas path per zone — ``tz_localize`` with
@@ -127,10 +155,13 @@ def resolve_many(
         vectorised = len(texts) > VECTORISE_ABOVE
     if not vectorised:
         return [
-            _resolve(t, z, excel_serials=excel_serials) for t, z in zip(texts, zones, strict=True)
+            _resolve(t, z, excel_serials=excel_serials, order=order, declared=declared)
+            for t, z in zip(texts, zones, strict=True)
         ]
     out: list[tuple[str | None, str | None, str] | None] = [None] * len(texts)
-    parts = pa.array(texts, type=pa.string())
+    # Day and month in figures whose reading is settled are rewritten year first, so the ISO
+    # path below reads them too; open or odd ones stay as they are, for the scalar rules.
+    parts = pa.array(figures_as_iso(texts, order, declared=declared), type=pa.string())
     fields = pc.extract_regex(parts, _ISO_NAMED)
     matched = np.asarray(pc.is_valid(fields).to_numpy(zero_copy_only=False), dtype=bool)
     frame = pd.DataFrame(
@@ -178,7 +209,9 @@ def resolve_many(
             if isinstance(iso, str):
                 out[row] = (iso, None, "")
     return [
-        done if done is not None else _resolve(t, z, excel_serials=excel_serials)
+        done
+        if done is not None
+        else _resolve(t, z, excel_serials=excel_serials, order=order, declared=declared)
         for done, t, z in zip(out, texts, zones, strict=True)
     ]
 
@@ -218,9 +251,20 @@ def _localize_group(
 
 
 def parse_datetimes(
-    text: pd.Series, zones: pd.Series, *, excel_serials: bool = False, required: bool = True
+    text: pd.Series,
+    zones: pd.Series,
+    *,
+    excel_serials: bool = False,
+    required: bool = True,
+    date_order: DateOrder | None = None,
 ) -> pd.DataFrame:
     """Resolve a column of date-times, each in the zone on the same row.
+
+    ``date_order``: the order the organization declares for day and month in figures
+    (``FUNDPIPE_DATE_ORDER``); None reads them by the value itself or the rest of this column,
+    and rejects a date that stays open (``date_order_ambiguous``, naming both readings). The
+    order the column proved, if any, is in ``attrs["date_order_from_column"]`` as (order, an
+    example value).
 
     ``zones`` must already hold a zone name per row (blank → ``UTC`` is the caller's default)
     and rows whose zone is unknown must be <NA> there: they get no date and no date error
@@ -240,10 +284,19 @@ def parse_datetimes(
     pair = text_codes.astype(np.int64) * (len(zone_names) + 1) + zone_codes
     codes, distinct = pd.factorize(pair[live])  # hashing, not sorting, a million rows
     width = len(zone_names) + 1
+    distinct_texts = [str(t) for t in text_names]
+    order: DateOrder | None = date_order
+    proof: tuple[DateOrder, str] | None = None
+    if order is None:
+        order = column_date_order(distinct_texts)
+        if order is not None:
+            proof = (order, proving_example(distinct_texts, order))
     resolved = resolve_many(
-        [str(text_names[int(p) // width]) for p in distinct],
+        [distinct_texts[int(p) // width] for p in distinct],
         [str(zone_names[int(p) % width]) for p in distinct],
         excel_serials=excel_serials,
+        order=order,
+        declared=date_order is not None,
     )
     # Each row holds a code into the distinct pairs' answers (the last entry: blank), and the
     # columns are built from those codes in Arrow: no per-row Python strings.
@@ -258,7 +311,7 @@ def parse_datetimes(
         row_code[blank.to_numpy(dtype=bool)] = len(resolved)
         check_of[-1] = "datetime_required"
         reason_of[-1] = DATETIME_CHECKS["datetime_required"]
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "iso": text_by_code(row_code, iso_of, text.index),
             "check": text_by_code(row_code, check_of, text.index),
@@ -267,6 +320,9 @@ def parse_datetimes(
         index=text.index,
         copy=False,
     )
+    if proof is not None and any(is_open(t) for t in distinct_texts):
+        out.attrs["date_order_from_column"] = proof
+    return out
 
 
 def known_zones(zones: pd.Series) -> pd.Series:

@@ -8,6 +8,10 @@ ingest or sync with another service or organization is refused with
 :class:`fundpipe.errors.ConfigurationError` (exit 2) before anything is sent or written. To
 start fresh, point ``FUNDPIPE_DATA_DIR`` at a new folder (or move the old one away).
 
+The binding also keeps what the client learned about the service's create bodies
+(``body_forms``: create path → form, see ``fundpipe.client._forms``): :func:`read_body_forms`
+gives them to the next night's client, :func:`remember_body_forms` adds newly learned ones.
+
 :func:`check_livemode` stops a run whose objects are live when test ones were expected (the
 embedded sandbox, or ``FUNDPIPE_LIVEMODE=false``), or the reverse.
 """
@@ -15,18 +19,29 @@ embedded sandbox, or ``FUNDPIPE_LIVEMODE=false``), or the reverse.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from fundpipe.client import FundClient
 
 __all__ = [
     "binding_file",
     "check_binding",
     "check_livemode",
     "describe_binding",
+    "learned_client",
     "read_binding",
+    "read_body_forms",
+    "remember_body_forms",
 ]
 
 _OWN = "(the client's own organization)"
@@ -47,6 +62,57 @@ def read_binding(settings: Settings) -> dict[str, str] | None:
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"{path} cannot be read ({exc}); remove it to bind anew") from exc
     return {k: str(data.get(k) or "") for k in ("service", "organization", "bound_at")}
+
+
+def _raw(settings: Settings) -> dict[str, object]:
+    path = binding_file(settings)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"{path} cannot be read ({exc}); remove it to bind anew") from exc
+    return data if isinstance(data, dict) else {}
+
+
+def read_body_forms(settings: Settings) -> dict[str, str]:
+    """The create-body forms learned on earlier nights (create path → form); {} when none."""
+    forms = _raw(settings).get("body_forms")
+    if not isinstance(forms, dict):
+        return {}
+    return {str(k): str(v) for k, v in forms.items() if isinstance(v, str)}
+
+
+def remember_body_forms(settings: Settings, forms: dict[str, str]) -> bool:
+    """Add `forms` to the binding (an existing binding only); True when something was new."""
+    data = _raw(settings)
+    if not data:
+        return False
+    known = read_body_forms(settings)
+    merged = {**known, **forms}
+    if merged == known:
+        return False
+    data["body_forms"] = dict(sorted(merged.items()))
+    _store(binding_file(settings), data)
+    return True
+
+
+@asynccontextmanager
+async def learned_client(
+    settings: Settings, transport: httpx.AsyncBaseTransport | None
+) -> AsyncIterator[FundClient]:
+    """The open service client of `settings`, starting with the body forms earlier nights
+    learned; on the way out — a failure too — the forms it learned are kept in the binding."""
+    from fundpipe.client import FundClient
+
+    client = FundClient(
+        settings.client_config(), transport=transport, body_forms=read_body_forms(settings)
+    )
+    try:
+        async with client:
+            yield client
+    finally:
+        remember_body_forms(settings, client.body_forms)
 
 
 def _org(organization: str) -> str:
@@ -90,11 +156,15 @@ def check_binding(settings: Settings, organization: str | None, *, bind: bool) -
 def _write(settings: Settings, service: str, organization: str) -> None:
     path = binding_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {
+    record: dict[str, object] = {
         "service": service,
         "organization": organization,
         "bound_at": datetime.now(UTC).isoformat(),
     }
+    _store(path, record)
+
+
+def _store(path: Path, record: dict[str, object]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)

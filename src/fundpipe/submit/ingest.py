@@ -25,7 +25,7 @@ from fundpipe.config import Settings, require_service
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, references
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
-from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.submit.binding import check_binding, check_livemode, learned_client
 from fundpipe.submit.execute import SubmitResult, execute, settle
 from fundpipe.submit.inbox import (
     Candidate,
@@ -42,6 +42,7 @@ from fundpipe.submit.snapshot import (
     only_organization,
     vehicles_of,
     with_distributions,
+    with_ledger_instructions,
     with_vehicles,
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
@@ -180,12 +181,10 @@ class _Run:
         batch_size: int,
     ) -> IngestResult:
         """Every step, in order; returns the filled-in result."""
-        from fundpipe.client import FundClient
-
         todo = self.set_aside_duplicates(candidates)
         if not todo:
             return self.result
-        async with FundClient(self.settings, transport=transport) as client:
+        async with learned_client(self.settings, transport) as client:
             org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
             # before anything is read or sent: this data directory is this service's
             check_binding(self.settings, org_id, bind=not self.dry_run)
@@ -202,6 +201,7 @@ class _Run:
             self.result.warnings.extend(state.warnings)
             self.result.livemode = state.livemode
             check_livemode(self.settings, state.livemode)
+            state = with_ledger_instructions(state, self.ledger)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
             plan = build_plan(inputs, state, batch_size=batch_size)
             checked = preflight(plan, state, require_funds=require_funds)
@@ -252,10 +252,9 @@ class _Run:
         cache = ValidationCache(self.dirs.processing / ".validated", enabled=enabled)
         cached = {c.file_hash: cache.load(c.file_hash) for c in todo}
         fresh = [c for c in todo if cached[c.file_hash] is None]
+        paths, order, refs = [c.path for c in fresh], self.settings.date_order, set(known_refs)
         fresh_reports = iter(
-            validate_files(
-                [c.path for c in fresh], known_entity_refs=set(known_refs), progress=self.progress
-            )
+            validate_files(paths, known_entity_refs=refs, date_order=order, progress=self.progress)
             if fresh
             else []
         )
@@ -278,6 +277,7 @@ class _Run:
                     )
                 )
                 valid.append(c)
+                self.result.warnings += [f"{c.original_name}: {n}" for n in report.reading_notes()]
             else:
                 self.reject(c, report)
         return valid, inputs

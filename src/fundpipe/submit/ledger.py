@@ -513,6 +513,25 @@ class Ledger:
             self.record_outcome(key, "settled")
         return len(open_keys)
 
+    def entities_given_instructions(self) -> set[str]:
+        """Entity ids this ledger created payment instructions for (requests that succeeded).
+
+        Where the service's entity record does not list its instructions (the public spec's
+        form), this is how a later night knows them: an instruction sent without
+        `external_reference` is matched by its entity.
+        """
+        rows = self._con.execute(
+            "SELECT body FROM ledger_requests "
+            "WHERE phase = 'payment_instructions' AND state IN ('succeeded', 'settled')"
+        ).fetchall()
+        found: set[str] = set()
+        for (body,) in rows:
+            for element in json.loads(body or "[]"):
+                entity = element.get("entity") if isinstance(element, dict) else None
+                if isinstance(entity, str) and entity.startswith("ent_"):
+                    found.add(entity)
+        return found
+
     def open_requests(self) -> list[RequestRecord]:
         """Requests whose outcome is not known (``sent`` or ``unknown``), oldest first."""
         return [r for r in self.requests() if r.state in {"sent", "unknown"}]

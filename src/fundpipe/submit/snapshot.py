@@ -20,6 +20,7 @@ from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
 from fundpipe.submit.known import Known, read_distributions
+from fundpipe.submit.ledger import Ledger
 from fundpipe.sync.incremental import Walk
 
 __all__ = [
@@ -355,6 +356,16 @@ async def with_vehicles(
             if fa.type == "depository":
                 available[fa.vehicle] = available.get(fa.vehicle, 0) + fa.balance.available
     return replace(state, vehicles=frozenset(known), available_cents=available, livemode=livemode)
+
+
+def with_ledger_instructions(state: ServiceState, ledger: Ledger | None) -> ServiceState:
+    """`state` knowing, besides what the entity records list, the entities the ledger created
+    payment instructions for (instructions sent without `external_reference` are matched by
+    their entity; see docs/architecture.md, "Never an investor twice")."""
+    if ledger is None:
+        return state
+    given = ledger.entities_given_instructions()
+    return replace(state, entities_with_instructions=state.entities_with_instructions | given)
 
 
 def vehicles_of(inputs: Sequence[FileInput]) -> set[str]:

@@ -101,11 +101,17 @@ def _attach_ledger(con: duckdb.DuckDBPyConnection, ledger_file: Path, timeout_s:
 
 
 def copy_ledger(
-    con: duckdb.DuckDBPyConnection, ledger_file: Path, *, timeout_s: float = 60.0
+    con: duckdb.DuckDBPyConnection,
+    ledger_file: Path,
+    *,
+    timeout_s: float = 60.0,
+    stamp: tuple[datetime, str] | None = None,
 ) -> int:
     """Replace the warehouse's ledger tables with the ledger file's; return ledger payment rows.
 
-    A missing ledger file leaves both tables empty.
+    A missing ledger file leaves both tables empty. With `stamp` (the sync's clock and id), each
+    file that is new or changed state is appended to `file_sightings`: from then on the
+    point-in-time views count it.
     """
     found = ledger_file.exists()
     if found:
@@ -121,6 +127,15 @@ def copy_ledger(
                     con.execute(
                         f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ledger.{table}"
                     )
+            if stamp is not None:
+                con.execute(
+                    "INSERT INTO file_sightings SELECT f.file_hash, f.state, ?, ? "
+                    "FROM ledger_files f LEFT JOIN (SELECT file_hash, arg_max(state, seen_at) "
+                    "AS state FROM file_sightings GROUP BY file_hash) s "
+                    "ON s.file_hash = f.file_hash WHERE f.file_hash IS NOT NULL "
+                    "AND (s.file_hash IS NULL OR s.state IS DISTINCT FROM f.state)",
+                    list(stamp),
+                )
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")

@@ -339,7 +339,7 @@ async def sync_async(
         stage = Stage(Path(tmp), progress)
         try:
             hints = set(settings.vehicles) | ledger_vehicles(settings.ledger_file)
-            async with FundClient(settings, transport=transport) as client:
+            async with FundClient(settings.client_config(), transport=transport) as client:
                 puller = _Puller(client, stage, settings.max_concurrency, page_size, hints, known)
                 await puller.run()
         finally:
@@ -350,7 +350,8 @@ async def sync_async(
             changes = merge(
                 con, {name: stage[name].path for name in STAGE_SCHEMAS}, sync_id, seen_at
             )
-            ledger_rows = copy_ledger(con, settings.ledger_file, timeout_s=warehouse.lock_timeout_s)
+            timeout_s, stamp = warehouse.lock_timeout_s, (seen_at, sync_id)
+            ledger_rows = copy_ledger(con, settings.ledger_file, timeout_s=timeout_s, stamp=stamp)
             finished_at = now()
             con.execute(
                 "UPDATE syncs SET finished_at = ?, vehicles = ?, financial_accounts = ?, "

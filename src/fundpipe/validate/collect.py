@@ -67,9 +67,17 @@ class IssueCollector:
         return sum(len(p) for p in self._parts) + len(self.sheet_level)
 
     def to_issues(
-        self, file: str, sheet: str | None, headers: dict[str, str], *, limit: int
+        self,
+        file: str,
+        sheet: str | None,
+        headers: dict[str, str],
+        *,
+        limit: int,
+        letters: dict[str, str] | None = None,
     ) -> list[Issue]:
-        """Issues sorted by row then column, with columns named as the analyst wrote them."""
+        """Issues sorted by row then column, with columns named as the analyst wrote them and
+        their letters (``letters``: canonical column → its letter in Excel)."""
+        letters = letters or {}
         out = [
             Issue(
                 file,
@@ -79,6 +87,7 @@ class IssueCollector:
                 _mask(column, value),
                 check,
                 reason,
+                letters.get(column) if column else None,
             )
             for column, value, check, reason in self.sheet_level
         ]
@@ -108,6 +117,7 @@ class IssueCollector:
                     _mask(col, val),
                     str(check),
                     str(reason),
+                    letters.get(col) if col else None,
                 )
             )
         return out

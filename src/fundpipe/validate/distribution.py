@@ -13,6 +13,7 @@ import pandas as pd
 
 from fundpipe.sheets.datetimes import known_zones, parse_datetimes
 from fundpipe.sheets.money import MONEY_REASONS, parse_money
+from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
 from fundpipe.validate.models import ENTITY_ID, DistributionSheetModel, failure_issues
 
@@ -41,12 +42,18 @@ _AGREEING = ("distribution_name", "vehicle", "distribution_date", "distribution_
 
 
 def check_distributions(
-    frame: pd.DataFrame, issues: IssueCollector, *, excel: bool
+    frame: pd.DataFrame,
+    issues: IssueCollector,
+    *,
+    excel: bool,
+    date_order: DateOrder | None = None,
 ) -> pd.DataFrame:
     """Parse and check a canonical-named text frame (index = Excel row); return the parsed frame.
 
     The returned frame has every canonical column except ``source_file``/``sheet``/``row`` and
-    still holds failing rows (their parsed values are <NA>).
+    still holds failing rows (their parsed values are <NA>). ``date_order``: the order declared
+    for day and month in figures (see `fundpipe.sheets.datetimes.DateOrder`). Its
+    ``attrs["notes"]`` holds warnings for the sheet: (column, value, check, reason).
     """
     # Columns are gathered in a dict and framed once: inserting them one by one costs more than
     # the checks themselves on a small sheet (pandas rebuilds its column index per insert).
@@ -77,7 +84,9 @@ def check_distributions(
     )
     usable_zone = zone.where(zone_ok)
 
-    dates = parse_datetimes(frame["distribution_date"], usable_zone, excel_serials=excel)
+    dates = parse_datetimes(
+        frame["distribution_date"], usable_zone, excel_serials=excel, date_order=date_order
+    )
     issues.add(
         dates["check"].notna(),
         "distribution_date",
@@ -88,7 +97,11 @@ def check_distributions(
     columns["distribution_date"] = dates["iso"]
 
     override = parse_datetimes(
-        frame["distribution_date_override"], usable_zone, excel_serials=excel, required=False
+        frame["distribution_date_override"],
+        usable_zone,
+        excel_serials=excel,
+        required=False,
+        date_order=date_order,
     )
     issues.add(
         override["check"].notna(),
@@ -117,7 +130,27 @@ def check_distributions(
     )
     failure_issues(DistributionSheetModel, checked, issues)
     _cross_row(out, issues)
+    out.attrs["notes"] = [
+        _order_note(column, *parsed.attrs["date_order_from_column"])
+        for column, parsed in (
+            ("distribution_date", dates),
+            ("distribution_date_override", override),
+        )
+        if "date_order_from_column" in parsed.attrs
+    ]
     return out
+
+
+def _order_note(column: str, order: str, example: str) -> tuple[str, str, str, str]:
+    """The warning that dates in figures of ``column`` were read in the order it proves."""
+    spelled = "day/month/year" if order == "dmy" else "month/day/year"
+    return (
+        column,
+        example,
+        "date_order_from_column",
+        f"dates with day and month in figures in this column were read {spelled}, as "
+        f"{example} in the same column shows; set FUNDPIPE_DATE_ORDER={order} to declare it",
+    )
 
 
 def _majority_disagreement(group: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

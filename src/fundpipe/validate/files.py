@@ -20,9 +20,10 @@ from fundpipe.errors import exit_code_of
 from fundpipe.progress import NullProgress, ProgressSink
 from fundpipe.sheets.readers import RawSheet, ReadLimits, read_file
 from fundpipe.sheets.templates import best_match, load_templates
+from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
 from fundpipe.validate.distribution import canonical_payments, check_distributions
-from fundpipe.validate.issues import FileReport, Issue, mask_account_number
+from fundpipe.validate.issues import FileReport, Issue, column_letter, mask_account_number
 from fundpipe.validate.roster import check_roster, roster_frames
 
 __all__ = [
@@ -56,8 +57,13 @@ def validate_files(
     known_entity_refs: Iterable[str] | None = None,
     limits: ReadLimits | None = None,
     progress: ProgressSink | None = None,
+    date_order: DateOrder | None = None,
 ) -> list[FileReport]:
     """Validate every file of one drop; one `FileReport` per path, in order.
+
+    ``date_order``: the order the organization declares for dates with day and month in figures
+    (``Settings.date_order``, ``FUNDPIPE_DATE_ORDER``): ``mdy``, ``dmy``, or None — then a date
+    such as ``03/04/2027`` that neither the value nor its column settles is a row error.
 
     ``progress`` hears one step per file read and validated (the CLI draws a bar from it).
 
@@ -70,7 +76,7 @@ def validate_files(
     sink.start("validate", "read + validate sheets", total=len(files))
     reports = []
     for path in files:
-        reports.append(_validate_one(path, limits or ReadLimits()))
+        reports.append(_validate_one(path, limits or ReadLimits(), date_order))
         sink.advance("validate")
     roster_refs: set[str] = set()
     for report in reports:
@@ -82,7 +88,7 @@ def validate_files(
     return reports
 
 
-def _validate_one(path: Path, limits: ReadLimits) -> FileReport:
+def _validate_one(path: Path, limits: ReadLimits, date_order: DateOrder | None) -> FileReport:
     report = FileReport(file=str(path))
     result = read_file(path, limits)
     report.content_sha256 = result.sha256
@@ -102,7 +108,7 @@ def _validate_one(path: Path, limits: ReadLimits) -> FileReport:
         if raw.name is not None:
             report.sheets.append(raw.name)
         try:
-            recognised += _validate_sheet(report, raw, several=several)
+            recognised += _validate_sheet(report, raw, several=several, date_order=date_order)
         except Exception as exc:  # a bug must reject the file, never take the whole drop down
             report.file_error(
                 "validation_failed",
@@ -120,7 +126,9 @@ def _validate_one(path: Path, limits: ReadLimits) -> FileReport:
     return report
 
 
-def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
+def _validate_sheet(
+    report: FileReport, raw: RawSheet, *, several: bool, date_order: DateOrder | None = None
+) -> int:
     """Validate one sheet into ``report``; 1 if it matched a template, else 0."""
     sheet = raw.name
     if not any(raw.header):
@@ -159,12 +167,17 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
             sheet=sheet,
         )
     for name, spellings in match.duplicates.items():
+        where = [
+            f"{text!r} ({column_letter(pos)})"
+            for pos, text in enumerate(raw.header)
+            if text in spellings
+        ]
         report.file_error(
             "duplicate_columns",
-            f"columns {', '.join(map(repr, spellings))} all mean {name}; keep one",
+            f"columns {', '.join(where)} all mean {name}; keep one",
             sheet=sheet,
         )
-    for _pos, text in match.unknown:
+    for position, text in match.unknown:
         if text:
             report.warnings.append(
                 Issue(
@@ -175,6 +188,7 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
                     None,
                     "unknown_column",
                     "this column is not part of the template and was ignored",
+                    column_letter(position),
                 )
             )
     if match.missing or match.duplicates:
@@ -201,12 +215,29 @@ def _validate_sheet(report: FileReport, raw: RawSheet, *, several: bool) -> int:
         mask = pd.Series(body.index == row, index=body.index)
         issues.add(mask, cell_column, None, check, reason)
     if match.template.name == "distribution":
-        parsed = check_distributions(frame, issues, excel=raw.excel)
+        parsed = check_distributions(frame, issues, excel=raw.excel, date_order=date_order)
     else:
         parsed = check_roster(frame, issues)
     headers = dict(match.headers)
     report.headers[sheet or ""] = headers
-    found = issues.to_issues(report.file, sheet, headers, limit=MAX_ISSUES_PER_SHEET)
+    letters = {column: column_letter(pos) for column, pos in match.positions.items()}
+    report.letters[sheet or ""] = letters
+    for column, value, check, reason in parsed.attrs.get("notes", []):
+        report.warnings.append(
+            Issue(
+                report.file,
+                sheet,
+                None,
+                headers.get(column, column),
+                value,
+                check,
+                reason,
+                letters.get(column),
+            )
+        )
+    found = issues.to_issues(
+        report.file, sheet, headers, limit=MAX_ISSUES_PER_SHEET, letters=letters
+    )
     if len(issues) > MAX_ISSUES_PER_SHEET:
         found.append(
             Issue(
@@ -284,6 +315,7 @@ def _check_entities(report: FileReport, roster_refs: set[str], known: set[str] |
     ):
         name = None if sheet is None else str(sheet)
         written = report.headers.get(name or "", {}).get("entity", header)
+        letter = report.letters.get(name or "", {}).get("entity")
         where = (report.file, name, int(row), written, str(entity))
         if known is None:
             report.warnings.append(
@@ -291,6 +323,7 @@ def _check_entities(report: FileReport, roster_refs: set[str], known: set[str] |
                     *where,
                     "entity_resolvable",
                     "no roster in this drop defines this entity reference; it will be looked up at the service",
+                    letter,
                 )
             )
         else:
@@ -299,6 +332,7 @@ def _check_entities(report: FileReport, roster_refs: set[str], known: set[str] |
                     *where,
                     "entity_resolvable",
                     "no entity has this external reference, neither in this drop's roster nor at the service",
+                    letter,
                 )
             )
 

@@ -1,0 +1,138 @@
+"""`fundpipe close`: close a month (prepare, review), list the periods, verify a closed one;
+over `fundpipe.reconcile.close`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from fundpipe.app.cli_common import (
+    DataDirOption,
+    JsonOption,
+    OrgOption,
+    console,
+    local_org_settings,
+    user_errors,
+)
+from fundpipe.errors import InputError
+
+__all__ = ["close_command"]
+
+
+def close_command(
+    period: Annotated[
+        str | None, typer.Argument(help="The month to close or verify, YYYY-MM (e.g. 2026-11).")
+    ] = None,
+    prepared_by: Annotated[
+        str | None,
+        typer.Option("--prepared-by", help="Close the month: who prepared its final report."),
+    ] = None,
+    reviewed_by: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewed-by", help="Record the review of a closed month (not its preparer)."
+        ),
+    ] = None,
+    with_open_exceptions: Annotated[
+        bool,
+        typer.Option(
+            "--with-open-exceptions",
+            help="Close even with exceptions still open; they are listed in the manifest.",
+        ),
+    ] = False,
+    list_periods_: Annotated[
+        bool, typer.Option("--list", help="Show each month's state: open or closed.")
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Re-hash a closed month's files against its manifest."),
+    ] = False,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Close a month: its final reconciliation (as of its last day) filed in
+    data/reports/<org>/closed/YYYY-MM/ with a manifest.json of SHA-256s; never rewritten.
+
+    Example: fundpipe close 2026-11 --prepared-by ana (then fundpipe close 2026-11
+    --reviewed-by ben; fundpipe close --list; fundpipe close --verify 2026-11)
+    """
+    with user_errors():
+        from fundpipe.reconcile.close import (
+            CloseError,
+            close_period,
+            list_periods,
+            review_period,
+            verify_period,
+        )
+
+        settings = local_org_settings(data_dir, org)
+        try:
+            if list_periods_:
+                periods = list_periods(settings)
+                if json_out:
+                    print(json.dumps([p.as_dict() for p in periods], indent=2))
+                    return
+                for p in periods:
+                    console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
+                return
+            if period is None:
+                raise InputError("name the month (YYYY-MM), or use --list")
+            if verify:
+                checked = verify_period(settings, period)
+                if json_out:
+                    print(
+                        json.dumps(
+                            {
+                                "period": checked.period,
+                                "ok": checked.ok,
+                                "files": checked.checked,
+                                "problems": checked.problems,
+                            }
+                        )
+                    )
+                elif checked.ok:
+                    console.print(
+                        f"{checked.period}: all {checked.checked} file(s) match the manifest"
+                    )
+                else:
+                    for problem in checked.problems:
+                        console.print(f"{checked.period}: {problem}", markup=False)
+                if not checked.ok:
+                    raise typer.Exit(1)
+                return
+            if prepared_by and reviewed_by:
+                raise InputError("--prepared-by and --reviewed-by are two steps: run them apart")
+            if reviewed_by:
+                done = review_period(settings, period, reviewed_by=reviewed_by)
+            elif prepared_by:
+                done = close_period(
+                    settings,
+                    period,
+                    prepared_by=prepared_by,
+                    with_open_exceptions=with_open_exceptions,
+                )
+            else:
+                raise InputError("say --prepared-by NAME (close), --reviewed-by NAME, or --verify")
+        except CloseError as exc:
+            raise InputError(str(exc)) from None
+        if json_out:
+            print(
+                json.dumps(
+                    {
+                        **done.state.as_dict(),
+                        "changed": done.changed,
+                        "open_exceptions": done.open_exceptions,
+                    },
+                    indent=2,
+                )
+            )
+            return
+        what = "" if done.changed else " (already so; nothing changed)"
+        console.print(
+            f"{done.state.period}: {done.state.describe()}{what}\n{done.folder}",
+            markup=False,
+            highlight=False,
+        )

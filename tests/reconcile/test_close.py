@@ -1,0 +1,193 @@
+"""Period close: December closed (prepared, then reviewed by another name) stays byte-identical
+when a December payment changes at the service in January; January shows the after-close
+adjustment, as a line of its own and as an exception."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fundpipe.app.cli import app
+from fundpipe.reconcile.close import (
+    CloseError,
+    close_period,
+    list_periods,
+    review_period,
+    verify_period,
+)
+from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.submit.ingest import ingest
+from fundpipe.sync.pull import sync
+from worlds.submit import World, write_sheet
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+class Days:
+    """The sandbox clock, a sync and the day's reconciliation, as the nightly runs them."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.fromisoformat(self.world.control("GET", "clock")["now"])
+
+    def night(self, at: dt.datetime) -> ReconcileResult:
+        if at > self.now():
+            self.world.control("POST", "clock/set", {"now": at.isoformat()})
+        now = self.now()  # the sandbox's own clock, as the sync reads it
+        sync(self.world.settings, transport=self.world.transport, clock=lambda: now)
+        return reconcile(self.world.settings, clock=lambda: now)
+
+
+def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    days = Days(world)
+    world.control("POST", "clock/set", {"now": "2026-12-01T12:00:00+00:00"})
+    sheet = tmp_path / "dec.csv"
+    write_sheet(sheet, [("D1", "veh_demo1", [100_000, 200_000])], date="2026-12-20 09:00")
+    (world.inbox / "dec.csv").write_bytes(sheet.read_bytes())
+    ingest(world.settings, transport=world.transport, settle_s=0)
+    days.night(dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC))
+    days.night(dt.datetime(2026, 12, 21, 12, tzinfo=dt.UTC))  # both payments disbursed
+    january = dt.datetime(2027, 1, 2, 12, tzinfo=dt.UTC)
+    days.night(january)
+
+    # a month cannot be closed before it ends, nor by nobody
+    with pytest.raises(CloseError, match="has not ended"):
+        close_period(world.settings, "2027-01", prepared_by="ana", clock=lambda: january)
+    with pytest.raises(CloseError, match="YYYY-MM"):
+        close_period(world.settings, "2026-13", prepared_by="ana", clock=lambda: january)
+
+    closed = close_period(world.settings, "2026-12", prepared_by="ana", clock=lambda: january)
+    assert closed.changed
+    folder = closed.folder
+    assert folder == world.settings.reports_folder / "closed" / "2026-12"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    files = _hashes(folder)
+    assert manifest["files"] == {k: v for k, v in files.items() if k != "manifest.json"}
+    assert "reconciliation.xlsx" in manifest["files"]
+    assert manifest["as_of"] == "2026-12-31"
+    assert manifest["prepared_by"]["name"] == "ana"
+    assert manifest["built_from_sync"]["sync_id"].startswith("sync_20261221T120000Z")
+    assert manifest["open_exceptions"] == []
+
+    # the review is by another person; a second close or review changes nothing
+    with pytest.raises(CloseError, match="another person"):
+        review_period(world.settings, "2026-12", reviewed_by=" ANA ", clock=lambda: january)
+    reviewed = review_period(world.settings, "2026-12", reviewed_by="ben", clock=lambda: january)
+    assert (reviewed.changed, reviewed.state.reviewed_by) == (True, "ben")
+    again = close_period(world.settings, "2026-12", prepared_by="carl", clock=lambda: january)
+    assert not again.changed
+    assert again.state.prepared_by == "ana"
+    assert _hashes(folder) == files
+
+    # in January a December payment is changed at the service
+    payment = next(
+        p
+        for d, ps in world.distributions()
+        for p in ps
+        if d.external_reference == "D1" and p.amount == 100_000
+    )
+    world.control("PATCH", f"distribution_payments/{payment.id}", {"amount": 90_000})
+    learned = days.night(dt.datetime(2027, 1, 3, 12, tzinfo=dt.UTC))
+
+    assert _hashes(folder) == files  # byte-identical
+    assert verify_period(world.settings, "2026-12").ok
+    adjustments = learned.frame("after_close_adjustments")
+    assert [
+        (
+            r.period,
+            r.payment_id,
+            r.closed_amount_cents,
+            r.amount_cents,
+            r.change_cents,
+            r.learned_on,
+        )
+        for r in adjustments.itertuples()
+    ] == [("2026-12", payment.id, 100_000, 90_000, -10_000, dt.date(2027, 1, 3))]
+    exceptions = learned.frame("exceptions")
+    adjustment = exceptions[exceptions.kind == "after_close_adjustment"]
+    assert list(adjustment.object_id) == [payment.id]
+    assert "after-close adjustment to 2026-12" in adjustment.what.iloc[0]
+    assert learned.summary.period.state == "open"  # January
+    assert learned.summary.period.period == "2027-01"
+
+    # December re-run today: still the closed figures, and the Summary says it is closed
+    dec = reconcile(
+        world.settings,
+        as_of=dt.date(2026, 12, 31),
+        out_dir=tmp_path / "dec-again",
+        clock=lambda: dt.datetime(2027, 1, 3, 13, tzinfo=dt.UTC),
+    )
+    amounts = {
+        str(r.payment_id): int(r.service_amount_cents)
+        for r in dec.frame("sheet_vs_service").itertuples()
+    }
+    assert amounts[payment.id] == 100_000
+    assert dec.summary.period.closed
+    assert dec.summary.period.reviewed_by == "ben"
+
+    # tampering is found
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(world.settings.data_dir))
+    runner = CliRunner()
+    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    assert out.exit_code == 0, out.output
+    assert "match the manifest" in out.output
+    out = runner.invoke(app, ["close", "--list"])
+    assert out.exit_code == 0, out.output
+    assert "2026-12  closed: prepared by ana, reviewed by ben" in out.output
+    assert "2027-01  open" in out.output
+    workbook = folder / "reconciliation.xlsx"
+    workbook.chmod(0o644)
+    workbook.write_bytes(workbook.read_bytes() + b"x")
+    assert not verify_period(world.settings, "2026-12").ok
+    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    assert out.exit_code == 1
+    assert "reconciliation.xlsx changed" in out.output
+
+
+def test_closing_with_open_exceptions_needs_the_flag_and_lists_them(
+    world: World, tmp_path: Path
+) -> None:
+    days = Days(world)
+    world.control("POST", "clock/set", {"now": "2026-12-01T12:00:00+00:00"})
+    bad = (
+        "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,"
+        "Amount ($),Currency\nB,veh_demo2,B1,2026-12-20 09:00,America/New_York,ent_demo1,abc,USD\n"
+    )
+    (world.inbox / "bad.csv").write_text(bad, encoding="utf-8")
+    ingest(world.settings, transport=world.transport, settle_s=0)
+    first = days.night(dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC))
+    january = dt.datetime(2027, 1, 1, 12, tzinfo=dt.UTC)
+    days.night(january)
+    with pytest.raises(CloseError, match="open exception") as refused:
+        close_period(world.settings, "2026-12", prepared_by="ana", clock=lambda: january)
+    exception_id = str(first.frame("exceptions").exception_id.iloc[0])
+    assert exception_id in str(refused.value)
+    assert not (world.settings.reports_folder / "closed" / "2026-12").exists()
+    closed = close_period(
+        world.settings,
+        "2026-12",
+        prepared_by="ana",
+        with_open_exceptions=True,
+        clock=lambda: january,
+    )
+    manifest = json.loads((closed.folder / "manifest.json").read_text())
+    assert [e["id"] for e in manifest["open_exceptions"]] == [exception_id]
+    assert [p.period for p in list_periods(world.settings, clock=lambda: january)] == [
+        "2026-12",
+        "2027-01",
+    ]

@@ -1,0 +1,168 @@
+"""Under `--strict-interface --public-forms` the sandbox is no stricter than the public
+description where the interface is silent (issue 24, items 4–9), and `--reject-unknown-fields`
+refuses what the public description does not allow, in the public error form."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sandbox_support import assert_error, bearer, distribution, make_client, token_for
+
+from fundpipe.sandbox import SandboxConfig, create_app
+
+
+async def _client(**config: Any) -> tuple[httpx.AsyncClient, dict[str, str]]:
+    client = make_client(create_app(SandboxConfig(**config)))
+    token = await token_for(client, "demo-client", "demo-secret")
+    return client, bearer(token, **{"X-Organization-Id": "org_demo"})
+
+
+@pytest.fixture
+async def public() -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str]]]:
+    client, headers = await _client(strict_interface=True, public_forms=True)
+    yield client, headers
+    await client.aclose()
+
+
+@pytest.fixture
+async def rehearsal() -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str]]]:
+    client, headers = await _client(
+        strict_interface=True, public_forms=True, reject_unknown_fields=True
+    )
+    yield client, headers
+    await client.aclose()
+
+
+async def test_item4_a_whole_number_written_with_a_decimal_point_is_an_amount(public):
+    client, headers = public
+    response = await client.post(
+        "/v1/distributions", headers=headers, json=[distribution(amount=1000.0)]
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["data"][0]["payments"]["data"][0]["amount"] == 1000
+    half = await client.post("/v1/distributions", headers=headers, json=[distribution(amount=10.5)])
+    assert_error(half, 400, "parameter_invalid_integer")  # a fraction of a cent still is not
+
+
+@pytest.mark.parametrize("key", ["k" * 300, "key with spaces"])
+async def test_item5_any_idempotency_key_string_is_taken(public, key):
+    client, headers = public
+    body = [{"name": "Key Test", "type": "llc"}]
+    first = await client.post(
+        "/v1/entities", headers={**headers, "Idempotency-Key": key}, json=body
+    )
+    assert first.status_code == 201, first.text
+    again = await client.post(
+        "/v1/entities", headers={**headers, "Idempotency-Key": key}, json=body
+    )
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert again.json()["data"][0]["id"] == first.json()["data"][0]["id"]
+
+
+async def test_item6_empty_instruction_list_and_empty_references_are_taken(public):
+    client, headers = public
+    empty = await client.post(
+        "/v1/payment_instructions",
+        headers=headers,
+        json=[{"entity": "ent_demo2", "payment_instructions": []}],
+    )
+    assert empty.status_code == 201, empty.text
+    entity = await client.post(
+        "/v1/entities",
+        headers=headers,
+        json=[{"name": "Blank Ref", "type": "llc", "external_references": ["", "R-1"]}],
+    )
+    assert entity.status_code == 201, entity.text
+    assert entity.json()["data"][0]["external_references"] == ["", "R-1"]
+
+
+@pytest.mark.parametrize("path", ["/v1/entities", "/v1/contacts"])
+async def test_item6_null_external_references_are_refused(public, path):
+    client, headers = public
+    element: dict[str, Any] = (
+        {"name": "Null Refs", "type": "llc"}
+        if path == "/v1/entities"
+        else {"name": "Null Refs", "email": "null.refs@example.com"}
+    )
+    response = await client.post(
+        path, headers=headers, json=[{**element, "external_references": None}]
+    )
+    body = assert_error(response, 400, "parameter_invalid")
+    assert body["invalid-params"][0]["name"] == "body.[0].external_references"
+
+
+async def test_item7_created_instructions_nest_objects_like_the_entity_read(public):
+    client, headers = public
+    response = await client.post(
+        "/v1/payment_instructions",
+        headers=headers,
+        json=[{"entity": "ent_demo3", "payment_instructions": [{"type": "ach"}]}],
+    )
+    assert response.status_code == 201, response.text
+    [pmi] = response.json()["data"][0]["payment_instructions"]["data"]
+    assert set(pmi) == {"object", "livemode", "id"}
+    assert pmi["object"] == "payment_instructions"
+    assert pmi["id"].startswith("pmi_")
+    entity = (await client.get("/v1/entities/ent_demo3", headers=headers)).json()
+    assert pmi in entity["payment_instructions"]["data"]
+
+
+async def test_item9_a_payment_without_an_override_leaves_it_out(public):
+    client, headers = public
+    response = await client.post("/v1/distributions", headers=headers, json=[distribution()])
+    assert "distribution_date_override" not in response.json()["data"][0]["payments"]["data"][0]
+
+
+async def test_default_form_keeps_design_choices():
+    client, headers = await _client()
+    try:
+        amount = await client.post(
+            "/v1/distributions", headers=headers, json=[distribution(amount=1000.0)]
+        )
+        assert_error(amount, 400, "parameter_invalid_integer")
+        key = await client.post(
+            "/v1/entities",
+            headers={**headers, "Idempotency-Key": "k" * 300},
+            json=[{"name": "Key Test", "type": "llc"}],
+        )
+        assert_error(key, 400, "parameter_invalid")
+    finally:
+        await client.aclose()
+
+
+async def test_rehearsal_refuses_instruction_references_in_the_public_error_form(rehearsal):
+    client, headers = rehearsal
+    response = await client.post(
+        "/v1/payment_instructions",
+        headers=headers,
+        json=[
+            {
+                "entity": "ent_demo2",
+                "payment_instructions": [{"type": "ach", "external_reference": "NEW-P1"}],
+            }
+        ],
+    )
+    body = assert_error(response, 400, "parameter_unknown")
+    assert body["param"] == "body.[0].payment_instructions.[0].external_reference"
+    assert "invalid-params" not in body
+    accepted = await client.post(
+        "/v1/payment_instructions",
+        headers=headers,
+        json=[{"entity": "ent_demo2", "payment_instructions": [{"type": "ach"}]}],
+    )
+    assert accepted.status_code == 201, accepted.text
+
+
+async def test_rehearsal_refuses_the_single_entity_reference_in_the_public_error_form(rehearsal):
+    client, headers = rehearsal
+    response = await client.post(
+        "/v1/entities",
+        headers=headers,
+        json=[{"name": "Acme", "type": "llc", "external_reference": "INV-1"}],
+    )
+    body = assert_error(response, 400, "parameter_unknown")
+    assert body["param"] == "body.[0].external_reference"
+    assert "invalid-params" not in body
