@@ -48,17 +48,24 @@ def test_ids_are_stable_acknowledged_leave_the_open_count_and_gone_ones_resolve(
     with pytest.raises(ExceptionNotFoundError):
         acknowledge(known_warehouse, "EX-NOPE", note="x", by="ana", now=NOW)
 
-    # the extra payment goes away at the service: its exception resolves on that day
+    # the extra payment goes away at the service: its exception resolves on that day, and its
+    # distribution (dst_2: sheet $160 vs service $210) ties out again
+    tie_out = next(
+        t for t in opened.values() if (t.kind, t.object_id) == ("distribution_tie_out", "dst_2")
+    )
     with known_warehouse.write() as con:
         con.execute("DELETE FROM distribution_payments WHERE id = 'dpmt_4'")
     third = _run(settings, tmp_path, 2)
     assert third.lifecycle is not None
-    assert [t.id for t in third.lifecycle.resolved] == [extra.id]
+    assert sorted(t.id for t in third.lifecycle.resolved) == sorted([extra.id, tie_out.id])
     assert third.summary.open_exceptions == third.summary.exceptions
     resolved = list_exceptions(known_warehouse, state="resolved")
-    assert [(t.id, t.resolved_on, t.note) for t in resolved] == [
-        (extra.id, AS_OF + dt.timedelta(days=2), "refund requested")
-    ]
+    assert sorted((t.id, t.resolved_on, t.note) for t in resolved) == sorted(
+        [
+            (extra.id, AS_OF + dt.timedelta(days=2), "refund requested"),
+            (tie_out.id, AS_OF + dt.timedelta(days=2), None),
+        ]
+    )
 
 
 def test_an_acknowledged_exception_leaves_the_summary_open_count(

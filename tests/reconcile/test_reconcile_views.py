@@ -119,11 +119,16 @@ def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileR
             ("unexplained_balance", "fa_bdep", -1_000),
             ("file_rejected", "h3", 100),
             ("status_mismatch", "dpmt_5", 1_000),
+            # issue 22: each distribution that does not tie out (service − sheet)
+            ("distribution_tie_out", "dst_1", -5_000),
+            ("distribution_tie_out", "dst_2", 5_000),
+            ("distribution_tie_out", "ref:\r=1+1", -777),
         ]
     )
     assert all(exceptions.reason.str.len() > 10)
     assert result.summary.exception_counts == {
         "amount_mismatch": 1,
+        "distribution_tie_out": 3,
         "extra": 1,
         "file_rejected": 1,
         "missing": 1,
@@ -182,8 +187,10 @@ def test_reports_default_to_a_folder_named_for_the_as_of_date(
     assert sorted(p.name for p in result.out_dir.glob("*.parquet")) == [
         "after_close_adjustments.parquet",
         "balance_movement.parquet",
+        "distribution_tieout.parquet",
         "exceptions.parquet",
         "funding.parquet",
+        "rollforward.parquet",
         "sheet_vs_service.parquet",
     ]
 
@@ -196,7 +203,7 @@ def test_summary_table_prints_totals_and_exception_counts(known_result: Reconcil
     assert "$1,100.00" in text  # available across both vehicles
     assert "$110.00 (1 vehicles)" in text  # $200 staged + $10 failed still owed − $100
     assert "unexplained_balance" in text
-    assert "7" in text.split("total")[-1]
+    assert "10" in text.split("total")[-1]  # issue 22: + 3 distributions not tying out
 
 
 def test_format_cents_is_exact() -> None:
@@ -211,6 +218,8 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
         "exceptions": 0,
         "funding": 0,
         "balance_movement": 0,
+        "rollforward": 0,
+        "distribution_tieout": 1,  # its Total row, all zero
         "sheet_vs_service": 0,
         "after_close_adjustments": 0,
     }

@@ -33,7 +33,15 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
 ) -> None:
     result = known_result
     wb = openpyxl.load_workbook(result.workbook)
-    assert wb.sheetnames == ["Summary", "Exceptions", "Funding", "Balances", "Payments"]
+    assert wb.sheetnames == [
+        "Summary",
+        "Exceptions",
+        "Tie-out",
+        "Roll-forward",
+        "Funding",
+        "Balances",
+        "Payments",
+    ]
     for name in wb.sheetnames[1:]:
         ws = wb[name]
         assert ws.freeze_panes == "A2", name
@@ -59,7 +67,10 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
     assert (
         payments.auto_filter.ref == "A1:V7"
     )  # issue 13: + investor_name, sheet_rows, file_location
-    cents = {r[6].value: r[9].value for r in payments.iter_rows(min_row=2)}  # + Investor
+    # issue 22: columns in reading order, found by their header
+    paid = [c.value for c in payments[1]]
+    pid, sheet = paid.index("Payment id"), paid.index("Sheet amount (USD)")
+    cents = {r[pid].value: r[sheet].value for r in payments.iter_rows(min_row=2)}
     assert cents["dpmt_2"] == 250
     balances = wb["Balances"]
     seen = balances["F2"]
@@ -76,12 +87,15 @@ def test_summary_sheet_shows_run_facts_totals_exceptions_and_a_chart(
     assert facts["As of"] == "2026-11-30"
     assert facts["Shortfall"] == 110  # with the $10 failed payment still owed (issue 22)
     assert facts["Depository available"] == 1100
-    assert facts["missing"] == 1
-    assert facts["Total"] == 7
+    assert facts["Sheet row not at the service"] == 1  # issue 22: kinds in plain words
+    assert facts["Total"] == 10  # issue 22: + 3 distributions not tying out
+    # issue 22: the chart shows the shortfall of the short vehicles only (veh_b's $100 would be
+    # invisible beside veh_a's balance), from Funding's Shortfall column
     (chart,) = ws._charts
     refs = [s.val.numRef.f for s in chart.series]
-    assert refs == ["'Funding'!$C$2:$C$3", "'Funding'!$F$2:$F$3"]
-    assert chart.series[0].cat.strRef.f == "'Funding'!$B$2:$B$3"
+    assert refs == ["'Funding'!$J$2:$J$2"]
+    assert chart.series[0].cat.strRef.f == "'Funding'!$B$2:$B$2"
+    assert [p.v for p in chart.series[0].val.numRef.numCache.pt] == [110]  # as Shortfall above
 
 
 def test_no_cell_is_a_formula_and_injected_text_is_neutralised(

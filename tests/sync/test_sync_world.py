@@ -399,10 +399,16 @@ def test_exceptions_hold_exactly_what_needs_a_person(world: World) -> None:
             ("missing", 12_345),
             ("extra", 10_000),
             ("unexplained_balance", -5_000),
+            # issue 22: the distributions that do not tie out, service − sheet: D3, D4, and the
+            # one of the row that never reached the service
+            ("distribution_tie_out", -5_000),
+            ("distribution_tie_out", 10_000),
+            ("distribution_tie_out", -12_345),
         ]
     )
     assert world.result.summary.exception_counts == {
         "amount_mismatch": 1,
+        "distribution_tie_out": 3,
         "extra": 1,
         "missing": 1,
         "shortfall": 1,
@@ -412,7 +418,15 @@ def test_exceptions_hold_exactly_what_needs_a_person(world: World) -> None:
 
 def test_workbook_cells_match_the_views_and_every_payload_is_neutralised(world: World) -> None:
     wb = openpyxl.load_workbook(world.result.workbook)
-    assert wb.sheetnames == ["Summary", "Exceptions", "Funding", "Balances", "Payments"]
+    assert wb.sheetnames == [
+        "Summary",
+        "Exceptions",
+        "Tie-out",
+        "Roll-forward",
+        "Funding",
+        "Balances",
+        "Payments",
+    ]
     funding = wb["Funding"]
     header = [c.value for c in funding[1]]
     first = dict(zip(header, funding[2], strict=True))
@@ -422,7 +436,7 @@ def test_workbook_cells_match_the_views_and_every_payload_is_neutralised(world: 
     assert first["Available (USD)"].value == 500
     assert first["Available (USD)"].number_format.startswith('"$"#,##0.00')
     exceptions = wb["Exceptions"]
-    assert exceptions.max_row == 1 + 5
+    assert exceptions.max_row == 1 + 5 + 3  # issue 22: + 3 distributions not tying out
     payments = wb["Payments"]
     assert payments.max_row == 1 + 7
     texts = set()

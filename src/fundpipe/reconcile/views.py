@@ -1,7 +1,8 @@
 """Reconciliation: run the warehouse views for an as-of date, export them, summarise.
 
 `reconcile()` opens the warehouse read-only just long enough to stream each view
-(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, exceptions) into typed
+(`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, rollforward,
+distribution_tieout, exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
 
@@ -25,6 +26,8 @@ import duckdb
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
+from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS, tie_out_lines
+from fundpipe.reports.headers import kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
@@ -33,28 +36,23 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "ReconcileResult", "ReconcileSummary", "export_views", "reconcile"]
 
-#: The views exported, with the order their rows are written in (None: the warehouse's order —
-#: sheet_vs_service has a row per payment, millions, and its exceptions are sorted in
-#: `exceptions` anyway).
+#: The views exported, with the order their rows are written in (None: the warehouse's order).
 VIEWS: dict[str, str | None] = {
     "exceptions": 'kind, vehicle NULLS FIRST, object_id, source_file, "row"',
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
-    "sheet_vs_service": None,
+    "rollforward": "vehicle, type DESC, financial_account",
+    # the distributions that do not tie first, the Total row last
+    "distribution_tieout": "is_total, ties, payment_date NULLS LAST, "
+    "distribution_external_reference, distribution_id",
+    # exceptions first (a payment that is not ok), then by distribution and sheet row
+    "sheet_vs_service": "match = 'ok', distribution_external_reference, \"row\", payment_id",
     "after_close_adjustments": "period, learned_at, payment_id",
 }
 
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
 #: directory.
 MEMORY_LIMIT = "4GB"
-
-#: Workbook tabs after Summary: (sheet name, view).
-SHEETS: tuple[tuple[str, str], ...] = (
-    ("Exceptions", "exceptions"),
-    ("Funding", "funding"),
-    ("Balances", "balance_movement"),
-    ("Payments", "sheet_vs_service"),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +61,7 @@ class ReconcileSummary:
 
     as_of: date
     run_at: datetime
+    organization: str
     last_sync_id: str | None
     last_sync_at: datetime | None
     vehicles: int
@@ -78,6 +77,15 @@ class ReconcileSummary:
     #: Exceptions open after this run (acknowledged ones are not counted) and acknowledged.
     open_exceptions: int = 0
     acknowledged_exceptions: int = 0
+    #: The distribution tie-out's Total row: (payments, cents) for sheet, service, disbursed,
+    #: failed, cancelled, outstanding; and how many distributions there are and do not tie.
+    tie_out: dict[str, tuple[int, int]] = field(default_factory=dict)
+    distributions: int = 0
+    distributions_not_tying: int = 0
+    #: Reconciling items open (depository accounts, this month's and carried) and their dollars
+    #: (the sum of their absolute values).
+    reconciling_items: int = 0
+    reconciling_cents: int = 0
     #: The zone the as-of date is read in (the books at the end of `as_of` there).
     reporting_timezone: str = "UTC"
     #: True for an as-of before the run's own date: the run only read (the exception log as of
@@ -153,6 +161,7 @@ def summarise(
     as_of: date,
     run_at: datetime,
     last_sync: tuple[str | None, datetime | None],
+    organization: str = "",
 ) -> ReconcileSummary:
     """Totals and exception counts, computed from the exported Parquet files."""
     con = duckdb.connect()
@@ -186,6 +195,22 @@ def summarise(
             "count(*) FILTER (WHERE match NOT IN ('missing')), count(*) FILTER (WHERE match = 'ok') "
             f"FROM read_parquet('{_q(str(parquet['sheet_vs_service']))}')"
         )
+        tieout = f"read_parquet('{_q(str(parquet['distribution_tieout']))}')"
+        parts = ("sheet", "service", "disbursed", "failed", "cancelled", "outstanding")
+        total = one(
+            "SELECT "
+            + ", ".join(f"{p}_payments, {p}_cents" for p in parts)
+            + f" FROM {tieout} WHERE is_total"
+        )
+        tie_out = {p: (total[2 * i], total[2 * i + 1]) for i, p in enumerate(parts)}
+        distributions, not_tying = one(
+            f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
+        )
+        reconciling, reconciling_cents = one(
+            "SELECT count(*), sum(abs(amount_cents)) "
+            f"FROM read_parquet('{_q(str(parquet['exceptions']))}') "
+            "WHERE kind = 'unexplained_balance'"
+        )
         counts = {
             str(kind): int(n)
             for kind, n in con.execute(
@@ -198,6 +223,7 @@ def summarise(
     return ReconcileSummary(
         as_of=as_of,
         run_at=run_at,
+        organization=organization,
         last_sync_id=last_sync[0],
         last_sync_at=last_sync[1],
         vehicles=vehicles,
@@ -210,6 +236,11 @@ def summarise(
         service_payments=service_payments,
         payments_ok=ok,
         exception_counts=counts,
+        tie_out=tie_out,
+        distributions=distributions,
+        distributions_not_tying=not_tying,
+        reconciling_items=reconciling,
+        reconciling_cents=reconciling_cents,
         open_exceptions=open_,
         acknowledged_exceptions=acknowledged,
         vehicles_without_balance=no_balance,
@@ -222,10 +253,21 @@ def _q(path: str) -> str:
     return path.replace("'", "''")
 
 
-def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummary:
-    """What the workbook's Summary sheet shows for `summary`."""
+def workbook_summary(
+    summary: ReconcileSummary,
+    out_dir: Path,
+    *,
+    prepared_by: str | None = None,
+    reviewed_by: str | None = None,
+) -> WorkbookSummary:
+    """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
+    its sign-off block (None: a blank line to sign on)."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
     return WorkbookSummary(
+        organization=summary.organization,
+        as_of=summary.as_of.isoformat(),
+        prepared_by=prepared_by,
+        reviewed_by=reviewed_by,
         run_facts=[
             ("As of", summary.as_of.isoformat()),
             ("Reporting timezone", summary.reporting_timezone),
@@ -254,6 +296,7 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Staged payments past due", summary.past_due_cents),
             ("Shortfall", summary.shortfall_cents),
             ("Unexplained balance movement (abs)", summary.unexplained_cents),
+            ("Reconciling items open, incl. carried (abs)", summary.reconciling_cents),
         ],
         counts=[
             ("Vehicles", summary.vehicles),
@@ -262,6 +305,9 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             ("Sheet rows (ledger)", summary.sheet_rows),
             ("Service payments", summary.service_payments),
             ("Payments matching", summary.payments_ok),
+            ("Reconciling items open", summary.reconciling_items),
+            ("Distributions", summary.distributions),
+            ("Distributions not tying out", summary.distributions_not_tying),
         ],
         notes=[
             "Notes on figures that are not what their name may suggest:",
@@ -285,8 +331,10 @@ def workbook_summary(summary: ReconcileSummary, out_dir: Path) -> WorkbookSummar
             "Times are UTC unless a header says otherwise; payment dates are the distribution's "
             "local date.",
         ],
+        tie_out=tie_out_lines(summary.tie_out),
+        tie_out_title="Distribution tie-out (all distributions)",
         exception_counts=[
-            *summary.exception_counts.items(),
+            *((kind_words(kind), n) for kind, n in summary.exception_counts.items()),
             ("Total", summary.exceptions),
             ("Open (not acknowledged)", summary.open_exceptions),
             ("Acknowledged", summary.acknowledged_exceptions),
@@ -351,10 +399,22 @@ def point_latest(reports: Path, out_dir: Path) -> None:
     staged.replace(link)
 
 
+def _organization(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
+    """The organization the reports are for: the settings' id, else the vehicles' own."""
+    if settings.org_id:
+        return settings.org_id
+    row = con.execute(
+        "SELECT organization FROM vehicles WHERE organization IS NOT NULL "
+        "GROUP BY organization ORDER BY count(*) DESC, organization LIMIT 1"
+    ).fetchone()
+    return str(row[0]) if row else ""
+
+
 def reconcile(
     settings: Settings,
     *,
     as_of: date | None = None,
+    organization: str | None = None,
     out_dir: Path | None = None,
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
@@ -362,6 +422,9 @@ def reconcile(
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today in the reporting timezone) and write Parquet +
     reconciliation.xlsx.
+
+    `organization` names it on every page (default: `settings.org_id`, else the organization
+    of the warehouse's vehicles).
 
     The views show the books at the end of `as_of` in `settings.reporting_timezone`, as fundpipe
     knew them then. Only a run for today (or a later date) changes the exception log; a past
@@ -387,6 +450,7 @@ def reconcile(
         rows = export_views(con, as_of, out_dir, timezone=zone)
         last_sync = _last_sync(con, as_of, zone)
         period = period_state(con, period_of(as_of))
+        organization = organization or _organization(con, settings)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
     lifecycle: Lifecycle | None = None
     if historical:  # a past as-of only reads
@@ -402,7 +466,9 @@ def reconcile(
             )
             with_states(con, parquet["exceptions"], as_of, timezone=zone)
     summary = replace(
-        summarise(parquet, as_of=as_of, run_at=run_at, last_sync=last_sync),
+        summarise(
+            parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
+        ),
         reporting_timezone=zone,
         historical=historical,
         period=closing if closing is not None else period,
@@ -410,8 +476,14 @@ def reconcile(
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
         workbook,
-        workbook_summary(summary, out_dir),
-        [SheetSource(name, parquet[view], hidden_columns=("file_hash",)) for name, view in SHEETS],
+        workbook_summary(
+            summary,
+            out_dir,
+            # the sign-off block: who closed the period, once it is closed
+            prepared_by=summary.period.prepared_by if summary.period else None,
+            reviewed_by=summary.period.reviewed_by if summary.period else None,
+        ),
+        [SheetSource(name, parquet[view], **SHEET_LAYOUT.get(view, {})) for name, view in SHEETS],
     )
     newest = latest_as_of(settings.reports_folder)
     if default and not historical and (newest is None or as_of >= newest):

@@ -7,7 +7,7 @@ money in dollars "(USD)", instants "(UTC)", calendar dates of a distribution "(l
 
 from __future__ import annotations
 
-__all__ = ["WORDS", "header_for"]
+__all__ = ["KIND_WORDS", "WORDS", "header_for", "kind_words"]
 
 #: Names whose plain words are not just the name with spaces.
 WORDS: dict[str, str] = {
@@ -23,7 +23,11 @@ WORDS: dict[str, str] = {
     "distribution_external_reference": "Distribution reference",
     "distribution_id": "Distribution id",
     "payment_id": "Payment id",
-    "exception_id": "Exception id",
+    "exception_id": "Id",
+    "age_days": "Age (days)",
+    "first_seen": "First seen",
+    "acknowledged_by": "Acknowledged by",
+    "note": "Acknowledgement note",
     "object_id": "Object id",
     "source_file": "Sheet file (as dropped)",
     "file_location": "Sheet file (now, in the data folder)",
@@ -37,7 +41,49 @@ WORDS: dict[str, str] = {
     "next_distribution_date": "Next distribution (local date)",
     "first_short_date": "First short on (local date)",
     "file_hash": "File hash",
+    "payment_date": "Payment date (local date)",
+    "sheet_cents": "Sheet",  # money per the sheets (not the sheet tab)
+    "days_past_due": "Days past due",
+    "ties": "Ties out",
+    "sheet_payments": "Sheet payments",
+    "service_payments": "Service payments",
+    "disbursed_payments": "Disbursed payments",
+    "failed_payments": "Failed payments",
+    "cancelled_payments": "Cancelled payments",
+    "outstanding_payments": "Outstanding payments",
+    "difference_payments": "Difference in payments",
+    "period": "Month",
+    "opening": "Opening",
+    "credits": "Credits, acknowledged",
+    "other": "Other, acknowledged",
+    "expected_closing": "Expected closing",
+    "service_total": "Service total",
+    "carried": "Carried from earlier months",
+    "reconciling_items": "Reconciling items",
+    "reconciling_item_id": "Reconciling item id",
+    "carried_item_ids": "Carried item ids",
+    "carried_items": "Carried items",
+    "disbursed_distributions": "Distributions disbursed",
 }
+
+
+#: Each exception kind in the words a controller uses (the Parquet files keep the machine kind).
+KIND_WORDS: dict[str, str] = {
+    "shortfall": "Vehicle short of funds",
+    "missing": "Sheet row not at the service",
+    "extra": "Service payment in no sheet",
+    "amount_mismatch": "Amount differs (sheet vs service)",
+    "status_mismatch": "Payment failed, cancelled or not confirmed",
+    "unexplained_balance": "Reconciling item (unexplained balance)",
+    "distribution_tie_out": "Distribution does not tie out",
+    "file_rejected": "Sheet file rejected",
+    "file_conflict": "Sheet file conflicts with the service",
+}
+
+
+def kind_words(kind: str) -> str:
+    """An exception kind in plain words (an unknown kind as it is, underscores as spaces)."""
+    return KIND_WORDS.get(kind, _words(kind))
 
 
 def _words(name: str) -> str:
@@ -49,7 +95,7 @@ def header_for(name: str, kind: str) -> str:
     """The header shown for column `name` of `kind` (money, instant, date, number, text, bool)."""
     if kind == "money":
         stem = name[: -len("_cents")] if name.endswith("_cents") else name
-        return f"{WORDS.get(stem, _words(stem))} (USD)"
+        return f"{WORDS.get(name) or WORDS.get(stem, _words(stem))} (USD)"
     words = WORDS.get(name, _words(name))
     if kind == "instant":
         return f"{words} (UTC)"

@@ -51,6 +51,8 @@ class XmlColumn:
     letter: str
     kind: str
     style: int  # xlsxwriter's XF index of the column's format; 0 = General
+    #: A wrapped text column's width in characters: its rows are made tall enough for it.
+    wrap: int | None = None
 
 
 def _escape(text: pa.Array) -> pa.Array:
@@ -150,10 +152,38 @@ def _rows_xml(
 ) -> pa.StringArray:
     numbers = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
     cells = [_cells(column, batch.column(i), numbers) for i, column in enumerate(columns)]
+    heights = _heights(columns, batch)
+    opening: list[pa.Array | str] = ['">']
+    if heights is not None:
+        opening = ['" ht="', heights, '" customHeight="1">']
     rows: pa.StringArray = pc.binary_join_element_wise(
-        '<row r="', numbers, '">', *cells, "</row>", ""
+        '<row r="', numbers, *opening, *cells, "</row>", ""
     )
     return rows
+
+
+#: Points per line of wrapped 11-point text.
+LINE_POINTS = 15
+
+
+def _heights(columns: Sequence[XmlColumn], batch: pa.RecordBatch) -> pa.Array | None:
+    """Each row's height in points for its wrapped columns' text (None: no column wraps).
+
+    Spreadsheet programs do not all fit a row's height to wrapped text when they open a file, so
+    the height is written: the most lines any wrapped cell of the row needs at its width.
+    """
+    lines: pa.Array | None = None
+    for i, column in enumerate(columns):
+        if not column.wrap:
+            continue
+        length = pc.fill_null(pc.utf8_length(batch.column(i).cast(pa.string())), 0)
+        per_line = max(column.wrap - 2, 1)
+        needed = pc.divide(pc.add(length, per_line - 1), per_line)
+        lines = needed if lines is None else pc.max_element_wise(lines, needed)
+    if lines is None:
+        return None
+    lines = pc.max_element_wise(lines, 1)
+    return pc.multiply(lines, LINE_POINTS).cast(pa.string())
 
 
 def _buffer(rows: pa.StringArray) -> memoryview:

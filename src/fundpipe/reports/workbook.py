@@ -26,7 +26,7 @@ repeated; nothing is truncated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -40,14 +40,18 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
+from fundpipe.reports import summarysheet
 from fundpipe.reports.cells import INJECTION_PREFIXES, neutralise
 from fundpipe.reports.headers import header_for
+from fundpipe.reports.layout import Formats, PageHeader, set_page
 from fundpipe.reports.sheetxml import RowSource, XmlColumn, rows_xml, splice_rows
+from fundpipe.reports.summarysheet import TieOutLine, WorkbookSummary
 
 __all__ = [
     "EXCEL_MAX_ROWS",
     "INJECTION_PREFIXES",
     "SheetSource",
+    "TieOutLine",
     "WorkbookSummary",
     "export_query",
     "neutralise",
@@ -56,8 +60,6 @@ __all__ = [
 
 #: Rows in one Excel worksheet, the header included.
 EXCEL_MAX_ROWS = 1_048_576
-_CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
-_CHART_VEHICLES = 50
 
 
 def export_query(con: duckdb.DuckDBPyConnection, query: str, path: Path) -> int:
@@ -96,36 +98,33 @@ _INTEGER_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGIN
 
 @dataclass(frozen=True, slots=True)
 class SheetSource:
-    """A workbook sheet: its tab name and the Parquet file whose rows it shows."""
+    """A workbook sheet: its tab name and the Parquet file whose rows it shows.
+
+    `first_columns` are shown first, in that order, and `last_columns` last (names the file does
+    not have are left out); `hidden_columns` not at all. `words` maps a column's machine values
+    to the plain words shown instead (`{"kind": {"amount_mismatch": "Amount differs ..."}}`);
+    the Parquet file keeps the machine value. `wrap` gives text columns a fixed width and wraps
+    their text. `details_after` (a count): the columns after the first that many are grouped
+    and collapsed — on screen behind the outline's "+" button, and left off the printed page so
+    that what prints one page wide stays legible.
+    """
 
     name: str
     parquet: Path
     hidden_columns: tuple[str, ...] = ()
+    first_columns: tuple[str, ...] = ()
+    last_columns: tuple[str, ...] = ()
+    words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    wrap: Mapping[str, float] = field(default_factory=dict)
+    details_after: int | None = None
 
-
-@dataclass(slots=True)
-class WorkbookSummary:
-    """What the Summary sheet shows besides the chart."""
-
-    run_facts: Sequence[tuple[str, str]] = ()
-    totals_cents: Sequence[tuple[str, int]] = ()
-    counts: Sequence[tuple[str, int]] = ()
-    exception_counts: Sequence[tuple[str, int]] = ()
-    chart_sheet: str | None = "Funding"
-    chart_columns: tuple[str, str, str] = ("vehicle_name", "available_cents", "obligations_cents")
-    notes: list[str] = field(default_factory=list)
-
-
-class _Formats:
-    def __init__(self, workbook: xlsxwriter.Workbook) -> None:
-        self.header = workbook.add_format({"bold": True, "bg_color": "#DDEBF7", "border": 1})
-        self.title = workbook.add_format({"bold": True, "font_size": 14})
-        self.bold = workbook.add_format({"bold": True})
-        self.money = workbook.add_format({"num_format": _CURRENCY})
-        self.instant = workbook.add_format({"num_format": "yyyy-mm-dd hh:mm:ss"})
-        self.date = workbook.add_format({"num_format": "yyyy-mm-dd"})
-        self.integer = workbook.add_format({"num_format": "#,##0"})
-        self.plain = workbook.add_format({})
+    def shown(self, schema: pa.Schema) -> list[str]:
+        """The columns of `schema` this sheet shows, in the order it shows them."""
+        names = _shown_names(schema, self.hidden_columns)
+        first = [n for n in self.first_columns if n in names]
+        last = [n for n in self.last_columns if n in names and n not in first]
+        middle = [n for n in names if n not in first and n not in last]
+        return first + middle + last
 
 
 @dataclass(slots=True)
@@ -134,6 +133,7 @@ class _Column:
     kind: str  # text | money | instant | date | number | bool
     width: float
     fmt: Format
+    detail: bool = False
 
 
 def _column_kind(f: pa.Field) -> str:
@@ -151,11 +151,6 @@ def _column_kind(f: pa.Field) -> str:
     return "text"
 
 
-def _dollars(column: pa.Array) -> list[float]:
-    """Integer cents as the dollars the chart's cached values show."""
-    return pc.divide(column.cast(pa.float64()), 100.0).to_pylist()  # type: ignore[no-any-return]
-
-
 def _shown_names(schema: pa.Schema, hidden: Sequence[str]) -> list[str]:
     # The workbook shows money once, as formatted dollars from the cents column.
     return [
@@ -167,13 +162,13 @@ def _shown_names(schema: pa.Schema, hidden: Sequence[str]) -> list[str]:
 
 
 def _plan_columns(
-    pf: pq.ParquetFile, formats: _Formats, hidden: tuple[str, ...]
+    pf: pq.ParquetFile, formats: Formats, source: SheetSource
 ) -> tuple[list[str], list[_Column]]:
     schema = pf.schema_arrow
-    names = _shown_names(schema, hidden)
+    names = source.shown(schema)
     sample = pf.read_row_group(0, columns=names).slice(0, 200) if pf.num_row_groups else None
     columns: list[_Column] = []
-    for name in names:
+    for position, name in enumerate(names):
         f = schema.field(name)
         kind = _column_kind(f)
         header = header_for(name, kind)
@@ -184,22 +179,42 @@ def _plan_columns(
             lengths = pc.utf8_length(sample.column(name).cast(pa.string()))
             longest = pc.max(lengths).as_py() or 0
             width = float(min(max(longest + 2, 10), 60))
-        width = max(width, len(header) + 3.0)
+        # headers wrap: the column needs room for its longest word, not the whole header
+        width = max(width, max(len(word) for word in header.split()) + 3.0)
         fmt = {
             "money": formats.money,
             "instant": formats.instant,
             "date": formats.date,
             "number": formats.integer,
         }.get(kind, formats.plain)
-        columns.append(_Column(header, kind, width, fmt))
+        if kind == "text" and name in source.wrap:
+            width, fmt = source.wrap[name], formats.wrap
+        detail = source.details_after is not None and position >= source.details_after
+        columns.append(_Column(header, kind, width, fmt, detail))
     return names, columns
 
 
 def _start_sheet(
-    ws: Worksheet, columns: Sequence[_Column], formats: _Formats, data_rows: int
+    ws: Worksheet,
+    name: str,
+    columns: Sequence[_Column],
+    formats: Formats,
+    data_rows: int,
+    page: PageHeader,
 ) -> None:
+    set_page(ws, name, page)
     for i, column in enumerate(columns):
-        ws.set_column(i, i, column.width)
+        if column.detail:
+            ws.set_column(i, i, column.width, None, {"level": 1, "hidden": True})
+        else:
+            ws.set_column(i, i, column.width)
+    if any(column.detail for column in columns):
+        ws.set_column(len(columns), len(columns), None, None, {"collapsed": True})
+    header_lines = max(
+        (-(-len(c.header) // max(int(c.width) - 2, 1)) for c in columns if not c.detail), default=1
+    )
+    if header_lines > 1:
+        ws.set_row(0, 15 * header_lines)
     ws.freeze_panes(1, 0)
     ws.autofilter(0, 0, max(data_rows, 1), max(len(columns) - 1, 0))
     for i, column in enumerate(columns):
@@ -209,13 +224,14 @@ def _start_sheet(
 def _write_source(
     workbook: xlsxwriter.Workbook,
     source: SheetSource,
-    formats: _Formats,
+    formats: Formats,
     max_rows: int,
+    page: PageHeader,
 ) -> tuple[list[str], dict[str, tuple[RowSource, str]]]:
     """Add one Parquet source's sheets (headers only) to `workbook`; return their names and,
     per sheet's zip member, what `splice_rows` fills in after the workbook is closed."""
     pf = pq.ParquetFile(source.parquet)
-    names, columns = _plan_columns(pf, formats, source.hidden_columns)
+    names, columns = _plan_columns(pf, formats, source)
     total = pf.metadata.num_rows
     per_sheet = max_rows - 1
     sheet_count = max(1, -(-total // per_sheet))
@@ -225,26 +241,55 @@ def _write_source(
     # The style index xlsxwriter gives each format (assigned on first use, as a cell write does);
     # tests/reports read the number formats back, so a change there cannot pass unnoticed.
     xml_columns = [
-        XmlColumn(xl_col_to_name(i), c.kind, c.fmt._get_xf_index()) for i, c in enumerate(columns)
+        XmlColumn(
+            xl_col_to_name(i),
+            c.kind,
+            c.fmt._get_xf_index(),
+            int(c.width) if c.fmt is formats.wrap else None,
+        )
+        for i, c in enumerate(columns)
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
-    rows = _SheetRows(pf, names, per_sheet)
+    rows = _SheetRows(pf, names, per_sheet, source.words)
     fills: dict[str, tuple[RowSource, str]] = {}
     for i, name in enumerate(sheet_names):
         ws = workbook.add_worksheet(name)
         data_rows = min(per_sheet, total - i * per_sheet)
-        _start_sheet(ws, columns, formats, data_rows)
+        _start_sheet(ws, name, columns, formats, data_rows, page)
         member = f"xl/worksheets/sheet{len(workbook.worksheets())}.xml"
         fills[member] = (partial(rows.sheet, i, xml_columns), f"A1:{last}{data_rows + 1}")
     return sheet_names, fills
 
 
+def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> pa.RecordBatch:
+    """`batch` with each column of `words` shown in its plain words (unknown values as they are)."""
+    arrays = []
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        table = words.get(name)
+        if table:
+            text = column.cast(pa.string())
+            index = pc.index_in(text, value_set=pa.array(list(table), pa.string()))
+            plain = pc.take(pa.array(list(table.values()), pa.string()), index)
+            column = pc.coalesce(plain, text)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
 class _SheetRows:
     """A source's Parquet rows cut into sheets of `per_sheet` rows, read once, in order."""
 
-    def __init__(self, pf: pq.ParquetFile, names: list[str], per_sheet: int) -> None:
+    def __init__(
+        self,
+        pf: pq.ParquetFile,
+        names: list[str],
+        per_sheet: int,
+        words: Mapping[str, Mapping[str, str]],
+    ) -> None:
         # 16k rows: the rows XML of a batch is ~20 MB; 64k rows held ~160 MB more at the peak
-        self._batches = self._cut(pf.iter_batches(batch_size=16_384, columns=names), per_sheet)
+        batches = pf.iter_batches(batch_size=16_384, columns=names)
+        if any(name in words for name in names):
+            batches = (_in_words(batch, words) for batch in batches)
+        self._batches = self._cut(batches, per_sheet)
         self._head: tuple[int, pa.RecordBatch] | None = None
 
     @staticmethod
@@ -278,102 +323,6 @@ class _SheetRows:
             row += batch.num_rows
 
 
-def _write_summary(
-    workbook: xlsxwriter.Workbook,
-    ws: Worksheet,
-    summary: WorkbookSummary,
-    formats: _Formats,
-    chart: _ChartData | None,
-) -> None:
-    ws.set_column(0, 0, 34)
-    ws.set_column(1, 1, 40)
-    ws.write_string(0, 0, "fundpipe reconciliation", formats.title)
-    row = 2
-
-    def block(title: str) -> None:
-        nonlocal row
-        ws.write_string(row, 0, title, formats.header)
-        ws.write_string(row, 1, "", formats.header)
-        row += 1
-
-    block("Run")
-    for label, value in summary.run_facts:
-        ws.write_string(row, 0, neutralise(label))
-        ws.write_string(row, 1, neutralise(value))
-        row += 1
-    row += 1
-    block("Totals")
-    for label, cents in summary.totals_cents:
-        ws.write_string(row, 0, neutralise(label))
-        ws.write_number(row, 1, cents / 100.0, formats.money)
-        row += 1
-    for label, count in summary.counts:
-        ws.write_string(row, 0, neutralise(label))
-        ws.write_number(row, 1, count, formats.integer)
-        row += 1
-    row += 1
-    block("Exceptions")
-    for kind, count in summary.exception_counts:
-        ws.write_string(row, 0, neutralise(kind))
-        ws.write_number(row, 1, count, formats.integer)
-        row += 1
-    for note in summary.notes:
-        row += 1
-        ws.write_string(row, 0, neutralise(note))
-
-    if summary.chart_sheet and chart is not None and chart.labels:
-        sheet, last = summary.chart_sheet, len(chart.labels) + 1
-        column_chart = workbook.add_chart({"type": "column"})
-        assert column_chart is not None
-        label_ref = f"='{sheet}'!${chart.letters[0]}$2:${chart.letters[0]}${last}"
-        for title, col, values in (
-            ("Available", chart.letters[1], chart.available),
-            ("Obligations", chart.letters[2], chart.obligations),
-        ):
-            # constant_memory cannot read cells back, so the chart's cache is given explicitly.
-            column_chart.add_series(
-                {
-                    "name": title,
-                    "categories": label_ref,
-                    "categories_data": chart.labels,
-                    "values": f"='{sheet}'!${col}$2:${col}${last}",
-                    "values_data": values,
-                }
-            )
-        chart_rows = chart.rows
-        shown = "" if chart_rows <= _CHART_VEHICLES else f" (first {_CHART_VEHICLES} vehicles)"
-        column_chart.set_title({"name": f"Available vs obligations per vehicle{shown}"})
-        column_chart.set_y_axis({"num_format": '"$"#,##0'})
-        column_chart.set_size({"width": 720, "height": 400})
-        ws.insert_chart(2, 3, column_chart)
-
-
-@dataclass(frozen=True, slots=True)
-class _ChartData:
-    rows: int
-    letters: tuple[str, str, str]
-    labels: list[str]
-    available: list[float]
-    obligations: list[float]
-
-
-def _chart_data(source: SheetSource, columns: tuple[str, str, str]) -> _ChartData:
-    pf = pq.ParquetFile(source.parquet)
-    shown = _shown_names(pf.schema_arrow, source.hidden_columns)
-    a, b, c = (xl_col_to_name(shown.index(name)) for name in columns)
-    head = next(pf.iter_batches(batch_size=_CHART_VEHICLES, columns=list(columns)), None)
-    if head is None:
-        return _ChartData(pf.metadata.num_rows, (a, b, c), [], [], [])
-    labels = [neutralise(str(v or "")) for v in head.column(0).to_pylist()]
-    return _ChartData(
-        pf.metadata.num_rows,
-        (a, b, c),
-        labels,
-        _dollars(head.column(1)),
-        _dollars(head.column(2)),
-    )
-
-
 def write_workbook(
     path: Path,
     summary: WorkbookSummary,
@@ -394,17 +343,22 @@ def write_workbook(
     )
     try:
         try:
-            formats = _Formats(workbook)
+            formats = Formats(workbook)
             summary_ws = workbook.add_worksheet("Summary")
             names = ["Summary"]
-            chart: _ChartData | None = None
+            chart: summarysheet.ChartData | None = None
             for source in sources:
                 if source.name == summary.chart_sheet:
-                    chart = _chart_data(source, summary.chart_columns)
-            _write_summary(workbook, summary_ws, summary, formats, chart)
+                    pf = pq.ParquetFile(source.parquet)
+                    chart = summarysheet.chart_data(
+                        pf, source.shown(pf.schema_arrow), summary.chart_columns
+                    )
+            summarysheet.write(workbook, summary_ws, summary, formats, chart)
             fills: dict[str, tuple[RowSource, str]] = {}
             for source in sources:
-                sheet_names, source_fills = _write_source(workbook, source, formats, max_rows)
+                sheet_names, source_fills = _write_source(
+                    workbook, source, formats, max_rows, summary.page
+                )
                 names.extend(sheet_names)
                 fills.update(source_fills)
         finally:

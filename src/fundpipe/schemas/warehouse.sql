@@ -1581,3 +1581,278 @@ SELECT
 FROM after_close_adjustments a
 LEFT JOIN vehicles v ON v.id = a.vehicle
 LEFT JOIN entities e ON e.id = a.entity;
+
+-- migration: 020 distribution tie-out
+-- Per distribution: sheet $ = service $ = disbursed + failed + cancelled + outstanding, in payment
+-- counts and dollars, with the days an outstanding (staged) payment is past its payment date; a
+-- last row `Total` that foots (the sum of the rows) and cross-foots (disbursed + failed +
+-- cancelled + outstanding = service). Built on `sheet_vs_service` (one row per service payment,
+-- plus the sheet rows the service does not have), so it reads the books as of the same date.
+-- A distribution that does not tie is an exception (`distribution_tie_out`).
+CREATE VIEW distribution_tieout AS
+WITH lines AS (
+    SELECT
+        coalesce(distribution_id, 'ref:' || coalesce(distribution_external_reference, '?')) AS key,
+        distribution_id, distribution_name, distribution_external_reference, vehicle, match,
+        CASE WHEN match <> 'extra' THEN sheet_amount_cents END AS sheet_cents,
+        CASE WHEN match <> 'missing' THEN service_amount_cents END AS service_cents,
+        CASE WHEN match <> 'missing' THEN service_status END AS status,
+        effective_date
+    FROM sheet_vs_service
+), per AS (
+    SELECT
+        key,
+        max(distribution_id) AS distribution_id,
+        max(distribution_name) AS distribution_name,
+        max(distribution_external_reference) AS distribution_external_reference,
+        max(vehicle) AS vehicle,
+        min(effective_date) AS payment_date,
+        count(*) FILTER (WHERE match <> 'extra') AS sheet_payments,
+        CAST(coalesce(sum(sheet_cents), 0) AS BIGINT) AS sheet_cents,
+        count(*) FILTER (WHERE match <> 'missing') AS service_payments,
+        CAST(coalesce(sum(service_cents), 0) AS BIGINT) AS service_cents,
+        count(*) FILTER (WHERE status = 'disbursed') AS disbursed_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'disbursed'), 0) AS BIGINT)
+            AS disbursed_cents,
+        count(*) FILTER (WHERE status = 'failed') AS failed_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'failed'), 0) AS BIGINT)
+            AS failed_cents,
+        count(*) FILTER (WHERE status = 'cancelled') AS cancelled_payments,
+        CAST(coalesce(sum(service_cents) FILTER (WHERE status = 'cancelled'), 0) AS BIGINT)
+            AS cancelled_cents,
+        count(*) FILTER (WHERE status NOT IN ('disbursed', 'failed', 'cancelled')) AS outstanding_payments,
+        CAST(coalesce(sum(service_cents) FILTER (
+            WHERE status NOT IN ('disbursed', 'failed', 'cancelled')), 0) AS BIGINT) AS outstanding_cents,
+        min(effective_date) FILTER (WHERE status NOT IN ('disbursed', 'failed', 'cancelled'))
+            AS outstanding_since
+    FROM lines
+    GROUP BY key
+), rows AS (
+    SELECT per.*,
+        CAST(greatest(reconcile_as_of() - outstanding_since, 0) AS BIGINT) AS days_past_due,
+        service_cents - sheet_cents AS difference_cents,
+        service_payments - sheet_payments AS difference_payments,
+        (sheet_payments = service_payments AND sheet_cents = service_cents
+         AND service_cents = disbursed_cents + failed_cents + cancelled_cents + outstanding_cents)
+            AS ties
+    FROM per
+)
+SELECT
+    false AS is_total, r.distribution_name, r.distribution_external_reference, r.vehicle,
+    v.name AS vehicle_name, r.payment_date,
+    r.sheet_payments, r.sheet_cents, r.service_payments, r.service_cents,
+    r.disbursed_payments, r.disbursed_cents, r.failed_payments, r.failed_cents,
+    r.cancelled_payments, r.cancelled_cents, r.outstanding_payments, r.outstanding_cents,
+    r.days_past_due, r.difference_payments, r.difference_cents, r.ties, r.distribution_id
+FROM rows r
+LEFT JOIN vehicles v ON v.id = r.vehicle
+UNION ALL
+SELECT
+    true, 'Total', NULL, NULL, NULL, NULL,
+    CAST(coalesce(sum(sheet_payments), 0) AS BIGINT), CAST(coalesce(sum(sheet_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(service_payments), 0) AS BIGINT), CAST(coalesce(sum(service_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(disbursed_payments), 0) AS BIGINT), CAST(coalesce(sum(disbursed_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(failed_payments), 0) AS BIGINT), CAST(coalesce(sum(failed_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(cancelled_payments), 0) AS BIGINT), CAST(coalesce(sum(cancelled_cents), 0) AS BIGINT),
+    CAST(coalesce(sum(outstanding_payments), 0) AS BIGINT), CAST(coalesce(sum(outstanding_cents), 0) AS BIGINT),
+    max(days_past_due),
+    CAST(coalesce(sum(difference_payments), 0) AS BIGINT), CAST(coalesce(sum(difference_cents), 0) AS BIGINT),
+    coalesce(bool_and(ties), true), NULL
+FROM rows;
+
+-- exceptions: as before (whatever earlier migrations made of it), plus each distribution that
+-- does not tie out. Wrapped rather than replaced, so a later migration can wrap it again.
+ALTER VIEW exceptions RENAME TO exceptions_before_020;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_020
+UNION ALL
+SELECT
+    'distribution_tie_out' AS kind, t.vehicle, 'distribution' AS object_type,
+    coalesce(t.distribution_id, 'ref:' || coalesce(t.distribution_external_reference, '?')) AS object_id,
+    NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+    t.difference_cents AS amount_cents,
+    'sheet ' || t.sheet_payments || ' payment(s) ' || usd(t.sheet_cents) || ' vs service '
+        || t.service_payments || ' payment(s) ' || usd(t.service_cents) || ' (disbursed '
+        || usd(t.disbursed_cents) || ', failed ' || usd(t.failed_cents) || ', cancelled '
+        || usd(t.cancelled_cents) || ', outstanding ' || usd(t.outstanding_cents) || ')' AS reason,
+    'EX-' || upper(left(md5('distribution_tie_out|distribution|'
+        || coalesce(t.distribution_id, 'ref:' || coalesce(t.distribution_external_reference, '?'))), 10))
+        AS exception_id,
+    t.vehicle_name, t.distribution_name, t.distribution_external_reference,
+    NULL::VARCHAR AS entity, NULL::VARCHAR AS investor_name, NULL::VARCHAR AS investor_reference,
+    'find the payments that differ on the Payments sheet (same distribution reference) and '
+        || 'settle each; the distribution ties when they are' AS action,
+    NULL::VARCHAR AS file_location,
+    coalesce(t.distribution_name, '?') || coalesce(' (' || t.distribution_external_reference || ')', '')
+        || coalesce(', ' || t.vehicle_name, '') || ' does not tie out: sheet '
+        || t.sheet_payments || ' payment(s) ' || usd(t.sheet_cents) || ' vs service '
+        || t.service_payments || ' payment(s) ' || usd(t.service_cents) || ' (disbursed '
+        || usd(t.disbursed_cents) || ', failed ' || usd(t.failed_cents) || ', cancelled '
+        || usd(t.cancelled_cents) || ', outstanding ' || usd(t.outstanding_cents) || ')' AS what
+FROM distribution_tieout t
+WHERE NOT t.is_total AND NOT t.ties;
+
+-- migration: 021 roll-forward and reconciling items
+-- Per financial account and month (UTC, as the service snapshots `total_end_of_last_month` at the
+-- start of a UTC month), from the last balance seen in that month up to the as-of date:
+--   opening (the service's total at the end of the previous month)
+--   + disbursed (payments disbursed in the month up to the balance, negative; debited to the
+--     vehicle's earliest created depository account, as in balance_movement)
+--   + returned (those of them that failed afterwards: the money came back)
+--   + credits / other (a difference a person acknowledged with a note: explained)
+--   + market movement (brokerage accounts: the whole difference, which is not a payment matter)
+--   = expected closing, against the service's `total`. What is left (total − expected) on a
+-- depository account is a reconciling item: one id per account and month, carried into every
+-- later month until a person acknowledges it with a note (`fundpipe exceptions ack`) — never
+-- dropped because a new month's opening balance swallowed it.
+CREATE VIEW rollforward_periods AS
+WITH snaps AS (
+    SELECT b.*, strftime(timezone('UTC', b.seen_at), '%Y-%m') AS period,
+           timezone('UTC', date_trunc('month', timezone('UTC', b.seen_at))) AS period_start
+    FROM balance_snapshots b
+    WHERE b.seen_at < reconcile_cutoff()
+    QUALIFY row_number() OVER (
+        PARTITION BY b.financial_account, strftime(timezone('UTC', b.seen_at), '%Y-%m')
+        ORDER BY b.seen_at DESC) = 1
+), debited AS (
+    SELECT id AS financial_account, vehicle
+    FROM financial_accounts
+    WHERE type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY vehicle ORDER BY created_at, id) = 1
+), moved AS (
+    SELECT s.financial_account, s.period,
+           CAST(-coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at), 0) AS BIGINT)
+               AS disbursed_cents,
+           count(*) FILTER (WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at)
+               AS disbursed_payments,
+           count(DISTINCT p.distribution) FILTER (
+               WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at)
+               AS disbursed_distributions,
+           CAST(coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.status = 'failed' AND p.failed_at >= s.period_start
+                 AND p.failed_at <= s.seen_at), 0) AS BIGINT) AS returned_cents
+    FROM snaps s
+    JOIN debited d ON d.financial_account = s.financial_account
+    JOIN payments_effective p
+      ON p.vehicle = d.vehicle AND p.disbursed_at IS NOT NULL
+     AND p.status IN ('disbursed', 'failed')
+     AND p.disbursed_at <= s.seen_at
+     AND (p.disbursed_at >= s.period_start OR p.failed_at >= s.period_start)
+    GROUP BY s.financial_account, s.period
+), raw AS (
+    SELECT s.financial_account, s.vehicle, s.type, s.period, s.seen_at,
+           s.total_end_of_last_month_cents AS opening_cents,
+           coalesce(m.disbursed_cents, 0) AS disbursed_cents,
+           coalesce(m.disbursed_payments, 0) AS disbursed_payments,
+           coalesce(m.disbursed_distributions, 0) AS disbursed_distributions,
+           coalesce(m.returned_cents, 0) AS returned_cents,
+           s.total_cents AS service_total_cents,
+           s.total_cents - (s.total_end_of_last_month_cents + coalesce(m.disbursed_cents, 0)
+                            + coalesce(m.returned_cents, 0)) AS difference_cents,
+           'EX-' || upper(left(md5('unexplained_balance|reconciling_item|' || s.financial_account
+                                   || '|' || s.period), 10)) AS item_id,
+           max(s.period) OVER (PARTITION BY s.financial_account) AS latest_period
+    FROM snaps s
+    LEFT JOIN moved m ON m.financial_account = s.financial_account AND m.period = s.period
+), explained AS (
+    SELECT r.*,
+           -- an acknowledgement recorded by the end of the as-of date covers the amount it
+           -- acknowledged (exception_events, migration 010): a different difference is unexplained
+           r.type = 'depository' AND EXISTS (
+               SELECT 1 FROM exception_events ev
+               WHERE ev.exception_id = r.item_id AND ev.event = 'acknowledged'
+                 AND ev.event_at < reconcile_cutoff()
+                 AND ev.amount_cents = r.difference_cents) AS acknowledged
+    FROM raw r
+)
+SELECT
+    e.financial_account, e.vehicle, e.type, e.period, e.seen_at AS balance_seen_at,
+    e.opening_cents, e.disbursed_cents, e.disbursed_payments, e.disbursed_distributions,
+    e.returned_cents,
+    CASE WHEN e.acknowledged AND e.difference_cents > 0 THEN e.difference_cents ELSE 0 END
+        AS credits_cents,
+    CASE WHEN e.acknowledged AND e.difference_cents < 0 THEN e.difference_cents ELSE 0 END
+        AS other_cents,
+    CASE WHEN e.type <> 'depository' THEN e.difference_cents ELSE 0 END AS market_movement_cents,
+    CASE WHEN e.type = 'depository' AND NOT e.acknowledged THEN e.service_total_cents - e.difference_cents
+         ELSE e.service_total_cents END AS expected_closing_cents,
+    e.service_total_cents,
+    CASE WHEN e.type = 'depository' AND NOT e.acknowledged THEN e.difference_cents ELSE 0 END
+        AS unexplained_cents,
+    e.item_id, e.acknowledged, e.period = e.latest_period AS is_current
+FROM explained e;
+
+-- Every reconciling item still open: a depository account's unexplained difference in a month,
+-- the current month's and every earlier one's (carried).
+CREATE VIEW reconciling_items AS
+SELECT r.*, NOT r.is_current AS carried
+FROM rollforward_periods r
+WHERE r.type = 'depository' AND r.unexplained_cents <> 0;
+
+-- The roll-forward sheet: each account's current month (the month of its latest balance up to
+-- the as-of date), with the reconciling items carried into it from earlier months.
+CREATE VIEW rollforward AS
+WITH carried AS (
+    SELECT financial_account, count(*) AS carried_items,
+           CAST(sum(unexplained_cents) AS BIGINT) AS carried_cents,
+           string_agg(item_id || ' (' || period || ')', ', ' ORDER BY period) AS carried_item_ids
+    FROM reconciling_items
+    WHERE carried
+    GROUP BY financial_account
+)
+SELECT
+    r.financial_account, fa.name AS account_name, r.vehicle, v.name AS vehicle_name, r.type,
+    r.period, r.balance_seen_at, r.opening_cents, r.disbursed_cents, r.disbursed_payments,
+    r.disbursed_distributions, r.returned_cents, r.credits_cents, r.other_cents,
+    r.market_movement_cents, r.expected_closing_cents, r.service_total_cents, r.unexplained_cents,
+    coalesce(c.carried_items, 0) AS carried_items,
+    coalesce(c.carried_cents, 0) AS carried_cents,
+    r.unexplained_cents + coalesce(c.carried_cents, 0) AS reconciling_items_cents,
+    CASE WHEN r.unexplained_cents <> 0 THEN r.item_id END AS reconciling_item_id,
+    c.carried_item_ids
+FROM rollforward_periods r
+LEFT JOIN carried c ON c.financial_account = r.financial_account
+LEFT JOIN financial_accounts fa ON fa.id = r.financial_account
+LEFT JOIN vehicles v ON v.id = r.vehicle
+WHERE r.is_current;
+
+-- exceptions: the unexplained balance of a depository account is now its reconciling items, one
+-- per account and month (the current month's and each carried one), each with its own stable id.
+ALTER VIEW exceptions RENAME TO exceptions_before_021;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_021 WHERE kind <> 'unexplained_balance'
+UNION ALL
+SELECT
+    'unexplained_balance' AS kind, i.vehicle, 'financial_account' AS object_type,
+    i.financial_account AS object_id,
+    NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+    i.unexplained_cents AS amount_cents,
+    CASE WHEN i.carried THEN 'carried from ' || i.period || ': ' ELSE i.period || ': ' END
+        || 'opening ' || usd(i.opening_cents) || ', disbursed ' || usd(-i.disbursed_cents)
+        || CASE WHEN i.returned_cents <> 0 THEN ', returned ' || usd(i.returned_cents) ELSE '' END
+        || ' → expected ' || usd(i.expected_closing_cents) || ' vs service total '
+        || usd(i.service_total_cents) || ' leaves ' || usd(i.unexplained_cents) || ' unexplained'
+        AS reason,
+    i.item_id AS exception_id,
+    v.name AS vehicle_name,
+    NULL::VARCHAR AS distribution_name, NULL::VARCHAR AS distribution_external_reference,
+    NULL::VARCHAR AS entity, NULL::VARCHAR AS investor_name, NULL::VARCHAR AS investor_reference,
+    'find the ' || CASE WHEN i.unexplained_cents > 0 THEN 'credit' ELSE 'debit' END || ' of '
+        || usd(abs(i.unexplained_cents)) || ' on the ' || i.period || ' bank statement of '
+        || coalesce(fa.name, i.financial_account)
+        || ', then acknowledge this item with a note saying what it was' AS action,
+    NULL::VARCHAR AS file_location,
+    coalesce(v.name || ' (' || i.vehicle || ')', i.vehicle, '?') || ', account '
+        || coalesce(fa.name, i.financial_account) || ': reconciling item '
+        || CASE WHEN i.carried THEN 'carried from ' ELSE 'of ' END || i.period || ': '
+        || 'opening ' || usd(i.opening_cents) || ', disbursed ' || usd(-i.disbursed_cents)
+        || CASE WHEN i.returned_cents <> 0 THEN ', returned ' || usd(i.returned_cents) ELSE '' END
+        || ' → expected ' || usd(i.expected_closing_cents) || ' vs service total '
+        || usd(i.service_total_cents) || ' leaves ' || usd(i.unexplained_cents) || ' unexplained'
+        AS what
+FROM reconciling_items i
+LEFT JOIN vehicles v ON v.id = i.vehicle
+LEFT JOIN financial_accounts fa ON fa.id = i.financial_account;

@@ -1,0 +1,188 @@
+"""The workbook as a controller prints it (issue 22), read back with openpyxl: every sheet
+landscape, one page wide, its header row on every page, a header and footer naming the
+organization, the as-of date and "Page x of y"; the Summary on one page; the Exceptions columns
+in reading order with kinds in words; Payments with its exceptions first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
+
+
+def test_every_sheet_prints_landscape_one_page_wide_with_titles_header_and_footer(
+    known_result: ReconcileResult,
+) -> None:
+    wb = openpyxl.load_workbook(known_result.workbook)
+    for ws in wb.worksheets:
+        setup = ws.page_setup
+        assert setup.orientation == "landscape", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+
+        # one page wide, as many down as it takes; the Summary on exactly one page (an absent
+        # attribute is OOXML's default, 1)
+        def fit(value: int | None) -> int:
+            return 1 if value is None else int(value)
+
+        assert fit(setup.fitToWidth) == 1, ws.title
+        assert fit(setup.fitToHeight) == (1 if ws.title == "Summary" else 0), ws.title
+        if ws.title != "Summary":
+            assert ws.print_title_rows == "$1:$1", ws.title
+        assert "org_demo" in ws.oddHeader.left.text, ws.title
+        assert ws.title in ws.oddHeader.center.text
+        assert ws.oddHeader.right.text == "As of 2026-11-30", ws.title
+        assert ws.oddFooter.center.text == "Page &P of &N", ws.title
+
+
+def test_summary_names_the_organization_and_has_a_sign_off_block(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Summary"]
+    assert ws["A1"].value == "Reconciliation — org_demo"
+    assert ws["A2"].value == "As of 2026-11-30"
+    facts = {r[0]: r[1:3] for r in ws.iter_rows(values_only=True) if r[0]}
+    assert facts["Organization"][0] == "org_demo"
+    # no period close yet: blank lines to sign on, underlined
+    assert not any(facts["Prepared by"])
+    assert not any(facts["Reviewed by"])
+    signed = next(r for r in ws.iter_rows() if r[0].value == "Reviewed by")
+    assert signed[1].border.bottom.style == "thin"
+    assert signed[2].border.bottom.style == "thin"
+
+
+def test_exceptions_read_id_state_age_owner_what_amount_action_then_details_hash_last(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Exceptions"]
+    header = [c.value for c in ws[1]]
+    assert header[:8] == [
+        "Id",
+        "State",
+        "Age (days)",
+        "Owner",
+        "What",
+        "Amount (USD)",
+        "What to do",
+        "Kind",
+    ]
+    # the object's id last: a file's is its 64-character hash
+    assert header[-2:] == ["Object type", "Object id"]
+    rows = [dict(zip(header, r, strict=True)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    kinds = {r["Kind"] for r in rows}
+    # kinds in plain words, never the machine's code names
+    assert "Sheet row not at the service" in kinds
+    assert "Amount differs (sheet vs service)" in kinds
+    assert not [k for k in kinds if "_" in str(k)]
+    assert all(str(r["Id"]).startswith("EX-") for r in rows)
+    assert {r["State"] for r in rows} == {"open"}
+    assert {r["Age (days)"] for r in rows} == {0}
+    # the details after the reading columns are grouped and collapsed (left off the print)
+    details = ws.column_dimensions["L"]
+    assert details.outlineLevel == 1
+    assert details.hidden
+    assert not ws.column_dimensions["E"].hidden
+    assert ws["E2"].alignment.wrap_text  # What wraps, its row tall enough for it
+    rejected = next(r for r in rows if r["Kind"] == "Sheet file rejected")
+    assert rejected["Object id"] == "h3"  # the known world's rejected file
+
+
+def test_payments_list_exceptions_before_the_payments_that_match(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Payments"]
+    header = [c.value for c in ws[1]]
+    matches = [r[header.index("Match")] for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert "ok" in matches
+    first_ok = matches.index("ok")
+    assert all(m == "ok" for m in matches[first_ok:]), matches
+    assert first_ok == len([m for m in matches if m != "ok"]) > 0
+
+
+def test_a_sheet_continued_past_the_row_limit_prints_each_part_with_its_titles(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"payment_id": [f"dpmt_{i}" for i in range(5)]}), source)
+    path = tmp_path / "w.xlsx"
+    names = write_workbook(
+        path,
+        WorkbookSummary(
+            organization="Acme & Co",
+            as_of="2026-12-31",
+            chart_sheet=None,
+            prepared_by="Ana Preparer",
+            reviewed_by="Raj Reviewer",
+        ),
+        [SheetSource("Payments", source)],
+        max_rows=3,
+    )
+    wb = openpyxl.load_workbook(path)
+    signed = {r[0]: r[1] for r in wb["Summary"].iter_rows(values_only=True) if r[0]}
+    assert signed["Prepared by"] == "Ana Preparer"
+    assert signed["Reviewed by"] == "Raj Reviewer"
+    for name in names[1:]:
+        ws = wb[name]
+        assert ws.print_title_rows == "$1:$1"
+        # an ampersand in the organization's name is printed, not read as a header code
+        assert ws.oddHeader.left.text == "Acme && Co"
+        assert ws.oddHeader.right.text == "As of 2026-12-31"
+
+
+def test_summary_shows_the_dollar_tie_out_and_the_tie_out_sheet_foots_and_cross_foots(
+    known_result: ReconcileResult,
+) -> None:
+    wb = openpyxl.load_workbook(known_result.workbook)
+    lines = {r[0]: r[1:3] for r in wb["Summary"].iter_rows(values_only=True) if r[0]}
+    # the known world (worlds.warehouse): sheets $550 + $160 + $7.77; service dst_1 $500
+    # disbursed, dst_2 $150 + $50 staged and $10 failed
+    assert lines["Per the sheets"] == (5, 717.77)
+    assert lines["At the service"] == (5, 710)
+    assert lines["  Disbursed"] == (2, 500)
+    assert lines["  Failed (still owed unless paid again)"] == (1, 10)
+    assert lines["  Cancelled"] == (0, 0)
+    assert lines["  Outstanding (staged)"] == (2, 200)
+    assert lines["Disbursed + failed + cancelled + outstanding"] == (5, 710)
+    assert lines["Difference, service − sheets"] == (0, -7.77)
+    assert lines["Distributions not tying out"][0] == 3
+
+    ws = wb["Tie-out"]
+    header = [c.value for c in ws[1]]
+    rows = [dict(zip(header, r, strict=True)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    *distributions, total = rows
+    assert total["Distribution"] == "Total"
+    money = [h for h in header if h and h.endswith("(USD)")]
+    counts = [h for h in header if h and h.endswith("payments")]
+    for column in money + counts:  # the Total row foots
+        assert round(sum(r[column] for r in distributions), 2) == round(total[column], 2), column
+    for r in rows:  # and every row cross-foots
+        parts = ("Disbursed", "Failed", "Cancelled", "Outstanding")
+        assert round(sum(r[f"{p} (USD)"] for p in parts), 2) == r["Service (USD)"]
+        assert sum(r[f"{p} payments"] for p in parts) == r["Service payments"]
+        assert r["Difference (USD)"] == round(r["Service (USD)"] - r["Sheet (USD)"], 2)
+    by_ref = {r["Distribution reference"]: r for r in distributions}
+    assert by_ref["REF-1"]["Sheet (USD)"] == 550
+    assert by_ref["REF-1"]["Disbursed (USD)"] == 500
+    assert by_ref["'-2+3"]["Outstanding payments"] == 2
+    assert by_ref["'-2+3"]["Days past due"] == 0
+    assert not any(r["Ties out"] for r in rows)
+
+
+def test_the_sign_off_names_reach_the_summary_sheet(
+    known_result: ReconcileResult, tmp_path: Path
+) -> None:
+    from fundpipe.reconcile.views import workbook_summary
+
+    summary = workbook_summary(
+        known_result.summary, known_result.out_dir, prepared_by="Ana", reviewed_by=None
+    )
+    path = tmp_path / "signed.xlsx"
+    write_workbook(path, summary, [])
+    rows = {r[0]: r[1] for r in openpyxl.load_workbook(path)["Summary"].iter_rows(values_only=True)}
+    assert rows["Prepared by"] == "Ana"
+    assert not rows["Reviewed by"]  # a blank line, to sign on
+    assert rows["Organization"] == "org_demo"

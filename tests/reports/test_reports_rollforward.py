@@ -1,0 +1,124 @@
+"""The roll-forward over a month boundary (issue 22): an unexplained credit found in November is a
+reconciling item with its own id, carried into December — where the service's opening balance
+already holds it — until a person acknowledges it with a note; then November shows it as an
+acknowledged credit and December carries nothing. Brokerage differences are market movement."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import openpyxl
+
+from fundpipe.config import Settings
+from fundpipe.reconcile.lifecycle import acknowledge
+from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.warehouse.file import Warehouse
+
+CREDIT = 1_000_000  # $10,000.00 nobody can explain yet
+
+
+def _snapshot(wh: Warehouse, seen: str, total: int, eolm: int) -> None:
+    with wh.write() as con:
+        con.execute(
+            "INSERT INTO balance_snapshots VALUES "
+            "(?, ?, 'fa_bdep', 'veh_b', 'depository', ?, ?, ?, 'USD', NULL)",
+            [f"s-{seen}", seen, total, total, eolm],
+        )
+
+
+def _run(settings: Settings, tmp_path: Path, day: dt.date) -> ReconcileResult:
+    return reconcile(settings, as_of=day, out_dir=tmp_path / day.isoformat())
+
+
+def _row(result: ReconcileResult, account: str) -> dict[str, object]:
+    frame = result.frame("rollforward").set_index("financial_account")
+    return frame.loc[account].to_dict()  # type: ignore[no-any-return]
+
+
+def _foots(row: dict[str, object]) -> None:
+    parts = ("opening", "disbursed", "returned", "credits", "other", "market_movement")
+    expected = sum(int(row[f"{p}_cents"]) for p in parts)  # type: ignore[call-overload]
+    assert expected == row["expected_closing_cents"]
+    assert row["service_total_cents"] - expected == row["unexplained_cents"]  # type: ignore[operator]
+
+
+def test_an_unexplained_credit_is_carried_into_the_next_month_until_acknowledged(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path
+) -> None:
+    wh = known_warehouse
+    # fa_bdep: $100 at the end of October, $90 on 11-20 (the known world's -$10), then a
+    # $10,000 credit arrives on 11-28
+    _snapshot(wh, "2026-11-28 12:00:00+00", 9_000 + CREDIT, 10_000)
+    november = _run(settings, tmp_path, dt.date(2026, 11, 28))
+    row = _row(november, "fa_bdep")
+    _foots(row)
+    assert row["period"] == "2026-11"
+    assert row["unexplained_cents"] == CREDIT - 1_000
+    item = row["reconciling_item_id"]
+    exceptions = november.frame("exceptions")
+    mine = exceptions[exceptions.exception_id == item]
+    assert list(mine.kind) == ["unexplained_balance"]
+    assert "reconciling item of 2026-11" in mine.what.iloc[0]
+
+    # December: the service's end-of-November total holds the credit, so December alone
+    # explains itself — the November item is carried, same id, still open
+    _snapshot(wh, "2026-12-02 12:00:00+00", 9_000 + CREDIT, 9_000 + CREDIT)
+    december = _run(settings, tmp_path, dt.date(2026, 12, 2))
+    row = _row(december, "fa_bdep")
+    _foots(row)
+    assert (row["period"], row["unexplained_cents"]) == ("2026-12", 0)
+    assert row["carried_items"] == 1
+    assert row["carried_cents"] == CREDIT - 1_000
+    assert row["reconciling_items_cents"] == CREDIT - 1_000
+    assert item in str(row["carried_item_ids"])
+    assert december.lifecycle is not None
+    still = {t.id: t for t in december.lifecycle.still_open}
+    assert item in still
+    assert still[item].age_days == 4  # first seen 11-28
+    assert december.summary.reconciling_items == 1
+    wb = openpyxl.load_workbook(december.workbook)
+    sheet = wb["Roll-forward"]
+    header = [c.value for c in sheet[1]]
+    assert header[:5] == ["Vehicle", "Account", "Account type", "Month", "Opening (USD)"]
+    shown = {r[header.index("Account")]: r for r in sheet.iter_rows(min_row=2, values_only=True)}
+    assert shown["B dep"][header.index("Carried from earlier months (USD)")] == 9_990
+    kinds = {r[7] for r in wb["Exceptions"].iter_rows(min_row=2, values_only=True)}
+    assert "Reconciling item (unexplained balance)" in kinds
+
+    # a person explains it: acknowledged with a note, it stops being carried and resolves
+    acknowledge(
+        wh,
+        str(item),
+        note="capital call received early",
+        by="ana",
+        now=dt.datetime(2026, 12, 3, tzinfo=dt.UTC),
+    )
+    later = _run(settings, tmp_path, dt.date(2026, 12, 3))
+    row = _row(later, "fa_bdep")
+    _foots(row)
+    assert (row["carried_items"], row["carried_cents"]) == (0, 0)
+    assert later.lifecycle is not None
+    assert [t.id for t in later.lifecycle.resolved] == [item]
+    with wh.read() as con:
+        con.execute("SET VARIABLE as_of = DATE '2026-12-03'")
+        credits, unexplained = con.execute(
+            "SELECT credits_cents, unexplained_cents FROM rollforward_periods "
+            "WHERE financial_account = 'fa_bdep' AND period = '2026-11'"
+        ).fetchone()  # type: ignore[misc]
+    # November now rolls forward with the item as an acknowledged credit, nothing unexplained
+    assert (credits, unexplained) == (CREDIT - 1_000, 0)
+
+
+def test_brokerage_moves_with_the_market_and_every_account_foots(
+    known_result: ReconcileResult,
+) -> None:
+    brokerage = _row(known_result, "fa_abrk")
+    _foots(brokerage)
+    assert brokerage["market_movement_cents"] == 1_000
+    assert brokerage["unexplained_cents"] == 0
+    depository = _row(known_result, "fa_adep")
+    _foots(depository)
+    assert depository["disbursed_cents"] == -50_000
+    assert depository["disbursed_distributions"] == 1
+    assert depository["unexplained_cents"] == 0
