@@ -270,6 +270,13 @@ class Settings(BaseSettings):
     inbox_interval_s: int = Field(
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
+    complete_by: str = Field(
+        default="06:00",
+        pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$",
+        description="HH:MM in the nightly's timezone by which every organization's night must "
+        "have completed: when the night-check deployment runs, and the default of `fundpipe "
+        "alerts install --complete-by`.",
+    )
 
     @field_validator("date_order", mode="before")
     @classmethod
@@ -322,6 +329,12 @@ class Settings(BaseSettings):
                 msg = f"path of {name!r} must start with / and hold {sorted(placeholders)}"
                 raise ValueError(msg)
         return merged
+
+    @property
+    def night_check_cron(self) -> str:
+        """The night-check deployment's cron: every day at `complete_by`."""
+        hour, minute = (int(part) for part in self.complete_by.split(":"))
+        return f"{minute} {hour} * * *"
 
     @property
     def embedded(self) -> bool:
