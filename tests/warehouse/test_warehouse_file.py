@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -69,13 +68,24 @@ def test_a_held_warehouse_names_the_holder_then_is_retried_until_free(tmp_path: 
     Warehouse(path).migrate()
     holder = hold_until_released(path)
     try:
-        started = time.monotonic()
+        # an injected clock: each wait moves it on by what was slept, nothing else does
+        now = [0.0]
+        slept: list[float] = []
+
+        def wait(seconds: float) -> None:
+            slept.append(seconds)
+            now[0] += seconds
+
         with (
             pytest.raises(WarehouseLockedError) as caught,
-            Warehouse(path, lock_timeout_s=0.3).write(),
+            Warehouse(
+                path, lock_timeout_s=0.3, retry_interval_s=0.1, sleep=wait, monotonic=lambda: now[0]
+            ).write(),
         ):
             pass
-        assert time.monotonic() - started < 3.0  # bounded: gave up soon after its 0.3 s deadline
+        # bounded: it waited out its 0.3 s deadline, a few retries, and gave up right then
+        assert sum(slept) == pytest.approx(0.3)
+        assert len(slept) == 3
         assert f"PID {holder.pid}" in str(caught.value)
         assert str(path) in str(caught.value)
 

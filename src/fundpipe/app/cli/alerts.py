@@ -36,12 +36,13 @@ def install_command(
         str, typer.Option("--webhook", help="URL the notifications are POSTed to (JSON).")
     ],
     complete_by: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--complete-by",
-            help="Hour (HH:MM, the nightly cron's zone) by which a night must have completed.",
+            help="Hour (HH:MM, the nightly cron's zone) by which a night must have completed; "
+            "default FUNDPIPE_COMPLETE_BY (06:00), when the night-check deployment runs.",
         ),
-    ] = "06:00",
+    ] = None,
 ) -> None:
     """Create (or update) the webhook notification block and the fundpipe automations on the
     Prefect server; running it again changes nothing.
@@ -53,13 +54,15 @@ def install_command(
         _server()
         if not webhook.startswith(("http://", "https://")):
             raise InputError("--webhook must be an http:// or https:// URL")
+        settings = settings_for()
+        complete_by = complete_by or settings.complete_by
         try:
             deadline = time.fromisoformat(complete_by)
         except ValueError:
             raise InputError(f"--complete-by {complete_by!r} is not a time like 06:00") from None
         from fundpipe.app.prefect.alerts import install
 
-        for item in install(webhook, settings_for().nightly_cron, deadline):
+        for item in install(webhook, settings.nightly_cron, deadline):
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
 
 

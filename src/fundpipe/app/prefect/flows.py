@@ -7,9 +7,10 @@ the service client already retries what is safe to retry (one retry layer only).
 carry no secrets (credentials come from the environment / `.env`, or a Prefect Secret block
 named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 
-`serve_all()` serves the `nightly` (cron, explicit timezone) and `inbox` (every few minutes, and
-at once when `fundpipe watch` announces a settled file) deployments in this process;
-`prefect.yaml` declares the same for a Prefect server + work pool.
+`serve_all()` serves the `nightly` (cron, explicit timezone), `inbox` (every few minutes, and
+at once when `fundpipe watch` announces a settled file), `org-night` and `night-check` (at the
+`FUNDPIPE_COMPLETE_BY` deadline) deployments in this process; `prefect.yaml` declares the same
+for a Prefect server + work pool.
 
 Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
 per step, per exception, and where the reports are; `fundpipe.file.rejected`,
@@ -188,12 +189,12 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
 
 def deployments(settings: Settings | None = None) -> list[Any]:
     """The `nightly` (cron, explicit timezone), `inbox` (interval, and a trigger on the
-    watcher's file-settled event) and `org-night` (unscheduled: the nightly fan-out's
-    per-organization run) deployments; `prefect.yaml` declares the same for a Prefect
-    server with a work pool.
+    watcher's file-settled event), `org-night` (unscheduled: the nightly fan-out's
+    per-organization run) and `night-check` (daily at the deadline) deployments;
+    `prefect.yaml` declares the same for a Prefect server with a work pool.
 
     The schedules come from `settings` (default: from the environment): `nightly_cron`,
-    `nightly_timezone`, `inbox_interval_s`.
+    `nightly_timezone`, `inbox_interval_s`, `complete_by`.
     """
     settings = settings or Settings()
     cron, zone = settings.nightly_cron, settings.nightly_timezone
@@ -202,6 +203,7 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
 
+    from fundpipe.app.prefect.deadline import CHECK_FLOW
     from fundpipe.app.prefect.fanout import ORG_FLOW
     from fundpipe.app.prefect.watch import INBOX_EVENT, INBOX_RESOURCE
 
@@ -240,11 +242,19 @@ def deployments(settings: Settings | None = None) -> list[Any]:
             description="One organization's night (started by the nightly run, one per "
             "organization, on any worker of the pool)",
         ),
+        # at the deadline (FUNDPIPE_COMPLETE_BY): which organizations have no completed night;
+        # no concurrency limit, so a stuck earlier check never keeps the next one from alerting
+        night_check.to_deployment(
+            name=CHECK_FLOW,
+            schedules=[Cron(settings.night_check_cron, timezone=zone)],
+            description=f"At {settings.complete_by} ({zone}): which organizations have no "
+            "completed night (fundpipe.night.missed)",
+        ),
     ]
 
 
 def serve_all() -> None:
-    """Serve the `nightly`, `inbox` and `org-night` deployments from this process until
+    """Serve the `nightly`, `inbox`, `org-night` and `night-check` deployments from this process until
     interrupted, with the inbox watcher announcing settled files (every organization's inbox)
     in a thread beside them.
 
