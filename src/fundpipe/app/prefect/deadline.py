@@ -100,9 +100,9 @@ async def _completed_between(since: datetime, until: datetime) -> set[str]:
 def _organizations() -> list[str]:
     """Every organization a night runs for, by id, without asking the service: the configured
     ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else FUNDPIPE_ORG_ID, else the demo one."""
-    from fundpipe.orgs import configured_organizations
     from fundpipe.app.prefect.steps import _settings
     from fundpipe.app.prefect.tell import organization
+    from fundpipe.orgs import configured_organizations
 
     settings = _settings(None)
     configured = configured_organizations(settings)
