@@ -175,3 +175,13 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
         summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
     )
     assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared
+
+
+def test_the_summary_says_the_service_mode_in_words() -> None:
+    from fundpipe.app.outcomes import summary_markdown
+
+    text = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "test"}})
+    assert "| Service objects | test mode |" in text
+    assert "service objects | test" not in text
+    live = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "live"}})
+    assert "| Service objects | live mode |" in live
