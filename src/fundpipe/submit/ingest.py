@@ -295,11 +295,17 @@ class _Run:
             c.file_hash,
             "rejected",
             rows=report.rows,
+            total_cents=report.read_cents or 0,
             message=f"{len(report.errors)} validation error(s)" + first_reasons(report),
         )
         if not self.dry_run and self.ledger is not None:
             self.ledger.record_file(
-                c.file_hash, c.original_name, "rejected", rows=report.rows, message=outcome.message
+                c.file_hash,
+                c.original_name,
+                "rejected",
+                rows=report.rows,
+                total_cents=report.read_cents,
+                message=outcome.message,
             )
         self.finish(c, outcome, self.dirs.rejected)
         if outcome.moved_to is not None:
