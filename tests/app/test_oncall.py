@@ -61,6 +61,22 @@ def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
     assert "error report: /data/rejected/q4_typo.csv.errors.csv" in line
 
 
+def test_a_roster_line_says_what_the_roster_holds_not_dollars() -> None:
+    # issue 25: a roster was logged as "0 row(s), 0 distribution(s), $0.00"
+    roster = {
+        **PROCESSED,
+        "file": "roster_new_investors.xlsx",
+        "rows": 3,
+        "distributions": 0,
+        "total_cents": 0,
+        "roster": {"entities": 3, "contacts": 4, "payment_instructions": 2},
+    }
+    assert oncall.file_line(roster) == (
+        "file roster_new_investors.xlsx: processed, 3 entities, 4 contact(s), "
+        "2 payment instruction(s)"
+    )
+
+
 def test_the_step_lines_carry_counts() -> None:
     assert oncall.ingest_line({"files": [PROCESSED, REJECTED]}) == (
         "ingest: 2 file(s) seen (1 processed, 1 rejected); 2 distribution(s) submitted, $223,250.50"

@@ -165,6 +165,12 @@ def test_roster_objects_are_created_and_account_numbers_stay_out_of_the_ledger(
     shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
     result = ingest(world.settings, transport=world.transport, settle_s=0)
     assert {f.state for f in result.files} == {"processed"}
+    roster = {f.source_file: f.roster for f in result.files}
+    assert roster["distributions_q4.csv"] is None
+    told = roster["roster_new_investors.xlsx"]
+    assert told is not None
+    assert told["entities"] >= 3
+    assert told["payment_instructions"] >= 1
     by_ref = {e.external_reference: e for e in world.entities()}
     assert {"NEW-E1", "NEW-E2", "NEW-E3"} <= set(by_ref)
     assert by_ref["NEW-E1"].payment_instructions  # instructions were created

@@ -56,6 +56,7 @@ def ingest_dict(result: IngestResult) -> dict[str, Any]:
                 "payment_states": dict(outcome.payment_states),
                 "message": outcome.message,
                 "moved_to": str(outcome.moved_to) if outcome.moved_to else None,
+                "roster": dict(outcome.roster) if outcome.roster else None,
             }
         )
     return {
