@@ -201,3 +201,22 @@ def test_the_summary_says_the_service_mode_in_words() -> None:
     assert "service objects | test" not in text
     live = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "live"}})
     assert "| Service objects | live mode |" in live
+
+
+def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
+    """issue 25: the rejected file's exception had no amount in the artifacts and alerts."""
+    from fundpipe.app.outcomes import reconcile_dict
+
+    write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100_00, 250_01])])
+    with open(world.inbox / "q4.csv", "a", encoding="utf-8") as fh:
+        fh.write(
+            "Distribution R-1,veh_demo1,R-1,2026-12-15 09:00,America/New_York,ent_demo3,"
+            "twelve dollars,USD\n"
+        )
+    result = night(
+        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+    )
+    lines = exception_lines(reconcile_dict(result.reconcile))
+    [rejected] = [e for e in lines if e["kind"] == "file_rejected"]
+    assert rejected["amount"] == "$350.01"
+    assert "$350.01" in rejected["what"]
