@@ -61,6 +61,22 @@ def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
     assert "error report: /data/rejected/q4_typo.csv.errors.csv" in line
 
 
+def test_a_roster_line_says_what_the_roster_holds_not_dollars() -> None:
+    # issue 25: a roster was logged as "0 row(s), 0 distribution(s), $0.00"
+    roster = {
+        **PROCESSED,
+        "file": "roster_new_investors.xlsx",
+        "rows": 3,
+        "distributions": 0,
+        "total_cents": 0,
+        "roster": {"entities": 3, "contacts": 4, "payment_instructions": 2},
+    }
+    assert oncall.file_line(roster) == (
+        "file roster_new_investors.xlsx: processed, 3 entities, 4 contact(s), "
+        "2 payment instruction(s)"
+    )
+
+
 def test_the_step_lines_carry_counts() -> None:
     assert oncall.ingest_line({"files": [PROCESSED, REJECTED]}) == (
         "ingest: 2 file(s) seen (1 processed, 1 rejected); 2 distribution(s) submitted, $223,250.50"
@@ -175,3 +191,32 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
         summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
     )
     assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared
+
+
+def test_the_summary_says_the_service_mode_in_words() -> None:
+    from fundpipe.app.outcomes import summary_markdown
+
+    text = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "test"}})
+    assert "| Service objects | test mode |" in text
+    assert "service objects | test" not in text
+    live = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "live"}})
+    assert "| Service objects | live mode |" in live
+
+
+def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
+    """issue 25: the rejected file's exception had no amount in the artifacts and alerts."""
+    from fundpipe.app.outcomes import reconcile_dict
+
+    write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100_00, 250_01])])
+    with open(world.inbox / "q4.csv", "a", encoding="utf-8") as fh:
+        fh.write(
+            "Distribution R-1,veh_demo1,R-1,2026-12-15 09:00,America/New_York,ent_demo3,"
+            "twelve dollars,USD\n"
+        )
+    result = night(
+        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+    )
+    lines = exception_lines(reconcile_dict(result.reconcile))
+    [rejected] = [e for e in lines if e["kind"] == "file_rejected"]
+    assert rejected["amount"] == "$350.01"
+    assert "$350.01" in rejected["what"]

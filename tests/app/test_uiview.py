@@ -13,6 +13,7 @@ from fundpipe.app.prefect.uiview import (
     org_key,
     org_tag,
     plain_exceptions,
+    step_run_name,
 )
 
 
@@ -30,6 +31,23 @@ def test_runs_are_named_by_date_in_the_nightly_timezone() -> None:
     late_utc = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)  # still the 25th in New York
     assert night_date(None, "America/New_York", now=late_utc) == "2026-11-25"
     assert night_date("2026-11-20", "America/New_York", now=late_utc) == "2026-11-20"
+
+
+def test_inbox_sync_and_reconcile_runs_are_named_by_organization_and_date() -> None:
+    from fundpipe.app.prefect import flows, uiview
+
+    late_utc = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
+    zone = "America/New_York"
+    assert step_run_name("inbox", {"org": "org_a"}, zone, now=late_utc) == "inbox-org_a-2026-11-25"
+    assert step_run_name("sync", {"org": None}, zone, now=late_utc) == "sync-2026-11-25"
+    assert (
+        step_run_name("reconcile", {"org": "org_b", "as_of": "2026-11-20"}, zone, now=late_utc)
+        == "reconcile-org_b-2026-11-20"
+    )
+    # the flows are named by these, not by Prefect's random names
+    assert flows.inbox.flow_run_name is uiview.inbox_run_name
+    assert flows.sync.flow_run_name is uiview.sync_run_name
+    assert flows.reconcile.flow_run_name is uiview.reconcile_run_name
 
 
 def test_keys_and_tags_carry_the_organization() -> None:

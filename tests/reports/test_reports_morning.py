@@ -30,6 +30,25 @@ def _night(reports: Path, org: str, available: list[int], shortfall: list[int]) 
     return out
 
 
+def _tieout(out: Path, sheet: int, service: int, disbursed: int, failed: int) -> None:
+    """A night's distribution_tieout.parquet: one distribution and its Total row."""
+    total = {
+        "sheet_cents": sheet,
+        "service_cents": service,
+        "disbursed_cents": disbursed,
+        "failed_cents": failed,
+        "cancelled_cents": 0,
+        "outstanding_cents": service - disbursed - failed,
+    }
+    ties = sheet == service
+    pd.DataFrame(
+        [
+            {"is_total": False, "distribution_name": "Q4", **total, "ties": ties},
+            {"is_total": True, "distribution_name": "Total", **total, "ties": ties},
+        ]
+    ).to_parquet(out / "distribution_tieout.parquet")
+
+
 def _facts(org: str, distributions: int, cents: int, exceptions: list[dict[str, str]]) -> dict:
     return {
         "organization": org,
@@ -59,6 +78,8 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     reports = tmp_path / "worker" / "reports"
     a = _night(reports, "org_a", available=[500_00, 250_00], shortfall=[0, 0])
     b = _night(reports, "org_b", available=[10_00], shortfall=[40_00])
+    _tieout(a, sheet=1234_56, service=1234_56, disbursed=1000_00, failed=34_56)
+    _tieout(b, sheet=99, service=0, disbursed=0, failed=0)
     errors = tmp_path / "worker" / "bad.csv.errors.csv"
     errors.write_text("row,reason\n2,negative\n", encoding="utf-8")
     published_a = publish_night(
@@ -92,6 +113,17 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     assert rows["org_c"]["report"] == ""
     assert view.totals["submitted_cents"] == 1234_56 + 99
     assert view.totals["available_cents"] == 760_00
+    # each organization's distribution tie-out (its Total row), and whether it ties
+    assert rows["org_a"]["tieout_sheet_cents"] == 1234_56
+    assert rows["org_a"]["tieout_disbursed_cents"] == 1000_00
+    assert rows["org_a"]["tieout_failed_cents"] == 34_56
+    assert rows["org_a"]["tieout_outstanding_cents"] == 200_00
+    assert (rows["org_a"]["ties"], rows["org_b"]["ties"], rows["org_c"]["ties"]) == (
+        True,
+        False,
+        None,
+    )
+    assert view.totals["tieout_sheet_cents"] == 1234_56 + 99
     assert view.exceptions == [
         {"organization": "org_b", **{k: v for k, v in OPEN.items() if k != "state"}}
     ]
@@ -105,6 +137,8 @@ def test_the_morning_view_adds_up_what_each_organization_published(
         frame = pd.read_parquet(fh)
     assert list(frame["organization"]) == ["org_a", "org_b", "org_c"]
     assert int(frame["submitted_cents"].sum()) == 1234_56 + 99
+    assert int(frame["tieout_service_cents"].sum()) == 1234_56
+    assert list(frame["ties"]) == [True, False, None]
     fs, book_path = url_to_fs(written["workbook"])
     local = tmp_path / "morning.xlsx"
     fs.get_file(book_path, str(local))
@@ -115,6 +149,10 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     last = [c.value for c in sheet[5]]
     assert last[0] == "All 3"
     assert last[header.index("Submitted ($)")] == pytest.approx(1235.55)
+    ties = header.index("Ties out") + 1
+    assert [sheet.cell(row=r, column=ties).value for r in range(2, 6)] == ["yes", "no", None, "no"]
+    assert sheet.cell(row=2, column=header.index("Tie-out: disbursed ($)") + 1).value == 1000
+    assert last[header.index("Tie-out: sheet ($)")] == pytest.approx(1235.55)
     link = sheet.cell(row=3, column=header.index("Report") + 1).value
     assert link == f'=HYPERLINK("{workbook_b}","workbook")'
 

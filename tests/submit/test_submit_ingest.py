@@ -165,6 +165,12 @@ def test_roster_objects_are_created_and_account_numbers_stay_out_of_the_ledger(
     shutil.copy(SAMPLES / "distributions_q4.csv", world.inbox)
     result = ingest(world.settings, transport=world.transport, settle_s=0)
     assert {f.state for f in result.files} == {"processed"}
+    roster = {f.source_file: f.roster for f in result.files}
+    assert roster["distributions_q4.csv"] is None
+    told = roster["roster_new_investors.xlsx"]
+    assert told is not None
+    assert told["entities"] >= 3
+    assert told["payment_instructions"] >= 1
     by_ref = {e.external_reference: e for e in world.entities()}
     assert {"NEW-E1", "NEW-E2", "NEW-E3"} <= set(by_ref)
     assert by_ref["NEW-E1"].payment_instructions  # instructions were created
@@ -345,3 +351,18 @@ def test_dates_in_figures_follow_the_declared_order_and_a_columns_proof_is_told(
     told = ingest(world.settings, transport=world.transport, settle_s=0)
     assert [f.state for f in told.files] == ["processed"]
     assert any("mixed.csv: Payment Date (D)" in w and "day/month/year" in w for w in told.warnings)
+
+
+def test_a_rejected_file_carries_the_total_of_the_rows_that_could_be_read(world: World) -> None:
+    # issue 25: the rejected file's exception had no amount
+    write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100_00, 250_01])])
+    with open(world.inbox / "q4.csv", "a", encoding="utf-8") as fh:
+        fh.write(
+            "Distribution R-1,veh_demo1,R-1,2026-12-15 09:00,America/New_York,ent_demo3,"
+            "twelve dollars,USD\n"
+        )
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [(f.state, f.total_cents) for f in result.files] == [("rejected", 350_01)]
+    with open_ledger(world.settings.ledger_file) as ledger:
+        files = ledger.files()
+    assert [(f["state"], f["total_cents"]) for f in files] == [("rejected", 350_01)]

@@ -56,6 +56,7 @@ def ingest_dict(result: IngestResult) -> dict[str, Any]:
                 "payment_states": dict(outcome.payment_states),
                 "message": outcome.message,
                 "moved_to": str(outcome.moved_to) if outcome.moved_to else None,
+                "roster": dict(outcome.roster) if outcome.roster else None,
             }
         )
     return {
@@ -160,6 +161,19 @@ def build_summary(night: NightResult) -> dict[str, Any]:
     }
 
 
+#: How the service objects' mode reads to a person.
+_MODES = {"test": "test mode", "live": "live mode", "not seen": "none seen"}
+
+
+def plain_fact(key: str, value: Any) -> tuple[str, str]:
+    """A run fact as a person reads it: a capitalized label, and the service objects' mode in
+    words ("Service objects", "test mode"), never the raw `livemode` label."""
+    label = key[:1].upper() + key[1:]
+    if key == "service objects":
+        return label, _MODES.get(str(value), str(value))
+    return label, str(value)
+
+
 def summary_markdown(summary: dict[str, Any]) -> str:
     """The run summary as the markdown of a Prefect artifact."""
     org = f" — organization {summary['organization']}" if summary.get("organization") else ""
@@ -169,7 +183,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "| what | value |",
         "|---|---|",
     ]
-    lines += [f"| {k} | {v} |" for k, v in summary.get("facts", {}).items()]
+    lines += ["| {} | {} |".format(*plain_fact(k, v)) for k, v in summary.get("facts", {}).items()]
     if summary.get("rejected_files"):
         lines += ["", "## Rejected files", ""]
         lines += [

@@ -4,7 +4,9 @@ location (`fundpipe.reports.publish`), for a controller who has neither worker's
 
 One row per organization (:data:`COLUMNS`): its state, files, rejected files, distributions
 submitted and their total, the funding position from its ``funding.parquet`` (depository
-available, open obligations, shortfall), its open exceptions, and a link to its workbook; and
+available, open obligations, shortfall), the Total row of its distribution tie-out from its
+``distribution_tieout.parquet`` (sheet and service dollars, disbursed, failed, cancelled,
+outstanding, and whether it ties), its open exceptions, and a link to its workbook; and
 one sheet of every organization's open exceptions (organization, id, what, amount, what to do).
 An organization whose night published nothing is a row saying so (its state and message from
 the run), never a row of zeros that looks like a quiet night.
@@ -23,8 +25,24 @@ from typing import Any
 from fundpipe.cents import format_cents
 from fundpipe.reports.publish import NIGHT, join, read_json
 
-__all__ = ["COLUMNS", "MorningView", "OrgNight", "build_morning_view", "write_morning_view"]
+__all__ = [
+    "COLUMNS",
+    "TIEOUT",
+    "MorningView",
+    "OrgNight",
+    "build_morning_view",
+    "write_morning_view",
+]
 
+#: The distribution tie-out's Total row, as the morning view's columns (integer cents).
+TIEOUT = (
+    "tieout_sheet_cents",
+    "tieout_service_cents",
+    "tieout_disbursed_cents",
+    "tieout_failed_cents",
+    "tieout_cancelled_cents",
+    "tieout_outstanding_cents",
+)
 #: The morning view's columns, in order (money in integer cents).
 COLUMNS = (
     "organization",
@@ -37,6 +55,8 @@ COLUMNS = (
     "available_cents",
     "obligations_cents",
     "shortfall_cents",
+    *TIEOUT,
+    "ties",
     "open_exceptions",
     "report",
 )
@@ -52,6 +72,13 @@ HEADERS = (
     "Depository available ($)",
     "Open obligations ($)",
     "Shortfall ($)",
+    "Tie-out: sheet ($)",
+    "Tie-out: service ($)",
+    "Tie-out: disbursed ($)",
+    "Tie-out: failed ($)",
+    "Tie-out: cancelled ($)",
+    "Tie-out: outstanding ($)",
+    "Ties out",
     "Open exceptions",
     "Report",
 )
@@ -89,6 +116,7 @@ class MorningView:
             "available_cents",
             "obligations_cents",
             "shortfall_cents",
+            *TIEOUT,
             "open_exceptions",
         )
         return {k: sum(int(r[k] or 0) for r in self.rows) for k in keys}
@@ -110,6 +138,30 @@ def _funding(folder: str) -> dict[str, int]:
     }
 
 
+def _tieout(folder: str) -> dict[str, Any]:
+    """The Total row of a night's distribution tie-out (its dollars, and whether it ties);
+    no tie-out published: ``ties`` is None and the dollars 0."""
+    import pandas as pd
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(join(folder, "distribution_tieout.parquet"))
+    if not fs.exists(path):
+        return {"ties": None}
+    with fs.open(path, "rb") as fh:
+        frame = pd.read_parquet(fh)
+    total = frame[frame["is_total"].astype(bool)]
+    if total.empty:
+        return {"ties": None}
+    row = total.iloc[0]
+    out: dict[str, Any] = {
+        key: int(row[key.removeprefix("tieout_")] or 0)
+        for key in TIEOUT
+        if key.removeprefix("tieout_") in total.columns
+    }
+    out["ties"] = bool(row["ties"])
+    return out
+
+
 def build_morning_view(as_of: str, nights: Sequence[OrgNight]) -> MorningView:
     """Read each organization's published night and put them side by side."""
     rows: list[dict[str, Any]] = []
@@ -117,7 +169,7 @@ def build_morning_view(as_of: str, nights: Sequence[OrgNight]) -> MorningView:
     for night in nights:
         facts = read_json(join(night.published, NIGHT)) if night.published else None
         row: dict[str, Any] = dict.fromkeys(COLUMNS, 0)
-        row.update(organization=night.organization, name=night.name, state=night.state)
+        row.update(organization=night.organization, name=night.name, state=night.state, ties=None)
         if facts is None:
             why = night.message or "its night published no reports"
             row.update(state=f"{night.state}: {why}", report="")
@@ -132,6 +184,7 @@ def build_morning_view(as_of: str, nights: Sequence[OrgNight]) -> MorningView:
             open_exceptions=len(opened),
             report=join(night.published or "", "reconciliation.xlsx"),
             **_funding(night.published or ""),
+            **_tieout(night.published or ""),
         )
         rows.append(row)
         exceptions += [
@@ -166,6 +219,8 @@ def _workbook(view: MorningView) -> bytes:
                 # POSIX path the Windows way and refuse s3:// and other fsspec schemes)
                 target = str(value).replace('"', '""')
                 sheet.write_formula(r, c, f'=HYPERLINK("{target}","workbook")', None, "workbook")
+            elif key == "ties":
+                sheet.write(r, c, {True: "yes", False: "no"}.get(value, ""))
             else:
                 sheet.write(r, c, value)
     last = len(view.rows) + 1
@@ -177,6 +232,9 @@ def _workbook(view: MorningView) -> bytes:
                 sheet.write_number(last, c, total / 100, money)
             else:
                 sheet.write_number(last, c, total)
+    tied = [r["ties"] for r in view.rows if r["ties"] is not None]
+    if tied:  # every organization's tie-out ties, or not
+        sheet.write(last, COLUMNS.index("ties"), "yes" if all(tied) else "no", bold)
     sheet.set_column(0, len(COLUMNS) - 1, 16)
     sheet.freeze_panes(1, 0)
     open_sheet = book.add_worksheet("Open exceptions")

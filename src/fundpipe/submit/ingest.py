@@ -170,12 +170,15 @@ class _Run:
         self.dry_run = result.dry_run
         self.dirs = InboxDirs(settings.data_dir)
         self.around_submit: Callable[[], AbstractContextManager[object]] = nullcontext
+        #: a valid roster's counts by file hash (see `FileOutcome.roster`)
+        self.rosters: dict[str, dict[str, int]] = {}
 
     def finish(self, c: Candidate, outcome: FileOutcome, dest: Path | None) -> None:
         """Record ``outcome``; an inbox file moves to ``dest`` (unless a dry run)."""
         if self.in_inbox and not self.dry_run and dest is not None:
             outcome.moved_to = move_into(c.path, dest, self.settings.data_dir, c.original_name)
             ValidationCache(self.dirs.processing / ".validated", enabled=True).drop(c.file_hash)
+        outcome.roster = outcome.roster or self.rosters.get(c.file_hash)
         self.result.files.append(outcome)
 
     async def run(
@@ -283,6 +286,14 @@ class _Run:
                     )
                 )
                 valid.append(c)
+                held = (report.entities, report.contacts, report.payment_instructions)
+                if any(frame is not None for frame in held):
+                    self.rosters[c.file_hash] = {
+                        name: 0 if frame is None else len(frame)
+                        for name, frame in zip(
+                            ("entities", "contacts", "payment_instructions"), held, strict=True
+                        )
+                    }
                 self.result.warnings += [f"{c.original_name}: {n}" for n in report.reading_notes()]
             else:
                 self.reject(c, report)
@@ -295,11 +306,17 @@ class _Run:
             c.file_hash,
             "rejected",
             rows=report.rows,
+            total_cents=report.read_cents or 0,
             message=f"{len(report.errors)} validation error(s)" + first_reasons(report),
         )
         if not self.dry_run and self.ledger is not None:
             self.ledger.record_file(
-                c.file_hash, c.original_name, "rejected", rows=report.rows, message=outcome.message
+                c.file_hash,
+                c.original_name,
+                "rejected",
+                rows=report.rows,
+                total_cents=report.read_cents,
+                message=outcome.message,
             )
         self.finish(c, outcome, self.dirs.rejected)
         if outcome.moved_to is not None:
@@ -333,6 +350,7 @@ class _Run:
                     distributions=f.distributions,
                     total_cents=f.total_cents,
                     message=message,
+                    roster=self.rosters.get(c.file_hash),
                 )
             )
 

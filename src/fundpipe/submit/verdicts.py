@@ -41,6 +41,9 @@ class FileOutcome:
     payment_states: dict[str, int] = field(default_factory=dict)
     message: str | None = None
     moved_to: Path | None = None
+    #: what a roster holds: "entities", "contacts", "payment_instructions" → rows (None for a
+    #: file without a roster sheet)
+    roster: dict[str, int] | None = None
 
 
 @dataclass

@@ -252,6 +252,9 @@ def _validate_sheet(
         )
     for issue in found:
         report.add_error(issue)
+    if match.template.name == "distribution" and "amount_cents" in parsed:
+        read = int(parsed["amount_cents"].dropna().sum())
+        report.read_cents = (report.read_cents or 0) + read
     if found:
         if match.template.name == "distribution":
             # the file is rejected, but its entity references are still checked, so that every

@@ -103,6 +103,9 @@ class FileReport:
     unreadable: bool = False
     #: SHA-256 of the file's bytes (None when it could not be read)
     content_sha256: str | None = None
+    #: the sum of the distribution rows' amounts that could be read, in cents (None when no
+    #: distribution sheet was read): a rejected file's total, for its exception
+    read_cents: int | None = None
 
     def __repr__(self) -> str:
         return (

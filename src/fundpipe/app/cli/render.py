@@ -25,6 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from fundpipe.app.outcomes import plain_fact
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
@@ -237,7 +238,7 @@ def render_run_summary(summary: dict[str, Any], console: Console) -> None:
     table.add_column("what")
     table.add_column("value", justify="right")
     for key, value in summary.get("facts", {}).items():
-        table.add_row(str(key), str(value))
+        table.add_row(*plain_fact(key, value))
     console.print(table)
     rejected = summary.get("rejected_files") or []
     for item in rejected:

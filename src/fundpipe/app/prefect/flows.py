@@ -46,7 +46,12 @@ from fundpipe.app.prefect.steps import (
     reconcile_step,
     sync_step,
 )
-from fundpipe.app.prefect.uiview import nightly_run_name
+from fundpipe.app.prefect.uiview import (
+    inbox_run_name,
+    nightly_run_name,
+    reconcile_run_name,
+    sync_run_name,
+)
 from fundpipe.config import Settings
 
 __all__ = [
@@ -71,13 +76,13 @@ def ingest_file(path: str, data_dir: str | None = None, org: str | None = None) 
     return _guard(_ingest_flow, data_dir, path, org)
 
 
-@flow(name="sync")
+@flow(name="sync", flow_run_name=sync_run_name)
 def sync(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     return _guard(_sync_flow, data_dir, org)
 
 
-@flow(name="reconcile")
+@flow(name="reconcile", flow_run_name=reconcile_run_name)
 def reconcile(
     as_of: str | None = None, data_dir: str | None = None, org: str | None = None
 ) -> State[Any]:
@@ -85,7 +90,7 @@ def reconcile(
     return _guard(_reconcile_flow, data_dir, as_of, org)
 
 
-@flow(name="inbox")
+@flow(name="inbox", flow_run_name=inbox_run_name)
 def inbox(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Ingest whatever complete files wait in the inbox (every few minutes, and at once when
     `fundpipe watch` announces a settled file): `org`'s, else every organization's in turn."""

@@ -67,7 +67,8 @@ def error_report_of(file: dict[str, Any]) -> str | None:
 
 
 def file_line(file: dict[str, Any]) -> str:
-    """One file's outcome: name, rows, distributions and dollars, or why and where to look."""
+    """One file's outcome: name, rows, distributions and dollars (a roster: its entities,
+    contacts and payment instructions), or why and where to look."""
     name = Path(file["file"]).name
     state = file["state"]
     if state in {"rejected", "conflict", "refused"}:
@@ -75,11 +76,22 @@ def file_line(file: dict[str, Any]) -> str:
         report = error_report_of(file) if state == "rejected" else None
         where = f"; error report: {report}" if report else ""
         return f"file {name}: {state}, {file.get('rows', 0)} row(s) — {reason}{where}"
-    return (
-        f"file {name}: {state}, {file.get('rows', 0)} row(s), "
-        f"{file.get('distributions', 0)} distribution(s), "
-        f"{format_cents(int(file.get('total_cents') or 0))}"
-    )
+    parts = [f"file {name}: {state}"]
+    roster = file.get("roster")
+    if roster:  # what a roster holds, not distribution totals it has none of
+        entities = int(roster.get("entities", 0))
+        parts += [
+            f"{entities} {'entity' if entities == 1 else 'entities'}",
+            f"{roster.get('contacts', 0)} contact(s)",
+            f"{roster.get('payment_instructions', 0)} payment instruction(s)",
+        ]
+    if not roster or file.get("distributions"):
+        parts += [
+            f"{file.get('rows', 0)} row(s)",
+            f"{file.get('distributions', 0)} distribution(s)",
+            format_cents(int(file.get("total_cents") or 0)),
+        ]
+    return ", ".join(parts)
 
 
 def ingest_line(ingested: dict[str, Any]) -> str:

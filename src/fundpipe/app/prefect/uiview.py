@@ -28,6 +28,7 @@ __all__ = [
     "org_run_name",
     "org_tag",
     "plain_exceptions",
+    "step_run_name",
 ]
 
 #: The state name of a night that needs a person (state type COMPLETED).
@@ -99,6 +100,35 @@ def org_run_name() -> str:
     params = flow_run.parameters
     org = params.get("org") or "own"
     return f"org-night-{org}-{night_date(params.get('as_of'), _zone())}"
+
+
+def step_run_name(step: str, params: dict[str, Any], zone: str, now: datetime | None = None) -> str:
+    """A step run's name: `<step>-<org>-<date>` (`inbox-org-a-2026-11-25`), without the
+    organization when the run is for every organization (or the only one)."""
+    org = params.get("org")
+    day = night_date(params.get("as_of"), zone, now)
+    return "-".join([step, *([org] if org else []), day])
+
+
+def inbox_run_name() -> str:
+    """An `inbox` run's name (see `step_run_name`)."""
+    from prefect.runtime import flow_run
+
+    return step_run_name("inbox", flow_run.parameters, _zone())
+
+
+def sync_run_name() -> str:
+    """A `sync` run's name (see `step_run_name`)."""
+    from prefect.runtime import flow_run
+
+    return step_run_name("sync", flow_run.parameters, _zone())
+
+
+def reconcile_run_name() -> str:
+    """A `reconcile` run's name (see `step_run_name`): the date is its `as_of`."""
+    from prefect.runtime import flow_run
+
+    return step_run_name("reconcile", flow_run.parameters, _zone())
 
 
 def needs_a_person(rows: list[dict[str, Any]]) -> list[str]:
