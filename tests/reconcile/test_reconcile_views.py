@@ -191,6 +191,7 @@ def test_reports_default_to_a_folder_named_for_the_as_of_date(
         "exceptions.parquet",
         "funding.parquet",
         "rollforward.parquet",
+        "rollforward_movements.parquet",
         "sheet_vs_service.parquet",
     ]
 
@@ -219,6 +220,7 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
         "funding": 0,
         "balance_movement": 0,
         "rollforward": 0,
+        "rollforward_movements": 0,
         "distribution_tieout": 1,  # its Total row, all zero
         "sheet_vs_service": 0,
         "after_close_adjustments": 0,

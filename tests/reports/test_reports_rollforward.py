@@ -11,6 +11,7 @@ from pathlib import Path
 import openpyxl
 
 from fundpipe.config import Settings
+from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
 from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse
@@ -122,3 +123,78 @@ def test_brokerage_moves_with_the_market_and_every_account_foots(
     assert depository["disbursed_cents"] == -50_000
     assert depository["disbursed_distributions"] == 1
     assert depository["unexplained_cents"] == 0
+
+
+def test_the_month_after_a_close_opens_at_the_closed_closing(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path
+) -> None:
+    wh = known_warehouse
+    _snapshot(wh, "2026-11-28 12:00:00+00", 9_000 + CREDIT, 10_000)
+    # December's balance: the service's end-of-November total leaves the credit out
+    _snapshot(wh, "2026-12-02 12:00:00+00", 9_000 + CREDIT, 9_000)
+    before = _row(_run(settings, tmp_path, dt.date(2026, 12, 2)), "fa_bdep")
+    _foots(before)
+    assert (before["opening_cents"], before["opening_source"]) == (9_000, "service month-end")
+    assert before["unexplained_cents"] == CREDIT
+
+    close_period(
+        settings,
+        "2026-11",
+        prepared_by="ana",
+        with_open_exceptions=True,
+        clock=lambda: dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC),
+    )
+    with wh.read() as con:
+        recorded = con.execute(
+            "SELECT closing_cents FROM period_closing_balances "
+            "WHERE period = '2026-11' AND financial_account = 'fa_bdep'"
+        ).fetchall()
+    assert recorded == [(9_000 + CREDIT,)]
+
+    december = _run(settings, tmp_path / "after", dt.date(2026, 12, 2))
+    row = _row(december, "fa_bdep")
+    _foots(row)
+    assert (row["opening_cents"], row["opening_source"]) == (
+        9_000 + CREDIT,
+        "closed period 2026-11",
+    )
+    assert row["unexplained_cents"] == 0
+    sheet = openpyxl.load_workbook(december.workbook)["Roll-forward"]
+    header = [c.value for c in sheet[1]]
+    shown = {r[header.index("Account")]: r for r in sheet.iter_rows(min_row=2, values_only=True)}
+    assert shown["B dep"][header.index("Opening from")] == "closed period 2026-11"
+    # a report as of a day before the close still opens at the service's month-end
+    earlier = _row(_run(settings, tmp_path / "earlier", dt.date(2026, 11, 30)), "fa_bdep")
+    assert earlier["opening_source"] == "service month-end"
+
+
+def test_disbursed_movements_per_distribution_foot_to_the_account(
+    known_result: ReconcileResult,
+) -> None:
+    accounts = known_result.frame("rollforward").set_index("financial_account")
+    movements = known_result.frame("rollforward_movements")
+    assert not movements.empty
+    sums = movements.groupby(["financial_account", "kind"])["amount_cents"].sum().to_dict()
+    for account, row in accounts.iterrows():
+        assert sums.get((account, "disbursed"), 0) == row["disbursed_cents"]
+        assert sums.get((account, "returned"), 0) == row["returned_cents"]
+        mine = movements[(movements.financial_account == account) & (movements.kind == "disbursed")]
+        assert len(mine) == row["disbursed_distributions"]
+    adep = movements[movements.financial_account == "fa_adep"]
+    assert list(adep.kind) == ["disbursed"]
+    assert int(adep.amount_cents.iloc[0]) == -50_000
+    assert adep.distribution_name.iloc[0]
+    assert adep.distribution_id.iloc[0]
+
+    wb = openpyxl.load_workbook(known_result.workbook)
+    detail = wb["Roll-forward detail"]
+    header = [c.value for c in detail[1]]
+    assert header[:4] == ["Vehicle", "Account", "Month", "Kind"]
+    rows = list(detail.iter_rows(min_row=2, values_only=True))
+    amount = header.index("Amount (USD)")
+    shown = sum(r[amount] for r in rows if r[header.index("Account")] == "A dep")
+    assert shown == -500
+    assert {r[header.index("Kind")] for r in rows} <= {
+        "Disbursed",
+        "Returned (failed after disbursal)",
+    }

@@ -38,6 +38,7 @@ def test_workbook_has_the_five_sheets_with_frozen_filtered_formatted_headers(
         "Exceptions",
         "Tie-out",
         "Roll-forward",
+        "Roll-forward detail",
         "Funding",
         "Balances",
         "Payments",

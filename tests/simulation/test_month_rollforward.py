@@ -83,6 +83,12 @@ def _check_rollforward(result: ReconcileResult, day: dt.date) -> dict[str, Any]:
         assert r.period == f"{day:%Y-%m}", (day, r.financial_account)
         if r.type == "brokerage":
             assert r.unexplained_cents == 0, (day, r.financial_account)
+    # the Roll-forward detail's rows per distribution foot to each account's disbursed/returned
+    movements = result.frame("rollforward_movements")
+    sums = movements.groupby(["financial_account", "kind"])["amount_cents"].sum().to_dict()
+    for r in frame.itertuples():
+        assert sums.get((r.financial_account, "disbursed"), 0) == r.disbursed_cents, day
+        assert sums.get((r.financial_account, "returned"), 0) == r.returned_cents, day
     mine = frame.set_index("financial_account").loc[ACCOUNT].to_dict()
     others = frame[frame.financial_account != ACCOUNT]
     assert (others.unexplained_cents == 0).all(), day

@@ -423,6 +423,7 @@ def test_workbook_cells_match_the_views_and_every_payload_is_neutralised(world: 
         "Exceptions",
         "Tie-out",
         "Roll-forward",
+        "Roll-forward detail",
         "Funding",
         "Balances",
         "Payments",

@@ -274,6 +274,15 @@ def close_period(
                 str(folder),
             ],
         )
+        # each account's closing balance in the closed report: the next month's roll-forward
+        # opens at it (migration 022)
+        con.execute(
+            "INSERT INTO period_closing_balances "
+            "(period, financial_account, closing_cents, balance_seen_at, recorded_at) "
+            "SELECT ?, financial_account, service_total_cents, balance_seen_at, ? "
+            "FROM read_parquet(?) WHERE period = ?",
+            [period, now, str(folder / result.parquet["rollforward"].relative_to(staging)), period],
+        )
         state = period_state(con, period)
     return CloseResult(state=state, changed=True, folder=folder, open_exceptions=still_open)
 

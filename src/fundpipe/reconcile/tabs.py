@@ -20,6 +20,7 @@ SHEETS: tuple[tuple[str, str], ...] = (
     ("Exceptions", "exceptions"),
     ("Tie-out", "distribution_tieout"),
     ("Roll-forward", "rollforward"),
+    ("Roll-forward detail", "rollforward_movements"),
     ("Funding", "funding"),
     ("Balances", "balance_movement"),
     ("Payments", "sheet_vs_service"),
@@ -57,6 +58,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
             "type",
             "period",
             "opening_cents",
+            "opening_source",
             "disbursed_cents",
             "returned_cents",
             "credits_cents",
@@ -69,8 +71,25 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
             "reconciling_items_cents",
             "reconciling_item_id",
         ),
-        "details_after": 16,
-        "wrap": {"vehicle_name": 18.0, "account_name": 18.0},
+        "details_after": 17,
+        "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "opening_source": 16.0},
+    },
+    "rollforward_movements": {
+        "first_columns": (
+            "vehicle_name",
+            "account_name",
+            "period",
+            "kind",
+            "distribution_name",
+            "distribution_external_reference",
+            "payments",
+            "amount_cents",
+        ),
+        "details_after": 8,
+        "words": {
+            "kind": {"disbursed": "Disbursed", "returned": "Returned (failed after disbursal)"}
+        },
+        "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "distribution_name": 24.0},
     },
     "distribution_tieout": {
         "hidden_columns": ("is_total",),

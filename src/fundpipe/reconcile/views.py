@@ -2,6 +2,7 @@
 
 `reconcile()` opens the warehouse read-only just long enough to stream each view
 (`schemas/warehouse.sql`: funding, sheet_vs_service, balance_movement, rollforward,
+rollforward_movements,
 distribution_tieout, exceptions) into typed
 Parquet files; everything after — the summary and the workbook — reads those files, so the
 warehouse is free again while the workbook is written.
@@ -42,6 +43,8 @@ VIEWS: dict[str, str | None] = {
     "funding": "shortfall_cents DESC, vehicle",
     "balance_movement": "vehicle, type DESC, financial_account",
     "rollforward": "vehicle, type DESC, financial_account",
+    "rollforward_movements": "vehicle, financial_account, kind, "
+    "distribution_external_reference, distribution_id",
     # the distributions that do not tie first, the Total row last
     "distribution_tieout": "is_total, ties, payment_date NULLS LAST, "
     "distribution_external_reference, distribution_id",

@@ -64,6 +64,7 @@ WORDS: dict[str, str] = {
     "carried_item_ids": "Carried item ids",
     "carried_items": "Carried items",
     "disbursed_distributions": "Distributions disbursed",
+    "opening_source": "Opening from",
 }
 
 

@@ -1856,3 +1856,178 @@ SELECT
 FROM reconciling_items i
 LEFT JOIN vehicles v ON v.id = i.vehicle
 LEFT JOIN financial_accounts fa ON fa.id = i.financial_account;
+
+-- migration: 022 roll-forward opens at the closed period's closing; movements per distribution
+-- A period close (fundpipe.reconcile.close) records each account's closing balance in its closed
+-- report (the service's total at the month's last balance) here, in the close's own write.
+-- Append-only; a close is made once per month.
+CREATE TABLE period_closing_balances (
+    period VARCHAR NOT NULL,             -- YYYY-MM, the closed month
+    financial_account VARCHAR NOT NULL,
+    closing_cents BIGINT NOT NULL,
+    balance_seen_at TIMESTAMPTZ,
+    recorded_at TIMESTAMPTZ NOT NULL
+);
+
+-- Each account's last balance per UTC month up to the as-of (as in migration 021), and the
+-- depository account a vehicle's payments are debited to.
+CREATE VIEW rollforward_snapshots AS
+SELECT b.*, strftime(timezone('UTC', b.seen_at), '%Y-%m') AS period,
+       timezone('UTC', date_trunc('month', timezone('UTC', b.seen_at))) AS period_start
+FROM balance_snapshots b
+WHERE b.seen_at < reconcile_cutoff()
+QUALIFY row_number() OVER (
+    PARTITION BY b.financial_account, strftime(timezone('UTC', b.seen_at), '%Y-%m')
+    ORDER BY b.seen_at DESC) = 1;
+
+-- The roll-forward's payment movements per account, month and distribution, every month:
+-- `disbursed` (negative: out of the account) and `returned` (a disbursed payment that failed
+-- in the month: the money came back). Their sums are the roll-forward's disbursed and returned.
+CREATE VIEW rollforward_movement_lines AS
+WITH debited AS (
+    SELECT id AS financial_account, vehicle
+    FROM financial_accounts
+    WHERE type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY vehicle ORDER BY created_at, id) = 1
+), per AS (
+    SELECT s.financial_account, s.period, p.distribution,
+           CAST(-coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at), 0) AS BIGINT)
+               AS disbursed_cents,
+           count(*) FILTER (WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at)
+               AS disbursed_payments,
+           CAST(coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.status = 'failed' AND p.failed_at >= s.period_start
+                 AND p.failed_at <= s.seen_at), 0) AS BIGINT) AS returned_cents,
+           count(*) FILTER (WHERE p.status = 'failed' AND p.failed_at >= s.period_start
+                 AND p.failed_at <= s.seen_at) AS returned_payments
+    FROM rollforward_snapshots s
+    JOIN debited d ON d.financial_account = s.financial_account
+    JOIN payments_effective p
+      ON p.vehicle = d.vehicle AND p.disbursed_at IS NOT NULL
+     AND p.status IN ('disbursed', 'failed')
+     AND p.disbursed_at <= s.seen_at
+     AND (p.disbursed_at >= s.period_start OR p.failed_at >= s.period_start)
+    GROUP BY s.financial_account, s.period, p.distribution
+)
+SELECT financial_account, period, 'disbursed' AS kind, distribution AS distribution_id,
+       disbursed_payments AS payments, disbursed_cents AS cents
+FROM per WHERE disbursed_payments > 0
+UNION ALL
+SELECT financial_account, period, 'returned', distribution, returned_payments, returned_cents
+FROM per WHERE returned_payments > 0;
+
+-- rollforward_periods: as in migration 021 (same columns, plus `opening_source`), except that
+-- the opening balance is the previous month's closing recorded at its close when that month is
+-- closed (by the end of the as-of date), else the service's `total_end_of_last_month`.
+CREATE OR REPLACE VIEW rollforward_periods AS
+WITH moved AS (
+    SELECT financial_account, period,
+           CAST(coalesce(sum(cents) FILTER (WHERE kind = 'disbursed'), 0) AS BIGINT) AS disbursed_cents,
+           CAST(coalesce(sum(payments) FILTER (WHERE kind = 'disbursed'), 0) AS BIGINT)
+               AS disbursed_payments,
+           count(DISTINCT distribution_id) FILTER (WHERE kind = 'disbursed') AS disbursed_distributions,
+           CAST(coalesce(sum(cents) FILTER (WHERE kind = 'returned'), 0) AS BIGINT) AS returned_cents
+    FROM rollforward_movement_lines
+    GROUP BY financial_account, period
+), closings AS (
+    SELECT b.period, b.financial_account, arg_min(b.closing_cents, b.recorded_at) AS closing_cents
+    FROM period_closing_balances b
+    JOIN closed_periods c ON c.period = b.period
+    GROUP BY b.period, b.financial_account
+), opened AS (
+    SELECT s.*,
+           coalesce(cl.closing_cents, s.total_end_of_last_month_cents) AS opening_cents,
+           CASE WHEN cl.closing_cents IS NOT NULL THEN 'closed period ' || cl.period
+                ELSE 'service month-end' END AS opening_source
+    FROM rollforward_snapshots s
+    LEFT JOIN closings cl
+      ON cl.financial_account = s.financial_account
+     AND cl.period = strftime(CAST(s.period || '-01' AS DATE) - INTERVAL 1 MONTH, '%Y-%m')
+), raw AS (
+    SELECT s.financial_account, s.vehicle, s.type, s.period, s.seen_at,
+           s.opening_cents, s.opening_source,
+           coalesce(m.disbursed_cents, 0) AS disbursed_cents,
+           coalesce(m.disbursed_payments, 0) AS disbursed_payments,
+           coalesce(m.disbursed_distributions, 0) AS disbursed_distributions,
+           coalesce(m.returned_cents, 0) AS returned_cents,
+           s.total_cents AS service_total_cents,
+           s.total_cents - (s.opening_cents + coalesce(m.disbursed_cents, 0)
+                            + coalesce(m.returned_cents, 0)) AS difference_cents,
+           'EX-' || upper(left(md5('unexplained_balance|reconciling_item|' || s.financial_account
+                                   || '|' || s.period), 10)) AS item_id,
+           max(s.period) OVER (PARTITION BY s.financial_account) AS latest_period
+    FROM opened s
+    LEFT JOIN moved m ON m.financial_account = s.financial_account AND m.period = s.period
+), explained AS (
+    SELECT r.*,
+           r.type = 'depository' AND EXISTS (
+               SELECT 1 FROM exception_events ev
+               WHERE ev.exception_id = r.item_id AND ev.event = 'acknowledged'
+                 AND ev.event_at < reconcile_cutoff()
+                 AND ev.amount_cents = r.difference_cents) AS acknowledged
+    FROM raw r
+)
+SELECT
+    e.financial_account, e.vehicle, e.type, e.period, e.seen_at AS balance_seen_at,
+    e.opening_cents, e.disbursed_cents, e.disbursed_payments, e.disbursed_distributions,
+    e.returned_cents,
+    CASE WHEN e.acknowledged AND e.difference_cents > 0 THEN e.difference_cents ELSE 0 END
+        AS credits_cents,
+    CASE WHEN e.acknowledged AND e.difference_cents < 0 THEN e.difference_cents ELSE 0 END
+        AS other_cents,
+    CASE WHEN e.type <> 'depository' THEN e.difference_cents ELSE 0 END AS market_movement_cents,
+    CASE WHEN e.type = 'depository' AND NOT e.acknowledged THEN e.service_total_cents - e.difference_cents
+         ELSE e.service_total_cents END AS expected_closing_cents,
+    e.service_total_cents,
+    CASE WHEN e.type = 'depository' AND NOT e.acknowledged THEN e.difference_cents ELSE 0 END
+        AS unexplained_cents,
+    e.item_id, e.acknowledged, e.period = e.latest_period AS is_current,
+    e.opening_source
+FROM explained e;
+
+CREATE OR REPLACE VIEW reconciling_items AS
+SELECT r.*, NOT r.is_current AS carried
+FROM rollforward_periods r
+WHERE r.type = 'depository' AND r.unexplained_cents <> 0;
+
+-- rollforward: as in migration 021, plus where the opening came from (`opening_source`).
+CREATE OR REPLACE VIEW rollforward AS
+WITH carried AS (
+    SELECT financial_account, count(*) AS carried_items,
+           CAST(sum(unexplained_cents) AS BIGINT) AS carried_cents,
+           string_agg(item_id || ' (' || period || ')', ', ' ORDER BY period) AS carried_item_ids
+    FROM reconciling_items
+    WHERE carried
+    GROUP BY financial_account
+)
+SELECT
+    r.financial_account, fa.name AS account_name, r.vehicle, v.name AS vehicle_name, r.type,
+    r.period, r.balance_seen_at, r.opening_cents, r.disbursed_cents, r.disbursed_payments,
+    r.disbursed_distributions, r.returned_cents, r.credits_cents, r.other_cents,
+    r.market_movement_cents, r.expected_closing_cents, r.service_total_cents, r.unexplained_cents,
+    coalesce(c.carried_items, 0) AS carried_items,
+    coalesce(c.carried_cents, 0) AS carried_cents,
+    r.unexplained_cents + coalesce(c.carried_cents, 0) AS reconciling_items_cents,
+    CASE WHEN r.unexplained_cents <> 0 THEN r.item_id END AS reconciling_item_id,
+    c.carried_item_ids,
+    r.opening_source
+FROM rollforward_periods r
+LEFT JOIN carried c ON c.financial_account = r.financial_account
+LEFT JOIN financial_accounts fa ON fa.id = r.financial_account
+LEFT JOIN vehicles v ON v.id = r.vehicle
+WHERE r.is_current;
+
+-- The Roll-forward detail sheet: each account's current month's payment movements, one row per
+-- kind and distribution; per account they sum to the roll-forward's disbursed and returned.
+CREATE VIEW rollforward_movements AS
+SELECT
+    m.financial_account, fa.name AS account_name, r.vehicle, v.name AS vehicle_name, m.period,
+    m.kind, d.name AS distribution_name, d.external_reference AS distribution_external_reference,
+    m.payments, m.cents AS amount_cents, m.distribution_id
+FROM rollforward_movement_lines m
+JOIN rollforward_periods r
+  ON r.financial_account = m.financial_account AND r.period = m.period AND r.is_current
+LEFT JOIN distributions d ON d.id = m.distribution_id
+LEFT JOIN financial_accounts fa ON fa.id = m.financial_account
+LEFT JOIN vehicles v ON v.id = r.vehicle;
