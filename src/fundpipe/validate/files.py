@@ -253,8 +253,9 @@ def _validate_sheet(
     for issue in found:
         report.add_error(issue)
     if match.template.name == "distribution" and "amount_cents" in parsed:
-        read = int(parsed["amount_cents"].dropna().sum())
-        report.read_cents = (report.read_cents or 0) + read
+        amounts = parsed["amount_cents"].dropna()
+        if len(amounts):  # no amount could be read: no total, rather than a misleading $0.00
+            report.read_cents = (report.read_cents or 0) + int(amounts.sum())
     if found:
         if match.template.name == "distribution":
             # the file is rejected, but its entity references are still checked, so that every

@@ -104,7 +104,8 @@ class FileReport:
     #: SHA-256 of the file's bytes (None when it could not be read)
     content_sha256: str | None = None
     #: the sum of the distribution rows' amounts that could be read, in cents (None when no
-    #: distribution sheet was read): a rejected file's total, for its exception
+    #: distribution sheet was read, or none of its amounts could be): a rejected file's total,
+    #: for its exception
     read_cents: int | None = None
 
     def __repr__(self) -> str:
