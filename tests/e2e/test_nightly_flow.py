@@ -162,7 +162,7 @@ def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
     assert table
     # one summary per organization's child run: org_demo's tells of the rejected file
     texts = [str(m.data) for m in markdown]
-    assert any("files rejected | 1" in text and "q4_typo.csv" in text for text in texts), texts
+    assert any("Files rejected | 1" in text and "q4_typo.csv" in text for text in texts), texts
 
     # the parent run's artifact: every organization, with a link to its child run
     async def parents() -> list[Any]:
