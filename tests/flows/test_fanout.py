@@ -156,3 +156,88 @@ def test_a_child_on_another_worker_hands_its_row_over_whole() -> None:
     assert [e.id for e in back.exceptions] == ["EX-0", "EX-1"]
     stopped = org_row(Organization(id="org_a"), None, None).from_hand_off({"exit_code": 4})
     assert (stopped.exit_code, stopped.files, stopped.exceptions) == (4, 0, ())
+
+
+def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With FUNDPIPE_FAN_OUT=deployments the parent's row (and its table of every
+    organization's open exceptions) comes from the JSON the child left, exceptions included;
+    the state, message and run are the parent's own view of the child run."""
+    import json
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.deployments
+    from prefect.states import Completed
+
+    from fundpipe.app.prefect import fanout
+    from fundpipe.orgs import parse_orgs
+
+    org = Organization(id="org_a", name="Alder")
+    child = org_row(org, Completed(message="child"), _child([("processed", 2, 150_000)], 2))
+    left = json.loads(json.dumps(child.hand_off()))
+    run_id = uuid.uuid4()
+
+    def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
+        return SimpleNamespace(id=run_id, state=Completed(message="done"))
+
+    monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
+    monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
+    monkeypatch.setattr(fanout, "check_deployment", lambda: None)
+    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: left)
+    (row,) = fanout.fan_out(
+        _settings(base_url="https://x.example"),
+        parse_orgs('[{"id": "org_a", "name": "Alder"}]'),
+        as_of=None,
+        data_dir=None,
+        base_url=None,
+        mode="deployments",
+    )
+    assert (row.state, row.message) == ("Completed", "done")
+    assert row.run.endswith(str(run_id))  # its page in the UI, or its id
+    assert (row.files, row.distributions, row.total, row.open_exceptions) == (
+        1,
+        2,
+        "$1,500.00",
+        2,
+    )
+    assert [e.id for e in row.exceptions] == ["EX-0", "EX-1"]
+    assert row.night is None  # the child's night stayed on its worker
+    assert (
+        cross_summary([row], None).as_json()["organizations"]["org_a"]["exceptions"][0]["id"]
+        == "EX-0"
+    )
+
+
+def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> None:
+    from prefect.states import Completed, Failed
+    from rich.console import Console
+
+    from fundpipe.app.cli.render import render_run_summary
+
+    night = replace(
+        _child([("processed", 2, 150_000), ("rejected", 0, 99)], 1),
+        workbook=Path("/reports/org_a/2026-11-30/reconciliation.xlsx"),
+        warnings=("a contact was not associated",),
+    )
+    night = replace(
+        night,
+        files=(
+            night.files[0],
+            replace(night.files[1], source_file="q4.csv", moved_to=Path("/rejected/q4.csv")),
+        ),
+    )
+    a = org_row(Organization(id="org_a"), Completed(), night)
+    b = org_row(Organization(id="org_b"), Failed(message="the service failed"), None)
+    console = Console(record=True, width=100)
+    render_run_summary(cross_summary([a, b], "2026-11-30"), console)
+    text = console.export_text()
+    assert "fundpipe nightly run — 2026-11-30 — every organization" in text
+    assert "$1,500.00" in text
+    assert "all 2" in text
+    assert "1 failed" in text
+    assert "org_b the service failed" in text
+    assert "rejected org_a: q4.csv — report: /rejected/q4.csv" in text
+    assert "warning org_a: a contact was not associated" in text
+    assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text
