@@ -62,7 +62,7 @@ def install_command(
             raise InputError(f"--complete-by {complete_by!r} is not a time like 06:00") from None
         from fundpipe.app.prefect.alerts import install
 
-        for item in install(webhook, settings.nightly_cron, deadline):
+        for item in install(webhook, deadline):
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
 
 
