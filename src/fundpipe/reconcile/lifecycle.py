@@ -74,7 +74,8 @@ _COLUMNS = (
 
 #: The columns of `exception_events` an `ExceptionEvent` is read from (by name).
 _EVENT_COLUMNS = (
-    "seq, exception_id, event, event_at, as_of, by_name, os_user, amount_cents, note, assignee"
+    'seq, exception_id, event, event_at AS "at", as_of, by_name AS "by", os_user, amount_cents, '
+    "note, assignee"
 )
 
 _DETAILS = 'kind, object_type, object_id, vehicle, source_file, "row", what, action'
@@ -217,31 +218,25 @@ def _rows(
         "ORDER BY kind, vehicle NULLS FIRST, id",
         params,
     )
-    return [
-        TrackedException(
-            id=r["id"],
-            kind=r["kind"] or "",
-            state=r["state"],
-            first_seen=r["first_seen"] or as_of,
-            last_seen=r["last_seen"] or as_of,
-            resolved_on=r["resolved_on"],
-            acknowledged_by=r["acknowledged_by"],
-            acknowledged_at=r["acknowledged_at"],
-            note=r["note"],
-            vehicle=r["vehicle"],
-            object_type=r["object_type"],
-            object_id=r["object_id"],
-            source_file=r["source_file"],
-            row=_int(r["row"]),
-            amount_cents=_int(r["amount_cents"]),
-            what=r["what"] or "",
-            action=r["action"],
-            as_of=as_of,
-            owner=r["owner"],
-            acknowledged_amount_cents=_int(r["acknowledged_amount_cents"]),
-        )
-        for r in rows
-    ]
+    return [_tracked(r, as_of) for r in rows]
+
+
+def _tracked(row: dict[str, Any], as_of: date) -> TrackedException:
+    """One exception from its row, each field from the column of its name (the gaps of a row
+    with no details yet filled: no kind or text is empty, no date is the as-of date)."""
+    return TrackedException(
+        **{
+            **row,
+            "kind": row["kind"] or "",
+            "first_seen": row["first_seen"] or as_of,
+            "last_seen": row["last_seen"] or as_of,
+            "what": row["what"] or "",
+            "row": _int(row["row"]),
+            "amount_cents": _int(row["amount_cents"]),
+            "acknowledged_amount_cents": _int(row["acknowledged_amount_cents"]),
+            "as_of": as_of,
+        }
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -492,18 +487,4 @@ def history(
             f"SELECT {_EVENT_COLUMNS} FROM exception_events WHERE exception_id = ? ORDER BY seq",
             [exception_id],
         )
-    return found[0], [
-        ExceptionEvent(
-            seq=int(r["seq"]),
-            exception_id=r["exception_id"],
-            event=r["event"],
-            at=r["event_at"],
-            as_of=r["as_of"],
-            by=r["by_name"],
-            os_user=r["os_user"],
-            amount_cents=_int(r["amount_cents"]),
-            note=r["note"],
-            assignee=r["assignee"],
-        )
-        for r in rows
-    ]
+    return found[0], [ExceptionEvent(**r) for r in rows]
