@@ -9,8 +9,9 @@ They live here, below `app/`, only so that the one `Settings` composes them (not
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field
 
 from fundpipe.config.local import iana_zone
 
@@ -33,6 +34,13 @@ _NAMES = {
 #: The nicknames Prefect's cron schedules also take.
 _NICKNAMES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _CRON_PART = re.compile(r"(\*|(?P<a>\w+)(-(?P<b>\w+))?)(/(?P<step>[0-9]+))?")
+
+
+def _check_hh_mm(value: str) -> str:
+    """`value` if it is HH:MM on the 24-hour clock; else ValueError saying so."""
+    if not _HH_MM.fullmatch(value):
+        raise ValueError("expected HH:MM on the 24-hour clock, e.g. 06:00")
+    return value
 
 
 def _check_cron(value: str) -> str:
@@ -103,39 +111,22 @@ class OrchestrationSettings(BaseModel):
     )
 
     # --- schedules (fundpipe serve, flows/prefect.yaml) --------------------------------------
-    nightly_cron: str = Field(
+    nightly_cron: Annotated[str, AfterValidator(_check_cron)] = Field(
         default="30 1 * * *", description="When the nightly deployment runs (cron)."
     )
-    nightly_timezone: str = Field(
+    nightly_timezone: Annotated[str, AfterValidator(iana_zone)] = Field(
         default="America/New_York",
         description="IANA zone the nightly cron and the inbox interval are read in.",
     )
     inbox_interval_s: int = Field(
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
-    complete_by: str = Field(
+    complete_by: Annotated[str, AfterValidator(_check_hh_mm)] = Field(
         default="06:00",
         description="HH:MM in the nightly's timezone by which every organization's night must "
         "have completed: when the night-check deployment runs, and the default of `fundpipe "
         "alerts install --complete-by`.",
     )
-
-    @field_validator("complete_by", mode="after")
-    @classmethod
-    def _hh_mm(cls, value: str) -> str:
-        if not _HH_MM.fullmatch(value):
-            raise ValueError("expected HH:MM on the 24-hour clock, e.g. 06:00")
-        return value
-
-    @field_validator("nightly_cron", mode="after")
-    @classmethod
-    def _cron(cls, value: str) -> str:
-        return _check_cron(value)
-
-    @field_validator("nightly_timezone", mode="after")
-    @classmethod
-    def _zone(cls, value: str) -> str:
-        return iana_zone(value)
 
     @property
     def night_check_cron(self) -> str:
