@@ -67,6 +67,20 @@ def test_alerts_install_with_a_bad_deadline_says_so_before_reaching_the_server(
     )
 
 
+@pytest.mark.parametrize("option", ["06", "0600", "06:00:30", "24:00"])
+def test_alerts_install_takes_complete_by_in_the_form_of_the_setting(
+    option: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # nothing listens there
+    result = runner.invoke(
+        app, ["alerts", "install", "--webhook", "http://127.0.0.1:9/hook", "--complete-by", option]
+    )
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert result.output.strip() == (
+        f"error: --complete-by '{option}': expected HH:MM on the 24-hour clock, e.g. 06:00"
+    )
+
+
 @pytest.mark.parametrize(
     "cron", ["30 1 * * *", "*/15 1-5 * jan-mar mon-fri", "0 6 1,15 * 0-6/2", "@daily", "0 0 L * *"]
 )

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from fundpipe.config.local import iana_zone
 
-__all__ = ["OrchestrationSettings"]
+__all__ = ["OrchestrationSettings", "hh_mm"]
 
 _HH_MM = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
 
@@ -36,7 +36,7 @@ _NICKNAMES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnigh
 _CRON_PART = re.compile(r"(\*|(?P<a>\w+)(-(?P<b>\w+))?)(/(?P<step>[0-9]+))?")
 
 
-def _check_hh_mm(value: str) -> str:
+def hh_mm(value: str) -> str:
     """`value` if it is HH:MM on the 24-hour clock; else ValueError saying so."""
     if not _HH_MM.fullmatch(value):
         raise ValueError("expected HH:MM on the 24-hour clock, e.g. 06:00")
@@ -121,7 +121,7 @@ class OrchestrationSettings(BaseModel):
     inbox_interval_s: int = Field(
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
-    complete_by: Annotated[str, AfterValidator(_check_hh_mm)] = Field(
+    complete_by: Annotated[str, AfterValidator(hh_mm)] = Field(
         default="06:00",
         description="HH:MM in the nightly's timezone by which every organization's night must "
         "have completed: when the night-check deployment runs, and the default of `fundpipe "
