@@ -68,7 +68,8 @@ def test_an_invalid_setting_is_a_configuration_error(monkeypatch: pytest.MonkeyP
     error = errors.as_fundpipe_error(caught.value)
     assert isinstance(error, errors.ConfigurationError)
     assert error.exit_code == 2
-    assert "inbox_settle_s" in str(error)
+    # the variable as it is set, and the value it was given
+    assert "FUNDPIPE_INBOX_SETTLE_S='soon': " in str(error)
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,10 @@ Messages never carry secrets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from pathlib import Path
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -157,6 +158,20 @@ class InternalError(FundpipeError):
         return InternalError.of(self.cause, where) if self.cause is not None else self
 
 
+def _setting_problem(error: Mapping[str, Any]) -> str:
+    """One invalid setting in words: its environment variable, the value given (never a
+    secret's) and what it should be, e.g. ``FUNDPIPE_COMPLETE_BY='25:00': expected HH:MM …``."""
+    where = [str(part) for part in error["loc"]]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not where:
+        return f"settings: {message}"
+    variable = f"FUNDPIPE_{where[0].upper()}" + "".join(f"[{part}]" for part in where[1:])
+    value = error.get("input")
+    secret = any(word in where[0] for word in ("secret", "token", "password"))
+    shown = "" if secret or not isinstance(value, str | int | float) else f"={str(value)!r}"
+    return f"{variable}{shown}: {message}"
+
+
 def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     """``exc`` as an error of this tree: the one place failures are classified.
 
@@ -181,10 +196,7 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     if isinstance(exc, ClientConfigurationError):
         return ConfigurationError(f"configuration: {exc}")
     if isinstance(exc, pydantic.ValidationError) and exc.title == "Settings":
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}"
-            for e in exc.errors(include_input=False)
-        )
+        problems = "; ".join(_setting_problem(e) for e in exc.errors(include_url=False))
         return ConfigurationError(f"invalid settings: {problems}")
     if isinstance(exc, ServiceConnectionError):
         return ServiceUnavailable(f"could not reach the service: {exc}")

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
+from fundpipe.reconcile import periods
 from fundpipe.reconcile.close import (
     CloseError,
     close_period,
@@ -20,9 +21,11 @@ from fundpipe.reconcile.close import (
     review_period,
     verify_period,
 )
+from fundpipe.reconcile.periods import PeriodState, period_state
 from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
+from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, write_sheet
 
 
@@ -191,3 +194,36 @@ def test_closing_with_open_exceptions_needs_the_flag_and_lists_them(
         "2026-12",
         "2027-01",
     ]
+
+
+def test_a_period_state_is_read_by_column_name(
+    warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each field of a closed period's state comes from its own column: prepared and reviewed
+    are not swapped, and a select list in another order reads the same state."""
+    closed_at = dt.datetime(2027, 1, 2, 9, tzinfo=dt.UTC)
+    reviewed_at = dt.datetime(2027, 1, 3, 10, tzinfo=dt.UTC)
+    with warehouse.write() as con:
+        con.execute(
+            "INSERT INTO period_events (period, event, event_at, by_name, manifest_sha256, "
+            "sync_id, folder) VALUES ('2026-12', 'closed', ?, 'ana', 'abc123', 'sync_9', "
+            "'closed/2026-12'), ('2026-12', 'reviewed', ?, 'ben', NULL, NULL, NULL)",
+            [closed_at, reviewed_at],
+        )
+    with warehouse.read() as con:
+        state = period_state(con, "2026-12")
+    assert state == PeriodState(
+        period="2026-12",
+        state="closed",
+        prepared_by="ana",
+        prepared_at=closed_at,
+        reviewed_by="ben",
+        reviewed_at=reviewed_at,
+        manifest_sha256="abc123",
+        folder="closed/2026-12",
+        sync_id="sync_9",
+    )
+    monkeypatch.setattr(periods, "_CLOSED_COLUMNS", tuple(reversed(periods._CLOSED_COLUMNS)))
+    with warehouse.read() as con:
+        assert period_state(con, "2026-12") == state
+        assert period_state(con, "2026-12", before=reviewed_at).reviewed_by is None

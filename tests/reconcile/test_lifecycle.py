@@ -11,7 +11,14 @@ from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
 from fundpipe.config import Settings
-from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, acknowledge, list_exceptions
+from fundpipe.reconcile import lifecycle
+from fundpipe.reconcile.lifecycle import (
+    ExceptionNotFoundError,
+    acknowledge,
+    assign,
+    history,
+    list_exceptions,
+)
 from fundpipe.reconcile.views import reconcile
 from fundpipe.warehouse.file import Warehouse
 
@@ -106,3 +113,29 @@ def test_cli_lists_and_acknowledges(
     table = runner.invoke(app, ["exceptions", "list"])
     assert table.exit_code == 0
     assert target in table.output
+
+
+def test_exceptions_and_their_events_are_read_by_column_name(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A select list in another order (a view or query edit) reads the same exceptions and
+    events: no field is taken by its position."""
+    first = _run(settings, tmp_path, 0)
+    assert first.lifecycle is not None
+    some = first.lifecycle.opened[0]
+    acknowledge(known_warehouse, some.id, note="known", by="ana", now=NOW)
+    assign(known_warehouse, some.id, to="li", by="ana", now=NOW)
+    listed, shown = list_exceptions(known_warehouse), history(known_warehouse, some.id)
+    assert shown[0].owner == "li"
+    assert [(e.event, e.by, e.assignee) for e in shown[1]][-2:] == [
+        ("acknowledged", "ana", None),
+        ("assigned", "ana", "li"),
+    ]
+
+    def reversed_list(columns: str) -> str:
+        return ", ".join(reversed([c.strip() for c in columns.split(",")]))
+
+    monkeypatch.setattr(lifecycle, "_COLUMNS", reversed_list(lifecycle._COLUMNS))
+    monkeypatch.setattr(lifecycle, "_EVENT_COLUMNS", reversed_list(lifecycle._EVENT_COLUMNS))
+    assert list_exceptions(known_warehouse) == listed
+    assert history(known_warehouse, some.id) == shown

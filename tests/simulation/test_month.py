@@ -6,10 +6,13 @@ after every day checks: each service payment once in `sheet_vs_service`; the Sum
 and obligations equal the service's; the current exceptions are exactly the expected ones, with
 ids stable across days; resolved ones resolve on the day their condition went away.
 
-At the month's end (issue 21) every past day is re-run: each Summary figure and each payment's
+At the month's end (issue 21) past days are re-run: each Summary figure and each payment's
 status equal that day's report, and the exception events are unchanged by the re-runs; an
 exception acknowledged twice keeps both acknowledgements, and an acknowledged one that worsens
-reopens.
+reopens. The days re-run are a sample drawn from the month's own event calendar (each day's
+kinds of event: the calendar's, plus exceptions opened or resolved and payments disbursed that
+its report shows): the first and last past day, every day of an acknowledgement or a worsening,
+and the first day of every other kind — the test asserts the sample covers every kind.
 """
 
 from __future__ import annotations
@@ -120,19 +123,31 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
             (p for d, p in month.payments() if d.external_reference == "A1"), key=lambda p: p.amount
         )
 
+    # the month's event calendar: what happens on a day, and the kinds of event it brings
     events: dict[int, Callable[[], None]] = {}
+    calendar: dict[int, tuple[str, ...]] = {}
 
+    def on(day: int, *kinds: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+        def register(event: Callable[[], None]) -> Callable[[], None]:
+            events[day], calendar[day] = event, kinds
+            return event
+
+        return register
+
+    @on(1, "file_processed")
     def day1() -> None:
         assert (
             month.drop("A", "A.csv", [("A1", "veh_demo1", [100_000, 200_000, 300_000])], date=later)
             == "processed"
         )
 
+    @on(2, "file_rejected")
     def day2() -> None:
         bad = "Distribution Name,Vehicle,External Reference,Payment Date,Timezone,Entity ID,Amount ($),Currency\nB,veh_demo2,B1,2026-12-20 09:00,America/New_York,ent_demo1,abc,USD\n"
         assert month.drop("bad", "bad.csv", [], date=later, raw=bad) == "rejected"
         problems.add(("file_rejected", month.files["bad"]))
 
+    @on(3, "file_processed")
     def day3() -> None:
         # more than veh_demo3's $750,000 available: a warning only, the vehicle is short
         assert (
@@ -150,6 +165,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         acknowledge(wh, month.ids[key], note="top-up promised", by="ana", now=month.now)
         month.acked.add(key)  # type: ignore[attr-defined]
 
+    @on(4, "file_fixed")
     def day4() -> None:
         assert (
             month.drop("bad2", "bad.csv", [("B1", "veh_demo2", [50_000, 60_000])], date=later)
@@ -158,6 +174,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         problems.discard(("file_rejected", month.files["bad"]))
         month.gone[("file_rejected", month.files["bad"])] = 4
 
+    @on(5, "acknowledged", "file_refused")
     def day5() -> None:
         day5_ack()
         state = month.drop(
@@ -166,6 +183,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         assert state == "refused"
         problems.add(("file_rejected", month.files["big"]))
 
+    @on(6, "file_fixed")
     def day6() -> None:
         assert (
             month.drop(
@@ -176,6 +194,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         problems.discard(("file_rejected", month.files["big"]))
         month.gone[("file_rejected", month.files["big"])] = 6
 
+    @on(7, "file_copy")
     def day7() -> None:  # the same content saved again: other bytes, linked, never counted twice
         assert (
             month.drop(
@@ -188,6 +207,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
             == "processed"
         )
 
+    @on(8, "file_conflict")
     def day8() -> None:  # an edited copy: a conflict, never fixed, stays open and ages
         assert (
             month.drop(
@@ -200,6 +220,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         )
         problems.add(("file_conflict", month.files["A-edit"]))
 
+    @on(10, "service_amount_changed")
     def day10() -> None:  # a payment changed at the service, changed back on day 12
         p = a_payments()[2]
         world.control("PATCH", f"distribution_payments/{p.id}", {"amount": 310_000})
@@ -209,10 +230,12 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         month.a1 = next(d.id for d, _ in month.payments() if d.external_reference == "A1")  # type: ignore[attr-defined]
         problems.add(("distribution_tie_out", month.a1))  # type: ignore[attr-defined]
 
+    @on(11, "service_cancelled")
     def day11() -> None:  # a cancelled distribution
         d = next(d for d, _ in month.payments() if d.external_reference == "B1")
         world.control("POST", f"distributions/{d.id}/cancel", {})
 
+    @on(12, "service_amount_changed")
     def day12() -> None:
         pid = month.changed  # type: ignore[attr-defined]
         world.control("PATCH", f"distribution_payments/{pid}", {"amount": 300_000})
@@ -221,6 +244,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         problems.discard(("distribution_tie_out", month.a1))  # type: ignore[attr-defined]
         month.gone[("distribution_tie_out", month.a1)] = 12  # type: ignore[attr-defined]
 
+    @on(13, "acknowledged")
     def day13() -> None:  # a person acknowledges the cancellations
         for d, p in month.payments():
             if d.external_reference == "B1":
@@ -233,15 +257,18 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
                 )
                 month.acked.add(("status_mismatch", p.id))  # type: ignore[attr-defined]
 
+    @on(14, "service_failed")
     def day14() -> None:  # a failed payment
         p = a_payments()[0]
         world.control("PATCH", f"distribution_payments/{p.id}", {"status": "failed"})
 
+    @on(15, "acknowledged")
     def day15() -> None:  # a second acknowledgement of the same cancellation: a second event
         p = next(p for d, p in month.payments() if d.external_reference == "B1")
         month.twice = month.ids[("status_mismatch", p.id)]  # type: ignore[attr-defined]
         acknowledge(wh, month.twice, note="confirmed with the investor", by="ben", now=month.now)  # type: ignore[attr-defined]
 
+    @on(16, "file_processed", "worsened")
     def day16() -> None:  # veh_demo3 owes $50,000 more: its acknowledged shortfall worsens
         assert (
             month.drop(
@@ -252,9 +279,8 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         month.acked.discard(("shortfall", "veh_demo3"))  # type: ignore[attr-defined]
 
     month.acked = set()  # type: ignore[attr-defined]
-    events.update({1: day1, 2: day2, 3: day3, 4: day4, 5: day5, 6: day6, 7: day7, 8: day8})
-    events.update({10: day10, 11: day11, 12: day12, 13: day13, 14: day14, 15: day15, 16: day16})
     days: dict[int, tuple[dt.datetime, tuple[Any, ...], dict[str, str]]] = {}
+    kinds: dict[int, set[str]] = {}  # day → the kinds of event it saw (calendar and results)
 
     history: dict[Key, str] = {}
     for day in range(1, 31):
@@ -339,6 +365,8 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         assert s.open_exceptions == len(expected) - acked, day
 
         days[day] = (now, _figures(s), _statuses(result))
+        kinds[day] = set(calendar.get(day, ())) | _seen(result, days.get(day - 1), days[day])
+        kinds[day] = kinds[day] or {"quiet"}  # nothing happened: a quiet day
 
     # the acknowledged shortfall reopened when it worsened, saying why; two acks are two events
     shortfall = month.ids[("shortfall", "veh_demo3")]
@@ -354,13 +382,40 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         ("acknowledged", "ben"),
     ]
 
-    # every past day re-run at the month's end: the same figures and statuses, nothing written
+    # past days re-run at the month's end: the same figures and statuses, nothing written. A
+    # sample of the calendar (each re-run costs a reconciliation): the first and last past day,
+    # every day a person acknowledged or an acknowledged exception worsened, and the first day
+    # of every other kind of event
     with wh.read() as con:
         recorded = con.execute("SELECT * FROM exception_events ORDER BY seq").fetchall()
     end = now
-    for day, (then, figures, statuses) in days.items():
-        if then.date() == end.date():
-            continue
+    past = [day for day, (then, _, _) in days.items() if then.date() < end.date()]
+    sample = _sample(past, kinds, every_day_of=("acknowledged", "worsened"))
+    happened = set().union(*(kinds[day] for day in past))
+    assert {
+        "file_processed",
+        "file_rejected",
+        "file_refused",
+        "file_fixed",
+        "file_copy",
+        "file_conflict",
+        "service_amount_changed",
+        "service_cancelled",
+        "service_failed",
+        "disbursed",
+        "opened",
+        "resolved",
+        "acknowledged",
+        "worsened",
+        "quiet",
+    } <= happened, happened
+    assert set().union(*(kinds[day] for day in sample)) == happened
+    by_person = [day for day in past if kinds[day] & {"acknowledged", "worsened"}]
+    assert len(by_person) == 4, by_person  # three acknowledgements, one worsening
+    assert set(by_person) <= set(sample), (by_person, sample)
+    assert {past[0], past[-1]} <= set(sample), sample
+    for day in sample:
+        then, figures, statuses = days[day]
         again = reconcile(
             world.settings,
             as_of=then.date(),
@@ -377,6 +432,39 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
     assert result.lifecycle is not None
     conflict = next(t for t in result.lifecycle.still_open if t.kind == "file_conflict")
     assert conflict.age_days == 22
+
+
+def _seen(
+    result: Any,
+    before: tuple[Any, tuple[Any, ...], dict[str, str]] | None,
+    today: tuple[Any, tuple[Any, ...], dict[str, str]],
+) -> set[str]:
+    """The kinds of event a day's report shows: exceptions opened or resolved, a payment the
+    service disbursed."""
+    seen: set[str] = set()
+    if result.lifecycle.opened:
+        seen.add("opened")
+    if result.lifecycle.resolved:
+        seen.add("resolved")
+    was = before[2] if before else {}
+    if any(
+        status.startswith("disbursed ") and not was.get(payment, "").startswith("disbursed ")
+        for payment, status in today[2].items()
+    ):
+        seen.add("disbursed")
+    return seen
+
+
+def _sample(
+    past: list[int], kinds: dict[int, set[str]], *, every_day_of: tuple[str, ...]
+) -> list[int]:
+    """Days to re-run: the first and the last, every day of a kind in `every_day_of`, and the
+    first day of each other kind."""
+    chosen = {past[0], past[-1]}
+    for kind in sorted(set().union(*(kinds[day] for day in past))):
+        on_days = [day for day in past if kind in kinds[day]]
+        chosen.update(on_days if kind in every_day_of else on_days[:1])
+    return sorted(chosen)
 
 
 def _figures(s: Any) -> tuple[Any, ...]:

@@ -60,9 +60,9 @@ def test_a_small_night_after_a_sync_costs_the_same_whatever_the_history(tmp_path
         world = _with_history(tmp_path, f"h{history}", history)
         sync(world.settings, transport=world.transport)
         counts[history] = _night(world, "NIGHT-1")
-        amounts = world.amounts()  # fails on a reference created twice
-        assert amounts["NIGHT-1"] == [100, 200]
-        assert len(amounts) == history + 1
+        # every reference once (the list alone: a history's payments are not fetched)
+        assert len(world.references()) == history + 1
+        assert world.amounts_of("NIGHT-1") == [100, 200]
     assert counts[250].seen == counts[2_500].seen
     # the reads: one newest page each of entities, contacts and distributions (plus the
     # token, organization, vehicles and balances); the night's one create
@@ -75,7 +75,7 @@ def test_without_a_warehouse_the_lists_are_walked_in_full(tmp_path: Path) -> Non
     world = _with_history(tmp_path, "cold", 2_500)
     counting = _night(world, "NIGHT-1")
     assert counting.seen["GET /v1/distributions"] == 25  # 2,500 / 100 a page
-    assert world.amounts()["NIGHT-1"] == [100, 200]
+    assert world.amounts_of("NIGHT-1") == [100, 200]  # and no reference twice
 
 
 def _create_elsewhere(world: World, ref: str, amounts: list[int]) -> None:
@@ -113,7 +113,7 @@ def test_a_distribution_made_elsewhere_after_the_sync_is_found_not_made_twice(
     assert [(f.state, f.payment_states) for f in result.files] == [("processed", {"linked": 2})]
     assert result.submit is not None
     assert not result.submit.created
-    assert world.amounts()["LATE-1"] == [100, 200]  # one distribution, not two
+    assert world.amounts_of("LATE-1") == [100, 200]  # one distribution, not two
 
 
 def test_a_distribution_the_warehouse_holds_is_matched_from_it(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_a_distribution_the_warehouse_holds_is_matched_from_it(tmp_path: Path) -
     result = ingest(world.settings, transport=world.transport, settle_s=0)
     (outcome,) = result.files
     assert outcome.state == "conflict"  # the sheet's amount differs from what exists
-    assert world.amounts()["OLD-1"] == [100, 200]
+    assert world.amounts_of("OLD-1") == [100, 200]
 
 
 def test_a_locked_warehouse_falls_back_to_the_full_walk(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_distributions_do_not_wait_for_contact_associations(world: World) -> Non
     assert held.distributions_done is not None
     assert held.distributions_done.is_set()
     assert held.timed_out == 0
-    assert len(world.amounts()) >= 1
+    assert len(world.references()) >= 1
 
 
 def test_a_failing_association_never_blocks_a_distribution(world: World) -> None:
@@ -226,7 +226,7 @@ def test_a_list_out_of_created_order_is_walked_in_full_with_a_warning(tmp_path: 
     assert [(f.state, f.payment_states) for f in result.files] == [("processed", {"linked": 2})]
     assert any("not in newest-first order" in w for w in result.warnings)
     assert counting.seen["GET /v1/distributions"] >= 4  # 301 distributions, in full
-    assert world.amounts()["LATE-1"] == [100, 200]
+    assert world.amounts_of("LATE-1") == [100, 200]
 
 
 def test_on_the_documented_interface_records_without_created_at_keep_the_short_walk(
@@ -243,4 +243,4 @@ def test_on_the_documented_interface_records_without_created_at_keep_the_short_w
     assert not [w for w in result.warnings if "newest-first" in w], result.warnings
     assert counting.seen["GET /v1/entities"] == 1
     assert counting.seen["GET /v1/contacts"] == 1
-    assert world.amounts()["STRICT-1"] == [100, 200]
+    assert world.amounts_of("STRICT-1") == [100, 200]

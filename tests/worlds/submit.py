@@ -173,6 +173,37 @@ class World:
             out[d.external_reference] = sorted(p.amount for p in payments)
         return out
 
+    def references(self) -> dict[str, str]:
+        """External reference → distribution id, from the list alone (no payment is fetched:
+        cheap on a long history); fails on a duplicate reference."""
+
+        async def pull() -> dict[str, str]:
+            async with FundClient(
+                self.settings.client_config(), transport=self.transport
+            ) as client:
+                out: dict[str, str] = {}
+                async for d in client.list_distributions():
+                    assert d.external_reference not in out, f"duplicate {d.external_reference}"
+                    out[d.external_reference] = d.id
+                return out
+
+        return asyncio.run(pull())
+
+    def amounts_of(self, reference: str) -> list[int]:
+        """The sorted payment amounts of the one distribution with `reference` (fails when a
+        reference is on two distributions, or on none)."""
+        distribution = self.references()[reference]
+
+        async def pull() -> list[int]:
+            async with FundClient(
+                self.settings.client_config(), transport=self.transport
+            ) as client:
+                return sorted(
+                    [p.amount async for p in client.list_distribution_payments(distribution)]
+                )
+
+        return asyncio.run(pull())
+
     def entities(self) -> list[Any]:
         async def pull() -> list[Any]:
             async with FundClient(

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-__all__ = ["LocalPathSettings", "PipelineSettings"]
+__all__ = ["LocalPathSettings", "PipelineSettings", "iana_zone"]
 
 
 class LocalPathSettings(BaseModel):
@@ -94,18 +94,23 @@ class PipelineSettings(BaseModel):
     def _normalise_date_order(cls, value: Any) -> Any:
         if isinstance(value, str):
             value = value.strip().lower()
+            if value not in ("", "mdy", "dmy"):
+                raise ValueError("expected mdy (12/15/2026) or dmy (15/12/2026), or unset")
             return value or None
         return value
 
     @field_validator("reporting_timezone", mode="after")
     @classmethod
     def _known_zone(cls, value: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+        return iana_zone(value)
 
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"{value!r} is not an IANA time zone (e.g. America/New_York)"
-            ) from None
-        return value
+
+def iana_zone(value: str) -> str:
+    """`value` if it names an IANA time zone; else ValueError saying what is expected."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("expected an IANA time zone, e.g. America/New_York") from None
+    return value

@@ -8,9 +8,72 @@ They live here, below `app/`, only so that the one `Settings` composes them (not
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import re
+from typing import Annotated
 
-__all__ = ["OrchestrationSettings"]
+from pydantic import AfterValidator, BaseModel, Field
+
+from fundpipe.config.local import iana_zone
+
+__all__ = ["OrchestrationSettings", "hh_mm"]
+
+_HH_MM = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+
+#: A cron's five fields: each one's name and range (a month or a weekday may also be named).
+_CRON_FIELDS = (
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of month", 1, 31),
+    ("month", 1, 12),
+    ("day of week", 0, 7),
+)
+_NAMES = {
+    "month": ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
+    "day of week": ["sun", "mon", "tue", "wed", "thu", "fri", "sat"],
+}
+#: The nicknames Prefect's cron schedules also take.
+_NICKNAMES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_CRON_PART = re.compile(r"(\*|(?P<a>\w+)(-(?P<b>\w+))?)(/(?P<step>[0-9]+))?")
+
+
+def hh_mm(value: str) -> str:
+    """`value` if it is HH:MM on the 24-hour clock; else ValueError saying so."""
+    if not _HH_MM.fullmatch(value):
+        raise ValueError("expected HH:MM on the 24-hour clock, e.g. 06:00")
+    return value
+
+
+def _check_cron(value: str) -> str:
+    """`value` if it is a cron Prefect schedules by: five fields (minute hour day-of-month month
+    day-of-week), each `*`, a number or range within the field's bounds (or a month's or
+    weekday's name), a list of them, with an optional `/step` — or a nickname like ``@daily``;
+    else ValueError saying what is expected."""
+    expected = (
+        "expected a cron of five fields (minute hour day-of-month month day-of-week), "
+        "e.g. 30 1 * * *"
+    )
+    fields = value.split()
+    if value.strip().lower() in _NICKNAMES:
+        return value
+    if len(fields) != len(_CRON_FIELDS):
+        raise ValueError(expected)
+    for text, (name, low, high) in zip(fields, _CRON_FIELDS, strict=True):
+        names = _NAMES.get(name, [])
+        for part in text.split(","):
+            if any(special in part.upper() for special in "LW#?"):
+                continue  # last day, weekday, nth weekday: left to Prefect's own reading
+            match = _CRON_PART.fullmatch(part.lower())
+            bounds = [] if match is None else [match["a"], match["b"]]
+            if (
+                match is None
+                or match["step"] == "0"
+                or not all(
+                    b is None or b in names or (b.isdigit() and low <= int(b) <= high)
+                    for b in bounds
+                )
+            ):
+                raise ValueError(f"{expected}; its {name} {text!r} is not within {low}-{high}")
+    return value
 
 
 class OrchestrationSettings(BaseModel):
@@ -48,19 +111,18 @@ class OrchestrationSettings(BaseModel):
     )
 
     # --- schedules (fundpipe serve, flows/prefect.yaml) --------------------------------------
-    nightly_cron: str = Field(
+    nightly_cron: Annotated[str, AfterValidator(_check_cron)] = Field(
         default="30 1 * * *", description="When the nightly deployment runs (cron)."
     )
-    nightly_timezone: str = Field(
+    nightly_timezone: Annotated[str, AfterValidator(iana_zone)] = Field(
         default="America/New_York",
         description="IANA zone the nightly cron and the inbox interval are read in.",
     )
     inbox_interval_s: int = Field(
         default=300, ge=1, description="Seconds between two runs of the inbox deployment."
     )
-    complete_by: str = Field(
+    complete_by: Annotated[str, AfterValidator(hh_mm)] = Field(
         default="06:00",
-        pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$",
         description="HH:MM in the nightly's timezone by which every organization's night must "
         "have completed: when the night-check deployment runs, and the default of `fundpipe "
         "alerts install --complete-by`.",

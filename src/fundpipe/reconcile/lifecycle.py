@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse.file import Warehouse, records
 
 __all__ = [
     "EVENTS",
@@ -70,6 +70,12 @@ _COLUMNS = (
     "id, kind, state, first_seen, last_seen, resolved_on, acknowledged_by, acknowledged_at, "
     'note, vehicle, object_type, object_id, source_file, "row", amount_cents, what, action, '
     "owner, acknowledged_amount_cents"
+)
+
+#: The columns of `exception_events` an `ExceptionEvent` is read from (by name).
+_EVENT_COLUMNS = (
+    'seq, exception_id, event, event_at AS "at", as_of, by_name AS "by", os_user, amount_cents, '
+    "note, assignee"
 )
 
 _DETAILS = 'kind, object_type, object_id, vehicle, source_file, "row", what, action'
@@ -206,36 +212,35 @@ def _rows(
     *,
     cutoff: str = _ALL,
 ) -> list[TrackedException]:
-    rows = con.execute(
+    rows = records(
+        con,
         f"SELECT {_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
         "ORDER BY kind, vehicle NULLS FIRST, id",
-        list(params),
-    ).fetchall()
-    return [
-        TrackedException(
-            id=r[0],
-            kind=r[1] or "",
-            state=r[2],
-            first_seen=r[3] or as_of,
-            last_seen=r[4] or as_of,
-            resolved_on=r[5],
-            acknowledged_by=r[6],
-            acknowledged_at=r[7],
-            note=r[8],
-            vehicle=r[9],
-            object_type=r[10],
-            object_id=r[11],
-            source_file=r[12],
-            row=int(r[13]) if r[13] is not None else None,
-            amount_cents=int(r[14]) if r[14] is not None else None,
-            what=r[15] or "",
-            action=r[16],
-            as_of=as_of,
-            owner=r[17],
-            acknowledged_amount_cents=int(r[18]) if r[18] is not None else None,
-        )
-        for r in rows
-    ]
+        params,
+    )
+    return [_tracked(r, as_of) for r in rows]
+
+
+def _tracked(row: dict[str, Any], as_of: date) -> TrackedException:
+    """One exception from its row, each field from the column of its name (the gaps of a row
+    with no details yet filled: no kind or text is empty, no date is the as-of date)."""
+    return TrackedException(
+        **{
+            **row,
+            "kind": row["kind"] or "",
+            "first_seen": row["first_seen"] or as_of,
+            "last_seen": row["last_seen"] or as_of,
+            "what": row["what"] or "",
+            "row": _int(row["row"]),
+            "amount_cents": _int(row["amount_cents"]),
+            "acknowledged_amount_cents": _int(row["acknowledged_amount_cents"]),
+            "as_of": as_of,
+        }
+    )
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if value is not None else None
 
 
 def track(
@@ -477,23 +482,9 @@ def history(
         found = _rows(con, "id = ?", [exception_id], as_of)
         if not found:
             raise ExceptionNotFoundError(f"no exception {exception_id}")
-        rows = con.execute(
-            "SELECT seq, exception_id, event, event_at, as_of, by_name, os_user, amount_cents, note, "
-            "assignee FROM exception_events WHERE exception_id = ? ORDER BY seq",
+        rows = records(
+            con,
+            f"SELECT {_EVENT_COLUMNS} FROM exception_events WHERE exception_id = ? ORDER BY seq",
             [exception_id],
-        ).fetchall()
-    return found[0], [
-        ExceptionEvent(
-            seq=int(r[0]),
-            exception_id=r[1],
-            event=r[2],
-            at=r[3],
-            as_of=r[4],
-            by=r[5],
-            os_user=r[6],
-            amount_cents=int(r[7]) if r[7] is not None else None,
-            note=r[8],
-            assignee=r[9],
         )
-        for r in rows
-    ]
+    return found[0], [ExceptionEvent(**r) for r in rows]

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 import duckdb
 
+from fundpipe.warehouse.file import records
+
 __all__ = ["PeriodState", "period_of", "period_state", "period_states"]
 
 
@@ -61,6 +63,20 @@ class PeriodState:
         }
 
 
+#: What a closed period's state is read from: one expression per `PeriodState` field, named
+#: as the field (read by name, so their order here means nothing).
+_CLOSED_COLUMNS = (
+    "period",
+    "arg_min(by_name, seq) FILTER (WHERE event = 'closed') AS prepared_by",
+    "min(event_at) FILTER (WHERE event = 'closed') AS prepared_at",
+    "arg_min(by_name, seq) FILTER (WHERE event = 'reviewed') AS reviewed_by",
+    "min(event_at) FILTER (WHERE event = 'reviewed') AS reviewed_at",
+    "arg_min(manifest_sha256, seq) FILTER (WHERE event = 'closed') AS manifest_sha256",
+    "arg_min(folder, seq) FILTER (WHERE event = 'closed') AS folder",
+    "arg_min(sync_id, seq) FILTER (WHERE event = 'closed') AS sync_id",
+)
+
+
 def period_of(day: date) -> str:
     """The period (``YYYY-MM``) a day belongs to."""
     return f"{day.year:04d}-{day.month:02d}"
@@ -70,36 +86,17 @@ def period_states(
     con: duckdb.DuckDBPyConnection, where: str = "true", params: list[Any] | None = None
 ) -> list[PeriodState]:
     """Every closed period (matching `where`), oldest first."""
-    rows = con.execute(
+    rows = records(
+        con,
         f"""
-        SELECT period,
-               arg_min(by_name, seq) FILTER (WHERE event = 'closed'),
-               min(event_at) FILTER (WHERE event = 'closed'),
-               arg_min(by_name, seq) FILTER (WHERE event = 'reviewed'),
-               min(event_at) FILTER (WHERE event = 'reviewed'),
-               arg_min(manifest_sha256, seq) FILTER (WHERE event = 'closed'),
-               arg_min(folder, seq) FILTER (WHERE event = 'closed'),
-               arg_min(sync_id, seq) FILTER (WHERE event = 'closed')
+        SELECT {", ".join(_CLOSED_COLUMNS)}
         FROM period_events WHERE {where}
         GROUP BY period HAVING count(*) FILTER (WHERE event = 'closed') > 0
         ORDER BY period
         """,
-        params or [],
-    ).fetchall()
-    return [
-        PeriodState(
-            period=r[0],
-            state="closed",
-            prepared_by=r[1],
-            prepared_at=r[2],
-            reviewed_by=r[3],
-            reviewed_at=r[4],
-            manifest_sha256=r[5],
-            folder=r[6],
-            sync_id=r[7],
-        )
-        for r in rows
-    ]
+        params,
+    )
+    return [PeriodState(state="closed", **r) for r in rows]
 
 
 def period_state(

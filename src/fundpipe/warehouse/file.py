@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -39,6 +40,7 @@ __all__ = [
     "WarehouseLockedError",
     "apply_migrations",
     "load_migrations",
+    "records",
 ]
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,16 @@ def lock_holder(error: BaseException) -> str | None:
     if match is None:
         return None
     return f"PID {match['pid']} ({match['program']})"
+
+
+def records(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of `sql`, each a dict keyed by its column names: code that builds objects from
+    a query reads its columns by name, so a reordered select list cannot shift the fields."""
+    cursor = con.execute(sql, list(params or []))
+    names = [column[0] for column in cursor.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 class Warehouse:

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from fundpipe.app.cli.common import console, prefect_defaults, settings_for, user_errors
+from fundpipe.config.orchestration import hh_mm
 from fundpipe.errors import ConfigurationError, InputError
 
 alerts_app = typer.Typer(
@@ -56,13 +57,13 @@ def install_command(
             raise InputError("--webhook must be an http:// or https:// URL")
         settings = settings_for()
         complete_by = complete_by or settings.complete_by
-        try:
-            deadline = time.fromisoformat(complete_by)
-        except ValueError:
-            raise InputError(f"--complete-by {complete_by!r} is not a time like 06:00") from None
+        try:  # the option follows the rule of FUNDPIPE_COMPLETE_BY
+            deadline = time.fromisoformat(hh_mm(complete_by))
+        except ValueError as exc:
+            raise InputError(f"--complete-by {complete_by!r}: {exc}") from None
         from fundpipe.app.prefect.alerts import install
 
-        for item in install(webhook, settings.nightly_cron, deadline):
+        for item in install(webhook, deadline):
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
 
 

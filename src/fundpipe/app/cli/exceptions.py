@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +22,9 @@ from fundpipe.app.cli.common import (
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
 
+if TYPE_CHECKING:
+    from fundpipe.reconcile.lifecycle import TrackedException
+
 __all__ = ["exceptions_app"]
 
 exceptions_app = typer.Typer(
@@ -27,6 +32,35 @@ exceptions_app = typer.Typer(
     "acknowledge what was dealt with, assign an owner.",
     no_args_is_help=True,
 )
+
+
+def _person_act(
+    act: Callable[..., TrackedException],
+    exception_id: str,
+    by: str | None,
+    data_dir: Path | None,
+    org: str | None,
+    **fields: Any,
+) -> TrackedException:
+    """A person's event (`acknowledge`, `assign`) on the organization's warehouse, now, by `by`
+    (default: the login name); an unknown or resolved id, or an empty name or note, is a usage
+    error (exit 2) saying so."""
+    import getpass
+
+    from fundpipe.reconcile.lifecycle import ExceptionNotFoundError
+    from fundpipe.warehouse.file import Warehouse
+
+    settings = local_org_settings(data_dir, org)
+    try:
+        return act(
+            Warehouse(settings.warehouse_file),
+            exception_id,
+            by=by or getpass.getuser(),
+            now=datetime.now(UTC),
+            **fields,
+        )
+    except (ExceptionNotFoundError, ValueError) as exc:
+        raise InputError(str(exc).strip("'\"")) from None
 
 
 @exceptions_app.command("list")
@@ -76,22 +110,9 @@ def exceptions_ack_command(
     Example: fundpipe exceptions ack EX-1A2B3C4D5E --note "investor confirmed; paid by wire"
     """
     with user_errors():
-        import getpass
+        from fundpipe.reconcile.lifecycle import acknowledge
 
-        from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, acknowledge
-        from fundpipe.warehouse.file import Warehouse
-
-        settings = local_org_settings(data_dir, org)
-        try:
-            done = acknowledge(
-                Warehouse(settings.warehouse_file),
-                exception_id,
-                note=note,
-                by=by or getpass.getuser(),
-                now=datetime.now(UTC),
-            )
-        except (ExceptionNotFoundError, ValueError) as exc:
-            raise InputError(str(exc).strip("'\"")) from None
+        done = _person_act(acknowledge, exception_id, by, data_dir, org, note=note)
         covered = done.acknowledged_amount_cents
         amount = "" if covered is None else f" at {format_cents(covered)}"
         console.print(f"{done.id} acknowledged by {done.acknowledged_by}{amount}: {done.note}")
@@ -168,21 +189,7 @@ def exceptions_assign_command(
     Example: fundpipe exceptions assign EX-1A2B3C4D5E --to maria
     """
     with user_errors():
-        import getpass
+        from fundpipe.reconcile.lifecycle import assign
 
-        from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, assign
-        from fundpipe.warehouse.file import Warehouse
-
-        settings = local_org_settings(data_dir, org)
-        try:
-            done = assign(
-                Warehouse(settings.warehouse_file),
-                exception_id,
-                to=to,
-                by=by or getpass.getuser(),
-                now=datetime.now(UTC),
-                note=note,
-            )
-        except (ExceptionNotFoundError, ValueError) as exc:
-            raise InputError(str(exc).strip("'\"")) from None
+        done = _person_act(assign, exception_id, by, data_dir, org, to=to, note=note)
         console.print(f"{done.id} is owned by {done.owner}")

@@ -202,12 +202,11 @@ async def _install(webhook: str, complete_by: str) -> list[Installed]:
     return report
 
 
-def install(webhook: str, cron: str, complete_by: time) -> list[Installed]:
+def install(webhook: str, complete_by: time) -> list[Installed]:
     """Create or update the webhook block and the automations; report what each became.
 
-    `cron` (the nightly's) is kept for the callers; the deadline itself is the `night-check`
-    deployment's schedule (`fundpipe.app.prefect.deadline`)."""
-    del cron
+    `complete_by` is the deadline the missed-night automation's description names; the check
+    itself runs on the `night-check` deployment's schedule (`fundpipe.app.prefect.deadline`)."""
     return asyncio.run(_install(webhook, complete_by.strftime("%H:%M")))
 
 
