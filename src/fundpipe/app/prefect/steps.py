@@ -134,10 +134,12 @@ def _settings(data_dir: str | None) -> Settings:
     """Settings from the environment, before any organization is chosen: one organization's come
     from `fundpipe.orgs.org_settings` (which loads the secret from a Prefect Secret block with
     `fundpipe.app.prefect.secrets.with_secret_block`). Every flow starts here, so this is also
-    where the process picks Arrow's allocator (`use_system_allocator`)."""
-    from fundpipe.sheets.frames import use_system_allocator
+    where the process picks Arrow's allocator (`use_system_allocator`) and quiets fastexcel's
+    fallback warnings (`quiet_fastexcel`)."""
+    from fundpipe.sheets.frames import quiet_fastexcel, use_system_allocator
 
     use_system_allocator()
+    quiet_fastexcel()
 
     settings = Settings()
     if "inbox_lock_wait_s" not in settings.model_fields_set:
