@@ -79,7 +79,7 @@ def run_log_file(data_dir: Path | None = None) -> Path:
     """The run's log file, where a bug's traceback goes: `<data dir>/logs/fundpipe.log`."""
     if data_dir is None:
         try:
-            data_dir = Settings().data_dir
+            data_dir = settings_for().data_dir
         except Exception:  # the settings themselves may be what failed
             data_dir = Path(os.environ.get("FUNDPIPE_DATA_DIR") or "data")
     return data_dir / "logs" / "fundpipe.log"

@@ -208,7 +208,7 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     The schedules come from `settings` (default: from the environment): `nightly_cron`,
     `nightly_timezone`, `inbox_interval_s`, `complete_by`.
     """
-    settings = settings or Settings()
+    settings = settings or _settings(None)
     cron, zone = settings.nightly_cron, settings.nightly_timezone
     interval_s = settings.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
