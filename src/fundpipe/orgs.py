@@ -260,21 +260,20 @@ def find_organizations(
     from fundpipe.layout import migrate_layout
 
     top = load_secret(settings) if load_secret is not None else settings
-    configured = configured_organizations(top)
-    found: list[Organization] | None
     if among is Among.SERVICE:
         found = organizations(top, transport)
-    elif among is Among.CONFIGURED:
-        return top, configured or [Organization(id=wanted)]
-    elif configured is not None:
-        found = configured
     else:
-        root = top.data_dir / "orgs"
-        folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        if not folders:
-            return top, None
-        # folders only: nothing to move (a moved layout made them)
-        return top, [Organization(id=None if f == OWN_ORG_FOLDER else f) for f in folders]
+        configured = configured_organizations(top)
+        if among is Among.CONFIGURED:
+            return top, configured or [Organization(id=wanted)]
+        if configured is None:
+            root = top.data_dir / "orgs"
+            folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+            if not folders:
+                return top, None
+            # folders only: nothing to move (a moved layout made them)
+            return top, [Organization(id=None if f == OWN_ORG_FOLDER else f) for f in folders]
+        found = configured
     moved = migrate_layout(top, found)
     if moved:
         say(moved)
@@ -296,10 +295,11 @@ def org_settings(
     The organization is `wanted` — an `Organization` as it is, or an id (`--org`, else
     `FUNDPIPE_ORG_ID` as the process started: the caller says; None: the only one) picked from
     the organizations found `among` (an `Among`, or a list the caller already holds; see
-    `find_organizations`). Its settings are
-    `Settings.for_org` (its state, reports and service; `several` defaults to whether more than
-    one organization was found) with the client secret loaded by `load_secret` (the shells'
-    Prefect Secret-block loader; None for a command that builds no client).
+    `find_organizations`). Its settings are `Settings.for_org` (its state, reports and service;
+    `several` defaults to whether more than one organization was found) with the client secret
+    loaded by `load_secret` (the shells' Prefect Secret-block loader; None for a command that
+    builds no client), before the service is asked and again for an organization naming its
+    own Secret block.
 
     With `Among.LOCAL`, no organization configured and no organization folder yet, the data
     directory is the single-organization layout and is read as it is (the next command that

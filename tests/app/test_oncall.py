@@ -2,53 +2,82 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import pytest
 
-from fundpipe.app.outcomes import exception_lines
 from fundpipe.app.prefect import oncall
 from fundpipe.app.prefect.artifacts import rejected_key
-from fundpipe.night import night
+from fundpipe.night import NightException, exceptions_of, night
+from fundpipe.reconcile.views import ReconcileResult, ReconcileSummary
+from fundpipe.submit.verdicts import FileOutcome
+from fundpipe.sync.pull import SyncResult
 from worlds.submit import World, write_sheet
 
-REJECTED = {
-    "file": "q4_typo.csv",
-    "state": "rejected",
-    "rows": 3,
-    "distributions": 0,
-    "total_cents": 0,
-    "message": "2 validation error(s)",
-    "moved_to": "/data/rejected/q4_typo.csv",
+REJECTED = FileOutcome(
+    "q4_typo.csv",
+    "h1",
+    "rejected",
+    rows=3,
+    message="2 validation error(s)",
+    moved_to=Path("/data/rejected/q4_typo.csv"),
+)
+PROCESSED = FileOutcome(
+    "distributions_q4.csv",
+    "h2",
+    "processed",
+    rows=12,
+    distributions=2,
+    total_cents=22325050,
+    moved_to=Path("/data/processed/distributions_q4.csv"),
+)
+#: one row of the `exceptions` view, as a reconciliation without a lifecycle leaves it
+EXCEPTION_ROW = {
+    "kind": "file_rejected",
+    "object_type": "ledger_file",
+    "object_id": "abc123",
+    "source_file": "q4_typo.csv",
+    "amount_cents": 0,
+    "reason": "file rejected: needs a decision",
 }
-PROCESSED = {
-    "file": "distributions_q4.csv",
-    "state": "processed",
-    "rows": 12,
-    "distributions": 2,
-    "total_cents": 22325050,
-    "message": None,
-    "moved_to": "/data/processed/distributions_q4.csv",
-}
-RECONCILED = {
-    "exceptions": 1,
-    "summary": {
-        "exception_counts": {"file_rejected": 1},
-        "available_cents": 100,
-        "shortfall_cents": 0,
-    },
-    "out_dir": "/data/reports/2026-11-23",
-    "exceptions_rows": [
-        {
-            "kind": "file_rejected",
-            "object_type": "ledger_file",
-            "object_id": "abc123",
-            "source_file": "q4_typo.csv",
-            "amount_cents": 0,
-            "reason": "file rejected: needs a decision",
-        }
-    ],
-}
+
+
+def _reconciled(tmp_path: Path, rows: list[dict[str, object]]) -> ReconcileResult:
+    """A reconciliation without an exception lifecycle (a past as-of date), its exceptions
+    view holding ``rows``."""
+    from datetime import UTC, date, datetime
+
+    import pandas as pd
+
+    exceptions = tmp_path / "exceptions.parquet"
+    pd.DataFrame(rows).to_parquet(exceptions)
+    summary = ReconcileSummary(
+        as_of=date(2026, 11, 23),
+        run_at=datetime(2026, 11, 23, 23, 0, tzinfo=UTC),
+        organization="org_x",
+        last_sync_id=None,
+        last_sync_at=None,
+        vehicles=1,
+        vehicles_short=0,
+        available_cents=100,
+        obligations_cents=0,
+        shortfall_cents=0,
+        unexplained_cents=0,
+        sheet_rows=0,
+        service_payments=0,
+        payments_ok=0,
+        exception_counts={"file_rejected": len(rows)},
+    )
+    return ReconcileResult(
+        summary=summary,
+        out_dir=Path("/data/reports/2026-11-23"),
+        parquet={"exceptions": exceptions},
+        rows={"exceptions": len(rows)},
+        workbook=Path("/data/reports/2026-11-23/reconciliation.xlsx"),
+        sheets=[],
+    )
 
 
 def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
@@ -63,53 +92,71 @@ def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
 
 def test_a_roster_line_says_what_the_roster_holds_not_dollars() -> None:
     # issue 25: a roster was logged as "0 row(s), 0 distribution(s), $0.00"
-    roster = {
-        **PROCESSED,
-        "file": "roster_new_investors.xlsx",
-        "rows": 3,
-        "distributions": 0,
-        "total_cents": 0,
-        "roster": {"entities": 3, "contacts": 4, "payment_instructions": 2},
-    }
+    roster = replace(
+        PROCESSED,
+        source_file="roster_new_investors.xlsx",
+        rows=3,
+        distributions=0,
+        total_cents=0,
+        roster={"entities": 3, "contacts": 4, "payment_instructions": 2},
+    )
     assert oncall.file_line(roster) == (
         "file roster_new_investors.xlsx: processed, 3 entities, 4 contact(s), "
         "2 payment instruction(s)"
     )
 
 
-def test_the_step_lines_carry_counts() -> None:
-    assert oncall.ingest_line({"files": [PROCESSED, REJECTED]}) == (
+def test_a_file_dropped_again_unchanged_says_so_without_counts() -> None:
+    # it said "duplicate, 0 row(s), 0 distribution(s), $0.00": counts of nothing read or sent
+    again = FileOutcome(
+        "roster_new_investors.xlsx",
+        "h3",
+        "duplicate",
+        message="same content as a file already processed: nothing sent",
+    )
+    line = oncall.file_line(again)
+    assert line == "file roster_new_investors.xlsx: duplicate: already submitted, nothing sent"
+    assert "row(s)" not in line
+    assert "$0.00" not in line
+
+
+def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from fundpipe.submit.verdicts import IngestResult
+
+    assert oncall.ingest_line(IngestResult(files=[PROCESSED, REJECTED])) == (
         "ingest: 2 file(s) seen (1 processed, 1 rejected); 2 distribution(s) submitted, $223,250.50"
     )
-    assert oncall.sync_line({"counts": {"distributions": 3}}) == "sync: 3 distributions"
-    assert oncall.reconcile_line(RECONCILED).startswith(
+    now = datetime(2026, 11, 23, tzinfo=UTC)
+    synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
+    assert oncall.sync_line(synced) == "sync: 3 distributions"
+    assert oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW])).startswith(
         "reconcile: 1 exception(s) (1 file_rejected)"
     )
 
 
-def test_exception_ids_are_stable_and_the_columns_plain() -> None:
-    first, again = exception_lines(RECONCILED), exception_lines(RECONCILED)
+def test_exception_ids_are_stable_and_the_columns_plain(tmp_path: Path) -> None:
+    reconciled = _reconciled(tmp_path, [EXCEPTION_ROW])
+    first, again = exceptions_of(reconciled), exceptions_of(reconciled)
     assert first == again
     (line,) = first
-    assert line["id"].startswith("exc_")
-    assert len(line["id"]) == 14
-    assert {k: line[k] for k in ("state", "age_days", "amount")} == {
-        "state": "open",
-        "age_days": 0,
-        "amount": "$0.00",
-    }
-    assert "q4_typo.csv" in line["what"]
-    assert line["what_to_do"]
-    assert oncall.exception_line(line).startswith(f"exception {line['id']} opened: ")
-    assert oncall.opened(first) == first
-    aged = {**line, "age_days": 3}
+    assert isinstance(line, NightException)
+    assert line.id.startswith("exc_")
+    assert len(line.id) == 14
+    assert (line.state, line.age_days, line.amount) == ("open", 0, "$0.00")
+    assert "q4_typo.csv" in line.what
+    assert line.what_to_do
+    assert oncall.exception_line(line).startswith(f"exception {line.id} opened: ")
+    assert oncall.opened(first) == list(first)
+    aged = replace(line, age_days=3, opened_tonight=False)
     assert "still open (3 day(s))" in oncall.exception_line(aged)
     assert oncall.opened([aged]) == []
 
 
 def test_events_carry_organization_counts_and_ids_never_secrets() -> None:
     name, resource, payload = oncall.safe_event(
-        oncall.rejected_event({**REJECTED, "message": "bad token s3cr3t"}, "org_x"), ["s3cr3t"]
+        oncall.rejected_event(replace(REJECTED, message="bad token s3cr3t"), "org_x"), ["s3cr3t"]
     )
     assert name == "fundpipe.file.rejected"
     assert resource["prefect.resource.id"] == "fundpipe.file.q4_typo.csv"
@@ -126,13 +173,16 @@ def test_the_night_event_counts_what_the_night_did(world: World) -> None:
     result = night(
         world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
     )
-    exceptions = exception_lines(RECONCILED)
-    _, _, event = oncall.night_event(result, exceptions, "org_x")
+    _, _, event = oncall.night_event(result, "org_x")
     assert event["counts"]["files_seen"] == 2
     assert event["counts"]["files_accepted"] == 1
     assert event["counts"]["files_rejected"] == 1
     assert event["counts"]["distributions_submitted"] == 1
-    assert event["exception_ids"] == [exceptions[0]["id"]]
+    # the rejected file's exception, opened tonight (the lifecycle's own id)
+    [rejected] = [e for e in result.exceptions if e.kind == "file_rejected"]
+    assert rejected.id in event["exception_ids"]
+    assert event["exception_ids"] == [e.id for e in result.exceptions if e.state == "open"]
+    assert event["counts"]["exceptions_opened"] == len(result.opened_exceptions) >= 1
     assert event["rejected_files"] == ["q4_typo.csv"]
     assert event["as_of"] == result.as_of.isoformat()
 
@@ -176,11 +226,12 @@ def test_the_console_level_never_changes_what_reaches_the_server(
 
 def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
     from fundpipe.app.prefect.artifacts import summary_with_links
+    from fundpipe.app.prefect.nightsummary import OrgNight
     from fundpipe.config import Settings
 
     workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
-    rejected = {**REJECTED, "moved_to": str(tmp_path / "rejected" / "q4_typo.csv")}
-    summary = {"as_of": "2026-11-23", "files": [rejected], "reports": {"workbook": str(workbook)}}
+    rejected = replace(REJECTED, moved_to=tmp_path / "rejected" / "q4_typo.csv")
+    summary = OrgNight("org_x", date(2026, 11, 23), files=(rejected,), workbook=workbook)
     local = summary_with_links(summary, Settings(data_dir=tmp_path))
     # without FUNDPIPE_REPORTS_URL: no dead file:// link to the worker's disk, but where they are
     assert "file://" not in local
@@ -194,19 +245,19 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
 
 
 def test_the_summary_says_the_service_mode_in_words() -> None:
-    from fundpipe.app.outcomes import summary_markdown
+    from fundpipe.app.prefect.artifacts import summary_markdown
+    from fundpipe.app.prefect.nightsummary import NightFacts, OrgNight
 
-    text = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "test"}})
+    day = date(2026, 11, 23)
+    text = summary_markdown(OrgNight("org_x", day, NightFacts(service_objects="test")))
     assert "| Service objects | test mode |" in text
     assert "service objects | test" not in text
-    live = summary_markdown({"as_of": "2026-11-23", "facts": {"service objects": "live"}})
+    live = summary_markdown(OrgNight("org_x", day, NightFacts(service_objects="live")))
     assert "| Service objects | live mode |" in live
 
 
 def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
     """issue 25: the rejected file's exception had no amount in the artifacts and alerts."""
-    from fundpipe.app.outcomes import reconcile_dict
-
     write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100_00, 250_01])])
     with open(world.inbox / "q4.csv", "a", encoding="utf-8") as fh:
         fh.write(
@@ -216,7 +267,9 @@ def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
     result = night(
         world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
     )
-    lines = exception_lines(reconcile_dict(result.reconcile))
-    [rejected] = [e for e in lines if e["kind"] == "file_rejected"]
-    assert rejected["amount"] == "$350.01"
-    assert "$350.01" in rejected["what"]
+    [rejected] = [e for e in exceptions_of(result.reconcile) if e.kind == "file_rejected"]
+    assert rejected == next(e for e in result.exceptions if e.kind == "file_rejected")
+    assert rejected.amount == "$350.01"
+    assert rejected.amount_cents == 350_01
+    assert "$350.01" in rejected.what
+    assert oncall.opened_event(rejected, "org_x")[2]["amount"] == "$350.01"

@@ -222,7 +222,6 @@ def test_an_organization_s_night_goes_to_its_work_queue(
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
     monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: {})
-    monkeypatch.setattr(fanout, "_exceptions_left_by", lambda flow_run_id, org: [])
     rows = fanout.fan_out(
         _settings(tmp_path, base_url="https://x.example"),
         orgs,
@@ -232,7 +231,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
         mode="deployments",
     )
     assert started == {"org_a": "group-a", "org_b": None}
-    assert [(r["organization"], r["state"]) for r in rows] == [
+    assert [(r.organization, r.state) for r in rows] == [
         ("org_a", "Completed"),
         ("org_b", "Completed"),
     ]
@@ -277,7 +276,7 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
         base_url=None,
         mode="deployments",
     )
-    assert [(r["state"], r["exit_code"], r["message"]) for r in rows] == [
+    assert [(r.state, r.exit_code, r.message) for r in rows] == [
         ("Cancelled", 4, "inbox locked"),
         ("Failed", 2, "no secret"),
         ("Failed", 3, "crashed"),

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from fundpipe.app.prefect.steps import _finished
+from fundpipe.app.prefect.nightsummary import OrgRow
+from fundpipe.app.prefect.steps import _finished, _sentence
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
     needs_a_person,
@@ -15,16 +17,18 @@ from fundpipe.app.prefect.uiview import (
     plain_exceptions,
     step_run_name,
 )
+from fundpipe.night import NightException
+from fundpipe.submit.verdicts import FileOutcome
 
 
 def test_a_night_that_needs_a_person_is_completed_but_named_needs_review() -> None:
-    rejected = {"file": "/in/q4.csv", "state": "rejected", "message": "1 validation error(s)"}
-    needs = _finished({"exit_code": 1, "files": [rejected]}, "nightly")
+    rejected = FileOutcome("/in/q4.csv", "h", "rejected", message="1 validation error(s)")
+    needs = _finished(1, _sentence("nightly", [rejected]))
     assert (needs.type.value, needs.name) == ("COMPLETED", NEEDS_REVIEW)
     assert "q4.csv rejected" in (needs.message or "")
-    clean = _finished({"exit_code": 0, "files": []}, "nightly")
+    clean = _finished(0, _sentence("nightly", []))
     assert (clean.type.value, clean.name) == ("COMPLETED", "Completed")
-    assert _finished({"exit_code": 3}, "nightly").type.value == "FAILED"
+    assert _finished(3, _sentence("nightly", [])).type.value == "FAILED"
 
 
 def test_runs_are_named_by_date_in_the_nightly_timezone() -> None:
@@ -58,15 +62,15 @@ def test_keys_and_tags_carry_the_organization() -> None:
 
 def test_the_parent_names_what_needs_a_person_per_organization() -> None:
     rows = [
-        {"organization": "org_a", "rejected_names": "q4.csv", "new_exceptions": "EX-1"},
-        {"organization": "org_b", "rejected_names": "", "new_exceptions": ""},
+        OrgRow("org_a", rejected_names=("q4.csv",), new_exceptions=("EX-1",)),
+        OrgRow("org_b"),
     ]
     assert needs_a_person(rows) == ["org_a: rejected q4.csv, new exception(s) EX-1"]
 
 
 def test_exceptions_read_with_plain_labels() -> None:
-    exception = {"id": "EX-1", "state": "open", "age_days": 0, "what": "w", "amount": "$1.00"}
-    (row,) = plain_exceptions([{**exception, "what_to_do": "fix"}], "Alder (org_a)")
+    exception = NightException("EX-1", "open", 0, "w", 100, "fix", "missing", True)
+    (row,) = plain_exceptions([exception], "Alder (org_a)")
     assert list(row) == [
         "Organization",
         "Exception",
@@ -82,19 +86,21 @@ def test_exceptions_read_with_plain_labels() -> None:
 def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
     from fundpipe.app.prefect.oncall import exception_line
 
-    rejected = {
-        "id": "EX-1",
-        "state": "open",
-        "age_days": 0,
-        "what": "q4.csv was rejected: nothing in it was paid",
-        "amount": "",
-        "what_to_do": "fix the sheet",
-    }
+    rejected = NightException(
+        id="EX-1",
+        state="open",
+        age_days=0,
+        what="q4.csv was rejected: nothing in it was paid",
+        amount_cents=None,
+        what_to_do="fix the sheet",
+        kind="file_rejected",
+        opened_tonight=True,
+    )
     line = exception_line(rejected)
     assert (
         line
         == "exception EX-1 opened: q4.csv was rejected: nothing in it was paid; to do: fix the sheet"
     )
-    assert exception_line({**rejected, "amount": "$5.00"}).endswith(
+    assert exception_line(replace(rejected, amount_cents=500)).endswith(
         "paid — $5.00; to do: fix the sheet"
     )

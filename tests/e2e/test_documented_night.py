@@ -105,7 +105,8 @@ def _nightly(data_dir: Path, base_url: str, monkeypatch: pytest.MonkeyPatch) -> 
     with monkeypatch.context() as patch:
         for key, value in _env(base_url).items():
             patch.setenv(key, value)
-        night: dict[str, Any] = night_flows.nightly(data_dir=str(data_dir))
+        # the flow's result is typed; its JSON form is what `fundpipe run --json` prints
+        night: dict[str, Any] = night_flows.nightly(data_dir=str(data_dir)).as_json()
     # one organization (FUNDPIPE_ORG_ID): its night is the one child run
     assert list(night["organizations"]) == ["org_demo"], night
     summary: dict[str, Any] = night["organizations"]["org_demo"]["summary"]

@@ -152,7 +152,7 @@ def test_two_organizations_each_end_as_they_would_alone(
         client_log.removeHandler(lifted)
     assert lifted.seen >= 3, "org_demob's requests were answered 503 for a while"
     assert state.is_completed(), state.message
-    summary = state.result()
+    summary = state.result().as_json()  # what `fundpipe run --json` prints
     rows = summary["organizations"]
     assert list(rows) == list(ORGS)
 
@@ -208,7 +208,7 @@ def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
     message = state.message or ""
     assert "1 did not complete: org_demob failed:" in message
     assert "Traceback" not in message
-    summary = state.result(raise_on_failure=False)
+    summary = state.result(raise_on_failure=False).as_json()
     rows = summary["organizations"]
     assert rows["org_demo"]["state"] == "Completed"
     assert rows["org_demob"]["state"] == "Failed"

@@ -53,7 +53,8 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> di
     inbox.mkdir(parents=True)
     shutil.copy2(BROKEN, inbox / "q4_typo.csv")  # keeps its mtime: a settled file
     flows = night_flows
-    summary = flows.nightly(samples=True, data_dir=str(data_dir))
+    # the flow's result is typed; its JSON form is what `fundpipe run --json` prints
+    summary = flows.nightly(samples=True, data_dir=str(data_dir)).as_json()
     # the embedded sandbox's two demo organizations: org_demo's night is the one checked here
     return {
         "data_dir": data_dir,

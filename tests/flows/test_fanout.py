@@ -3,13 +3,17 @@ cross-organization summary that adds up."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from fundpipe.app.prefect.fanout import limit_name, shared_rate
-from fundpipe.app.prefect.nightsummary import cross_markdown, cross_summary, org_row
+from fundpipe.app.prefect.nightsummary import OrgNight, cross_markdown, cross_summary, org_row
 from fundpipe.config import Organization, Settings
+from fundpipe.night import NightException
+from fundpipe.submit.verdicts import FileOutcome
 
 
 def _settings(**values: object) -> Settings:
@@ -45,16 +49,20 @@ def test_the_host_rate_is_shared_by_the_organizations_talking_at_once(
         assert shared.rate_limit_per_s * at_once <= host_rate + 1e-9
 
 
-def _child(files: list[tuple[str, int, int]], exceptions: int) -> dict[str, object]:
-    return {
-        "files": [
-            {"file": f"{n}.csv", "state": state, "distributions": d, "total_cents": cents}
+def _child(files: list[tuple[str, int, int]], exceptions: int) -> OrgNight:
+    return OrgNight(
+        "org_a",
+        date(2026, 11, 30),
+        files=tuple(
+            FileOutcome(f"{n}.csv", f"h{n}", state, distributions=d, total_cents=cents)  # type: ignore[arg-type]
             for n, (state, d, cents) in enumerate(files)
-        ],
-        "open_exceptions": exceptions,
-        "rejected_files": [{"file": "bad.csv"}] if any(f[0] == "rejected" for f in files) else [],
-        "exit_code": 1 if any(f[0] == "rejected" for f in files) else 0,
-    }
+        ),
+        exceptions=tuple(
+            NightException(f"EX-{n}", "open", 0, "w", None, "fix", "missing", True)
+            for n in range(exceptions)
+        ),
+        exit_code=1 if any(f[0] == "rejected" for f in files) else 0,
+    )
 
 
 def test_the_cross_organization_summary_adds_up() -> None:
@@ -65,12 +73,13 @@ def test_the_cross_organization_summary_adds_up() -> None:
         Completed(message="ok"),
         _child([("processed", 2, 150_000), ("rejected", 0, 99)], 1),
     )
-    a["run"] = "http://127.0.0.1:4200/runs/flow-run/1111"
-    b = org_row(Organization(id="org_b"), Failed(message="the service failed"), None)
-    b["run"] = "2222"
+    a = replace(a, run="http://127.0.0.1:4200/runs/flow-run/1111")
+    b = replace(
+        org_row(Organization(id="org_b"), Failed(message="the service failed"), None), run="2222"
+    )
     summary = cross_summary([a, b], "2026-11-30")
-    totals = summary["totals"]
-    assert (a["total_cents"], a["total"], a["rejected"]) == (150_000, "$1,500.00", 1)
+    totals = summary.as_json()["totals"]
+    assert (a.total_cents, a.total, a.rejected) == (150_000, "$1,500.00", 1)
     assert totals == {
         "organizations": 2,
         "failed": 1,
@@ -81,8 +90,154 @@ def test_the_cross_organization_summary_adds_up() -> None:
         "total": "$1,500.00",
         "open_exceptions": 1,
     }
-    assert summary["rejected_files"] == [{"file": "bad.csv", "organization": "org_a"}]
+    assert summary.as_json()["rejected_files"] == [
+        {"file": "1.csv", "report": None, "message": None, "organization": "org_a"}
+    ]
     text = cross_markdown(summary)
     assert "| org_a | Completed | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200" in text
     assert "| org_b | Failed | 0 | 0 | 0 | $0.00 | 0 | `2222` |" in text
     assert "- org_b (Failed): the service failed" in text
+
+
+def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
+    """`fundpipe run --json` (and scripts reading it) see the keys they always did; the typed
+    summary is the flow's result, so it pickles."""
+    import pickle
+
+    from prefect.states import Completed
+
+    row = org_row(Organization(id="org_a"), Completed(), _child([("processed", 1, 5)], 1))
+    summary = cross_summary([row], None)
+    assert pickle.loads(pickle.dumps(summary)) == summary  # noqa: S301  # our own bytes
+    out = summary.as_json()
+    assert list(out) == [
+        "as_of",
+        "organizations",
+        "totals",
+        "rejected_files",
+        "warnings",
+        "exit_code",
+        "morning",
+    ]
+    assert out["as_of"] == "2026-11-30"  # the organizations' date when none was asked for
+    org = out["organizations"]["org_a"]
+    assert list(org) == [
+        "organization", "name", "state", "files", "rejected", "distributions", "total_cents",
+        "total", "open_exceptions", "exit_code", "message", "run", "as_of", "report_folder",
+        "rejected_names", "new_exceptions", "summary", "exceptions",
+    ]  # fmt: skip
+    assert org["new_exceptions"] == "EX-0"
+    assert list(org["summary"]) == [
+        "as_of", "facts", "files", "rejected_files", "reports", "exceptions", "exception_counts",
+        "warnings", "notes", "exit_code", "organization", "open_exceptions", "opened_ids",
+        "exception_list", "published",
+    ]  # fmt: skip
+    assert list(org["summary"]["facts"])[:3] == [
+        "files seen", "files processed (new)", "files rejected"
+    ]  # fmt: skip
+    assert org["exceptions"][0]["amount"] == ""
+
+
+def test_a_child_on_another_worker_hands_its_row_over_whole() -> None:
+    """A deployment child's row travels as JSON (`hand_off`) and comes back the same row."""
+    import json
+
+    from prefect.states import Completed
+
+    left = org_row(
+        Organization(id="org_a", name="Alder"),
+        Completed(),
+        _child([("processed", 2, 150_000), ("rejected", 0, 99)], 2),
+    )
+    wire = json.loads(json.dumps(left.hand_off()))
+    back = org_row(Organization(id="org_a", name="Alder"), Completed(), None).from_hand_off(wire)
+    assert back == replace(left, night=None)
+    assert back.rejected_names == ("1.csv",)
+    assert [e.id for e in back.exceptions] == ["EX-0", "EX-1"]
+    stopped = org_row(Organization(id="org_a"), None, None).from_hand_off({"exit_code": 4})
+    assert (stopped.exit_code, stopped.files, stopped.exceptions) == (4, 0, ())
+
+
+def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With FUNDPIPE_FAN_OUT=deployments the parent's row (and its table of every
+    organization's open exceptions) comes from the JSON the child left, exceptions included;
+    the state, message and run are the parent's own view of the child run."""
+    import json
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.deployments
+    from prefect.states import Completed
+
+    from fundpipe.app.prefect import fanout
+    from fundpipe.orgs import parse_orgs
+
+    org = Organization(id="org_a", name="Alder")
+    child = org_row(org, Completed(message="child"), _child([("processed", 2, 150_000)], 2))
+    left = json.loads(json.dumps(child.hand_off()))
+    run_id = uuid.uuid4()
+
+    def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
+        return SimpleNamespace(id=run_id, state=Completed(message="done"))
+
+    monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
+    monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
+    monkeypatch.setattr(fanout, "check_deployment", lambda: None)
+    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: left)
+    (row,) = fanout.fan_out(
+        _settings(base_url="https://x.example"),
+        parse_orgs('[{"id": "org_a", "name": "Alder"}]'),
+        as_of=None,
+        data_dir=None,
+        base_url=None,
+        mode="deployments",
+    )
+    assert (row.state, row.message) == ("Completed", "done")
+    assert row.run.endswith(str(run_id))  # its page in the UI, or its id
+    assert (row.files, row.distributions, row.total, row.open_exceptions) == (
+        1,
+        2,
+        "$1,500.00",
+        2,
+    )
+    assert [e.id for e in row.exceptions] == ["EX-0", "EX-1"]
+    assert row.night is None  # the child's night stayed on its worker
+    assert (
+        cross_summary([row], None).as_json()["organizations"]["org_a"]["exceptions"][0]["id"]
+        == "EX-0"
+    )
+
+
+def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> None:
+    from prefect.states import Completed, Failed
+    from rich.console import Console
+
+    from fundpipe.app.cli.render import render_run_summary
+
+    night = replace(
+        _child([("processed", 2, 150_000), ("rejected", 0, 99)], 1),
+        workbook=Path("/reports/org_a/2026-11-30/reconciliation.xlsx"),
+        warnings=("a contact was not associated",),
+    )
+    night = replace(
+        night,
+        files=(
+            night.files[0],
+            replace(night.files[1], source_file="q4.csv", moved_to=Path("/rejected/q4.csv")),
+        ),
+    )
+    a = org_row(Organization(id="org_a"), Completed(), night)
+    b = org_row(Organization(id="org_b"), Failed(message="the service failed"), None)
+    console = Console(record=True, width=100)
+    render_run_summary(cross_summary([a, b], "2026-11-30"), console)
+    text = console.export_text()
+    assert "fundpipe nightly run — 2026-11-30 — every organization" in text
+    assert "$1,500.00" in text
+    assert "all 2" in text
+    assert "1 failed" in text
+    assert "org_b the service failed" in text
+    assert "rejected org_a: q4.csv — report: /rejected/q4.csv" in text
+    assert "warning org_a: a contact was not associated" in text
+    assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text

@@ -32,7 +32,7 @@ from fundpipe.app.cli.common import (
 )
 from fundpipe.app.cli.exceptions import exceptions_app
 from fundpipe.app.cli.sandbox import sandbox_command
-from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode, InputError
+from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
 
 EXIT_CODES_HELP = (
     "Exit codes: "
@@ -206,13 +206,12 @@ def sync_command(
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress, full=full)
-        from fundpipe.app.outcomes import sync_dict
-
-        payload = sync_dict(result)
         if json_out:
-            print(json.dumps(payload, indent=2, default=str))
+            from fundpipe.app.outcomes import sync_dict
+
+            print(json.dumps(sync_dict(result), indent=2, default=str))
         else:
-            render_counts("synced", payload["counts"], console)
+            render_counts("synced", result.counts, console)
 
 
 @app.command("reconcile")
@@ -299,16 +298,16 @@ def run_command(
             data_dir=str(data_dir) if data_dir else None,
             return_state=True,
         )
-        from fundpipe.app.outcomes import summary_of_run
+        from fundpipe.app.prefect.nightsummary import summary_of_run
 
         summary = summary_of_run(state)
         if json_out:
-            print(json.dumps(summary, indent=2, default=str))
+            print(json.dumps(summary.as_json(), indent=2, default=str))
         elif not quiet:
             from fundpipe.app.cli.render import render_run_summary
 
             render_run_summary(summary, console)
-        raise typer.Exit(summary.get("exit_code", ExitCode.OK))
+        raise typer.Exit(summary.exit_code)
 
 
 @app.command("serve")

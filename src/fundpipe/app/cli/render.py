@@ -25,10 +25,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from fundpipe.app.outcomes import plain_fact
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
+    from fundpipe.app.prefect.nightsummary import CrossSummary
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
     from fundpipe.reconcile.lifecycle import TrackedException
@@ -228,78 +228,48 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
         console.print(f"[{style}]{issue.level}[/{style}] {issue.source_file}: {issue.message}")
 
 
-def render_run_summary(summary: dict[str, Any], console: Console) -> None:
-    """Print a nightly run's summary: one row per organization (the night over every
-    organization), else the one run's table, and where its reports are."""
-    if "organizations" in summary:
-        render_orgs_summary(summary, console)
-        return
-    table = Table(title=f"fundpipe nightly run — {summary.get('as_of', '')}", show_header=True)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    for key, value in summary.get("facts", {}).items():
-        table.add_row(*plain_fact(key, value))
-    console.print(table)
-    rejected = summary.get("rejected_files") or []
-    for item in rejected:
-        console.print(f"[red]rejected[/] {item['file']} — report: {item.get('report', '')}")
-    for text in [*summary.get("warnings", []), *summary.get("notes", [])]:
-        console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
-    paths = summary.get("reports") or {}
-    if paths:
-        console.print("[bold]Reports[/]")
-        for label, path in paths.items():
-            console.print(f"  {label}: {path}")
-
-
-def render_orgs_summary(summary: dict[str, Any], console: Console) -> None:
-    """The night over every organization: a row each, the totals, what failed and where each
-    organization's reports are."""
+def render_run_summary(summary: CrossSummary, console: Console) -> None:
+    """Print a nightly run's summary: one row per organization, the totals, what failed, the
+    rejected files, the warnings and where each organization's reports are."""
     table = Table(
-        title=f"fundpipe nightly run — {summary.get('as_of') or ''} — every organization",
+        title=f"fundpipe nightly run — {summary.as_of or ''} — every organization",
         show_header=True,
     )
     # short headers: the table fits 80 columns (a pipe, a CI log)
     for column in ("org", "state", "files", "rejected", "distr.", "total", "open exc."):
         table.add_column(column, justify="left" if column in {"org", "state"} else "right")
-    for row in summary["organizations"].values():
-        style = "" if row["state"] == "Completed" else "red"
+    for row in summary.rows:
         table.add_row(
-            escape(row["organization"]),
-            row["state"],
-            str(row["files"]),
-            str(row["rejected"]),
-            str(row["distributions"]),
-            row["total"],
-            str(row["open_exceptions"]),
-            style=style,
+            escape(row.organization),
+            row.state,
+            str(row.files),
+            str(row.rejected),
+            str(row.distributions),
+            row.total,
+            str(row.open_exceptions),
+            style="" if row.completed else "red",
         )
-    t = summary["totals"]
+    t = summary.totals
     table.add_row(
-        f"all {t['organizations']}",
-        f"{t['failed']} failed",
-        str(t["files"]),
-        str(t["rejected"]),
-        str(t["distributions"]),
-        t["total"],
-        str(t["open_exceptions"]),
+        f"all {t.organizations}",
+        f"{t.failed} failed",
+        str(t.files),
+        str(t.rejected),
+        str(t.distributions),
+        t.total,
+        str(t.open_exceptions),
         style="bold",
     )
     console.print(table)
-    for row in summary["organizations"].values():
-        if row["state"] != "Completed":
-            console.print(f"[red]{escape(row['organization'])}[/] {escape(row['message'])}")
-    for item in summary.get("rejected_files") or []:
-        console.print(
-            f"[red]rejected[/] {item['organization']}: {item['file']} — report: "
-            f"{item.get('report', '')}"
-        )
-    for text in summary.get("warnings", []):
+    for row in summary.failed:
+        console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}")
+    for org, f in summary.rejected_files:
+        console.print(f"[red]rejected[/] {org}: {f.source_file} — report: {f.moved_to or ''}")
+    for text in summary.warnings:
         console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
-    for row in summary["organizations"].values():
-        workbook = ((row.get("summary") or {}).get("reports") or {}).get("workbook")
-        if workbook:
-            console.print(f"{row['organization']} reports: {workbook}", soft_wrap=True)
+    for row in summary.rows:
+        if row.night is not None and row.night.workbook:
+            console.print(f"{row.organization} reports: {row.night.workbook}", soft_wrap=True)
 
 
 def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prefect.artifacts import (
     create_link_artifact,
@@ -29,13 +29,15 @@ from fundpipe.app.prefect import oncall
 from fundpipe.app.prefect.uiview import org_key, plain_exceptions
 from fundpipe.config import Settings
 
+if TYPE_CHECKING:
+    from fundpipe.app.prefect.nightsummary import OrgNight
 
-def _link(settings: Settings, path: str | None, summary: dict[str, Any]) -> str | None:
+
+def _link(settings: Settings, path: Path | str | None, night: OrgNight) -> str | None:
     """The published URL of a report (None: not published; a worker's path is no link)."""
     if not path:
         return None
-    published = (summary.get("published") or {}).get("urls", {})
-    return published.get(str(Path(path).resolve())) or oncall.report_url(
+    return night.url_of(path) or oncall.report_url(
         settings.reports_url, path, settings.reports_folder
     )
 
@@ -57,22 +59,44 @@ def rejected_key(file_name: str, org: str | None = None) -> str:
     return f"fundpipe-rejected-{slug}"[:100]
 
 
-def summary_with_links(summary: dict[str, Any], settings: Settings) -> str:
-    """The run summary's markdown with every report as a link a person can open."""
-    from fundpipe.app.outcomes import summary_markdown
+def summary_markdown(night: OrgNight) -> str:
+    """The run summary as the markdown of a Prefect artifact (its reports are linked by
+    `summary_with_links`)."""
+    org = f" — organization {night.organization}" if night.organization else ""
+    lines = [
+        f"# fundpipe nightly run — {night.as_of.isoformat()}{org}",
+        "",
+        "| what | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {label} | {value} |" for label, value in night.facts.plain()]
+    if night.rejected:
+        lines += ["", "## Rejected files", ""]
+        lines += [
+            f"- `{f.source_file}` — {f.message or 'see its error report'}" for f in night.rejected
+        ]
+    if night.warnings or night.notes:
+        lines += ["", "## Warnings and notes", ""]
+        lines += [f"- {w}" for w in [*night.warnings, *night.notes]]
+    if night.exception_counts:
+        lines += ["", "## Exceptions", "", "| kind | count |", "|---|---|"]
+        lines += [f"| {k} | {v} |" for k, v in night.exception_counts.items()]
+    lines += ["", "## Reports", ""]
+    return "\n".join(lines) + "\n"
 
-    reports = summary.get("reports", {})
-    links = {name: _link(settings, path, summary) for name, path in reports.items()}
-    text = summary_markdown({**summary, "reports": {}}).rstrip("\n")
+
+def summary_with_links(night: OrgNight, settings: Settings) -> str:
+    """The run summary's markdown with every report as a link a person can open."""
+    reports = night.reports
+    links = {name: _link(settings, path, night) for name, path in reports.items()}
+    text = summary_markdown(night).rstrip("\n")
     lines = [text, ""] + [f"- [{name}]({url})" for name, url in links.items() if url]
     if reports and not any(links.values()):
-        workbook = reports.get("workbook")
-        where = f"`{Path(workbook).parent}`" if workbook else "its reports folder"
+        where = f"`{night.workbook.parent}`" if night.workbook else "its reports folder"
         lines.append(NOT_PUBLISHED.format(where=where))
     errors = [
-        (Path(f["file"]).name, _link(settings, oncall.error_report_of(f), summary))
-        for f in summary.get("files", [])
-        if f["state"] == "rejected"
+        (Path(f.source_file).name, _link(settings, oncall.error_report_of(f), night))
+        for f in night.rejected
     ]
     if errors:
         lines += ["", "## Error reports", ""]
@@ -83,38 +107,34 @@ def summary_with_links(summary: dict[str, Any], settings: Settings) -> str:
     return "\n".join(lines) + "\n"
 
 
-def publish_artifacts(
-    summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings
-) -> None:
+def publish_artifacts(night: OrgNight, settings: Settings) -> None:
     """Attach the night's artifacts (see the module docstring) to the current run; their keys
     carry the organization's id."""
     from fundpipe.app.prefect.tell import organization
 
     org = organization(settings)
     create_markdown_artifact(
-        markdown=summary_with_links(summary, settings),
+        markdown=summary_with_links(night, settings),
         key=org_key("fundpipe-run-summary", org),
         description="fundpipe nightly run: files, distributions, totals, exceptions, reports",
     )
-    workbook = summary.get("reports", {}).get("workbook")
-    url = _link(settings, workbook, summary)
+    url = _link(settings, night.workbook, night)
     if url:
         create_link_artifact(
             link=url,
-            link_text=f"reconciliation.xlsx ({summary.get('as_of')})",
+            link_text=f"reconciliation.xlsx ({night.as_of.isoformat()})",
             key=org_key("fundpipe-workbook", org),
             description="Tonight's reconciliation workbook on the shared reports folder",
         )
-    for f in summary.get("files", []):
-        if f["state"] == "rejected":
-            name = Path(f["file"]).name
-            create_table_artifact(
-                table=oncall.error_rows(f) or [{"reason": f.get("message") or "rejected"}],
-                key=rejected_key(name, org),
-                description=f"Why {name} was rejected (its error report's rows)",
-            )
+    for f in night.rejected:
+        name = Path(f.source_file).name
+        create_table_artifact(
+            table=oncall.error_rows(f) or [{"reason": f.message or "rejected"}],
+            key=rejected_key(name, org),
+            description=f"Why {name} was rejected (its error report's rows)",
+        )
     create_table_artifact(
-        table=plain_exceptions(exceptions) or [{"State": "no open exceptions"}],
+        table=plain_exceptions(night.exceptions) or [{"State": "no open exceptions"}],
         key=org_key("fundpipe-exceptions", org),
         description="Exceptions that need a person: id, state, age, what, amount, what to do",
     )

@@ -36,17 +36,24 @@ import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed, Failed
 
-from fundpipe.app.prefect.handoff import exceptions_left_by as _exceptions_left_by
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
 from fundpipe.app.prefect.handoff import row_left_by as _row_left_by
-from fundpipe.app.prefect.nightsummary import cross_markdown, cross_summary, org_row, run_link
+from fundpipe.app.prefect.nightsummary import (
+    OrgNight,
+    OrgRow,
+    cross_markdown,
+    cross_summary,
+    org_row,
+    run_link,
+)
 from fundpipe.app.prefect.uiview import NEEDS_REVIEW, org_run_name, org_tag
 from fundpipe.config import Organization, Settings
 
@@ -155,8 +162,8 @@ def _org_night(
     several: bool,
 ) -> State[Any]:
     from fundpipe.app.embedded import attach
-    from fundpipe.app.outcomes import build_summary, ingest_dict, reconcile_dict, sync_dict
     from fundpipe.app.prefect import steps
+    from fundpipe.app.prefect.sharing import publish_org
     from fundpipe.app.prefect.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
     from fundpipe.night import NightResult
 
@@ -175,34 +182,25 @@ def _org_night(
         ingest_result, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
         if stopped is not None:
             return stopped
-        ingested = ingest_dict(ingest_result)
-        tell_ingest(ingested, settings)
+        tell_ingest(ingest_result, settings)
         sync_result, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
         if stopped is not None:
             return stopped
-        synced = sync_dict(sync_result)
-        tell_sync(synced, settings)
+        tell_sync(sync_result, settings)
     reconcile_result, stopped = steps._outcome(
         steps.reconcile_step(settings, as_of, return_state=True)
     )
     if stopped is not None:
         return stopped
     night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
-    reconciled = reconcile_dict(reconcile_result)
-    exceptions = tell_reconcile(reconciled, settings)
-    summary = build_summary(night)
-    summary["organization"] = org.folder
-    summary["open_exceptions"] = sum(1 for e in exceptions if e.get("state") == "open")
-    from fundpipe.app.prefect.oncall import opened
-    from fundpipe.app.prefect.sharing import publish_org
-
-    # for the parent's message and its table of every organization's open exceptions
-    summary["opened_ids"] = [e["id"] for e in opened(exceptions)]
-    summary["exception_list"] = [e for e in exceptions if e.get("state") == "open"]
-    summary["published"] = publish_org(org, summary, exceptions, settings)
-    steps.publish(summary, exceptions, settings)
-    final = steps._finished(summary, "nightly")
-    tell_night(night, summary, exceptions, settings, final.message or "")
+    tell_reconcile(reconcile_result, night.exceptions, settings)
+    summary = OrgNight.of(org.folder, night)
+    summary = replace(summary, published=publish_org(org, summary, settings))
+    steps.publish(summary, settings)
+    sentence = steps._sentence("nightly", night.files, summary.facts.exceptions)
+    # the child's result: the small typed summary (the night's plan stays behind)
+    final = steps._finished(int(night.exit_code), sentence, summary)
+    tell_night(night, settings, final.message or "")
     _leave_row(org, summary, final)
     return final
 
@@ -210,7 +208,7 @@ def _org_night(
 # --- the parent --------------------------------------------------------------------------------------
 
 
-def _child_subflow(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
     from prefect import tags
 
     from fundpipe.errors import FundpipeError
@@ -218,17 +216,15 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
     with tags(org_tag(org.folder)):
         state = org_night(**params, return_state=True)
     data = state.result(raise_on_failure=False) if state.data is not None else None
-    row = org_row(org, state, data if isinstance(data, dict) else None)
-    row["exceptions"] = data.get("exception_list", []) if isinstance(data, dict) else []
+    row = org_row(org, state, data if isinstance(data, OrgNight) else None)
     if isinstance(data, FundpipeError):
-        row["exit_code"] = int(data.exit_code)
+        row = replace(row, exit_code=int(data.exit_code))
     elif not state.is_completed():
-        row["exit_code"] = 3
-    row["run"] = run_link(state.state_details.flow_run_id)
-    return row
+        row = replace(row, exit_code=3)
+    return replace(row, run=run_link(state.state_details.flow_run_id))
 
 
-def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
     from prefect.client.schemas.objects import FlowRun
     from prefect.deployments import run_deployment
 
@@ -240,16 +236,18 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> dict[str, An
         tags=[org_tag(org.folder)],
         _sync=True,
     )
-    row = org_row(org, run.state, None)
-    row.update(_row_left_by(run.id))
-    if run.state is not None and run.state.is_completed():  # a stopped night left none
-        row["exceptions"] = _exceptions_left_by(run.id, org)
-    row["state"] = run.state.type.value.title() if run.state is not None else "Failed"
-    row["message"] = (run.state.message if run.state is not None else "") or ""
-    if run.state is None or not run.state.is_completed():
-        row["exit_code"] = int(row.get("exit_code") or 0) or 3  # the child's own, else 3
-    row["run"] = run_link(run.id)
-    return row
+    # the child's own row, as it left it (a stopped night left only its exit code)
+    row = org_row(org, run.state, None).from_hand_off(_row_left_by(run.id))
+    completed = run.state is not None and run.state.is_completed()
+    return replace(
+        row,
+        state=run.state.type.value.title() if run.state is not None else "Failed",
+        message=(run.state.message if run.state is not None else "") or "",
+        # the child's own exit code, else 3
+        exit_code=row.exit_code if completed else (row.exit_code or 3),
+        exceptions=row.exceptions if completed else (),
+        run=run_link(run.id),
+    )
 
 
 def check_deployment() -> None:
@@ -271,7 +269,7 @@ def check_deployment() -> None:
             ) from None
 
 
-def _start(mode: str, org: Organization, params: dict[str, Any]) -> dict[str, Any]:
+def _start(mode: str, org: Organization, params: dict[str, Any]) -> OrgRow:
     """Run one child and return its row; nothing it raises reaches the other children."""
     try:
         if mode == "deployments":
@@ -281,9 +279,7 @@ def _start(mode: str, org: Organization, params: dict[str, Any]) -> dict[str, An
         from fundpipe.errors import as_fundpipe_error
 
         error = as_fundpipe_error(exc)
-        row = org_row(org, None, None)
-        row.update(message=str(error), exit_code=int(error.exit_code))
-        return row
+        return replace(org_row(org, None, None), message=str(error), exit_code=int(error.exit_code))
 
 
 def fan_out(
@@ -294,7 +290,7 @@ def fan_out(
     data_dir: str | None,
     base_url: str | None,
     mode: str,
-) -> list[dict[str, Any]]:
+) -> list[OrgRow]:
     """Start one child run per organization (concurrently) and return their rows, in order.
 
     The seam to run the night elsewhere: `mode` "deployments" starts `org-night/org-night`
@@ -365,7 +361,7 @@ def run_night(
     summary = cross_summary(rows, as_of)
     from fundpipe.app.prefect.sharing import morning
 
-    summary["morning"] = morning(settings, rows, summary["as_of"])
+    summary = replace(summary, morning=morning(settings, rows, summary.as_of))
     create_markdown_artifact(
         markdown=cross_markdown(summary),
         key="fundpipe-organizations",
@@ -374,21 +370,21 @@ def run_night(
     from fundpipe.app.prefect.uiview import needs_a_person, open_exceptions_table
 
     open_exceptions_table(rows)
-    failed = [r for r in rows if r["state"] != "Completed"]
-    t = summary["totals"]
+    t = summary.totals
     line = (
-        f"nightly: {t['organizations']} organization(s), {t['files']} file(s), "
-        f"{t['distributions']} distribution(s) ({t['total']}), "
-        f"{t['open_exceptions']} open exception(s)"
+        f"nightly: {t.organizations} organization(s), {t.files} file(s), "
+        f"{t.distributions} distribution(s) ({t.total}), "
+        f"{t.open_exceptions} open exception(s)"
     )
     needs = needs_a_person(rows)
     for sentence in needs:
         logger.warning(sentence)
     if needs:
         line = f"{line} — needs a person: {'; '.join(needs)}"
-    if not failed:
+    # the flow's result is the typed summary (`summary_of_run`; `as_json` for `--json`)
+    if not summary.failed:
         if needs:
             return Completed(message=line, data=summary, name=NEEDS_REVIEW)
         return Completed(message=line, data=summary)
-    why = "; ".join(f"{r['organization']} {r['state'].lower()}: {r['message']}" for r in failed)
-    return Failed(message=f"{line} — {len(failed)} did not complete: {why}", data=summary)
+    why = "; ".join(f"{r.organization} {r.state.lower()}: {r.message}" for r in summary.failed)
+    return Failed(message=f"{line} — {len(summary.failed)} did not complete: {why}", data=summary)

@@ -40,6 +40,7 @@ from fundpipe.app.prefect.steps import (
     _finished,
     _guard,
     _outcome,
+    _sentence,
     _settings,
     ingest_drop,
     ingest_one,
@@ -132,9 +133,9 @@ def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
     result, stopped = _outcome(step)
     if stopped is not None:
         return stopped
-    ingested = ingest_dict(result)
-    tell_ingest(ingested, settings)
-    return _finished(ingested, "ingest")
+    tell_ingest(result, settings)
+    # the flow's result is the JSON of `fundpipe ingest --json`
+    return _finished(result.exit_code, _sentence("ingest", result.files), ingest_dict(result))
 
 
 def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
@@ -176,14 +177,14 @@ def _sync_flow(data_dir: str | None, org: str | None) -> State[Any]:
         result, stopped = _outcome(sync_step(settings, return_state=True))
     if stopped is not None:
         return stopped
-    synced = sync_dict(result)
-    tell_sync(synced, settings)
-    return Completed(message=f"sync: {synced.get('counts', {})}", data=synced)
+    tell_sync(result, settings)
+    return Completed(message=f"sync: {result.counts}", data=sync_dict(result))
 
 
 def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) -> State[Any]:
     from fundpipe.app.outcomes import reconcile_dict
     from fundpipe.app.prefect.tell import tell_reconcile
+    from fundpipe.night import exceptions_of
     from fundpipe.orgs import Among, org_settings
 
     # reconcile reads only the warehouse: the organization is found without the service
@@ -194,9 +195,10 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
     result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
-    reconciled = reconcile_dict(result)
-    tell_reconcile(reconciled, settings)
-    return _finished(reconciled, "reconcile")
+    tell_reconcile(result, exceptions_of(result), settings)
+    # a reconciliation that wrote its reports completed: its exceptions are in them
+    sentence = _sentence("reconcile", (), result.summary.exceptions)
+    return _finished(0, sentence, reconcile_dict(result))
 
 
 def deployments(settings: Settings | None = None) -> list[Any]:

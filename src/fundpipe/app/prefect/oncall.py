@@ -1,6 +1,7 @@
 """What the person on call sees and hears of a night: its log lines, events and report links.
 
-Pure functions turn the per-step dicts of `fundpipe.app.outcomes` into plain lines (one per
+Pure functions turn the steps' typed results (`FileOutcome`, `IngestResult`, `SyncResult`,
+`ReconcileResult`, `fundpipe.night.NightResult` and its `NightException`s) into plain lines (one per
 file, per step, per exception, and where the reports are) and into the payloads of the Prefect
 events the alerts (`fundpipe.app.prefect.alerts`) react to:
 
@@ -18,6 +19,7 @@ never a secret, a row's values or a traceback.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,10 @@ from typing import TYPE_CHECKING, Any
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:
-    from fundpipe.night import NightResult
+    from fundpipe.night import NightException, NightResult
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.verdicts import FileOutcome, IngestResult
+    from fundpipe.sync.pull import SyncResult
 
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
@@ -57,27 +62,29 @@ def report_url(base: str | None, path: str | Path | None, reports: Path) -> str 
     return f"{base.rstrip('/')}/{relative.as_posix()}"
 
 
-def error_report_of(file: dict[str, Any]) -> str | None:
+def error_report_of(file: FileOutcome) -> str | None:
     """Where a rejected file's error report is (``<name>.errors.csv`` beside the moved file)."""
-    moved = file.get("moved_to")
-    if not moved:
+    if not file.moved_to:
         return None
-    path = Path(moved)
+    path = Path(file.moved_to)
     return str(path.with_name(f"{path.name}.errors.csv"))
 
 
-def file_line(file: dict[str, Any]) -> str:
+def file_line(file: FileOutcome) -> str:
     """One file's outcome: name, rows, distributions and dollars (a roster: its entities,
-    contacts and payment instructions), or why and where to look."""
-    name = Path(file["file"]).name
-    state = file["state"]
+    contacts and payment instructions), or why and where to look; a file dropped again
+    unchanged says so, with no counts (nothing was read or sent)."""
+    name = Path(file.source_file).name
+    state = file.state
     if state in {"rejected", "conflict", "refused"}:
-        reason = file.get("message") or "see its error report"
+        reason = file.message or "see its error report"
         report = error_report_of(file) if state == "rejected" else None
         where = f"; error report: {report}" if report else ""
-        return f"file {name}: {state}, {file.get('rows', 0)} row(s) — {reason}{where}"
+        return f"file {name}: {state}, {file.rows} row(s) — {reason}{where}"
+    if state == "duplicate":
+        return f"file {name}: duplicate: already submitted, nothing sent"
     parts = [f"file {name}: {state}"]
-    roster = file.get("roster")
+    roster = file.roster
     if roster:  # what a roster holds, not distribution totals it has none of
         entities = int(roster.get("entities", 0))
         parts += [
@@ -85,121 +92,115 @@ def file_line(file: dict[str, Any]) -> str:
             f"{roster.get('contacts', 0)} contact(s)",
             f"{roster.get('payment_instructions', 0)} payment instruction(s)",
         ]
-    if not roster or file.get("distributions"):
+    if not roster or file.distributions:
         parts += [
-            f"{file.get('rows', 0)} row(s)",
-            f"{file.get('distributions', 0)} distribution(s)",
-            format_cents(int(file.get("total_cents") or 0)),
+            f"{file.rows} row(s)",
+            f"{file.distributions} distribution(s)",
+            format_cents(file.total_cents),
         ]
     return ", ".join(parts)
 
 
-def ingest_line(ingested: dict[str, Any]) -> str:
+def ingest_line(ingested: IngestResult) -> str:
     """The ingest step in one line: files by outcome, what was submitted."""
-    files = ingested.get("files", [])
-    states: dict[str, int] = {}
-    for f in files:
-        states[f["state"]] = states.get(f["state"], 0) + 1
-    created = [f for f in files if f["state"] == "processed"]
+    files = ingested.files
+    states = Counter(f.state for f in files)
+    created = ingested.by_state("processed")
     by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
     return (
         f"ingest: {len(files)} file(s) seen"
         + (f" ({by_state})" if by_state else "")
-        + f"; {sum(f.get('distributions', 0) for f in created)} distribution(s) submitted, "
-        f"{format_cents(sum(int(f.get('total_cents') or 0) for f in created))}"
+        + f"; {sum(f.distributions for f in created)} distribution(s) submitted, "
+        f"{format_cents(sum(f.total_cents for f in created))}"
     )
 
 
-def sync_line(synced: dict[str, Any]) -> str:
+def sync_line(synced: SyncResult) -> str:
     """The sync step in one line: how many of each object were pulled."""
-    counts = synced.get("counts", {})
+    counts = synced.counts
     return "sync: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing pulled")
 
 
-def reconcile_line(reconciled: dict[str, Any]) -> str:
+def reconcile_line(reconciled: ReconcileResult) -> str:
     """The reconcile step in one line: exceptions by kind, and the funding position."""
-    summary = reconciled.get("summary", {})
-    kinds = summary.get("exception_counts", {})
-    by_kind = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    summary = reconciled.summary
+    by_kind = ", ".join(f"{n} {k}" for k, n in summary.exception_counts.items())
     return (
-        f"reconcile: {reconciled.get('exceptions', 0)} exception(s)"
+        f"reconcile: {summary.exceptions} exception(s)"
         + (f" ({by_kind})" if by_kind else "")
-        + f"; depository available {format_cents(int(summary.get('available_cents') or 0))}, "
-        f"shortfall {format_cents(int(summary.get('shortfall_cents') or 0))}"
+        + f"; depository available {format_cents(summary.available_cents)}, "
+        f"shortfall {format_cents(summary.shortfall_cents)}"
     )
 
 
-def exception_line(exception: dict[str, Any]) -> str:
+def exception_line(exception: NightException) -> str:
     """One exception with its id: opened tonight, still open (aged), resolved or acknowledged."""
-    state = exception["state"]
+    state = exception.state
     if state == "open":
-        age = int(exception.get("age_days") or 0)
-        state = "opened" if _opened_tonight(exception) else f"still open ({age} day(s))"
-    amount = f" — {exception['amount']}" if exception.get("amount") else ""  # never a blank
-    return f"exception {exception['id']} {state}: {exception['what']}{amount}; " + (
-        f"to do: {exception['what_to_do']}"
+        age = exception.age_days
+        state = "opened" if exception.opened_tonight else f"still open ({age} day(s))"
+    amount = f" — {exception.amount}" if exception.amount else ""  # never a blank
+    return f"exception {exception.id} {state}: {exception.what}{amount}; " + (
+        f"to do: {exception.what_to_do}"
     )
 
 
-def opened(exceptions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The exceptions that opened tonight (the lifecycle says so; else open and aged 0 days)."""
-    return [e for e in exceptions if e["state"] == "open" and _opened_tonight(e)]
+def opened(exceptions: Iterable[NightException]) -> list[NightException]:
+    """The exceptions that opened tonight (and are open)."""
+    return [e for e in exceptions if e.opened]
 
 
-def _opened_tonight(exception: dict[str, Any]) -> bool:
-    return bool(exception.get("opened_tonight", not exception.get("age_days")))
-
-
-def reports_line(reconciled: dict[str, Any], url: str | None) -> str:
+def reports_line(out_dir: Path | str | None, url: str | None) -> str:
     """Where tonight's reports are (and their published URL, when there is one)."""
-    line = f"reports: {reconciled.get('out_dir')}"
+    line = f"reports: {out_dir}"
     return f"{line} (published at {url})" if url else line
 
 
 def rejected_event(
-    file: dict[str, Any], organization: str
+    file: FileOutcome, organization: str
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The ``fundpipe.file.rejected`` event of one rejected file."""
-    name = Path(file["file"]).name
+    name = Path(file.source_file).name
     return (
         FILE_REJECTED,
         {"prefect.resource.id": f"fundpipe.file.{name}", "prefect.resource.name": name},
         {
             "organization": organization,
             "file": name,
-            "rows": file.get("rows", 0),
-            "reason": file.get("message") or "see its error report",
+            "rows": file.rows,
+            "reason": file.message or "see its error report",
             "error_report": error_report_of(file),
         },
     )
 
 
 def opened_event(
-    exception: dict[str, Any], organization: str
+    exception: NightException, organization: str
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The ``fundpipe.exception.opened`` event of one newly opened exception."""
     return (
         EXCEPTION_OPENED,
         {
-            "prefect.resource.id": f"fundpipe.exception.{exception['id']}",
-            "prefect.resource.name": exception["id"],
+            "prefect.resource.id": f"fundpipe.exception.{exception.id}",
+            "prefect.resource.name": exception.id,
         },
         {
             "organization": organization,
-            "id": exception["id"],
-            "kind": exception.get("kind"),
-            "what": exception["what"],
-            "amount": exception["amount"],
-            "what_to_do": exception["what_to_do"],
+            "id": exception.id,
+            "kind": exception.kind,
+            "what": exception.what,
+            "amount": exception.amount,
+            "what_to_do": exception.what_to_do,
         },
     )
 
 
 def night_event(
-    night: NightResult, exceptions: list[dict[str, Any]], organization: str
+    night: NightResult, organization: str
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The ``fundpipe.night.completed`` event: the night's counts (read from the typed result,
-    never from a dict's string keys) and the open exceptions' ids."""
+    """The ``fundpipe.night.completed`` event: the night's counts and the open exceptions' ids
+    (read from the typed result, never from a dict's string keys)."""
+    still_open = night.open_exceptions
     return (
         NIGHT_COMPLETED,
         {
@@ -214,11 +215,11 @@ def night_event(
                 "files_accepted": night.files_processed,
                 "files_rejected": night.files_rejected,
                 "distributions_submitted": night.distributions_created,
-                "exceptions_open": len([e for e in exceptions if e["state"] == "open"]),
-                "exceptions_opened": len(opened(exceptions)),
+                "exceptions_open": len(still_open),
+                "exceptions_opened": len(night.opened_exceptions),
             },
             "rejected_files": [Path(f.source_file).name for f in night.in_state("rejected")],
-            "exception_ids": [e["id"] for e in exceptions if e["state"] == "open"],
+            "exception_ids": [e.id for e in still_open],
         },
     )
 
@@ -242,7 +243,7 @@ def safe_event(
     return name, {k: plain(v, known) for k, v in resource.items()}, scrub(payload)
 
 
-def error_rows(file: dict[str, Any], limit: int = 200) -> list[dict[str, str]]:
+def error_rows(file: FileOutcome, limit: int = 200) -> list[dict[str, str]]:
     """A rejected file's error report as table rows (its values are already masked)."""
     import csv
 

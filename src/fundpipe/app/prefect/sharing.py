@@ -9,10 +9,15 @@ do nothing, and the artifacts say the reports stayed on the worker.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fundpipe.config import Organization, Settings
+
+if TYPE_CHECKING:
+    from fundpipe.app.prefect.nightsummary import OrgNight, OrgRow
+    from fundpipe.reports.publish import Published
 
 __all__ = ["MORNING_KEY", "morning", "publish_org"]
 
@@ -20,47 +25,45 @@ __all__ = ["MORNING_KEY", "morning", "publish_org"]
 MORNING_KEY = "fundpipe-morning"
 
 
-def publish_org(
-    org: Organization,
-    summary: dict[str, Any],
-    exceptions: list[dict[str, Any]],
-    settings: Settings,
-) -> dict[str, Any] | None:
+def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Published | None:
     """Publish one organization's night (its reports, error reports and facts); the folder it
     went to and each local file's URL, or None without `FUNDPIPE_REPORTS_URL`."""
     from fundpipe.app.prefect import oncall
     from fundpipe.reports.publish import publish_night
 
-    workbook = summary.get("reports", {}).get("workbook")
-    if not settings.reports_url or not workbook:
+    if not settings.reports_url or not night.workbook:
         return None
-    files = summary.get("files", [])
-    processed = [f for f in files if f["state"] == "processed"]
-    errors = [oncall.error_report_of(f) for f in files if f["state"] == "rejected"]
+    processed = night.in_state("processed")
+    errors = [oncall.error_report_of(f) for f in night.rejected]
     facts = {
         "organization": org.folder,
         "name": org.name or "",
-        "as_of": summary.get("as_of"),
-        "files": len(files),
-        "rejected_files": [Path(f["file"]).name for f in files if f["state"] == "rejected"],
-        "distributions": sum(int(f.get("distributions") or 0) for f in processed),
-        "submitted_cents": sum(int(f.get("total_cents") or 0) for f in processed),
+        "as_of": night.as_of.isoformat(),
+        "files": len(night.files),
+        "rejected_files": [Path(f.source_file).name for f in night.rejected],
+        "distributions": sum(f.distributions for f in processed),
+        "submitted_cents": sum(f.total_cents for f in processed),
         "exceptions": [
-            {k: e.get(k) for k in ("id", "state", "what", "amount", "what_to_do")}
-            for e in exceptions
+            {
+                "id": e.id,
+                "state": e.state,
+                "what": e.what,
+                "amount": e.amount,
+                "what_to_do": e.what_to_do,
+            }
+            for e in night.exceptions
         ],
     }
-    published = publish_night(
+    return publish_night(
         settings.reports_url,
         settings.reports_folder,
-        Path(workbook).parent,
+        Path(night.workbook).parent,
         [Path(e) for e in errors if e],
         facts,
     )
-    return {"folder": published.folder, "urls": published.urls}
 
 
-def morning(settings: Settings, rows: list[dict[str, Any]], as_of: str | None) -> str | None:
+def morning(settings: Settings, rows: Sequence[OrgRow], as_of: str | None) -> str | None:
     """Build the morning view from every organization's published night, write it to the
     shared location, link it from the `fundpipe-morning` artifact; its workbook's URL (None
     without `FUNDPIPE_REPORTS_URL`)."""
@@ -70,8 +73,8 @@ def morning(settings: Settings, rows: list[dict[str, Any]], as_of: str | None) -
     from prefect import get_run_logger
     from prefect.artifacts import create_link_artifact
 
+    from fundpipe.reports.morning import OrgNight as MorningNight
     from fundpipe.reports.morning import (
-        OrgNight,
         build_morning_view,
         describe,
         write_morning_view,
@@ -81,12 +84,12 @@ def morning(settings: Settings, rows: list[dict[str, Any]], as_of: str | None) -
         return None
     day = as_of or datetime.now(ZoneInfo(settings.nightly_timezone)).date().isoformat()
     nights = [
-        OrgNight(
-            organization=r["organization"],
-            name=r.get("name") or "",
-            state=r["state"],
-            message=r.get("message") or "",
-            published=r.get("report_folder") or None,
+        MorningNight(
+            organization=r.organization,
+            name=r.name,
+            state=r.state,
+            message=r.message,
+            published=r.report_folder or None,
         )
         for r in rows
     ]

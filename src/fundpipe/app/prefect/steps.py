@@ -6,7 +6,8 @@ table of exit codes and states). Shared by `fundpipe.app.prefect.flows` and `fun
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,8 +19,9 @@ from prefect.states import Cancelled, Completed, Failed
 from fundpipe.config import Settings
 
 if TYPE_CHECKING:
+    from fundpipe.app.prefect.nightsummary import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import IngestResult
+    from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
 
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
@@ -83,32 +85,31 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
         return _refusal(exc)
 
 
-def _finished(summary: dict[str, Any], what: str) -> State[Any]:
-    """The final state of a flow whose steps all ran: Completed, with the night in one line."""
+def _finished(code: int, message: str, data: Any = None) -> State[Any]:
+    """The final state of a flow whose steps all ran: Completed, with the night in one line
+    (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
+    Needs review. ``data`` is the flow's result."""
     from fundpipe.app.prefect.uiview import NEEDS_REVIEW
 
-    code = int(summary.get("exit_code", 0))
     if code == 1:  # a file rejected or a distribution needs a person: Completed, but not clean
-        return Completed(message=_sentence(summary, what), data=summary, name=NEEDS_REVIEW)
-    return _STATE_FOR_EXIT.get(code, Failed)(message=_sentence(summary, what), data=summary)
+        return Completed(message=message, data=data, name=NEEDS_REVIEW)
+    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=data)
 
 
-def _sentence(summary: dict[str, Any], what: str) -> str:
-    """One plain line for the state message: files, distributions, and what needs a person."""
-    files = summary.get("files", [])
-    states: dict[str, int] = {}
-    for item in files:
-        states[item["state"]] = states.get(item["state"], 0) + 1
+def _sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
+    """One plain line for the state message: files, distributions, and what needs a person
+    (``exceptions``: how many to review, when the step reconciled)."""
+    states = Counter(f.state for f in files)
     parts = [f"{len(files)} file(s) seen"] if files or what != "reconcile" else []
     parts += [f"{n} {state}" for state, n in sorted(states.items())]
-    created = sum(f.get("distributions", 0) for f in files if f["state"] == "processed")
+    created = sum(f.distributions for f in files if f.state == "processed")
     if created:
         parts.append(f"{created} distribution(s) submitted")
-    if "exceptions" in summary:
-        parts.append(f"{summary['exceptions']} exception(s) to review")
-    rejected = [f for f in files if f["state"] in {"rejected", "conflict", "refused"}]
+    if exceptions is not None:
+        parts.append(f"{exceptions} exception(s) to review")
+    rejected = [f for f in files if f.state in {"rejected", "conflict", "refused"}]
     needs = "; ".join(
-        f"{Path(f['file']).name} {f['state']}: {f.get('message') or 'see its error report'}"
+        f"{Path(f.source_file).name} {f.state}: {f.message or 'see its error report'}"
         for f in rejected[:3]
     )
     line = f"{what}: " + (", ".join(parts) or "nothing to do")
@@ -192,10 +193,10 @@ def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | S
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
-def publish(summary: dict[str, Any], exceptions: list[dict[str, Any]], settings: Settings) -> None:
+def publish(night: OrgNight, settings: Settings) -> None:
     """The night's artifacts: a markdown summary linking the reports, a link to the published
     workbook (with `FUNDPIPE_REPORTS_URL`), a table of each rejected file's errors, and the
     exceptions table."""
     from fundpipe.app.prefect.artifacts import publish_artifacts
 
-    publish_artifacts(summary, exceptions, settings)
+    publish_artifacts(night, settings)

@@ -7,6 +7,7 @@ the server, whatever the console shows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
@@ -16,7 +17,10 @@ from fundpipe.app.prefect import oncall
 from fundpipe.config import DEMO_ORG_ID, Settings
 
 if TYPE_CHECKING:
-    from fundpipe.night import NightResult
+    from fundpipe.night import NightException, NightResult
+    from fundpipe.reconcile.views import ReconcileResult
+    from fundpipe.submit.verdicts import IngestResult
+    from fundpipe.sync.pull import SyncResult
 
 
 def _secrets(settings: Settings) -> list[str | None]:
@@ -40,52 +44,34 @@ def organization(settings: Settings) -> str:
     return settings.org_id or DEMO_ORG_ID
 
 
-def tell_ingest(ingested: dict[str, Any], settings: Settings) -> None:
+def tell_ingest(ingested: IngestResult, settings: Settings) -> None:
     """One line per file and one for the step; a `fundpipe.file.rejected` event per rejection."""
-    files = ingested.get("files", [])
-    _say(settings, [oncall.file_line(f) for f in files] + [oncall.ingest_line(ingested)])
-    for f in files:
-        if f["state"] == "rejected":
-            _emit(settings, oncall.rejected_event(f, organization(settings)))
+    _say(settings, [oncall.file_line(f) for f in ingested.files] + [oncall.ingest_line(ingested)])
+    for f in ingested.by_state("rejected"):
+        _emit(settings, oncall.rejected_event(f, organization(settings)))
 
 
-def tell_sync(synced: dict[str, Any], settings: Settings) -> None:
+def tell_sync(synced: SyncResult, settings: Settings) -> None:
     """The sync step's counts."""
     _say(settings, [oncall.sync_line(synced)])
 
 
-def tell_reconcile(reconciled: dict[str, Any], settings: Settings) -> list[dict[str, Any]]:
-    """The reconcile step's line and one per exception; a `fundpipe.exception.opened` event per
-    exception opened tonight. Returns the exceptions (the lifecycle's columns)."""
-    from fundpipe.app.outcomes import exception_lines
-
-    exceptions = exception_lines(reconciled)
+def tell_reconcile(
+    reconciled: ReconcileResult, exceptions: Sequence[NightException], settings: Settings
+) -> None:
+    """The reconcile step's line and one per exception (`fundpipe.night.exceptions_of`); a
+    `fundpipe.exception.opened` event per exception opened tonight."""
     _say(
         settings,
         [oncall.reconcile_line(reconciled)] + [oncall.exception_line(e) for e in exceptions],
     )
     for exception in oncall.opened(exceptions):
         _emit(settings, oncall.opened_event(exception, organization(settings)))
-    return exceptions
 
 
-def tell_night(
-    night: NightResult,
-    summary: dict[str, Any],
-    exceptions: list[dict[str, Any]],
-    settings: Settings,
-    sentence: str,
-) -> None:
+def tell_night(night: NightResult, settings: Settings, sentence: str) -> None:
     """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
     counts read from the typed `night`)."""
-    workbook = summary.get("reports", {}).get("workbook")
-    url = oncall.report_url(settings.reports_url, workbook, settings.reports_folder)
-    out_dir = str(_parent(workbook)) if workbook else None
-    _say(settings, [oncall.reports_line({"out_dir": out_dir}, url), sentence])
-    _emit(settings, oncall.night_event(night, exceptions, organization(settings)))
-
-
-def _parent(path: str) -> Any:
-    from pathlib import Path
-
-    return Path(path).parent
+    url = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
+    _say(settings, [oncall.reports_line(night.reports_dir, url), sentence])
+    _emit(settings, oncall.night_event(night, organization(settings)))

@@ -14,9 +14,14 @@ artifact keys and plain column labels.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
+
+if TYPE_CHECKING:
+    from fundpipe.app.prefect.nightsummary import OrgRow
+    from fundpipe.night import NightException
 
 __all__ = [
     "EXCEPTION_LABELS",
@@ -35,7 +40,7 @@ __all__ = [
 NEEDS_REVIEW = "Needs review"
 #: Key of the parent run's table of every organization's open exceptions.
 OPEN_EXCEPTIONS_KEY = "fundpipe-open-exceptions"
-#: The exception lifecycle's columns and the labels a person reads.
+#: The exception's attributes (`fundpipe.night.NightException`) and the labels a person reads.
 EXCEPTION_LABELS = {
     "id": "Exception",
     "state": "State",
@@ -65,13 +70,13 @@ def night_date(as_of: str | None, zone: str, now: datetime | None = None) -> str
 
 
 def plain_exceptions(
-    exceptions: list[dict[str, Any]], organization: str | None = None
+    exceptions: Iterable[NightException], organization: str | None = None
 ) -> list[dict[str, Any]]:
     """Exceptions with the labels a person reads (and the organization first, when given)."""
     rows = []
     for e in exceptions:
         row: dict[str, Any] = {"Organization": organization} if organization else {}
-        row.update({label: e.get(key) for key, label in EXCEPTION_LABELS.items()})
+        row.update({label: getattr(e, name) for name, label in EXCEPTION_LABELS.items()})
         rows.append(row)
     return rows
 
@@ -131,36 +136,36 @@ def reconcile_run_name() -> str:
     return step_run_name("reconcile", flow_run.parameters, _zone())
 
 
-def needs_a_person(rows: list[dict[str, Any]]) -> list[str]:
+def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:
     """One sentence per organization whose night needs a person: its rejected files and the
     exceptions it opened tonight."""
     sentences = []
     for row in rows:
         parts = []
-        if row.get("rejected_names"):
-            parts.append(f"rejected {row['rejected_names']}")
-        if row.get("new_exceptions"):
-            parts.append(f"new exception(s) {row['new_exceptions']}")
+        if row.rejected_names:
+            parts.append(f"rejected {', '.join(row.rejected_names)}")
+        if row.new_exceptions:
+            parts.append(f"new exception(s) {', '.join(row.new_exceptions)}")
         if parts:
-            sentences.append(f"{row['organization']}: {', '.join(parts)}")
+            sentences.append(f"{row.organization}: {', '.join(parts)}")
     return sentences
 
 
-def open_exceptions_table(rows: list[dict[str, Any]]) -> None:
+def open_exceptions_table(rows: Iterable[OrgRow]) -> None:
     """The parent run's table of every organization's open exceptions (organization, id,
     amount, what to do), as the `fundpipe-open-exceptions` artifact."""
     from prefect.artifacts import create_table_artifact
 
     table = [
         {
-            "Organization": _label(row),
-            "Exception": e.get("id"),
-            "Amount": e.get("amount"),
-            "What": e.get("what"),
-            "What to do": e.get("what_to_do"),
+            "Organization": row.label,
+            "Exception": e.id,
+            "Amount": e.amount,
+            "What": e.what,
+            "What to do": e.what_to_do,
         }
         for row in rows
-        for e in row.get("exceptions") or []
+        for e in row.exceptions
     ]
     create_table_artifact(
         table=table or [{"Organization": "every one", "Exception": "no open exceptions"}],
@@ -168,9 +173,3 @@ def open_exceptions_table(rows: list[dict[str, Any]]) -> None:
         description="Open exceptions of every organization tonight: who, which, how much, "
         "what to do",
     )
-
-
-def _label(row: dict[str, Any]) -> str:
-    name = row.get("name")
-    org = str(row["organization"])
-    return f"{name} ({org})" if name and name != org else org
