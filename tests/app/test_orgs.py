@@ -454,21 +454,37 @@ def test_every_cli_command_gets_its_organization_s_settings_from_org_settings(
 def test_every_flow_gets_its_organization_s_settings_from_org_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The flows' ingest and sync (`one_org`), a fan-out's child and the watcher's inboxes."""
+    """The flows' ingest and sync (`one_org`), inbox and reconcile flows, a fan-out's child and
+    the watcher's inboxes."""
     from fundpipe.app.embedded import one_org
+    from fundpipe.app.prefect import flows
     from fundpipe.app.prefect.fanout import _org_settings
     from fundpipe.app.prefect.watch import inboxes
 
     settings = _settings(tmp_path, base_url="http://127.0.0.1:9", orgs="org_a")
+    for name in ("FUNDPIPE_ORG_ID", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_LEDGER_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", "http://127.0.0.1:9")  # never reached
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a")
+    from fundpipe.app.prefect import steps
+
+    for shell in (flows, steps):  # outside a flow run: a plain logger
+        monkeypatch.setattr(shell, "get_run_logger", lambda: logging.getLogger("test"))
     asked = _record(monkeypatch)
     with pytest.raises(ConfigurationError), one_org(settings, None, print):
         pass
+    state = flows._inbox_flow(str(tmp_path / "data"), None)
+    assert "stopped where the settings are made" in (state.message or "")
+    with pytest.raises(ConfigurationError):
+        flows._reconcile_flow(str(tmp_path / "data"), None, None)
     with pytest.raises(ConfigurationError):
         _org_settings(settings, "org_a", orgs_on_host=1, several=False)
     with pytest.raises(ConfigurationError):
         inboxes(settings)
     assert asked == [
         ("service", "with_secret_block"),
+        ("a list", "with_secret_block"),
+        ("local", None),
         ("configured", "with_secret_block"),
         ("a list", None),
     ]
