@@ -114,6 +114,7 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float]:
     from fundpipe.app.embedded import service
     from fundpipe.app.prefect import flows as nightly
     from fundpipe.config import Organization, Settings
+    from fundpipe.orgs import org_settings
     from fundpipe.submit.ingest import ingest
 
     empty = data_dir / "overhead"
@@ -122,7 +123,8 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float]:
     def plain() -> None:
         settings = Settings(_env_file=None, data_dir=empty)  # type: ignore[call-arg]
         with service(settings) as live:
-            ingest(live.for_org(Organization(id="org_demo"), several=True), None)
+            demo = [Organization(id="org_demo"), Organization(id="org_demob")]
+            ingest(org_settings(live, demo[0], among=demo, load_secret=None).settings, None)
 
     def flow() -> None:
         state = nightly.inbox(data_dir=str(empty), org="org_demo", return_state=True)

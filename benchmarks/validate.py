@@ -6,13 +6,22 @@ Compares, in the same run and each in its own subprocess (so peak RSS is honest)
 - ``hand``: a hand-vectorised pandas implementation of the same checks;
 - ``pydantic``: a row-wise pydantic model over csv records.
 
+- ``read_xlsx``: the 100k-row XLSX of text cells (fastexcel's column-wise path);
+- ``read_xlsx_cells``: the same rows with the amount column mixing numbers and text, so every
+  sheet takes python-calamine's cell-by-cell path, as the library reads it (the collector on),
+  and ``read_xlsx_cells_paused`` as `fundpipe validate` / `ingest` read it (the collector paused
+  around the cells, `fundpipe.app.cli.process.paused_gc`); each prints the time spent in the
+  collector, which the machine's load does not blur.
+
 Prints read + validate time, rows/s and peak RSS per approach, then ``target <name>: <measured>
-vs <goal> — met|short`` lines. Usage: ``python benchmarks/validate.py [--rows N] [--xlsx-rows N]``.
+vs <goal> — met|short`` lines. Usage: ``python benchmarks/validate.py [--rows N] [--xlsx-rows N]
+[--only xlsx]`` (``--only xlsx``: the XLSX reads alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import random
@@ -21,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HEADER = [
     "Distribution Name",
@@ -91,6 +102,22 @@ def write_xlsx(path: Path, rows: list[list[str]]) -> None:
     workbook.close()
 
 
+def write_xlsx_mixed(path: Path, rows: list[list[str]]) -> None:
+    """The rows with each amount a number cell where it reads as one, text where it does not:
+    a column mixing kinds, read cell by cell (python-calamine)."""
+    import xlsxwriter
+
+    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True})
+    ws = workbook.add_worksheet("Distributions")
+    ws.write_row(0, 0, HEADER)
+    for r, row in enumerate(rows, start=1):
+        cells: list[object] = list(row)
+        with contextlib.suppress(ValueError):
+            cells[6] = float(row[6])
+        ws.write_row(r, 0, cells)
+    workbook.close()
+
+
 # ------------------------------------------------------------------------------- approaches
 
 
@@ -111,13 +138,43 @@ def run_fundpipe(path: Path) -> dict[str, object]:
     return {"seconds": seconds, "rows": report.rows, "bad_rows": bad_rows}
 
 
-def run_read_xlsx(path: Path) -> dict[str, object]:
+def run_read_xlsx(path: Path, *, paused: bool = False) -> dict[str, object]:
     from fundpipe.sheets.readers import read_file
 
-    start = time.perf_counter()
-    result = read_file(path)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rows": sum(len(s.body) for s in result.sheets), "bad_rows": 0}
+    around: Any = contextlib.nullcontext
+    if paused:
+        from fundpipe.app.cli.process import paused_gc as around
+    with _collector_clock() as in_gc:
+        start = time.perf_counter()
+        cpu = time.process_time()
+        result = read_file(path, around_cells=around)
+        seconds = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+    rows = sum(len(s.body) for s in result.sheets)
+    return {"seconds": seconds, "cpu_s": cpu, "rows": rows, "bad_rows": 0, **in_gc}
+
+
+@contextlib.contextmanager
+def _collector_clock() -> Iterator[dict[str, float]]:
+    """Time spent in the cyclic garbage collector (and its collections) while the body runs:
+    what pausing it can save, read apart from the machine's load."""
+    import gc
+
+    out = {"gc_s": 0.0, "gc_collections": 0}
+    started: list[float] = []
+
+    def clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            out["gc_s"] += time.perf_counter() - started.pop()
+            out["gc_collections"] += 1
+
+    gc.callbacks.append(clock)
+    try:
+        yield out
+    finally:
+        gc.callbacks.remove(clock)
 
 
 def run_hand(path: Path) -> dict[str, object]:
@@ -252,6 +309,9 @@ APPROACHES = {
     "hand": run_hand,
     "pydantic": run_pydantic,
     "read_xlsx": run_read_xlsx,
+    "read_xlsx_cells": run_read_xlsx,
+    # as `fundpipe validate` / `fundpipe ingest` read it: the collector paused around the cells
+    "read_xlsx_cells_paused": lambda path: run_read_xlsx(path, paused=True),
 }
 
 
@@ -272,9 +332,15 @@ def measure(name: str, path: Path) -> dict[str, float]:
         raise SystemExit(f"{name} failed:\n{proc.stderr}")
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = float(result["rows"])
+    collector = (
+        f"  CPU {result['cpu_s']:5.2f} s, in GC {result['gc_s']:5.2f} s "
+        f"({result['gc_collections']:.0f} collections)"
+        if "gc_s" in result
+        else ""
+    )
     print(
         f"{name:<10} {rows:>10,.0f} rows  {result['seconds']:7.2f} s  {rows / result['seconds']:>12,.0f} rows/s"
-        f"  peak RSS {result['peak_rss_mib']:8.0f} MiB  bad rows {result['bad_rows']:,}"
+        f"  peak RSS {result['peak_rss_mib']:8.0f} MiB  bad rows {result['bad_rows']:,}{collector}"
     )
     return result
 
@@ -302,6 +368,7 @@ def main() -> None:
     parser.add_argument(
         "--data-dir", type=Path, default=None, help="keep (and reuse) the generated files here"
     )
+    parser.add_argument("--only", choices=["xlsx"], default=None, help="only the XLSX reads")
     parser.add_argument("--child", nargs=2, metavar=("APPROACH", "PATH"))
     args = parser.parse_args()
     if args.child:
@@ -314,21 +381,33 @@ def main() -> None:
         csv_path = folder / f"payments_{args.rows}.csv"
         sub_path = folder / f"payments_{sub_rows}.csv"
         xlsx_path = folder / f"payments_{args.xlsx_rows}.xlsx"
+        cells_path = folder / f"payments_{args.xlsx_rows}_mixed.xlsx"
         t = time.perf_counter()
-        if not (csv_path.exists() and sub_path.exists() and xlsx_path.exists()):
-            rows = generate_rows(max(args.rows, args.xlsx_rows, sub_rows))
-            write_csv(csv_path, rows[: args.rows])
-            write_csv(sub_path, rows[:sub_rows])
-            write_xlsx(xlsx_path, rows[: args.xlsx_rows])
-            del rows
-        print(
-            f"{args.rows:,}-row CSV ({csv_path.stat().st_size / 2**20:.0f} MiB) and "
-            f"{args.xlsx_rows:,}-row XLSX ready in {time.perf_counter() - t:.1f} s\n"
+        paths = (
+            (xlsx_path, cells_path) if args.only else (csv_path, sub_path, xlsx_path, cells_path)
         )
+        if not all(p.exists() for p in paths):
+            rows = generate_rows(
+                args.xlsx_rows if args.only else max(args.rows, args.xlsx_rows, sub_rows)
+            )
+            if not args.only:
+                write_csv(csv_path, rows[: args.rows])
+                write_csv(sub_path, rows[:sub_rows])
+            write_xlsx(xlsx_path, rows[: args.xlsx_rows])
+            write_xlsx_mixed(cells_path, rows[: args.xlsx_rows])
+            del rows
+        print(f"inputs ready in {time.perf_counter() - t:.1f} s\n")
+        if args.only == "xlsx":
+            measure("read_xlsx", xlsx_path)
+            measure("read_xlsx_cells", cells_path)
+            measure("read_xlsx_cells_paused", cells_path)
+            return
         fundpipe = measure("fundpipe", csv_path)
         hand = measure("hand", csv_path)
         pydantic = measure("pydantic", sub_path)
         xlsx = measure("read_xlsx", xlsx_path)
+        measure("read_xlsx_cells", cells_path)
+        measure("read_xlsx_cells_paused", cells_path)
         print()
         target(
             "fundpipe/hand-vectorised time ratio", fundpipe["seconds"] / hand["seconds"], 1.5, "×"

@@ -250,3 +250,63 @@ def test_the_readme_app_tree_matches_the_code() -> None:
         p.name for p in app.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
     }
     assert sorted(listed) == sorted(actual)
+
+
+#: Calls that change what the whole process shares: the cyclic garbage collector, Arrow's
+#: allocator, loggers' levels, handlers and filters. ("gc", name): only as `gc.name(...)`.
+PROCESS_WIDE = {
+    ("gc", "disable"),
+    ("gc", "enable"),
+    ("gc", "freeze"),
+    ("gc", "unfreeze"),
+    ("gc", "set_threshold"),
+    (None, "set_memory_pool"),
+    (None, "setLevel"),
+    (None, "addHandler"),
+    (None, "addFilter"),
+    (None, "basicConfig"),
+    (None, "dictConfig"),
+}
+#: The library's functions that make such a choice for an entry point to call.
+ENTRY_POINT_CHOICES = {"use_system_allocator", "quiet_fastexcel"}
+#: The sandbox is the service's stand-in, a server of its own: it filters its own uvicorn logger.
+OWN_PROCESS = ("fundpipe.app", "fundpipe.sandbox")
+
+
+def _process_wide_calls(path: Path) -> Iterator[tuple[str | None, int, str]]:
+    """(enclosing top-level function or None at import, line, call) of every process-wide call."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for top in tree.body:
+        owner = top.name if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef) else None
+        for node in ast.walk(top):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            base = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+            name = node.func.attr
+            if (base, name) in PROCESS_WIDE or (None, name) in PROCESS_WIDE:
+                yield owner, node.lineno, f"{base or '…'}.{name}"
+
+
+def test_only_entry_points_make_process_wide_choices() -> None:
+    """GC pausing or freezing, the allocator and logging setup are chosen by the CLI and the
+    flows (during a fan-out organizations share one process in threads: a library's
+    `gc.enable()` would end another organization's pause). Below app/ such a call sits only in
+    a function made for an entry point to call, and only app/ calls those."""
+    offenders = [
+        (name, line, call)
+        for name, path in MODULES.items()
+        if not name.startswith(OWN_PROCESS)
+        for owner, line, call in _process_wide_calls(path)
+        if owner not in ENTRY_POINT_CHOICES
+    ]
+    assert offenders == []
+    callers = {
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+        in ENTRY_POINT_CHOICES
+    }
+    assert callers, "the entry points make these choices"
+    assert {c for c in callers if not c.startswith("fundpipe.app.")} == set()

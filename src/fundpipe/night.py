@@ -244,13 +244,15 @@ def night(
     transport: httpx.AsyncBaseTransport | None = None,
     progress: ProgressSink | None = None,
     around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
+    around_cells: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> NightResult:
     """Run one organization's night: ingest its inbox, sync the service into its warehouse,
     reconcile and write its reports; return what happened.
 
     ``settings`` are the organization's (``Settings.for_org``) and name a running service;
     ``transport`` replaces the network (tests pass the sandbox's ASGI app); ``around_submit``
-    is the entry point's process-wide choice around sending (see ``fundpipe.submit.ingest``).
+    and ``around_cells`` are the entry point's process-wide choices around sending and around
+    an XLSX sheet's cells (see ``fundpipe.submit.ingest``).
     Failures raise the error trees' exceptions (a locked inbox, the service down).
     """
     from fundpipe.reconcile.views import reconcile
@@ -258,7 +260,12 @@ def night(
     from fundpipe.sync.pull import sync
 
     ingested = ingest(
-        settings, None, transport=transport, progress=progress, around_submit=around_submit
+        settings,
+        None,
+        transport=transport,
+        progress=progress,
+        around_submit=around_submit,
+        around_cells=around_cells,
     )
     synced = sync(settings, transport=transport, progress=progress)
     reconciled = reconcile(settings, as_of=as_of)

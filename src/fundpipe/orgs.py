@@ -11,7 +11,16 @@
    `X-Organization-Id` header), with a warning.
 
 A mistake in the configured list is a :class:`fundpipe.errors.ConfigurationError` (exit 2) naming
-the entry. `Settings.for_org` gives each organization its own settings (state, reports, service).
+the entry.
+
+`org_settings` is the one way to one organization's settings, for every entry point (the CLI's
+commands, the flows, a fan-out's child, the watcher, `fundpipe config`): it finds the
+organizations where the caller says (`Among`: the service, the local folders, the configured
+list, or a list the caller already holds), moves a single-organization layout once
+(`fundpipe.layout`), picks the one wanted, gives it its own state, reports and service
+(`Settings.for_org`, called nowhere else) and loads its client secret with the caller's
+`load_secret` — the shells pass the one Prefect Secret-block loader
+(`fundpipe.app.prefect.secrets.with_secret_block`); the library never imports Prefect.
 """
 
 from __future__ import annotations
@@ -21,16 +30,21 @@ import logging
 import re
 import tomllib
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fundpipe.config import OWN_ORG_FOLDER, Organization, Settings
 from fundpipe.errors import ConfigurationError
 
 __all__ = [
+    "Among",
+    "OrgSettings",
+    "SecretLoader",
     "configured_organizations",
     "describe_orgs",
-    "local_org",
+    "find_organizations",
+    "org_settings",
     "organizations",
     "parse_orgs",
     "pick_org",
@@ -199,51 +213,139 @@ def pick_org(orgs: Sequence[Organization], wanted: str | None) -> Organization:
     )
 
 
+#: How an entry point fills in the client secret its settings name (a Prefect Secret block):
+#: settings in, settings with `client_secret` out. The shells pass
+#: `fundpipe.app.prefect.secrets.with_secret_block`; None: these settings build no client.
+SecretLoader = Callable[[Settings], Settings]
+
+
+class Among(StrEnum):
+    """Where `org_settings` finds the organizations to pick from."""
+
+    #: the configured list, else the service's organization read (the settings name a running
+    #: service); a single-organization layout is moved first
+    SERVICE = "service"
+    #: the configured list (a single-organization layout moved first), else the folders under
+    #: `data/orgs/`, else the single-organization layout read as it is; never the service
+    LOCAL = "local"
+    #: the configured list, else the organization named (`wanted`: None is the client's own);
+    #: never the service, nothing moved (a fan-out's child, an offline check)
+    CONFIGURED = "configured"
+
+
+class OrgSettings(NamedTuple):
+    """One organization and its settings (`org_settings`)."""
+
+    org: Organization
+    settings: Settings
+
+
+def _say_nothing(line: str) -> None:
+    """The default `say`: tell nobody."""
+
+
+def find_organizations(
+    settings: Settings,
+    among: Among,
+    *,
+    load_secret: SecretLoader | None,
+    wanted: str | None = None,
+    say: Callable[[str], object] = _say_nothing,
+    transport: object | None = None,
+) -> tuple[Settings, list[Organization] | None]:
+    """`settings` with their client secret loaded (`load_secret`: the service may be asked), and
+    the organizations found `among` (see `Among`); None for `Among.LOCAL` when the data
+    directory is still in the single-organization layout and no organization is configured.
+    A single-organization layout moved says so through `say`."""
+    from fundpipe.layout import migrate_layout
+
+    top = load_secret(settings) if load_secret is not None else settings
+    if among is Among.SERVICE:
+        found = organizations(top, transport)
+    else:
+        configured = configured_organizations(top)
+        if among is Among.CONFIGURED:
+            return top, configured or [Organization(id=wanted)]
+        if configured is None:
+            root = top.data_dir / "orgs"
+            folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+            if not folders:
+                return top, None
+            # folders only: nothing to move (a moved layout made them)
+            return top, [Organization(id=None if f == OWN_ORG_FOLDER else f) for f in folders]
+        found = configured
+    moved = migrate_layout(top, found)
+    if moved:
+        say(moved)
+    return top, found
+
+
+def org_settings(
+    settings: Settings,
+    wanted: str | Organization | None = None,
+    *,
+    among: Among | Sequence[Organization] = Among.SERVICE,
+    load_secret: SecretLoader | None,
+    several: bool | None = None,
+    say: Callable[[str], object] = _say_nothing,
+    transport: object | None = None,
+) -> OrgSettings:
+    """One organization's settings: the one way every entry point gets them.
+
+    The organization is `wanted` — an `Organization` as it is, or an id (`--org`, else
+    `FUNDPIPE_ORG_ID` as the process started: the caller says; None: the only one) picked from
+    the organizations found `among` (an `Among`, or a list the caller already holds; see
+    `find_organizations`). Its settings are `Settings.for_org` (its state, reports and service;
+    `several` defaults to whether more than one organization was found) with the client secret
+    loaded by `load_secret` (the shells' Prefect Secret-block loader; None for a command that
+    builds no client), before the service is asked and again for an organization naming its
+    own Secret block.
+
+    With `Among.LOCAL`, no organization configured and no organization folder yet, the data
+    directory is the single-organization layout and is read as it is (the next command that
+    talks to the service moves it).
+    """
+    if isinstance(among, Among):
+        top, found = find_organizations(
+            settings,
+            among,
+            load_secret=load_secret,
+            wanted=wanted if isinstance(wanted, str) else None,
+            say=say,
+            transport=transport,
+        )
+    else:
+        top = load_secret(settings) if load_secret is not None else settings
+        found = list(among)
+    if found is None:  # Among.LOCAL, single-organization layout
+        named = wanted.id if isinstance(wanted, Organization) else wanted
+        if named and top.org_id not in (None, named):
+            raise ConfigurationError(
+                f"--org {named} is not FUNDPIPE_ORG_ID ({top.org_id}) and "
+                f"{top.data_dir / 'orgs'} holds no organization's folders"
+            )
+        org = Organization(id=named)
+        return OrgSettings(org, top.model_copy(update={"org_id": org.id}))
+    org = wanted if isinstance(wanted, Organization) else pick_org(found, wanted)
+    one = top.for_org(org, several=len(found) > 1 if several is None else several)
+    return OrgSettings(org, load_secret(one) if load_secret is not None else one)
+
+
 def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
     """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
     without files): the organization is `wanted`, else the only configured one, else
     `FUNDPIPE_ORG_ID`; the service is not asked."""
     from fundpipe.submit.inbox import stable_files
 
-    configured = configured_organizations(settings)
-    if configured is not None:
-        org = pick_org(configured, wanted or settings.org_id)
-    else:
-        org = Organization(id=wanted or settings.org_id)
-    return stable_files(settings.for_org(org, several=False).data_dir / "inbox", settle_s=0)
-
-
-def local_org(settings: Settings, wanted: str | None, say: Callable[[str], object]) -> Settings:
-    """One organization's settings for a command that reads only local files, never asking
-    the service (it may be down, or the command may run on an analyst's machine).
-
-    The organizations are the configured ones (a single-organization layout is moved first,
-    `say` tells what moved), else the folders under `data/orgs/`; with neither, the data
-    directory is still in the single-organization layout and is read as it is (the next
-    command that talks to the service moves it).
-    """
-    configured = configured_organizations(settings)
-    if configured is not None:
-        from fundpipe.layout import migrate_layout
-
-        moved = migrate_layout(settings, configured)
-        if moved:
-            say(moved)
-    else:
-        root = settings.data_dir / "orgs"
-        folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        if not folders:
-            if wanted and settings.org_id not in (None, wanted):
-                raise ConfigurationError(
-                    f"--org {wanted} is not FUNDPIPE_ORG_ID ({settings.org_id}) and "
-                    f"{root} holds no organization's folders"
-                )
-            return settings.model_copy(update={"org_id": wanted or settings.org_id})
-        configured = [
-            Organization(id=None if folder == OWN_ORG_FOLDER else folder) for folder in folders
-        ]
-    org = pick_org(configured, wanted or settings.org_id)
-    return settings.for_org(org, several=len(configured) > 1)
+    # only its inbox is read: explicit ledger paths do not matter here (several=False)
+    one = org_settings(
+        settings,
+        wanted or settings.org_id,
+        among=Among.CONFIGURED,
+        load_secret=None,
+        several=False,
+    )
+    return stable_files(one.settings.data_dir / "inbox", settle_s=0)
 
 
 def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
@@ -256,8 +358,10 @@ def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dic
             "FUNDPIPE_ORG_ID",
             "ledger bound to": binding(settings),
         }
-    several = len(configured) > 1
-    per_org = {o.folder: settings.for_org(o, several=several) for o in configured}
+    per_org = {
+        o.folder: org_settings(settings, o, among=configured, load_secret=None).settings
+        for o in configured
+    }
     return {
         "organizations": ", ".join(o.label for o in configured),
         "organization folders": {k: str(v.data_dir) for k, v in per_org.items()},

@@ -1,18 +1,21 @@
 """Organizations as configuration: FUNDPIPE_ORGS, FUNDPIPE_ORGS_FILE, the organization read, and
-each organization's own settings."""
+each organization's own settings — through `fundpipe.orgs.org_settings`, the one way every entry
+point gets them."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ConfigurationError
-from fundpipe.orgs import organizations, parse_orgs, pick_org
+from fundpipe.orgs import Among, org_settings, organizations, parse_orgs, pick_org
 from fundpipe.sandbox import SandboxConfig, create_app
 
 
@@ -278,3 +281,246 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
         ("Failed", 2, "no secret"),
         ("Failed", 3, "crashed"),
     ]
+
+
+# --- one way to an organization's settings (fundpipe.orgs.org_settings) ---------------------
+
+
+def _loader(seen: list[str | None], blocks: dict[str, str]) -> Callable[[Settings], Settings]:
+    """A stand-in for the shells' Prefect Secret-block loader (`blocks`: name → secret): records
+    the block it was asked for and fills the secret the way `with_secret_block` does."""
+
+    def load(settings: Settings) -> Settings:
+        if settings.client_secret is not None or not settings.client_secret_block:
+            return settings
+        seen.append(settings.client_secret_block)
+        value = SecretStr(blocks[settings.client_secret_block])
+        return settings.model_copy(update={"client_secret": value})
+
+    return load
+
+
+def test_org_settings_asks_the_service_and_loads_each_organization_s_own_secret(
+    tmp_path: Path,
+) -> None:
+    settings, transport = _service(tmp_path)
+    seen: list[str | None] = []
+    said: list[str] = []
+    demob = org_settings(
+        settings.model_copy(update={"client_secret": None, "client_secret_block": "shared"}),
+        "org_demob",
+        among=Among.SERVICE,
+        load_secret=_loader(seen, {"shared": "demo-secret"}),
+        say=said.append,
+        transport=transport,
+    )
+    # the shared block is loaded before the service is asked which organizations there are
+    # (the read authenticated with it)
+    assert seen == ["shared"]
+    assert demob.org.id == "org_demob"
+    assert demob.settings.data_dir == tmp_path / "data" / "orgs" / "org_demob"
+    assert demob.settings.client_secret == SecretStr("demo-secret")
+    with pytest.raises(ConfigurationError, match=r"2 organizations .*name one with --org"):
+        org_settings(settings, None, among=Among.SERVICE, load_secret=None, transport=transport)
+
+    own = org_settings(
+        _settings(
+            tmp_path,
+            base_url="https://x.example",
+            client_secret="shared-secret",
+            orgs='["org_a", {"id": "org_b", "secret_block": "org-b-secret"}]',
+        ),
+        "org_b",
+        among=Among.SERVICE,
+        load_secret=_loader(seen, {"org-b-secret": "b's own"}),
+    )
+    # an organization naming its own block never borrows the shared secret
+    assert seen == ["shared", "org-b-secret"]
+    assert own.settings.client_secret == SecretStr("b's own")
+    assert said == []  # nothing was in the single-organization layout
+
+
+def test_org_settings_from_local_folders_never_asks_the_service(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    settings = _settings(tmp_path, base_url="http://127.0.0.1:9")  # nothing listens there
+    # no organization configured and no folder yet: the single-organization layout as it is
+    single = org_settings(settings, "org_x", among=Among.LOCAL, load_secret=None)
+    assert (single.org.id, single.settings.data_dir) == ("org_x", data)
+    with pytest.raises(ConfigurationError, match="--org org_y is not FUNDPIPE_ORG_ID"):
+        org_settings(
+            settings.model_copy(update={"org_id": "org_x"}),
+            "org_y",
+            among=Among.LOCAL,
+            load_secret=None,
+        )
+    for name in ("org_a", "org_b"):
+        (data / "orgs" / name).mkdir(parents=True)
+    b = org_settings(settings, "org_b", among=Among.LOCAL, load_secret=None)
+    assert b.settings.warehouse_file == data / "orgs" / "org_b" / "warehouse.duckdb"
+    with pytest.raises(ConfigurationError, match="name one with --org"):
+        org_settings(settings, None, among=Among.LOCAL, load_secret=None)
+    # a single-organization layout is moved once a list names its organizations
+    (data / "inbox").mkdir()
+    (data / "inbox" / "q4.csv").write_text("a\n", encoding="utf-8")
+    said: list[str] = []
+    org_settings(
+        settings.model_copy(update={"orgs": "org_a"}),
+        "org_a",
+        among=Among.LOCAL,
+        load_secret=None,
+        say=said.append,
+    )
+    assert (data / "orgs" / "org_a" / "inbox" / "q4.csv").exists()
+    assert len(said) == 1
+
+
+def test_a_fan_out_child_takes_its_organization_as_the_parent_named_it(tmp_path: Path) -> None:
+    """A child reads its own environment: its configured entry, else the id it was given."""
+    from fundpipe.app.prefect.fanout import _org_settings
+
+    top = _settings(tmp_path, base_url="http://127.0.0.1:9", client_secret="s")
+    org, child = _org_settings(top, "org_read", orgs_on_host=1, several=True)
+    assert (org, child.org_id) == (Organization(id="org_read"), "org_read")
+    org, child = _org_settings(top, "", orgs_on_host=1, several=False)
+    assert (org.folder, child.data_dir) == ("default", tmp_path / "data" / "orgs" / "default")
+    named = top.model_copy(update={"orgs": '[{"id": "org_a", "name": "Alder"}]'})
+    org, child = _org_settings(named, "org_a", orgs_on_host=1, several=False)
+    assert org.label == "org_a (Alder)"
+
+
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
+    """Replace `fundpipe.orgs.org_settings` by a recorder that stops the caller there: how each
+    entry point asked (where the organizations come from, which secret loader)."""
+    import fundpipe.orgs
+
+    asked: list[tuple[str, str | None]] = []
+
+    def recorder(settings: Settings, wanted: object = None, **kwargs: object) -> object:
+        among = kwargs.get("among", Among.SERVICE)
+        loader = kwargs.get("load_secret")
+        asked.append(
+            (
+                str(among) if isinstance(among, Among) else "a list",
+                getattr(loader, "__qualname__", None),
+            )
+        )
+        raise ConfigurationError("stopped where the settings are made")
+
+    monkeypatch.setattr(fundpipe.orgs, "org_settings", recorder)
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("args", "among", "loader"),
+    [
+        (["ingest", "--dry-run"], "service", "with_secret_block"),
+        (["sync"], "service", "with_secret_block"),
+        (["validate"], "configured", None),
+        (["reconcile"], "local", None),
+        (["exceptions", "list"], "local", None),
+        (["exceptions", "show", "EX-1"], "local", None),
+        (["close", "--list"], "local", None),
+        (["config"], "a list", None),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
+)
+def test_every_cli_command_gets_its_organization_s_settings_from_org_settings(
+    args: list[str],
+    among: str,
+    loader: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each command's organization comes from `fundpipe.orgs.org_settings`, the commands that
+    talk to the service with the one Prefect Secret-block loader: a command that built its
+    settings another way (and so, perhaps, without the block's secret) fails here."""
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app
+
+    for name in ("FUNDPIPE_CLIENT_SECRET", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_ORG_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", "http://127.0.0.1:9")  # never reached
+    monkeypatch.setenv("FUNDPIPE_CLIENT_SECRET_BLOCK", "fundpipe-client-secret")
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a")
+    asked = _record(monkeypatch)
+    result = CliRunner().invoke(app, args)
+    assert asked == [(among, loader)], result.output
+    assert result.exit_code == 2
+    assert "stopped where the settings are made" in result.output
+
+
+def test_every_flow_gets_its_organization_s_settings_from_org_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flows' ingest and sync (`one_org`), inbox and reconcile flows, a fan-out's child and
+    the watcher's inboxes."""
+    from fundpipe.app.embedded import one_org
+    from fundpipe.app.prefect import flows
+    from fundpipe.app.prefect.fanout import _org_settings
+    from fundpipe.app.prefect.watch import inboxes
+
+    settings = _settings(tmp_path, base_url="http://127.0.0.1:9", orgs="org_a")
+    for name in ("FUNDPIPE_ORG_ID", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_LEDGER_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FUNDPIPE_BASE_URL", "http://127.0.0.1:9")  # never reached
+    monkeypatch.setenv("FUNDPIPE_ORGS", "org_a")
+    from fundpipe.app.prefect import steps
+
+    for shell in (flows, steps):  # outside a flow run: a plain logger
+        monkeypatch.setattr(shell, "get_run_logger", lambda: logging.getLogger("test"))
+    asked = _record(monkeypatch)
+    with pytest.raises(ConfigurationError), one_org(settings, None, print):
+        pass
+    state = flows._inbox_flow(str(tmp_path / "data"), None)
+    assert "stopped where the settings are made" in (state.message or "")
+    with pytest.raises(ConfigurationError):
+        flows._reconcile_flow(str(tmp_path / "data"), None, None)
+    with pytest.raises(ConfigurationError):
+        _org_settings(settings, "org_a", orgs_on_host=1, several=False)
+    with pytest.raises(ConfigurationError):
+        inboxes(settings)
+    assert asked == [
+        ("service", "with_secret_block"),
+        ("a list", "with_secret_block"),
+        ("local", None),
+        ("configured", "with_secret_block"),
+        ("a list", None),
+    ]
+
+
+def test_settings_for_org_is_called_by_org_settings_alone() -> None:
+    """One way to an organization's settings: `Settings.for_org` is called only by
+    `fundpipe.orgs.org_settings`, the one-time layout move only while finding the organizations,
+    and the Secret-block loader is never called by name — entry points hand it to
+    `org_settings` as `load_secret`."""
+    import ast
+
+    src = Path(__file__).resolve().parents[2] / "src" / "fundpipe"
+    calls: dict[str, set[str]] = {"for_org": set(), "migrate_layout": set()}
+    loader_uses: set[str] = set()
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = str(path.relative_to(src))
+        for func in ast.walk(tree):
+            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.Call):
+                    name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                    if name in calls:
+                        calls[name].add(f"{where}:{func.name}")
+                    if name == "with_secret_block":
+                        loader_uses.add(f"{where}:{func.name} calls it")
+                    for kw in node.keywords:
+                        named = (
+                            isinstance(kw.value, ast.Name) and kw.value.id == "with_secret_block"
+                        )
+                        if named and kw.arg != "load_secret":
+                            loader_uses.add(f"{where}:{func.name} passes it as {kw.arg}")
+    assert calls == {
+        "for_org": {"orgs.py:org_settings"},
+        "migrate_layout": {"orgs.py:find_organizations"},
+    }
+    assert loader_uses == set()

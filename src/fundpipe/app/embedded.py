@@ -9,9 +9,10 @@ documented operations, and the public spec's forms (`fundpipe sandbox --strict-i
 --public-forms`). With a base
 URL configured it yields the settings unchanged and never starts a sandbox.
 
-`every_org` / `one_org` add the running service to `fundpipe.orgs` (which organizations) and
-`fundpipe.layout` (their folders, the one-time move); `org_settings` gives one organization's
-settings with its secret from the one Prefect Secret-block loader.
+`every_org` / `one_org` add the running service to `fundpipe.orgs.find_organizations` /
+`fundpipe.orgs.org_settings` (which organizations, their folders, the one-time move, one
+organization's settings), with the client secret from the one Prefect Secret-block loader
+(`fundpipe.app.prefect.secrets.with_secret_block`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from fundpipe.config import Organization, Settings
-from fundpipe.orgs import organizations, pick_org
 
 log = logging.getLogger(__name__)
 
@@ -67,31 +67,23 @@ def service(settings: Settings) -> Iterator[Settings]:
         yield attach(settings, server.base_url)
 
 
-# --- the running service's organizations (fundpipe.orgs lists them; this adds the service) --
-
-
-def org_settings(live: Settings, org: Organization, *, several: bool) -> Settings:
-    """`live.for_org(org)`, with the organization's secret loaded from its Prefect Secret block
-    when it names one."""
-    from fundpipe.app.prefect.secrets import with_secret_block
-
-    return with_secret_block(live.for_org(org, several=several))
+# --- the running service's organizations (fundpipe.orgs finds them; this adds the service) ----
 
 
 @contextmanager
 def every_org(
     settings: Settings, say: Callable[[str], object]
 ) -> Iterator[tuple[Settings, list[Organization]]]:
-    """The running service (the embedded sandbox started when none is configured) and every
-    organization; a single-organization layout is moved first (`say` tells what moved)."""
-    from fundpipe.layout import migrate_layout
+    """The running service (the embedded sandbox started when none is configured), with the
+    client secret loaded, and every organization; a single-organization layout is moved first
+    (`say` tells what moved)."""
+    from fundpipe.app.prefect.secrets import with_secret_block
+    from fundpipe.orgs import Among, find_organizations
 
     with service(settings) as live:
-        orgs = organizations(live)
-        moved = migrate_layout(live, orgs)
-        if moved:
-            say(moved)
-        yield live, orgs
+        top, orgs = find_organizations(live, Among.SERVICE, load_secret=with_secret_block, say=say)
+        assert orgs is not None  # the service always names at least one
+        yield top, orgs
 
 
 @contextmanager
@@ -100,6 +92,14 @@ def one_org(
 ) -> Iterator[Settings]:
     """The settings of the organization `wanted` (`--org`; default `FUNDPIPE_ORG_ID`, or the
     only one), pointed at a running service (see `every_org`)."""
-    with every_org(settings, say) as (live, orgs):
-        org = pick_org(orgs, wanted or settings.org_id)
-        yield org_settings(live, org, several=len(orgs) > 1)
+    from fundpipe.app.prefect.secrets import with_secret_block
+    from fundpipe.orgs import Among, org_settings
+
+    with service(settings) as live:
+        yield org_settings(
+            live,
+            wanted or settings.org_id,  # as configured: the embedded sandbox fills in its own
+            among=Among.SERVICE,
+            load_secret=with_secret_block,
+            say=say,
+        ).settings

@@ -95,12 +95,14 @@ class Settings(
         )
 
     def with_service(self, base_url: str) -> Settings:
-        """A copy pointed at `base_url`, filling the demo credentials where none are set."""
+        """A copy pointed at `base_url`, filling the demo credentials where none are set (a
+        secret named by a Secret block counts as set: the entry point's loader fills it)."""
+        named = self.client_secret is not None or bool(self.client_secret_block)
         return self.model_copy(
             update={
                 "base_url": base_url,
                 "client_id": self.client_id or DEMO_CLIENT_ID,
-                "client_secret": self.client_secret or SecretStr(DEMO_CLIENT_SECRET),
+                "client_secret": self.client_secret if named else SecretStr(DEMO_CLIENT_SECRET),
                 "org_id": self.org_id or DEMO_ORG_ID,
             }
         )
@@ -108,7 +110,8 @@ class Settings(
     def for_org(self, org: Organization, *, several: bool) -> Settings:
         """The settings of one organization: its own X-Organization-Id, service URL, client id
         and secret block when it names them, its state in `<data_dir>/orgs/<org>/` and its
-        reports in `<data_dir>/reports/<org>/`.
+        reports in `<data_dir>/reports/<org>/`. Entry points call `fundpipe.orgs.org_settings`,
+        which finds the organization, calls this and loads the secret.
 
         `several`: more than one organization runs. Explicit `FUNDPIPE_LEDGER_PATH` /
         `FUNDPIPE_WAREHOUSE_PATH` name one organization's files: with several they are refused.

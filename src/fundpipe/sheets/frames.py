@@ -1,11 +1,15 @@
-"""The shapes readers produce (`RawSheet`, `ReadResult`), their bounds (`ReadLimits`), and the
-shared clean-up of a sheet body (trim cells, blanks → null, drop trailing empty columns/rows)."""
+"""The shapes readers produce (`RawSheet`, `ReadResult`), their bounds (`ReadLimits`), the
+entry point's hook around a sheet's cells (`AroundCells`), and the shared clean-up of a sheet
+body (trim cells, blanks → null, drop trailing empty columns/rows)."""
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -13,6 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 MiB = 1024 * 1024
+
+#: What an entry point wraps around the turning of a sheet into one Python object per cell (the
+#: XLSX cell-by-cell path): a process-wide choice, so the library's default changes nothing.
+#: `fundpipe validate` and `fundpipe ingest` pass `fundpipe.app.cli.process.paused_gc` (the
+#: cyclic collector would walk those objects again and again while they are made; see
+#: `benchmarks/validate.py`, ``read_xlsx_cells``); the flows pass nothing, since during a fan-out
+#: organizations run in threads of one process and one's pause would reach the others.
+AroundCells: TypeAlias = Callable[[], AbstractContextManager[object]]
 
 
 @dataclass(frozen=True)
@@ -115,3 +127,14 @@ def use_system_allocator() -> None:
     """
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+def quiet_fastexcel() -> None:
+    """Keep fastexcel's warnings off the console for the rest of the process.
+
+    fastexcel warns when it falls back to text for a column; that fallback is a decision the
+    XLSX reader makes and handles itself, so on an analyst's console the warning is noise. A
+    logger's level is process-wide, so entry points set it (the CLI's commands that read sheets,
+    the flows), never the library at import.
+    """
+    logging.getLogger("fastexcel").setLevel(logging.ERROR)

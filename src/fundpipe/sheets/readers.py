@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -20,17 +21,28 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fundpipe.keys import content_hash, file_hash
-from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
+from fundpipe.sheets.frames import (
+    AroundCells,
+    MiB,
+    RawSheet,
+    ReadLimits,
+    ReadResult,
+    clean_table,
+    finish_sheet,
+)
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
 
-__all__ = ["MiB", "RawSheet", "ReadLimits", "ReadResult", "read_file"]
+__all__ = ["AroundCells", "MiB", "RawSheet", "ReadLimits", "ReadResult", "read_file"]
 
 
-def read_file(path: Path, limits: ReadLimits | None = None) -> ReadResult:
+def read_file(
+    path: Path, limits: ReadLimits | None = None, *, around_cells: AroundCells = nullcontext
+) -> ReadResult:
     """Read ``path`` by its extension (``.csv``/``.txt``/``.tsv``, ``.xlsx``/``.xlsm``, ``.parquet``).
 
     Never raises for bad input: an unreadable file comes back with a file-level error.
+    ``around_cells``: the entry point's choice around an XLSX sheet's cells (`AroundCells`).
     """
     limits = limits or ReadLimits()
     result = ReadResult()
@@ -56,7 +68,7 @@ def read_file(path: Path, limits: ReadLimits | None = None) -> ReadResult:
         if suffix in {".csv", ".txt", ".tsv"}:
             _read_csv(path, limits, result)
         elif suffix in {".xlsx", ".xlsm"}:
-            read_xlsx(path, limits, result)
+            read_xlsx(path, limits, result, around_cells)
         elif suffix == ".parquet":
             _read_parquet(path, limits, result)
         else:

@@ -18,13 +18,10 @@ kept side by side so a change to one is made, and reviewed, beside the other.
 
 from __future__ import annotations
 
-import gc
-import logging
 import re
 import zipfile
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import nullcontext
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,13 +32,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fundpipe.keys import file_hash
-from fundpipe.sheets.frames import MiB, RawSheet, ReadLimits, ReadResult, clean_table, finish_sheet
+from fundpipe.sheets.frames import (
+    AroundCells,
+    MiB,
+    RawSheet,
+    ReadLimits,
+    ReadResult,
+    clean_table,
+    finish_sheet,
+)
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx_formulas import formulas_without_values, sheet_paths
-
-# fastexcel warns when it falls back to text for a column; that fallback is a decision this
-# reader makes and handles itself, so the warning would only be noise on an analyst's console.
-logging.getLogger("fastexcel").setLevel(logging.ERROR)
 
 
 def _cell_text(value: Any) -> str | None:
@@ -72,23 +73,6 @@ def _column_text(cells: np.ndarray) -> pa.Array:
         return pa.array(cells, type=pa.string())
     except (pa.ArrowTypeError, pa.ArrowInvalid):
         return pa.array([v if type(v) is str else _cell_text(v) for v in cells], type=pa.string())
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a sheet becomes Python objects.
-
-    calamine hands over one Python object per cell (800k for a 100k-row sheet); none of them
-    form cycles, but their creation triggers full collections that each walk every one of
-    them — seconds of work on a big sheet, for nothing.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _sheet_columns(rows: list[list[Any]]) -> list[pa.Array]:
@@ -355,8 +339,14 @@ def _check_zip(path: Path, limits: ReadLimits, result: ReadResult) -> bool:
     return True
 
 
-def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
-    """Read every visible worksheet of ``path`` into ``result`` (errors recorded, never raised)."""
+def read_xlsx(
+    path: Path, limits: ReadLimits, result: ReadResult, around_cells: AroundCells = nullcontext
+) -> None:
+    """Read every visible worksheet of ``path`` into ``result`` (errors recorded, never raised).
+
+    ``around_cells`` wraps the cell-by-cell path's turning of a sheet into one Python object per
+    cell: the entry point's process-wide choice (see `fundpipe.sheets.frames.AroundCells`).
+    """
     import python_calamine as calamine
 
     result.sha256 = file_hash(path)
@@ -398,7 +388,7 @@ def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
             if fast is not None:
                 header, arrays = fast
             else:
-                with _collector_paused():
+                with around_cells():
                     rows = workbook.get_sheet_by_name(meta.name).to_python(skip_empty_area=False)
                     while rows and all(v == "" or v is None for v in rows[-1]):
                         rows.pop()
@@ -415,7 +405,7 @@ def read_xlsx(path: Path, limits: ReadLimits, result: ReadResult) -> None:
                     )
                     return
                 header = [_cell_text(v) or "" for v in rows[0]]
-                with _collector_paused():
+                with around_cells():
                     arrays = _sheet_columns(rows)
                 del rows
             body = clean_table(arrays, [f"c{i}" for i in range(len(arrays))])

@@ -97,12 +97,15 @@ def ingest(
     batch_size: int | None = None,
     progress: ProgressSink | None = None,
     around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
+    around_cells: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> IngestResult:
     """Ingest ``paths`` (None → the inbox): validate, plan, pre-flight and submit exactly once.
 
     ``progress`` hears the files read and validated and the requests submitted.
-    ``around_submit`` wraps the sending: the entry point's process-wide choice (`fundpipe ingest`
-    freezes the plan out of the garbage collector's sight, `fundpipe.app.cli.process.frozen_gc`).
+    ``around_submit`` wraps the sending and ``around_cells`` an XLSX sheet's turning into cell
+    objects: the entry point's process-wide choices (`fundpipe ingest` freezes the plan out of
+    the garbage collector's sight and pauses it while a sheet's cells are made,
+    `fundpipe.app.cli.process.frozen_gc` / `paused_gc`); the defaults change nothing.
 
     ``dry_run`` plans and sends nothing (no file moves, no ledger writes); the plan is in
     the result for the caller to show.
@@ -133,7 +136,8 @@ def ingest(
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:
             run = _Run(settings, ledger, result, in_inbox=in_inbox, progress=progress)
-            run.around_submit = around_submit  # process-wide: never chosen by the library
+            # process-wide: never chosen by the library
+            run.around_submit, run.around_cells = around_submit, around_cells
             steps = run.run(
                 candidates, require_funds=require, transport=transport, batch_size=batch_size
             )
@@ -170,6 +174,7 @@ class _Run:
         self.dry_run = result.dry_run
         self.dirs = InboxDirs(settings.data_dir)
         self.around_submit: Callable[[], AbstractContextManager[object]] = nullcontext
+        self.around_cells: Callable[[], AbstractContextManager[object]] = nullcontext
         #: a valid roster's counts by file hash (see `FileOutcome.roster`)
         self.rosters: dict[str, dict[str, int]] = {}
 
@@ -263,7 +268,13 @@ class _Run:
         fresh = [c for c in todo if cached[c.file_hash] is None]
         paths, order, refs = [c.path for c in fresh], self.settings.date_order, set(known_refs)
         fresh_reports = iter(
-            validate_files(paths, known_entity_refs=refs, date_order=order, progress=self.progress)
+            validate_files(
+                paths,
+                known_entity_refs=refs,
+                date_order=order,
+                progress=self.progress,
+                around_cells=self.around_cells,
+            )
             if fresh
             else []
         )

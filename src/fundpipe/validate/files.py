@@ -12,13 +12,14 @@ Its exit code: `validate_exit_code`; its rendering lives in `fundpipe.app` (JSON
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
 
 from fundpipe.errors import exit_code_of
 from fundpipe.progress import NullProgress, ProgressSink
-from fundpipe.sheets.readers import RawSheet, ReadLimits, read_file
+from fundpipe.sheets.readers import AroundCells, RawSheet, ReadLimits, read_file
 from fundpipe.sheets.templates import best_match, load_templates
 from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
@@ -58,8 +59,12 @@ def validate_files(
     limits: ReadLimits | None = None,
     progress: ProgressSink | None = None,
     date_order: DateOrder | None = None,
+    around_cells: AroundCells = nullcontext,
 ) -> list[FileReport]:
     """Validate every file of one drop; one `FileReport` per path, in order.
+
+    ``around_cells``: the entry point's process-wide choice around an XLSX sheet's cells
+    (`fundpipe.sheets.frames.AroundCells`; the default changes nothing).
 
     ``date_order``: the order the organization declares for dates with day and month in figures
     (``Settings.date_order``, ``FUNDPIPE_DATE_ORDER``): ``mdy``, ``dmy``, or None — then a date
@@ -76,7 +81,7 @@ def validate_files(
     sink.start("validate", "read + validate sheets", total=len(files))
     reports = []
     for path in files:
-        reports.append(_validate_one(path, limits or ReadLimits(), date_order))
+        reports.append(_validate_one(path, limits or ReadLimits(), date_order, around_cells))
         sink.advance("validate")
     roster_refs: set[str] = set()
     for report in reports:
@@ -88,9 +93,11 @@ def validate_files(
     return reports
 
 
-def _validate_one(path: Path, limits: ReadLimits, date_order: DateOrder | None) -> FileReport:
+def _validate_one(
+    path: Path, limits: ReadLimits, date_order: DateOrder | None, around_cells: AroundCells
+) -> FileReport:
     report = FileReport(file=str(path))
-    result = read_file(path, limits)
+    result = read_file(path, limits, around_cells=around_cells)
     report.content_sha256 = result.sha256
     for check, reason, sheet in result.warnings:
         report.file_warning(check, reason, sheet=sheet)

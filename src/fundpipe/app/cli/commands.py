@@ -114,8 +114,12 @@ def validate_command(
             if not files:
                 console.print("nothing to validate: no sheet waits in the inbox")
                 return
+        from fundpipe.app.cli.process import paused_gc
+
         with RichProgress(err_console) as progress:
-            reports = validate_files(files, progress=progress, date_order=settings.date_order)
+            reports = validate_files(
+                files, progress=progress, date_order=settings.date_order, around_cells=paused_gc
+            )
         if output_format == "json":
             print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:
@@ -146,7 +150,7 @@ def ingest_command(
     """
     with user_errors(data_dir):
         _reads_sheets()
-        from fundpipe.app.cli.process import frozen_gc
+        from fundpipe.app.cli.process import frozen_gc, paused_gc
         from fundpipe.app.cli.render import (
             RichProgress,
             render_ingest,
@@ -163,6 +167,7 @@ def ingest_command(
                 require_funds=require_funds or None,
                 progress=progress,
                 around_submit=frozen_gc,
+                around_cells=paused_gc,
             )
         if json_out:
             from fundpipe.app.outcomes import ingest_dict
@@ -350,14 +355,16 @@ def _parse_date(text: str | None) -> date | None:
 
 
 def _reads_sheets() -> None:
-    """This process reads sheets: let Arrow allocate with malloc (see `use_system_allocator`).
+    """This process reads sheets: let Arrow allocate with malloc (see `use_system_allocator`)
+    and keep fastexcel's fallback warnings off the console (`quiet_fastexcel`).
 
     Imported here, not at the top: `fundpipe.sheets` brings pandas, ~0.3 s that `sync`,
     `reconcile` and `exceptions` do not need.
     """
-    from fundpipe.sheets.frames import use_system_allocator
+    from fundpipe.sheets.frames import quiet_fastexcel, use_system_allocator
 
     use_system_allocator()
+    quiet_fastexcel()
 
 
 def main() -> None:

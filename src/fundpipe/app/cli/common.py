@@ -50,31 +50,36 @@ def org_settings_for(data_dir: Path | None, org: str | None) -> Iterator[Setting
     """The settings of one organization (`--org`; needed only when several are configured),
     pointed at a running service (the embedded sandbox when none is configured), with the client
     secret from the Prefect Secret block `FUNDPIPE_CLIENT_SECRET_BLOCK` names when no secret is
-    set. A single-organization layout is moved into `data/orgs/<org>/` first, saying so once."""
+    set. A single-organization layout is moved into `data/orgs/<org>/` first, saying so once.
+    See `fundpipe.orgs.org_settings` (`Among.SERVICE`)."""
     from fundpipe.app.embedded import one_org
-    from fundpipe.app.prefect.secrets import with_secret_block
 
-    # the secret first: finding the organizations may already ask the service
-    configured = with_secret_block(settings_for(data_dir))
-    with one_org(configured, org, lambda line: err_console.print(line, soft_wrap=True)) as live:
+    with one_org(settings_for(data_dir), org, _say) as live:
         yield live
 
 
 def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
     """One organization's settings for a command that reads only local files (reconcile,
-    exceptions), without asking the service: see `fundpipe.orgs.local_org`."""
-    from fundpipe.orgs import local_org
+    exceptions, close), without asking the service: `fundpipe.orgs.org_settings`
+    (`Among.LOCAL`); no client is built, so no secret is loaded."""
+    from fundpipe.orgs import Among, org_settings
 
-    return local_org(
-        settings_for(data_dir), org, lambda line: err_console.print(line, soft_wrap=True)
-    )
+    settings = settings_for(data_dir)
+    return org_settings(
+        settings, org or settings.org_id, among=Among.LOCAL, load_secret=None, say=_say
+    ).settings
+
+
+def _say(line: str) -> None:
+    """Tell the person running the command (what a one-time layout move moved)."""
+    err_console.print(line, soft_wrap=True)
 
 
 def run_log_file(data_dir: Path | None = None) -> Path:
     """The run's log file, where a bug's traceback goes: `<data dir>/logs/fundpipe.log`."""
     if data_dir is None:
         try:
-            data_dir = Settings().data_dir
+            data_dir = settings_for().data_dir
         except Exception:  # the settings themselves may be what failed
             data_dir = Path(os.environ.get("FUNDPIPE_DATA_DIR") or "data")
     return data_dir / "logs" / "fundpipe.log"

@@ -11,7 +11,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["frozen_gc"]
+__all__ = ["frozen_gc", "paused_gc"]
 
 
 @contextmanager
@@ -30,3 +30,22 @@ def frozen_gc() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while an XLSX sheet becomes Python objects (the
+    readers' `around_cells`).
+
+    python-calamine hands over one Python object per cell (800k for a 100k-row sheet); none of
+    them form cycles, but making them starts collections that walk every object alive. Only
+    for a process reading one drop at a time (`fundpipe validate`, `fundpipe ingest`), never
+    around one organization of a fan-out: another thread's pause would end with this one's.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -137,15 +137,20 @@ def org_night(
 def _org_settings(
     top: Settings, org_id: str, orgs_on_host: int, several: bool
 ) -> tuple[Organization, Settings]:
-    from fundpipe.app.embedded import org_settings
-    from fundpipe.orgs import configured_organizations, pick_org
+    """The child's organization and settings (`fundpipe.orgs.org_settings`: the configured
+    entry, or the id the parent found; the secret from its Prefect Secret block), at its share
+    of the host's rate."""
+    from fundpipe.app.prefect.secrets import with_secret_block
+    from fundpipe.orgs import Among, org_settings
 
-    configured = configured_organizations(top)
-    if configured is not None and org_id:
-        org = pick_org(configured, org_id)
-    else:
-        org = Organization(id=org_id or None)
-    return org, shared_rate(org_settings(top, org, several=several), orgs_on_host)
+    org, settings = org_settings(
+        top,
+        org_id or None,
+        among=Among.CONFIGURED,
+        load_secret=with_secret_block,
+        several=several,
+    )
+    return org, shared_rate(settings, orgs_on_host)
 
 
 def _org_night(
@@ -328,6 +333,7 @@ def run_night(
     from fundpipe.app.embedded import every_org
     from fundpipe.app.prefect import steps
     from fundpipe.app.samples import copy_samples
+    from fundpipe.orgs import org_settings
 
     logger = get_run_logger()
     settings = steps._settings(data_dir)
@@ -340,7 +346,8 @@ def run_night(
         several = len(orgs) > 1
         if samples:
             for org in orgs:
-                inbox = live.for_org(org, several=several).data_dir / "inbox"
+                one = org_settings(live, org, among=orgs, load_secret=None).settings
+                inbox = one.data_dir / "inbox"
                 copy_samples(live, inbox=inbox, org_id=org.id, single=not several)
         logger.info("organizations tonight: %s", ", ".join(o.label for o in orgs))
         rows = fan_out(

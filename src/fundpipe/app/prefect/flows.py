@@ -140,8 +140,9 @@ def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
 
 def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     """One organization's inbox, or every organization's in turn (one's failure stops none)."""
-    from fundpipe.app.embedded import every_org, org_settings
-    from fundpipe.orgs import pick_org
+    from fundpipe.app.embedded import every_org
+    from fundpipe.app.prefect.secrets import with_secret_block
+    from fundpipe.orgs import org_settings, pick_org
 
     top = _settings(data_dir)
     with every_org(top, get_run_logger().warning) as (live, orgs):
@@ -150,7 +151,10 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
         for one in chosen:
             states.append(
                 _guard(
-                    lambda o=one: _ingest_for(org_settings(live, o, several=len(orgs) > 1), None)
+                    lambda o=one: _ingest_for(
+                        org_settings(live, o, among=orgs, load_secret=with_secret_block).settings,
+                        None,
+                    )
                 )
             )
     if len(states) == 1:
@@ -181,10 +185,13 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
     from fundpipe.app.outcomes import reconcile_dict
     from fundpipe.app.prefect.tell import tell_reconcile
     from fundpipe.night import exceptions_of
-    from fundpipe.orgs import local_org
+    from fundpipe.orgs import Among, org_settings
 
     # reconcile reads only the warehouse: the organization is found without the service
-    settings = local_org(_settings(data_dir), org, get_run_logger().warning)
+    top = _settings(data_dir)
+    settings = org_settings(
+        top, org or top.org_id, among=Among.LOCAL, load_secret=None, say=get_run_logger().warning
+    ).settings
     result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
         return stopped
@@ -203,7 +210,7 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     The schedules come from `settings` (default: from the environment): `nightly_cron`,
     `nightly_timezone`, `inbox_interval_s`, `complete_by`.
     """
-    settings = settings or Settings()
+    settings = settings or _settings(None)
     cron, zone = settings.nightly_cron, settings.nightly_timezone
     interval_s = settings.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
@@ -275,6 +282,8 @@ def serve_all() -> None:
     from fundpipe.app.prefect.watch import inboxes, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
+    # a configuration no night can run with is refused here, not in the watcher's thread
+    inboxes(settings)
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,

@@ -132,13 +132,15 @@ def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
 
 
 def _settings(data_dir: str | None) -> Settings:
-    """Settings from the environment; the secret from a Prefect Secret block when one is named
-    (`FUNDPIPE_CLIENT_SECRET_BLOCK`) and no `FUNDPIPE_CLIENT_SECRET` is set. Every flow starts
-    here, so this is also where the process picks Arrow's allocator (`use_system_allocator`)."""
-    from fundpipe.app.prefect.secrets import with_secret_block
-    from fundpipe.sheets.frames import use_system_allocator
+    """Settings from the environment, before any organization is chosen: one organization's come
+    from `fundpipe.orgs.org_settings` (which loads the secret from a Prefect Secret block with
+    `fundpipe.app.prefect.secrets.with_secret_block`). Every flow starts here, so this is also
+    where the process picks Arrow's allocator (`use_system_allocator`) and quiets fastexcel's
+    fallback warnings (`quiet_fastexcel`)."""
+    from fundpipe.sheets.frames import quiet_fastexcel, use_system_allocator
 
     use_system_allocator()
+    quiet_fastexcel()
 
     settings = Settings()
     if "inbox_lock_wait_s" not in settings.model_fields_set:
@@ -146,7 +148,7 @@ def _settings(data_dir: str | None) -> Settings:
         settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
         settings = settings.model_copy(update={"data_dir": Path(data_dir)})
-    return with_secret_block(settings)
+    return settings
 
 
 # --- tasks: one per file and per step --------------------------------------------------------

@@ -107,10 +107,14 @@ def watch_inbox(
 
 def inboxes(settings: Settings) -> list[Path]:
     """Every inbox to watch under `settings.data_dir` (see the module docstring)."""
-    from fundpipe.orgs import configured_organizations
+    from fundpipe.orgs import configured_organizations, org_settings
 
     top = settings.data_dir
-    found = {top / "orgs" / o.folder / "inbox" for o in configured_organizations(settings) or []}
+    configured = configured_organizations(settings) or []
+    found = {
+        org_settings(settings, o, among=configured, load_secret=None).settings.data_dir / "inbox"
+        for o in configured
+    }
     found |= {p for p in (top / "orgs").glob("*/inbox") if p.is_dir()}
     legacy = InboxDirs(top).inbox
     if legacy.is_dir():  # a single-organization layout not moved yet
