@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fundpipe.timerules import (
@@ -105,9 +105,16 @@ ZONES = [
     ),
     zone=st.sampled_from(ZONES),
 )
+# both 01:00s of New York's fall-back night (EDT, then EST)
+@example(instant=datetime(2000, 10, 29, 5, tzinfo=UTC), zone="America/New_York")
+@example(instant=datetime(2000, 10, 29, 6, tzinfo=UTC), zone="America/New_York")
 def test_rendered_dates_read_back_to_the_same_instant(instant: datetime, zone: str) -> None:
     rendered = render_in_zone(instant, zone)
-    assert resolve_in_zone(rendered, zone) == instant
+    resolved = resolve_in_zone(rendered, zone)
+    # compared in UTC: by PEP 495 an aware time inside a fall-back hour (01:00 EDT on
+    # 2000-10-29) never equals a time of another zone, whatever the instants
+    assert resolved.astimezone(UTC) == instant
+    assert render_in_zone(resolved, zone) == rendered
 
 
 @settings(max_examples=100, deadline=None)
