@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +34,28 @@ def test_the_check_at_the_deadline_names_each_organization_without_a_completed_n
     assert payload["complete_by"] == "07:00"
     assert payload["timezone"] == "America/New_York"
     assert payload["since"] == "2026-11-24T07:00:00-05:00"
+
+
+def test_the_check_looks_for_every_organization_the_nightly_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded nightly runs both demo organizations: the deadline check expects a night of
+    each (their folders), not of the demo one alone; a configured list wins; nothing is moved."""
+    from fundpipe.app.prefect.deadline import organizations_to_check
+    from fundpipe.config import Settings
+
+    for name in ("FUNDPIPE_ORGS", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_ORG_ID"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(data_dir=tmp_path)
+    assert organizations_to_check(settings) == ["org_demo"]  # no night has run yet
+    for org in ("org_demob", "org_demo"):
+        (tmp_path / "orgs" / org / "inbox").mkdir(parents=True)
+    assert organizations_to_check(settings) == ["org_demo", "org_demob"]
+    (tmp_path / "inbox").mkdir()  # a single-organization layout left beside them stays put
+    configured = settings.model_copy(update={"orgs": "org_a,org_b"})
+    assert organizations_to_check(configured) == ["org_a", "org_b"]
+    assert (tmp_path / "inbox").is_dir()
+    assert not (tmp_path / "orgs" / "org_a").exists()
 
 
 def test_no_alert_text_has_an_empty_field() -> None:

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed
 
 from fundpipe.app.prefect.oncall import NIGHT_COMPLETED
+
+if TYPE_CHECKING:
+    from fundpipe.config import Settings
 
 __all__ = ["CHECK_FLOW", "MISSED", "deadline_of", "missed", "missed_event", "night_check"]
 
@@ -99,15 +102,25 @@ async def _completed_between(since: datetime, until: datetime) -> set[str]:
 
 def _organizations() -> list[str]:
     """Every organization a night runs for, by id, without asking the service: the configured
-    ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else FUNDPIPE_ORG_ID, else the demo one."""
+    ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else those with a folder under `data/orgs/` (the
+    embedded sandbox's nightly runs both demo organizations, so both are checked), else
+    FUNDPIPE_ORG_ID, else the demo one. Nothing is moved: the check only reads."""
     from fundpipe.app.prefect.steps import _settings
-    from fundpipe.app.prefect.tell import organization
-    from fundpipe.orgs import configured_organizations
 
-    settings = _settings(None)
+    return organizations_to_check(_settings(None))
+
+
+def organizations_to_check(settings: Settings) -> list[str]:
+    """The organization folders the night check looks for (see `_organizations`)."""
+    from fundpipe.app.prefect.tell import organization
+    from fundpipe.orgs import Among, configured_organizations, find_organizations
+
     configured = configured_organizations(settings)
     if configured:
         return [o.folder for o in configured]
+    _, found = find_organizations(settings, Among.LOCAL, load_secret=None)
+    if found:
+        return [o.folder for o in found]
     return [organization(settings)]
 
 
