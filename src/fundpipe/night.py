@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
 
-__all__ = ["WHAT_TO_DO", "NightException", "NightResult", "exceptions_of", "night"]
+__all__ = ["WHAT_TO_DO", "NightException", "NightReading", "NightResult", "exceptions_of", "night"]
 
 #: What a person does about each kind of exception, where the lifecycle gives no action.
 WHAT_TO_DO = {
@@ -155,8 +155,30 @@ def exceptions_of(reconciled: ReconcileResult) -> tuple[NightException, ...]:
     return tuple(NightException.of_view_row({str(k): v for k, v in row.items()}) for row in rows)
 
 
+class NightReading:
+    """What a night's files and exceptions answer, for `NightResult` and the shells' own view
+    of a night (`fundpipe.app.prefect.orgnight.OrgNight`): a base with no fields of its own."""
+
+    files: tuple[FileOutcome, ...]
+    exceptions: tuple[NightException, ...]
+
+    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
+        """The files that ended in one of ``states``."""
+        return tuple(f for f in self.files if f.state in states)
+
+    @property
+    def open_exceptions(self) -> tuple[NightException, ...]:
+        """Tonight's exceptions still open after it."""
+        return tuple(e for e in self.exceptions if e.is_open)
+
+    @property
+    def opened_exceptions(self) -> tuple[NightException, ...]:
+        """The exceptions opened tonight."""
+        return tuple(e for e in self.exceptions if e.opened)
+
+
 @dataclass(frozen=True)
-class NightResult:
+class NightResult(NightReading):
     """What one organization's night did, typed (the steps' own results are kept too)."""
 
     organization: str | None
@@ -206,20 +228,6 @@ class NightResult:
             reconcile=reconciled,
             exceptions=exceptions_of(reconciled),
         )
-
-    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
-        """The files that ended in one of ``states``."""
-        return tuple(f for f in self.files if f.state in states)
-
-    @property
-    def open_exceptions(self) -> tuple[NightException, ...]:
-        """Tonight's exceptions still open after it."""
-        return tuple(e for e in self.exceptions if e.is_open)
-
-    @property
-    def opened_exceptions(self) -> tuple[NightException, ...]:
-        """The exceptions opened tonight."""
-        return tuple(e for e in self.exceptions if e.opened)
 
     @property
     def files_seen(self) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
-from fundpipe.night import NightException
+from fundpipe.night import NightException, NightReading
 
 if TYPE_CHECKING:
     from fundpipe.night import NightResult
@@ -112,7 +112,7 @@ class NightFacts:
 
 
 @dataclass(frozen=True)
-class OrgNight:
+class OrgNight(NightReading):
     """One organization's night as its artifacts, the parent and `fundpipe run` show it: small
     on purpose (a child run's result; the night's plan stays behind)."""
 
@@ -150,24 +150,10 @@ class OrgNight:
             exit_code=int(night.exit_code),
         )
 
-    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
-        """The files that ended in one of ``states``."""
-        return tuple(f for f in self.files if f.state in states)
-
     @property
     def rejected(self) -> tuple[FileOutcome, ...]:
         """The files rejected tonight."""
         return self.in_state("rejected")
-
-    @property
-    def open_exceptions(self) -> tuple[NightException, ...]:
-        """Tonight's exceptions still open after it."""
-        return tuple(e for e in self.exceptions if e.is_open)
-
-    @property
-    def opened_exceptions(self) -> tuple[NightException, ...]:
-        """The exceptions opened tonight."""
-        return tuple(e for e in self.exceptions if e.opened)
 
     @property
     def reports(self) -> dict[str, Path]:
