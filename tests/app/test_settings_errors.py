@@ -81,6 +81,31 @@ def test_alerts_install_takes_complete_by_in_the_form_of_the_setting(
     )
 
 
+def test_alerts_install_says_when_its_hour_is_not_the_night_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The night check runs at FUNDPIPE_COMPLETE_BY; an alert installed for another hour says
+    so (and says nothing when they agree)."""
+    from fundpipe.app.prefect import alerts
+
+    installed: list[str] = []
+    monkeypatch.setattr(
+        alerts, "install", lambda webhook, deadline: installed.append(f"{deadline:%H:%M}") or []
+    )
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setenv("FUNDPIPE_COMPLETE_BY", "06:00")
+    hook = ["alerts", "install", "--webhook", "http://127.0.0.1:9/hook"]
+    result = runner.invoke(app, [*hook, "--complete-by", "07:30"])
+    assert result.exit_code == 0, result.output
+    assert "the night check runs at FUNDPIPE_COMPLETE_BY (06:00), not 07:30" in result.output
+    assert "FUNDPIPE_COMPLETE_BY=07:30" in result.output
+    for same in ([], ["--complete-by", "06:00"]):
+        result = runner.invoke(app, [*hook, *same])
+        assert result.exit_code == 0, result.output
+        assert "note:" not in result.output
+    assert installed == ["07:30", "06:00", "06:00"]
+
+
 @pytest.mark.parametrize(
     "cron", ["30 1 * * *", "*/15 1-5 * jan-mar mon-fri", "0 6 1,15 * 0-6/2", "@daily", "0 0 L * *"]
 )

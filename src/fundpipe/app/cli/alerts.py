@@ -13,7 +13,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from fundpipe.app.cli.common import console, prefect_defaults, settings_for, user_errors
+from fundpipe.app.cli.common import (
+    console,
+    err_console,
+    prefect_defaults,
+    settings_for,
+    user_errors,
+)
 from fundpipe.config.orchestration import hh_mm
 from fundpipe.errors import ConfigurationError, InputError
 
@@ -65,6 +71,15 @@ def install_command(
 
         for item in install(webhook, deadline):
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
+        wanted = deadline.strftime("%H:%M")
+        if wanted != settings.complete_by:
+            # the alert only describes the deadline: the night-check deployment keeps it
+            err_console.print(
+                f"note: the night check runs at FUNDPIPE_COMPLETE_BY ({settings.complete_by}), "
+                f"not {wanted}: set FUNDPIPE_COMPLETE_BY={wanted} where `fundpipe serve` or the "
+                "deployments run, or the alert names an hour the check does not keep",
+                soft_wrap=True,
+            )
 
 
 @alerts_app.command("list")
