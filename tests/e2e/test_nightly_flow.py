@@ -299,6 +299,7 @@ def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
     # no --org: every organization's inbox in turn (org_demob's is empty)
     state = night_flows.inbox(data_dir=str(tmp_path), return_state=True)
     assert state.is_completed(), state
+    assert state.name == "Needs review"  # the run over every inbox, not only org_demo's step
     assert "q4_typo.csv rejected" in (state.message or "")
     assert state.result()["exit_code"] == 1
     assert (org_dir / "rejected" / "q4_typo.csv").exists()

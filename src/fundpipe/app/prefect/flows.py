@@ -48,6 +48,7 @@ from fundpipe.app.prefect.steps import (
     sync_step,
 )
 from fundpipe.app.prefect.uiview import (
+    NEEDS_REVIEW,
     inbox_run_name,
     nightly_run_name,
     reconcile_run_name,
@@ -162,8 +163,9 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     worst = next((st for st in states if not st.is_completed()), None)
     message = "; ".join(f"{o.folder}: {st.message}" for o, st in zip(chosen, states, strict=True))
     if worst is None:
-        codes = [int(st.result().get("exit_code", 0)) for st in states]
-        return Completed(message=message, data={"exit_code": max(codes)})
+        # a completed step is clean (0) or needs review (1): so is the run over every inbox
+        code = 1 if any(st.name == NEEDS_REVIEW for st in states) else 0
+        return _finished(code, message, {"exit_code": code})
     final = Cancelled if worst.is_cancelled() else Failed
     return final(message=message, data=worst.data)
 
