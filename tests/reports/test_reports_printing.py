@@ -186,3 +186,27 @@ def test_the_sign_off_names_reach_the_summary_sheet(
     assert rows["Prepared by"] == "Ana"
     assert not rows["Reviewed by"]  # a blank line, to sign on
     assert rows["Organization"] == "org_demo"
+
+
+def test_the_shortfall_line_is_red_only_when_a_vehicle_is_short(
+    known_result: ReconcileResult, tmp_path: Path
+) -> None:
+    from fundpipe.reconcile.views import workbook_summary
+
+    short = openpyxl.load_workbook(known_result.workbook)["Summary"]["E2"]
+    assert short.value == "1 vehicle(s) short of funds"
+    assert short.font.color is not None
+    assert short.font.color.rgb.endswith("C00000")
+    # the same night with every vehicle funded
+    funding = pq.read_table(known_result.parquet["funding"])
+    zero = pa.array([0] * funding.num_rows, funding.schema.field("shortfall_cents").type)
+    funded = tmp_path / "funding.parquet"
+    column = funding.schema.get_field_index("shortfall_cents")
+    pq.write_table(funding.set_column(column, "shortfall_cents", zero), funded)
+    summary = workbook_summary(known_result.summary, known_result.out_dir)
+    path = tmp_path / "funded.xlsx"
+    write_workbook(path, summary, [SheetSource("Funding", funded)])
+    fine = openpyxl.load_workbook(path)["Summary"]["E2"]
+    assert fine.value == "No vehicle is short of funds."
+    assert fine.font.b
+    assert fine.font.color is None or not str(fine.font.color.rgb).endswith("C00000")

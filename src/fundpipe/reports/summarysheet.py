@@ -122,7 +122,11 @@ def write(
     if charted and chart is not None:
         # constant memory: a row is written once, in order, so the chart's caption goes here
         caption = f"{chart.rows} vehicle(s) short of funds" if chart.labels else ""
-        ws.write_string(1, 4, caption or "No vehicle is short of funds.", formats.warning)
+        # red only for a shortfall: good news printed as a warning reads as bad news
+        if caption:
+            ws.write_string(1, 4, caption, formats.warning)
+        else:
+            ws.write_string(1, 4, "No vehicle is short of funds.", formats.bold)
     row = 3
 
     def block(title: str, *columns: str) -> None:
