@@ -210,3 +210,16 @@ def test_the_shortfall_line_is_red_only_when_a_vehicle_is_short(
     assert fine.value == "No vehicle is short of funds."
     assert fine.font.b
     assert fine.font.color is None or not str(fine.font.color.rgb).endswith("C00000")
+
+
+def test_a_true_false_column_prints_true_or_false_in_every_row(
+    known_result: ReconcileResult,
+) -> None:
+    """LibreOffice printed a general-format boolean as 1 in some rows and TRUE in others: the
+    column carries a format that reads TRUE / FALSE wherever the workbook is opened."""
+    ws = openpyxl.load_workbook(known_result.workbook)["Tie-out"]
+    column = [c.value for c in ws[1]].index("Ties out")
+    cells = [row[column] for row in ws.iter_rows(min_row=2)]
+    assert cells
+    assert {type(c.value) for c in cells} == {bool}
+    assert {c.number_format for c in cells} == {'"TRUE";"TRUE";"FALSE"'}

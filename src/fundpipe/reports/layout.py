@@ -36,6 +36,9 @@ class Formats:
         self.instant = workbook.add_format({"num_format": "yyyy-mm-dd hh:mm:ss"})
         self.date = workbook.add_format({"num_format": "yyyy-mm-dd"})
         self.integer = workbook.add_format({"num_format": "#,##0"})
+        # a true/false cell reads TRUE or FALSE in every spreadsheet (LibreOffice would show a
+        # general-format boolean as 1 in some rows)
+        self.boolean = workbook.add_format({"num_format": '"TRUE";"TRUE";"FALSE"'})
         self.plain = workbook.add_format({})
         self.wrap = workbook.add_format({"text_wrap": True, "valign": "top"})
         self.signature = workbook.add_format({"bottom": 1})

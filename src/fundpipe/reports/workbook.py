@@ -186,6 +186,7 @@ def _plan_columns(
             "instant": formats.instant,
             "date": formats.date,
             "number": formats.integer,
+            "bool": formats.boolean,
         }.get(kind, formats.plain)
         if kind == "text" and name in source.wrap:
             width, fmt = source.wrap[name], formats.wrap
