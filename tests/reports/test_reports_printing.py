@@ -223,3 +223,25 @@ def test_a_true_false_column_prints_true_or_false_in_every_row(
     assert cells
     assert {type(c.value) for c in cells} == {bool}
     assert {c.number_format for c in cells} == {'"TRUE";"TRUE";"FALSE"'}
+
+
+def test_the_tie_out_total_row_prints_bold_its_figures_under_a_rule(
+    known_result: ReconcileResult,
+) -> None:
+    ws = openpyxl.load_workbook(known_result.workbook)["Tie-out"]
+    header = [c.value for c in ws[1]]
+    # the flag itself is not shown
+    assert not [h for h in header if h and "total" in h.lower()]
+    *distributions, total = list(ws.iter_rows(min_row=2))
+    assert total[0].value == "Total"
+    assert total[0].font.b
+    service = header.index("Service (USD)")
+    assert total[service].font.b
+    assert total[service].border.top.style == "thin"
+    assert total[service].number_format == distributions[0][service].number_format
+    ties = header.index("Ties out")
+    assert total[ties].number_format == '"TRUE";"TRUE";"FALSE"'
+    for row in distributions:
+        assert not row[0].font.b
+        assert not row[service].font.b
+        assert row[service].border.top.style is None

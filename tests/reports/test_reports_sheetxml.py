@@ -242,11 +242,13 @@ def test_a_failure_building_rows_ahead_is_raised_and_leaves_nothing(
     real = sheetxml._rows_xml
     built: list[int] = []
 
-    def fails_on_the_third(columns: object, batch: pa.RecordBatch, first_row: int) -> object:
+    def fails_on_the_third(
+        columns: object, batch: pa.RecordBatch, first_row: int, totals: object = None
+    ) -> object:
         built.append(first_row)
         if len(built) == 3:
             raise MemoryError("out of memory building rows")
-        return real(columns, batch, first_row)  # type: ignore[arg-type]
+        return real(columns, batch, first_row, totals)  # type: ignore[arg-type]
 
     monkeypatch.setattr(sheetxml, "_rows_xml", fails_on_the_third)
     source = tmp_path / "t.parquet"

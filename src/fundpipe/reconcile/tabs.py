@@ -92,7 +92,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "distribution_name": 24.0},
     },
     "distribution_tieout": {
-        "hidden_columns": ("is_total",),
+        "total_rows": "is_total",
         "last_columns": ("vehicle", "difference_payments", "distribution_id"),
         "details_after": 19,
         "wrap": {"distribution_name": 24.0, "vehicle_name": 16.0},

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import xlsxwriter
+from xlsxwriter.format import Format
 from xlsxwriter.worksheet import Worksheet
 
 __all__ = ["CURRENCY", "Formats", "PageHeader", "set_page"]
@@ -43,6 +44,25 @@ class Formats:
         self.wrap = workbook.add_format({"text_wrap": True, "valign": "top"})
         self.signature = workbook.add_format({"bottom": 1})
         self.warning = workbook.add_format({"bold": True, "font_color": "#C00000"})
+        self._workbook = workbook
+        self._totals: dict[str, Format] = {}
+
+    def total_of(self, kind: str) -> Format:
+        """A column's format on a total row: bold, its figures under a rule (money, counts,
+        true/false); text bold alone."""
+        if kind not in self._totals:
+            number = {
+                "money": CURRENCY,
+                "number": "#,##0",
+                "bool": '"TRUE";"TRUE";"FALSE"',
+                "date": "yyyy-mm-dd",
+                "instant": "yyyy-mm-dd hh:mm:ss",
+            }.get(kind)
+            spec: dict[str, object] = {"bold": True}
+            if number is not None:
+                spec.update(num_format=number, top=1)
+            self._totals[kind] = self._workbook.add_format(spec)
+        return self._totals[kind]
 
 
 @dataclass(frozen=True, slots=True)

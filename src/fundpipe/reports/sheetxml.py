@@ -53,6 +53,8 @@ class XmlColumn:
     style: int  # xlsxwriter's XF index of the column's format; 0 = General
     #: A wrapped text column's width in characters: its rows are made tall enough for it.
     wrap: int | None = None
+    #: The XF index of the column's format on a total row (bold, a rule above); None: as `style`.
+    total_style: int | None = None
 
 
 def _escape(text: pa.Array) -> pa.Array:
@@ -96,20 +98,29 @@ def neutralised(values: pa.Array) -> pa.Array:
     return text
 
 
-def _cells(column: XmlColumn, values: pa.Array, numbers: pa.Array) -> pa.Array:
-    """Each row's `<c>` element for `column` ("" where the value is null): one join per column."""
-    style = f' s="{column.style}"' if column.style else ""
+def _style_attribute(style: int) -> str:
+    return f' s="{style}"' if style else ""
+
+
+def _cells(
+    column: XmlColumn, values: pa.Array, numbers: pa.Array, totals: pa.Array | None = None
+) -> pa.Array:
+    """Each row's `<c>` element for `column` ("" where the value is null): one join per column.
+    `totals` marks the total rows, written in the column's `total_style`."""
+    style: pa.Array | str = _style_attribute(column.style)
+    if totals is not None and column.total_style is not None:
+        style = pc.if_else(pc.fill_null(totals, False), _style_attribute(column.total_style), style)
     parts: list[pa.Array | str]
     if column.kind == "text":
         text = _escape(_cut(neutralised(values)))
         preserve = pc.match_substring_regex(text, r"^\s|\s$")
         t_open = pc.if_else(preserve, '<t xml:space="preserve">', "<t>")
-        parts = [f'"{style} t="inlineStr"><is>', t_open, text, "</t></is></c>"]
+        parts = [' t="inlineStr"><is>', t_open, text, "</t></is></c>"]
     elif column.kind == "bool":
-        parts = [f'"{style} t="b"><v>', pc.if_else(values, "1", "0"), "</v></c>"]
+        parts = [' t="b"><v>', pc.if_else(values, "1", "0"), "</v></c>"]
     else:
-        parts = [f'"{style}><v>', _number_text(column.kind, values), "</v></c>"]
-    cells = pc.binary_join_element_wise('<c r="', column.letter, numbers, *parts, "")
+        parts = ["><v>", _number_text(column.kind, values), "</v></c>"]
+    cells = pc.binary_join_element_wise('<c r="', column.letter, numbers, '"', style, *parts, "")
     return pc.fill_null(cells, "")
 
 
@@ -132,26 +143,34 @@ def _number_text(kind: str, values: pa.Array) -> pa.Array:
 
 
 def rows_xml(
-    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+    columns: Sequence[XmlColumn],
+    batch: pa.RecordBatch,
+    first_row: int,
+    totals: pa.Array | None = None,
 ) -> Iterator[pa.StringArray]:
-    """`batch`'s rows as `<row>` elements, the first numbered `first_row` (1-based).
+    """`batch`'s rows as `<row>` elements, the first numbered `first_row` (1-based); `totals`
+    (one boolean per row) marks the total rows.
 
     A batch of more than BATCH_BYTES is done in halves: escaping can make text 7 times longer,
     and one Arrow string array holds at most 2 GiB.
     """
     if batch.num_rows > 1 and batch.nbytes > BATCH_BYTES:
         half = batch.num_rows // 2
-        yield from rows_xml(columns, batch.slice(0, half), first_row)
-        yield from rows_xml(columns, batch.slice(half), first_row + half)
+        first, second = (None, None) if totals is None else (totals[:half], totals[half:])
+        yield from rows_xml(columns, batch.slice(0, half), first_row, first)
+        yield from rows_xml(columns, batch.slice(half), first_row + half, second)
         return
-    yield _rows_xml(columns, batch, first_row)
+    yield _rows_xml(columns, batch, first_row, totals)
 
 
 def _rows_xml(
-    columns: Sequence[XmlColumn], batch: pa.RecordBatch, first_row: int
+    columns: Sequence[XmlColumn],
+    batch: pa.RecordBatch,
+    first_row: int,
+    totals: pa.Array | None = None,
 ) -> pa.StringArray:
     numbers = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
-    cells = [_cells(column, batch.column(i), numbers) for i, column in enumerate(columns)]
+    cells = [_cells(column, batch.column(i), numbers, totals) for i, column in enumerate(columns)]
     heights = _heights(columns, batch)
     opening: list[pa.Array | str] = ['">']
     if heights is not None:

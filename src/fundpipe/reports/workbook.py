@@ -106,7 +106,8 @@ class SheetSource:
     the Parquet file keeps the machine value. `wrap` gives text columns a fixed width and wraps
     their text. `details_after` (a count): the columns after the first that many are grouped
     and collapsed — on screen behind the outline's "+" button, and left off the printed page so
-    that what prints one page wide stays legible.
+    that what prints one page wide stays legible. `total_rows` names a boolean column (hidden
+    too) marking total rows: they print bold, their figures under a rule.
     """
 
     name: str
@@ -117,10 +118,12 @@ class SheetSource:
     words: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     wrap: Mapping[str, float] = field(default_factory=dict)
     details_after: int | None = None
+    total_rows: str | None = None
 
     def shown(self, schema: pa.Schema) -> list[str]:
         """The columns of `schema` this sheet shows, in the order it shows them."""
-        names = _shown_names(schema, self.hidden_columns)
+        hidden = (*self.hidden_columns, *([self.total_rows] if self.total_rows else []))
+        names = _shown_names(schema, hidden)
         first = [n for n in self.first_columns if n in names]
         last = [n for n in self.last_columns if n in names and n not in first]
         middle = [n for n in names if n not in first and n not in last]
@@ -247,11 +250,13 @@ def _write_source(
             c.kind,
             c.fmt._get_xf_index(),
             int(c.width) if c.fmt is formats.wrap else None,
+            formats.total_of(c.kind)._get_xf_index() if source.total_rows else None,
         )
         for i, c in enumerate(columns)
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
-    rows = _SheetRows(pf, names, per_sheet, source.words)
+    flag = source.total_rows if source.total_rows in pf.schema_arrow.names else None
+    rows = _SheetRows(pf, names, per_sheet, source.words, flag)
     fills: dict[str, tuple[RowSource, str]] = {}
     for i, name in enumerate(sheet_names):
         ws = workbook.add_worksheet(name)
@@ -285,9 +290,12 @@ class _SheetRows:
         names: list[str],
         per_sheet: int,
         words: Mapping[str, Mapping[str, str]],
+        total_rows: str | None = None,
     ) -> None:
         # 16k rows: the rows XML of a batch is ~20 MB; 64k rows held ~160 MB more at the peak
-        batches = pf.iter_batches(batch_size=16_384, columns=names)
+        self._names, self._total_rows = names, total_rows
+        read = [*names, total_rows] if total_rows else names
+        batches = pf.iter_batches(batch_size=16_384, columns=read)
         if any(name in words for name in names):
             batches = (_in_words(batch, words) for batch in batches)
         self._batches = self._cut(batches, per_sheet)
@@ -320,7 +328,11 @@ class _SheetRows:
             if sheet != index:
                 return
             self._head = None
-            yield from rows_xml(columns, batch, row)
+            totals = None
+            if self._total_rows:
+                totals = batch.column(self._total_rows)
+                batch = batch.select(self._names)
+            yield from rows_xml(columns, batch, row, totals)
             row += batch.num_rows
 
 
