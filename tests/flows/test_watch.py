@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from fundpipe.app.prefect.watch import SettleTracker, list_candidates, watch_inbox
 
 SETTLE = 1.0
@@ -164,7 +166,7 @@ def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> 
     """A fresh clone: no organization folder, no `data/inbox`; the analyst creates
     `data/orgs/<org>/inbox` (the README's path) after `fundpipe serve` started, and a second
     organization's folder later still: both drops are announced."""
-    from fundpipe.app.prefect.watch import inboxes, watch_inboxes
+    from fundpipe.app.prefect.watch import inbox_finder, inboxes, watch_inboxes
     from fundpipe.config import Settings
 
     data = tmp_path / "data"
@@ -176,7 +178,7 @@ def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> 
     watcher = threading.Thread(
         target=watch_inboxes,
         args=(
-            lambda: inboxes(settings),
+            inbox_finder(settings),
             data,
             lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
         ),
@@ -198,3 +200,31 @@ def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> 
         watcher.join(timeout=10)
     assert announced == ["org_demo/distributions_q4.csv", "org_new/q1.csv"]
     assert not (data / "inbox").exists()
+
+
+def test_the_watcher_works_out_the_configured_inboxes_once_and_looks_for_folders_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It looks four times a second: the configured list is not parsed again at every look,
+    while an organization folder made later is still found."""
+    import fundpipe.orgs
+    from fundpipe.app.prefect.watch import inbox_finder
+    from fundpipe.config import Settings
+
+    calls: list[str | None] = []
+    real = fundpipe.orgs.org_settings
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(getattr(args[1], "id", None))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fundpipe.orgs, "org_settings", counting)
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, orgs="org_a,org_b", _env_file=None)  # type: ignore[call-arg]
+    find = inbox_finder(settings)
+    assert calls == ["org_a", "org_b"]
+    expected = [data / "orgs" / "org_a" / "inbox", data / "orgs" / "org_b" / "inbox"]
+    assert find() == expected
+    (data / "orgs" / "org_c" / "inbox").mkdir(parents=True)
+    assert find() == [*expected, data / "orgs" / "org_c" / "inbox"]
+    assert calls == ["org_a", "org_b"]  # not again at each look

@@ -281,15 +281,15 @@ def serve_all() -> None:
 
     from prefect import serve
 
-    from fundpipe.app.prefect.watch import inboxes, prefect_announcer, watch_inboxes
+    from fundpipe.app.prefect.watch import inbox_finder, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
     # a configuration no night can run with is refused here, not in the watcher's thread
-    inboxes(settings)
+    find = inbox_finder(settings)
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,
-        args=(lambda: inboxes(settings), settings.data_dir, prefect_announcer(settings.data_dir)),
+        args=(find, settings.data_dir, prefect_announcer(settings.data_dir)),
         kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,

@@ -107,19 +107,30 @@ def watch_inbox(
 
 def inboxes(settings: Settings) -> list[Path]:
     """Every inbox to watch under `settings.data_dir` (see the module docstring)."""
+    return inbox_finder(settings)()
+
+
+def inbox_finder(settings: Settings) -> Callable[[], list[Path]]:
+    """`inboxes(settings)` as a function the watcher asks at every look: the configured
+    organizations' inboxes are worked out once (the configuration does not change while it
+    runs); the folders under `data/orgs/` and a legacy `data/inbox` are looked for each time."""
     from fundpipe.orgs import configured_organizations, org_settings
 
     top = settings.data_dir
-    configured = configured_organizations(settings) or []
-    found = {
-        org_settings(settings, o, among=configured, load_secret=None).settings.data_dir / "inbox"
-        for o in configured
+    configured = {
+        org_settings(settings, o, among=orgs, load_secret=None).settings.data_dir / "inbox"
+        for orgs in [configured_organizations(settings) or []]
+        for o in orgs
     }
-    found |= {p for p in (top / "orgs").glob("*/inbox") if p.is_dir()}
-    legacy = InboxDirs(top).inbox
-    if legacy.is_dir():  # a single-organization layout not moved yet
-        found.add(legacy)
-    return sorted(found)
+
+    def find() -> list[Path]:
+        found = configured | {p for p in (top / "orgs").glob("*/inbox") if p.is_dir()}
+        legacy = InboxDirs(top).inbox
+        if legacy.is_dir():  # a single-organization layout not moved yet
+            found.add(legacy)
+        return sorted(found)
+
+    return find
 
 
 def watch_inboxes(
@@ -235,7 +246,7 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
         "including ones created later (Ctrl-C stops)"
     )
     watch_inboxes(
-        lambda: inboxes(settings),
+        inbox_finder(settings),
         settings.data_dir,
         announce_and_say,
         settle_s=settings.inbox_settle_s,
