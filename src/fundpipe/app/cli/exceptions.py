@@ -148,28 +148,9 @@ def exceptions_show_command(
                 )
             )
             return
-        from fundpipe.app.cli.render import render_exception_log
+        from fundpipe.app.cli.render import render_exception_history
 
-        render_exception_log([found], console)
-        from rich.table import Table
-
-        table = Table(show_header=True, title=f"History of {found.id}")
-        for column in ("When (UTC)", "As of", "Event", "By", "OS user", "Amount (USD)", "Note"):
-            table.add_column(column, justify="right" if column == "Amount (USD)" else "left")
-        for e in events:
-            note = e.note or ""
-            if e.assignee:
-                note = f"owner: {e.assignee}" + (f"; {note}" if note else "")
-            table.add_row(
-                e.at.astimezone(UTC).isoformat(timespec="seconds"),
-                e.as_of.isoformat(),
-                e.event,
-                e.by or "",
-                e.os_user or "",
-                "" if e.amount_cents is None else format_cents(e.amount_cents),
-                note,
-            )
-        console.print(table)
+        render_exception_history(found, events, console)
 
 
 @exceptions_app.command("assign")

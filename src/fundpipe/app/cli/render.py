@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports
     from fundpipe.app.prefect.nightsummary import CrossSummary
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
-    from fundpipe.reconcile.lifecycle import TrackedException
+    from fundpipe.reconcile.lifecycle import ExceptionEvent, TrackedException
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.ingest import IngestResult
     from fundpipe.validate.issues import FileReport
@@ -358,5 +358,32 @@ def render_exception_log(found: Sequence[TrackedException], console: Console) ->
         )
         table.add_row(
             t.id, state, t.owner or "", str(t.age_days), t.what, t.amount_dollars, t.action or ""
+        )
+    console.print(table)
+
+
+def render_exception_history(
+    found: TrackedException, events: Sequence[ExceptionEvent], console: Console
+) -> None:
+    """One exception as the log shows it, then its history: when (UTC), as of, event, by whom
+    (name and operating-system user), amount and note (an assignment names the owner)."""
+    from datetime import UTC
+
+    render_exception_log([found], console)
+    table = Table(show_header=True, title=f"History of {found.id}")
+    for column in ("When (UTC)", "As of", "Event", "By", "OS user", "Amount (USD)", "Note"):
+        table.add_column(column, justify="right" if column == "Amount (USD)" else "left")
+    for e in events:
+        note = e.note or ""
+        if e.assignee:
+            note = f"owner: {e.assignee}" + (f"; {note}" if note else "")
+        table.add_row(
+            e.at.astimezone(UTC).isoformat(timespec="seconds"),
+            e.as_of.isoformat(),
+            e.event,
+            e.by or "",
+            e.os_user or "",
+            "" if e.amount_cents is None else format_cents(e.amount_cents),
+            note,
         )
     console.print(table)
