@@ -23,6 +23,10 @@ REJECTED = FileOutcome(
     rows=3,
     message="2 validation error(s)",
     moved_to=Path("/data/rejected/q4_typo.csv"),
+    error_reports=(
+        Path("/data/rejected/q4_typo.csv.errors.csv"),
+        Path("/data/rejected/q4_typo.csv.errors.xlsx"),
+    ),
 )
 PROCESSED = FileOutcome(
     "distributions_q4.csv",
@@ -230,7 +234,12 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
     from fundpipe.config import Settings
 
     workbook = tmp_path / "reports" / "2026-11-23" / "reconciliation.xlsx"
-    rejected = replace(REJECTED, moved_to=tmp_path / "rejected" / "q4_typo.csv")
+    moved = tmp_path / "rejected" / "q4_typo.csv"
+    rejected = replace(
+        REJECTED,
+        moved_to=moved,
+        error_reports=(moved.with_name("q4_typo.csv.errors.csv"),),
+    )
     summary = OrgNight("org_x", date(2026, 11, 23), files=(rejected,), workbook=workbook)
     local = summary_with_links(summary, Settings(data_dir=tmp_path))
     # without FUNDPIPE_REPORTS_URL: no dead file:// link to the worker's disk, but where they are

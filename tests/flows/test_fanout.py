@@ -225,7 +225,15 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
         night,
         files=(
             night.files[0],
-            replace(night.files[1], source_file="q4.csv", moved_to=Path("/rejected/q4.csv")),
+            replace(
+                night.files[1],
+                source_file="q4.csv",
+                moved_to=Path("/rejected/q4.csv"),
+                error_reports=(
+                    Path("/rejected/q4.csv.errors.csv"),
+                    Path("/rejected/q4.csv.errors.xlsx"),
+                ),
+            ),
         ),
     )
     a = org_row(Organization(id="org_a"), Completed(), night)
@@ -238,6 +246,7 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     assert "all 2" in text
     assert "1 failed" in text
     assert "org_b the service failed" in text
-    assert "rejected org_a: q4.csv — report: /rejected/q4.csv" in text
+    # the error report an analyst opens, not the rejected sheet itself
+    assert "rejected org_a: q4.csv — error report: /rejected/q4.csv.errors.xlsx" in text
     assert "warning org_a: a contact was not associated" in text
     assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text

@@ -70,6 +70,12 @@ def test_redropped_edited_file_is_a_conflict_and_creates_nothing(world: World) -
     assert result.exit_code == 1
     assert world.amounts() == {"A-1": [100, 200]}  # A-2 not created either
     rejected = world.data_dir / "rejected"
+    # the outcome names the reports it wrote: what the CLI and the on-call lines point at
+    assert outcome.error_reports == (
+        rejected / "q4.csv.errors.csv",
+        rejected / "q4.csv.errors.xlsx",
+    )
+    assert outcome.error_report == rejected / "q4.csv.errors.xlsx"
     report = (rejected / "q4.csv.errors.csv").read_text(encoding="utf-8-sig")
     assert "distribution_conflict" in report
     assert "A-1" in report

@@ -18,6 +18,7 @@ def test_an_unknown_entity_is_reported_at_its_cell(world: World) -> None:
     (outcome,) = result.files
     assert outcome.state == "refused"
     report = world.data_dir / "rejected" / "a.csv.errors.csv"
+    assert outcome.error_reports[0] == report
     with open(report, encoding="utf-8-sig", newline="") as fh:
         (row,) = list(csv.DictReader(fh))
     assert (row["row"], row["column"], row["value"], row["check"]) == (

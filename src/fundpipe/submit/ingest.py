@@ -331,7 +331,7 @@ class _Run:
             )
         self.finish(c, outcome, self.dirs.rejected)
         if outcome.moved_to is not None:
-            write_report(report, outcome.moved_to)
+            outcome.error_reports = tuple(write_report(report, outcome.moved_to))
 
     def planned(self, valid: list[Candidate], plan: Plan) -> None:
         """A dry run (or one without a ledger) ends with every valid file planned — or, when a
@@ -437,9 +437,11 @@ class _Run:
             )
             self.finish(c, outcome, folders[v.destination] if v.destination else None)
             if v.issues and outcome.moved_to is not None:
-                write_report(
-                    FileReport(file=c.original_name, valid=False, rows=f.rows, errors=v.issues),
-                    outcome.moved_to,
+                outcome.error_reports = tuple(
+                    write_report(
+                        FileReport(file=c.original_name, valid=False, rows=f.rows, errors=v.issues),
+                        outcome.moved_to,
+                    )
                 )
 
 

@@ -44,6 +44,13 @@ class FileOutcome:
     #: what a roster holds: "entities", "contacts", "payment_instructions" → rows (None for a
     #: file without a roster sheet)
     roster: dict[str, int] | None = None
+    #: the error report written beside `moved_to` for a file with row errors: CSV, then XLSX
+    error_reports: tuple[Path, ...] = ()
+
+    @property
+    def error_report(self) -> Path | None:
+        """The error report an analyst opens (the XLSX), None when none was written."""
+        return next((p for p in self.error_reports if p.suffix == ".xlsx"), None)
 
 
 @dataclass

@@ -264,7 +264,8 @@ def render_run_summary(summary: CrossSummary, console: Console) -> None:
     for row in summary.failed:
         console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}")
     for org, f in summary.rejected_files:
-        console.print(f"[red]rejected[/] {org}: {f.source_file} — report: {f.moved_to or ''}")
+        report = f.error_report or f.moved_to or ""
+        console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")
     for text in summary.warnings:
         console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
     for row in summary.rows:

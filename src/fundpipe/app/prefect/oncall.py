@@ -63,11 +63,9 @@ def report_url(base: str | None, path: str | Path | None, reports: Path) -> str 
 
 
 def error_report_of(file: FileOutcome) -> str | None:
-    """Where a rejected file's error report is (``<name>.errors.csv`` beside the moved file)."""
-    if not file.moved_to:
-        return None
-    path = Path(file.moved_to)
-    return str(path.with_name(f"{path.name}.errors.csv"))
+    """Where a rejected file's error report is: the CSV ingest wrote (``<name>.errors.csv``
+    beside the moved file), for the run log, the events and the exceptions table."""
+    return next((str(p) for p in file.error_reports if p.suffix == ".csv"), None)
 
 
 def file_line(file: FileOutcome) -> str:
