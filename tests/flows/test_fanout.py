@@ -94,7 +94,10 @@ def test_the_cross_organization_summary_adds_up() -> None:
         {"file": "1.csv", "report": None, "message": None, "organization": "org_a"}
     ]
     text = cross_markdown(summary)
-    assert "| org_a | Completed | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200" in text
+    # a completed night with a rejected file reads as its run's badge in the UI does
+    assert (
+        "| org_a | Needs review | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200" in text
+    )
     assert "| org_b | Failed | 0 | 0 | 0 | $0.00 | 0 | `2222` |" in text
     assert "- org_b (Failed): the service failed" in text
 
@@ -250,3 +253,8 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     assert "rejected org_a: q4.csv — error report: /rejected/q4.csv.errors.xlsx" in text
     assert "warning org_a: a contact was not associated" in text
     assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text
+    # org_a's night completed with a rejected file: the table says so as the UI's badge does,
+    # while --json keeps the run's state type
+    (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]
+    assert "Needs review" in org_a_line
+    assert cross_summary([a, b], None).as_json()["organizations"]["org_a"]["state"] == "Completed"

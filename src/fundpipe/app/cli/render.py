@@ -241,7 +241,7 @@ def render_run_summary(summary: CrossSummary, console: Console) -> None:
     for row in summary.rows:
         table.add_row(
             escape(row.organization),
-            row.state,
+            row.state_shown,
             str(row.files),
             str(row.rejected),
             str(row.distributions),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.app.prefect.orgnight import NightFacts, OrgNight
+from fundpipe.app.prefect.uiview import NEEDS_REVIEW
 from fundpipe.cents import format_cents
 from fundpipe.night import NightException
 
@@ -77,6 +78,12 @@ class OrgRow:
     def completed(self) -> bool:
         """Its child run completed."""
         return self.state == "Completed"
+
+    @property
+    def state_shown(self) -> str:
+        """The state as the Prefect UI shows the child run: a completed night that needs a
+        person (exit code 1) is "Needs review", as its badge says."""
+        return NEEDS_REVIEW if self.completed and self.exit_code == 1 else self.state
 
     @property
     def total(self) -> str:
@@ -303,7 +310,7 @@ def cross_markdown(summary: CrossSummary) -> str:
         run = row.run
         link = f"[{run.rsplit('/', 1)[-1]}]({run})" if run.startswith("http") else f"`{run}`"
         lines.append(
-            f"| {row.organization} | {row.state} | {row.files} | {row.rejected} | "
+            f"| {row.organization} | {row.state_shown} | {row.files} | {row.rejected} | "
             f"{row.distributions} | {row.total} | {row.open_exceptions} | {link} |"
         )
     t = summary.totals
