@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.app.prefect.orgnight import NightFacts, OrgNight
-from fundpipe.app.prefect.uiview import NEEDS_REVIEW
+from fundpipe.app.prefect.orgnight import NEEDS_REVIEW, NightFacts, OrgNight
 from fundpipe.cents import format_cents
 from fundpipe.night import NightException
 

@@ -21,7 +21,11 @@ if TYPE_CHECKING:
     from fundpipe.reports.publish import Published
     from fundpipe.submit.verdicts import FileOutcome
 
-__all__ = ["NightFacts", "OrgNight"]
+__all__ = ["NEEDS_REVIEW", "NightFacts", "OrgNight"]
+
+#: The state name of a night that needs a person (state type COMPLETED): the badge the Prefect
+#: UI shows, and the label `fundpipe run` and the parent's artifact show for it.
+NEEDS_REVIEW = "Needs review"
 
 #: How the service objects' mode reads to a person.
 _MODES = {"test": "test mode", "live": "live mode", "not seen": "none seen"}

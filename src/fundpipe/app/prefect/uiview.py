@@ -19,6 +19,9 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+# the state name of a night that needs a person, defined beside the night the shells show
+from fundpipe.app.prefect.orgnight import NEEDS_REVIEW
+
 if TYPE_CHECKING:
     from fundpipe.app.prefect.nightsummary import OrgRow
     from fundpipe.night import NightException
@@ -36,8 +39,6 @@ __all__ = [
     "step_run_name",
 ]
 
-#: The state name of a night that needs a person (state type COMPLETED).
-NEEDS_REVIEW = "Needs review"
 #: Key of the parent run's table of every organization's open exceptions.
 OPEN_EXCEPTIONS_KEY = "fundpipe-open-exceptions"
 #: The exception's attributes (`fundpipe.night.NightException`) and the labels a person reads.
