@@ -52,7 +52,9 @@ async def test_demo_seed_matches_the_architecture_table(
         totals[n] = account["balance"]["total"]
     assert totals == {1: 500_000_000, 2: 250_000_000, 3: 75_000_000}
     entities = (await client.get("/v1/entities", headers=reader)).json()["data"]
-    assert sorted(e["external_reference"] for e in entities) == [f"DEMO-E{i}" for i in range(1, 6)]
+    assert sorted(ref for e in entities for ref in e["external_references"]) == [
+        f"DEMO-E{i}" for i in range(1, 6)
+    ]
     contact = (await client.get("/v1/contacts/cnt_demo3", headers=reader)).json()
     assert contact["email"] == "investor3@example.com"
     org = (await client.get("/v1/organizations/org_demo", headers=reader)).json()
@@ -77,12 +79,12 @@ async def test_entity_contact_and_association_creates(
     assert entities.status_code == 201
     ent = entities.json()["data"][0]
     assert ent["payment_instructions"] == []
-    assert ent["external_reference"] == "E-77"
+    assert ent["external_references"] == ["E-77"]
     contacts = await client.post(
         "/v1/contacts", headers=writer, json=[{"name": "Zed", "email": "zed@example.com"}]
     )
     cnt = contacts.json()["data"][0]
-    assert cnt["external_reference"] is None
+    assert cnt["external_references"] == []
     linked = await client.post(
         f"/v1/entities/{ent['id']}/contacts",
         headers=writer,
@@ -145,7 +147,7 @@ async def test_payment_instructions_keep_only_last_four(
     assert "123456789" not in response.text
     created = response.json()["data"][0]
     assert created["object"] == "entity_payment_instructions"
-    pmi_ids = created["payment_instructions"]["data"]
+    pmi_ids = [p["id"] for p in created["payment_instructions"]["data"]]
     assert created["payment_instructions"]["url"] == "/v1/entities/ent_demo2/payment_instructions"
     for path in (f"/payment_instructions/{pmi_ids[0]}", f"/v1/payment_instructions/{pmi_ids[0]}"):
         record = (await client.get(path, headers=writer)).json()

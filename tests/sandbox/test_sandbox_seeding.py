@@ -104,7 +104,7 @@ async def test_a_second_demo_organization_is_reachable_by_the_demo_client() -> N
         ).json()["data"]
         assert sorted(a["id"] for a in accounts) == ["fa_demob1brk", "fa_demob1dep"]
         entities = (await client.get("/v1/entities", headers=second)).json()["data"]
-        assert sorted(e["external_reference"] for e in entities) == [
+        assert sorted(r for e in entities for r in e["external_references"]) == [
             "DEMO-B-E1",
             "DEMO-B-E2",
             "DEMO-B-E3",

@@ -105,7 +105,7 @@ async def test_records_leave_out_the_fields_only_our_decisions_add(
     strict: httpx.AsyncClient, strict_writer: dict[str, str]
 ) -> None:
     contact = (await strict.get("/v1/contacts/cnt_demo1", headers=strict_writer)).json()
-    assert set(contact) == {"object", "livemode", "id", "name", "email", "external_reference"}
+    assert set(contact) == {"object", "livemode", "id", "name", "email", "external_references"}
     entity = (await strict.get("/v1/entities/ent_demo1", headers=strict_writer)).json()
     assert set(entity) == {
         "object",
@@ -114,7 +114,7 @@ async def test_records_leave_out_the_fields_only_our_decisions_add(
         "name",
         "type",
         "external_type",
-        "external_reference",
+        "external_references",
         "payment_instructions",
         "sender_payment_instructions_url",
         "recipient_payment_instructions_url",
@@ -133,7 +133,6 @@ async def test_records_leave_out_the_fields_only_our_decisions_add(
         "id",
         "amount",
         "currency",
-        "distribution_date_override",
         "status",
         "recipient_confirmed_at",
         "verified_at",
@@ -167,7 +166,7 @@ async def test_duplicate_entity_reference_is_409_with_conflicts_with(
     ]
     # Atomic: the valid element was not created either.
     entities = (await strict.get("/v1/entities?limit=100", headers=strict_writer)).json()["data"]
-    assert "NEW-1" not in {e["external_reference"] for e in entities}
+    assert "NEW-1" not in {r for e in entities for r in e["external_references"]}
 
 
 async def test_duplicate_contact_reference_is_409_with_conflicts_with(
@@ -182,9 +181,10 @@ async def test_duplicate_contact_reference_is_409_with_conflicts_with(
     assert [p["conflicts_with"] for p in error["invalid-params"]] == ["cnt_demo2"]
 
 
-async def test_a_reference_repeated_within_a_batch_is_400(
+async def test_a_reference_repeated_within_a_batch_is_taken(
     strict: httpx.AsyncClient, strict_writer: dict[str, str]
 ) -> None:
+    # the public description allows it and the interface says nothing (issue 34, item 4)
     response = await strict.post(
         "/v1/contacts",
         headers=strict_writer,
@@ -193,8 +193,15 @@ async def test_a_reference_repeated_within_a_batch_is_400(
             {"name": "Two", "email": "two@example.com", "external_reference": "SAME"},
         ],
     )
-    error = assert_error(response, 400, "parameter_invalid")
-    assert [p["name"] for p in error["invalid-params"]] == ["body.[1].external_reference"]
+    assert response.status_code == 201, response.text
+    assert [c["external_references"] for c in response.json()["data"]] == [["SAME"], ["SAME"]]
+    again = await strict.post(
+        "/v1/contacts",
+        headers=strict_writer,
+        json=[{"name": "Three", "email": "three@example.com", "external_reference": "SAME"}],
+    )
+    error = assert_error(again, 409, "conflict")  # an existing contact has it now
+    assert len(error["invalid-params"]) == 2  # both holders are named
 
 
 async def test_outside_strict_mode_references_may_repeat(

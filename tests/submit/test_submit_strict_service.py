@@ -72,14 +72,11 @@ def test_a_night_against_a_service_refusing_unknown_fields_creates_everything_on
     amounts = world.amounts()  # fails on a distribution made twice
     assert len(amounts) == 3
 
-    # the learned forms are in the organization's binding, and the summary says so
+    # contacts and instructions never carried a field the public description forbids; the
+    # entities' forms were learned, are in the organization's binding, and the summary says so
     forms = json.loads(binding_file(world.settings).read_text(encoding="utf-8"))["body_forms"]
-    assert forms == {
-        "/v1/contacts": "external_references",
-        "/v1/entities": "external_references",
-        "/v1/payment_instructions": "no_external_reference",
-    }
-    assert sum("binding keeps this form" in n for n in result.notes) == 3, result.notes
+    assert forms == {"/v1/entities": "external_references+no_external_type"}
+    assert sum("binding keeps this form" in n for n in result.notes) == 2, result.notes
 
     # 25 hours later (the idempotency keys are forgotten): the same roster creates nothing,
     # and the night starts with the learned forms (no refusal at all)

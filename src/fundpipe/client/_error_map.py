@@ -1,8 +1,13 @@
 """From an HTTP error answer to the client's typed error: the one mapping (see `_errors`).
 
 `error_from_response` reads the service's error object, the older public form (nested under
-`error`, the field in `param`), an RFC 6749 token error (`error`, `error_description`) and any
-non-JSON body; `error_class_for` chooses the class.
+`error`, the field in `param`), an RFC 6749 token error (`error`, `error_description`), an RFC
+9457 problem (`title`, `detail`), the lists validating gateways answer with (`validation[]`
+entries with `location` and `message`, as Prism's; `errors[]`; FastAPI's `detail[]` with `loc`
+and `msg`) and plain text (its first characters kept in the message); `error_class_for`
+chooses the class. Whatever the shape, a field the answer names ends up in
+`invalid_params` or in the message, where the learned body forms look for it
+(`fundpipe.client._forms`).
 """
 
 from __future__ import annotations
@@ -110,6 +115,62 @@ def _parse_invalid_params(raw: Any) -> tuple[InvalidParam, ...]:
     return tuple(params)
 
 
+#: How much of a plain-text error body the message keeps.
+_TEXT_LIMIT = 300
+
+
+def _location(entry: dict[str, Any]) -> str:
+    """The parameter a gateway's list entry names (`location`/`loc` list, `path`, `name`...)."""
+    for key in ("name", "param", "field", "location", "loc", "path", "instancePath", "pointer"):
+        value = entry.get(key)
+        if isinstance(value, list):
+            return ".".join(str(v) for v in value)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _listed_problems(raw: Any) -> tuple[InvalidParam, ...]:
+    """`validation[]`, `errors[]` or `detail[]` entries as `InvalidParam`s (message as reason)."""
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for entry in raw:
+        if isinstance(entry, str):
+            out.append(InvalidParam(code="", name="", reason=entry))
+            continue
+        if not isinstance(entry, dict):
+            continue
+        reason = next(
+            (
+                entry[k]
+                for k in ("message", "msg", "reason", "detail", "description")
+                if isinstance(entry.get(k), str)
+            ),
+            "",
+        )
+        code = next(
+            (str(entry[k]) for k in ("code", "keyword", "type") if isinstance(entry.get(k), str)),
+            "",
+        )
+        name = _location(entry)
+        out.append(InvalidParam(code=code, name=name, reason=reason))
+    return tuple(out)
+
+
+def _plain_text(body: bytes, content_type: str) -> str | None:
+    """The start of a text body (not HTML), whitespace collapsed, or None."""
+    if "html" in content_type.lower():
+        return None
+    try:
+        text = " ".join(body.decode("utf-8").split())
+    except UnicodeDecodeError:
+        return None
+    if not text:
+        return None
+    return text if len(text) <= _TEXT_LIMIT else text[:_TEXT_LIMIT] + "…"
+
+
 def error_from_response(
     response: httpx.Response,
     *,
@@ -145,8 +206,8 @@ def error_from_response(
             code = error["code"]
         elif isinstance(error.get("error"), str):  # RFC 6749 §5.2 token error
             code = error["error"]
-        for key in ("message", "error_description"):
-            if isinstance(error.get(key), str):
+        for key in ("message", "error_description", "detail", "title"):
+            if isinstance(error.get(key), str) and error[key]:
                 message = error[key]
                 break
         if isinstance(error.get("request_id"), str):
@@ -156,6 +217,8 @@ def error_from_response(
         invalid_params = _parse_invalid_params(
             error.get("invalid-params", error.get("invalid_params"))
         )
+        for listed in ("validation", "errors", "detail"):  # gateways' lists of problems
+            invalid_params += _listed_problems(error.get(listed))
         field = _text(error.get("param"))  # the older public form names the field in `param`
         if field and all(p.name != field for p in invalid_params):
             invalid_params += (
@@ -168,7 +231,11 @@ def error_from_response(
             )
     elif body:
         content_type = response.headers.get("content-type", "unknown type")
-        message = f"{message} (non-JSON body, {content_type}, {len(body)} bytes)"
+        text = _plain_text(body, content_type)
+        if text is not None:
+            message = f"{message}: {text}"
+        else:
+            message = f"{message} (non-JSON body, {content_type}, {len(body)} bytes)"
 
     cls = error_class_for(status, error_type, code)
     if cls is ConflictError and any(p.conflicts_with for p in invalid_params):

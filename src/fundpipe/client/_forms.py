@@ -1,25 +1,34 @@
 """Create bodies in the form the service takes, where the interface leaves the body unshown.
 
-The client sends the interface's and the public docs' fields. Where the public spec (an older
-OpenAPI description of the same service) allows fewer, a strict service refuses them; the
-client then learns, once per create path:
+What the client sends first: the interface's content in the public docs' field names — except
+where the interface is silent and the public description (an older OpenAPI description of the
+same service) forbids a field: contacts go without `external_reference` and payment
+instructions without `external_reference` (fundpipe keeps its own references for those in the
+ledger, and knows them again by email and by content fingerprint). Where the public
+description allows fewer fields than the client sends, a strict service refuses them; the
+client then learns, once per create path and field:
 
-| path | field sent first | learned form (`body_forms[path]`) |
+| path | field sent first | learned form (in `body_forms[path]`) |
 |---|---|---|
 | `/v1/entities`, `/v1/contacts` | `external_reference` (string) | `external_references`: `external_references: [ref]` |
+| `/v1/entities` | `external_type` | `no_external_type`: the field left out |
 | `/v1/payment_instructions` | `payment_instructions[].external_reference` | `no_external_reference`: the field left out |
 
-A create refused with 400 or 422 is sent once more in the learned form when the refusal names
-the field it sent — in `invalid-params[].name`, in the older form's `param`, or in the message
-(and not for a value-only reason such as an empty string) — or names no field at all while the
-body carried the field (a validating gateway's 422 may name nothing); an entity or contact
-refusal naming `external_references` as missing counts too. Anything else is raised as is.
+A create refused with 400 or 422 is sent once more in the learned form(s) when the refusal
+names a field it sent, whatever the error's shape (`fundpipe.client._error_map` reads the
+service's error object, the older form's `param`, a problem+json `detail`, a `validation[]`
+or `errors[]` list, plain text): in a parameter's name, in its reason, or in the message (and
+not for a value-only reason such as an empty string). A refusal naming no field at all while
+the body carried `external_reference` (a validating gateway's 422 may name nothing) counts for
+that field; an entity or contact refusal naming `external_references` as missing counts too.
+Anything else is raised as is.
 
 Never twice: creates are atomic, so a batch refused with 400/422 created nothing; the resend
 carries the Idempotency-Key derived from the rewritten body (`idempotency_key(org, "POST",
 path, rewritten)`), so a re-run of the same batch in the learned form sends that same key and
 gets the stored answer, not a second create. The learned forms are kept in the organization's
-binding (`fundpipe.submit.binding.remember_body_forms`), so the next night starts with them.
+binding (`fundpipe.submit.binding.remember_body_forms`; several forms of one path joined by
+`+`), so the next night starts with them.
 """
 
 from __future__ import annotations
@@ -43,20 +52,31 @@ SINGLE_FORM = "external_reference"
 ARRAY_FORM = "external_references"
 #: The learned form of payment instructions: sent without `external_reference`.
 NO_REFERENCE = "no_external_reference"
+#: The learned form of entities whose caller type the service refuses: sent without it.
+NO_EXTERNAL_TYPE = "no_external_type"
+EXTERNAL_TYPE = "external_type"
+#: Separates several learned forms of one path in `body_forms`.
+FORM_SEPARATOR = "+"
 
-#: Create path → (the field the client sends first, the form it learns when refused).
-LEARNABLE: dict[str, tuple[str, str]] = {
-    "/v1/entities": (SINGLE_FORM, ARRAY_FORM),
-    "/v1/contacts": (SINGLE_FORM, ARRAY_FORM),
-    "/v1/payment_instructions": (SINGLE_FORM, NO_REFERENCE),
+#: Create path → (the field the client may send, the form it learns when that is refused),
+#: the first one the suspect of a refusal that names no field.
+LEARNABLE: dict[str, tuple[tuple[str, str], ...]] = {
+    "/v1/entities": ((SINGLE_FORM, ARRAY_FORM), (EXTERNAL_TYPE, NO_EXTERNAL_TYPE)),
+    "/v1/contacts": ((SINGLE_FORM, ARRAY_FORM),),
+    "/v1/payment_instructions": ((SINGLE_FORM, NO_REFERENCE),),
 }
 
 #: Codes that say a value is wrong, not that the field is unwelcome: no other form helps.
 _VALUE_CODES = frozenset(
     {"parameter_invalid_string", "parameter_invalid_string_empty", "parameter_invalid_integer"}
 )
-_SINGLE_NAMED = re.compile(r"\bexternal_reference\b(?!s)")
 _ANY_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _names(text: str, field: str) -> bool:
+    """Whether `text` names `field` as a whole word (`external_reference` is not named by
+    `external_references`)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(field)}(?![A-Za-z0-9_])", text) is not None
 
 
 def _instructions(element: Any) -> list[Any]:
@@ -64,15 +84,21 @@ def _instructions(element: Any) -> list[Any]:
     return items if isinstance(items, list) else []
 
 
-def carries_field(path: str, body: list[Any]) -> bool:
-    """Whether the create body for `path` carries the field the client may have to give up."""
+def carries(path: str, body: list[Any], field: str) -> bool:
+    """Whether the create body for `path` carries `field` (in an instruction, for payment
+    instructions)."""
     if path == "/v1/payment_instructions":
         return any(
-            isinstance(item, dict) and SINGLE_FORM in item
+            isinstance(item, dict) and field in item
             for element in body
             for item in _instructions(element)
         )
-    return uses_single_form(body)
+    return any(isinstance(e, dict) and field in e for e in body)
+
+
+def carries_field(path: str, body: list[Any]) -> bool:
+    """Whether the create body for `path` carries a field the client may have to give up."""
+    return path in LEARNABLE and any(carries(path, body, f) for f, _ in LEARNABLE[path])
 
 
 def uses_single_form(body: list[Any]) -> bool:
@@ -115,13 +141,37 @@ def without_instruction_references(body: list[Any]) -> list[Any]:
     return out
 
 
+def without_external_type(body: list[Any]) -> list[Any]:
+    """The entities body with `external_type` left out of every element."""
+    return [
+        {k: v for k, v in e.items() if k != EXTERNAL_TYPE} if isinstance(e, dict) else e
+        for e in body
+    ]
+
+
 def rewrite(form: str, body: list[Any]) -> list[Any]:
-    """`body` in the learned `form`."""
-    if form == ARRAY_FORM:
-        return to_array_form(body)
-    if form == NO_REFERENCE:
-        return without_instruction_references(body)
-    raise ValueError(f"unknown body form {form!r}")
+    """`body` in the learned `form` (several forms joined by `+` are applied in turn)."""
+    for one in split_forms(form):
+        if one == ARRAY_FORM:
+            body = to_array_form(body)
+        elif one == NO_REFERENCE:
+            body = without_instruction_references(body)
+        elif one == NO_EXTERNAL_TYPE:
+            body = without_external_type(body)
+        else:
+            raise ValueError(f"unknown body form {one!r}")
+    return body
+
+
+def split_forms(form: str) -> list[str]:
+    """The forms of a `body_forms` value (`"a+b"` → `["a", "b"]`)."""
+    return [f for f in form.split(FORM_SEPARATOR) if f]
+
+
+def _known_forms(path: str, form: str) -> str:
+    """`form` with only the forms `path` can learn, in `LEARNABLE` order ("" when none)."""
+    wanted = set(split_forms(form))
+    return FORM_SEPARATOR.join(f for _, f in LEARNABLE.get(path, ()) if f in wanted)
 
 
 def _field(name: str) -> str:
@@ -140,37 +190,54 @@ def _body_fields(body: list[Any]) -> set[str]:
     return names
 
 
-def refuses_field(error: APIError, path: str, body: list[Any]) -> bool:
-    """Whether `error` refuses the learnable field of `path` that `body` carries.
-
-    A 400/422 naming that field (not for a value-only reason), naming the array form as
-    missing (entities, contacts), or naming no field of the body at all.
-    """
+def refused_fields(error: APIError, path: str, body: list[Any]) -> list[str]:
+    """The learnable fields of `path` that `body` carries and `error` refuses (see the module
+    docstring), in `LEARNABLE` order; empty when the refusal is about something else."""
     if error.status not in (400, 422) or error.code == "idempotency_mismatch":
-        return False
-    field, form = LEARNABLE[path]
-    if not carries_field(path, body):
-        return False
-    for param in error.invalid_params:
-        named = _field(param.name)
-        code = param.code or error.code or ""
-        if named == field and code not in _VALUE_CODES:
-            return True
-        if form == ARRAY_FORM and named == ARRAY_FORM and "parameter_missing" in (code, error.code):
-            return True
-    if error.invalid_params:
-        return False
-    if _SINGLE_NAMED.search(error.message):
-        return (error.code or "") not in _VALUE_CODES
-    # Names nothing: the undocumented field the body carried is the suspect, unless the
+        return []
+    if path not in LEARNABLE:
+        return []
+    candidates = [(f, form) for f, form in LEARNABLE[path] if carries(path, body, f)]
+    if not candidates:
+        return []
+    refused: list[str] = []
+    for field, form in candidates:
+        for param in error.invalid_params:
+            code = param.code or error.code or ""
+            named = _field(param.name) == field or _names(param.reason, field)
+            if named and code not in _VALUE_CODES:
+                refused.append(field)
+                break
+            if (
+                form == ARRAY_FORM
+                and _field(param.name) == ARRAY_FORM
+                and "parameter_missing" in (code, error.code)
+            ):
+                refused.append(field)
+                break
+        else:
+            if _names(error.message, field) and (error.code or "") not in _VALUE_CODES:
+                refused.append(field)
+    if refused or any(_field(p.name) for p in error.invalid_params):
+        return refused
+    # Names nothing: the first learnable field the body carried is the suspect, unless the
     # message names another field the body carried.
-    mentioned = set(_ANY_WORD.findall(error.message)) & (_body_fields(body) - {field})
-    return not mentioned
+    first = candidates[0][0]
+    if first != LEARNABLE[path][0][0]:
+        return []
+    reasons = " ".join([error.message, *(p.reason for p in error.invalid_params)])
+    mentioned = set(_ANY_WORD.findall(reasons)) & (_body_fields(body) - {first})
+    return [] if mentioned else [first]
+
+
+def refuses_field(error: APIError, path: str, body: list[Any]) -> bool:
+    """Whether `error` refuses a learnable field of `path` that `body` carries."""
+    return bool(refused_fields(error, path, body))
 
 
 def refuses_single_form(error: APIError) -> bool:
-    """Whether `error` refuses an entity's `external_reference` (see `refuses_field`)."""
-    return refuses_field(error, "/v1/entities", [{SINGLE_FORM: ""}])
+    """Whether `error` refuses an entity's `external_reference` (see `refused_fields`)."""
+    return SINGLE_FORM in refused_fields(error, "/v1/entities", [{SINGLE_FORM: ""}])
 
 
 class ReferenceForm:
@@ -186,12 +253,12 @@ class ReferenceForm:
         (a binding's, from an earlier night; unknown paths or forms are ignored)."""
         self._requester = requester
         self._org_id = org_id
-        #: Create path → the form the service was found to want (`LEARNABLE`).
-        self.body_forms: dict[str, str] = {
-            path: form
-            for path, form in (learned or {}).items()
-            if path in LEARNABLE and LEARNABLE[path][1] == form
-        }
+        #: Create path → the form(s) the service was found to want (`LEARNABLE`; `+` joins).
+        self.body_forms: dict[str, str] = {}
+        for path, form in (learned or {}).items():
+            known = _known_forms(path, form)
+            if known:
+                self.body_forms[path] = known
         #: Plain-language notes for the run summary.
         self.notes: list[str] = []
 
@@ -205,45 +272,60 @@ class ReferenceForm:
         """A create in the form the service takes (see the module docstring).
 
         Sent as given (with `key`, or the derived key) unless a form is learned for `path`;
-        refused as `refuses_field` describes, the same batch is sent once more in the learned
-        form with the key derived from the rewritten body, and on success the form is
-        remembered: later creates send it directly, again with keys derived from the
-        rewritten body. Every other failure, and the resend's, is raised as is.
+        refused as `refused_fields` describes, the same batch is sent once more in the learned
+        form(s) with the key derived from the rewritten body, and on success the forms are
+        remembered: later creates send them directly, again with keys derived from the
+        rewritten body. Every other failure, and a resend's, is raised as is.
         """
         body = to_json_value(elements)
-        if not isinstance(body, list) or path not in LEARNABLE or not carries_field(path, body):
+        if not isinstance(body, list) or not carries_field(path, body):
             return await self._requester.create(path, body, model, key)
-        field, form = LEARNABLE[path]
-        if self.body_forms.get(path) == form:
-            return await self._send_rewritten(path, form, body, model)
-        try:
-            return await self._requester.create(path, body, model, key)
-        except (InvalidRequestError, UnprocessableEntityError) as exc:
-            if not refuses_field(exc, path, body):
-                raise
-            logger.warning(
-                "POST %s: the service refused %s (%s); sending the batch once more %s",
-                path,
-                field,
-                exc.code or exc.status,
-                "as external_references" if form == ARRAY_FORM else "without it",
-            )
-        records = await self._send_rewritten(path, form, body, model)
-        self.body_forms[path] = form
-        how = (
-            f"`{ARRAY_FORM}: [ref]` was sent instead"
-            if form == ARRAY_FORM
-            else f"instructions were sent without `{SINGLE_FORM}`"
-        )
-        self.notes.append(
-            f"POST {path}: the service does not take `{field}`; {how}, and the organization's "
-            "binding keeps this form for the next nights"
-        )
+        learned = self.body_forms.get(path, "")
+        sent = rewrite(learned, body) if learned else body
+        if learned and not carries_field(path, sent):
+            return await self._send(path, sent, model, None)
+        new_forms: list[str] = []
+        for _ in LEARNABLE[path]:
+            try:
+                records = await self._send(path, sent, model, None if learned else key)
+            except (InvalidRequestError, UnprocessableEntityError) as exc:
+                refused = refused_fields(exc, path, sent)
+                if not refused:
+                    raise
+                forms = [form for f, form in LEARNABLE[path] if f in refused]
+                logger.warning(
+                    "POST %s: the service refused %s (%s); sending the batch once more without",
+                    path,
+                    ", ".join(refused),
+                    exc.code or exc.status,
+                )
+                new_forms += forms
+                learned = _known_forms(path, FORM_SEPARATOR.join([learned, *forms]))
+                sent = rewrite(learned, body)
+                continue
+            break
+        else:
+            records = await self._send(path, sent, model, None)
+        if new_forms:
+            self.body_forms[path] = learned
+            for form in new_forms:
+                self.notes.append(_note(path, form))
         return records
 
-    async def _send_rewritten(
-        self, path: str, form: str, body: list[Any], model: type[M]
-    ) -> list[M]:
-        rewritten = rewrite(form, body)
-        key = idempotency_key(self._org_id, "POST", path, rewritten)
-        return await self._requester.create(path, rewritten, model, key)
+    async def _send(self, path: str, body: list[Any], model: type[M], key: str | None) -> list[M]:
+        if key is None:
+            key = idempotency_key(self._org_id, "POST", path, body)
+        return await self._requester.create(path, body, model, key)
+
+
+def _note(path: str, form: str) -> str:
+    field = next(f for f, learned in LEARNABLE[path] if learned == form)
+    how = (
+        f"`{ARRAY_FORM}: [ref]` was sent instead"
+        if form == ARRAY_FORM
+        else f"it was left out (fundpipe keeps its own `{field}` in the ledger and sheets)"
+    )
+    return (
+        f"POST {path}: the service does not take `{field}`; {how}, and the organization's "
+        "binding keeps this form for the next nights"
+    )

@@ -166,6 +166,7 @@ def _entity_requests(
 
 def _contact_requests(files: Sequence[FileInput], state: ServiceState) -> list[PlannedRequest]:
     wanted: dict[str, dict[str, Any]] = {}
+    references: dict[str, str | None] = {}
     owner_rows = []
     for f in files:
         for c in _records(f.contacts):
@@ -173,13 +174,15 @@ def _contact_requests(files: Sequence[FileInput], state: ServiceState) -> list[P
             if not email or email in state.contacts_by_email:
                 continue
             owner_rows.append((email, f.file_hash))
+            # Name and email only: the public description's contact input allows no
+            # `external_reference` (the interface shows no body fields). A contact is known
+            # again by its email; the roster's own reference stays in the ledger.
             element: dict[str, Any] = {
                 "name": _pick(c, "contact_name", "name") or email,
                 "email": email,
             }
-            ext = _pick(c, "contact_external_reference", "external_reference")
-            if ext:
-                element["external_reference"] = ext
+            if email not in wanted:
+                references[email] = _pick(c, "contact_external_reference", "external_reference")
             wanted.setdefault(email, element)
     owners = _owners(owner_rows)
     ordered = sorted(wanted)
@@ -191,6 +194,7 @@ def _contact_requests(files: Sequence[FileInput], state: ServiceState) -> list[P
             body=tuple(wanted[e] for e in chunk),
             file_hashes=tuple(sorted({h for e in chunk for h in owners[e]})),
             label=f"{len(chunk)} contacts",
+            own_references=tuple(references.get(e) or "" for e in chunk),
         )
         for chunk in _chunks(ordered, MAX_BATCH)
     ]
@@ -270,7 +274,6 @@ _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
     "routing_number": ("routing_number",),
     "bank_name": ("bank_name",),
     "branch_code": ("branch_code",),
-    "external_reference": ("payment_external_reference", "external_reference"),
     # wires (DESIGN: intermediary, SWIFT and address fields)
     "swift_code": ("swift_code",),
     "intermediary_bank_name": ("intermediary_bank_name",),
@@ -323,6 +326,7 @@ def _instruction_requests(
     # shows it: no `external_reference` needed); one matching none is held: replacing or
     # adding instructions is a decision for a person, not for a re-run.
     wanted: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    references: dict[str, list[str]] = defaultdict(list)
     owner_rows = []
     conflicts: dict[tuple[str, str, str], HeldInstruction] = {}
     for f, p, entity, entity_id, instruction in _roster_instructions(files, state, held):
@@ -347,6 +351,10 @@ def _instruction_requests(
             continue
         if instruction not in wanted[entity]:
             wanted[entity].append(instruction)
+            # not sent (the public instruction inputs have no such field): kept in the ledger
+            references[entity].append(
+                _pick(p, "payment_external_reference", "external_reference") or ""
+            )
         owner_rows.append((entity, f.file_hash))
     owners = _owners(owner_rows)
     ordered = sorted(wanted)
@@ -368,6 +376,7 @@ def _instruction_requests(
                 body=tuple(body),
                 file_hashes=tuple(sorted({h for e in chunk for h in owners[e]})),
                 label=f"payment instructions for {len(chunk)} entities",
+                own_references=tuple(r for e in chunk for r in references[e]),
             )
         )
     return out, tuple(conflicts.values())

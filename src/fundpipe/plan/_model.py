@@ -221,6 +221,9 @@ class ResolvedRequest:
     file_hashes: tuple[str, ...]
     distribution_refs: tuple[str, ...]
     label: str
+    #: fundpipe's own references of the objects created, in body order, for those the service
+    #: is not sent one (contacts; payment instructions, one per instruction); "" where none
+    own_references: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,8 @@ class PlannedRequest:
     path_ref: Ref | None = None
     #: False when the body holds no placeholder (resolving is then a shallow copy)
     needs_ids: bool = True
+    #: see :attr:`ResolvedRequest.own_references`
+    own_references: tuple[str, ...] = ()
 
     @property
     def placeholders(self) -> frozenset[Ref]:
@@ -271,6 +276,7 @@ class PlannedRequest:
             file_hashes=self.file_hashes,
             distribution_refs=self.distribution_refs,
             label=self.label,
+            own_references=self.own_references,
         )
 
 

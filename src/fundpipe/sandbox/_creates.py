@@ -39,7 +39,9 @@ def _refuse(view: View, problems: list[InvalidParam]) -> ApiError:
 
 def _create_entities(call: Call, body: Any, conn: sqlite3.Connection) -> tuple[int, Any]:
     view = call.sandbox.view
-    clean, problems = validate_entities(body, public=view.public)
+    clean, problems = validate_entities(
+        body, public=view.public, reject_unknown=view.reject_unknown and view.public
+    )
     if problems:
         raise _refuse(view, problems)
     if view.strict:
@@ -276,10 +278,9 @@ def _create_instructions(call: Call, body: Any, conn: sqlite3.Connection) -> tup
                 "livemode": False,
                 "entity": element["entity"],
                 "payment_instructions": list_envelope(
-                    # public forms: `{object, livemode, id}` objects, as the entity read nests
-                    [{"object": "payment_instructions", "livemode": False, "id": i} for i in ids]
-                    if view.public
-                    else ids,
+                    # `{object, livemode, id}` records, as the public description's
+                    # PaymentInstructionsList holds (every form; the client reads bare ids too)
+                    [{"object": "payment_instructions", "livemode": False, "id": i} for i in ids],
                     f"/v1/entities/{element['entity']}/payment_instructions",
                     None,
                     None,

@@ -12,7 +12,7 @@ our decisions add are left out of the records (`OUR_FIELDS`):
 
 - entity: `created_at`, `updated_at` (the public docs list the entity record without them);
 - contact: `entities`, `created_at`, `updated_at` (the public docs' record is `object`,
-  `livemode`, `id`, `name`, `email`, `external_reference`);
+  `livemode`, `id`, `name`, `email` and the caller's reference, here `external_references`);
 - distribution payment: `distribution`, `disbursed_at`, `failed_at`, `failure_reason` (not in
   the interface's payment table);
 - payment instructions record: everything but `object`, `livemode` and `id` (the interface shows
@@ -24,9 +24,18 @@ Also in strict mode: a duplicate `external_reference` on entity or contact creat
 `conflict` whose `invalid-params` entries carry `conflicts_with` (the existing object's id), and
 the token endpoint also takes a JSON body.
 
+Every form (issue 34), where the interface is silent: entity and contact records carry the
+public spec's `external_references` (array of strings; `[ref]` for an element created with
+`external_reference: ref`), the create-payment-instructions answer nests `{object, livemode,
+id}` records, a payment without a date override leaves `distribution_date_override` out (the
+public type is a string, never null), and a batch whose elements (or one element's list)
+repeat a reference is taken (strict mode's 409 is only for a reference an existing object
+holds).
+
 **Public forms** (`public_forms`, `--public-forms`; combinable with strict): the public spec's
-forms — entity and contact `external_references` (array of strings) on the create body and the
-record instead of `external_reference` (sending the latter answers 400 `parameter_unknown`); the
+forms — entity and contact `external_references` on the create body instead of
+`external_reference` (sending the latter answers 400 `parameter_unknown`); entity records
+without `external_type` (the public Entity has no such field); the
 entity's `payment_instructions` as a list envelope of `{object, livemode, id}`; a field without
 a value left out instead of `null` (the financial account's `bank_name` and
 `account_number_last_four` stay: the interface makes them required and nullable); none of our
@@ -44,7 +53,7 @@ leave out a `distribution_date_override` they do not have. An amount of
 
 **Reject unknown fields** (`reject_unknown_fields`, `--reject-unknown-fields`): a rehearsal for
 a strict real service. Create bodies with properties the public description does not allow —
-payment instructions included, whose public inputs (ach, domestic and international wire) have
+an entity's `external_type` and payment instructions included, whose public inputs (ach, domestic and international wire) have
 no `external_reference` (`PUBLIC_INSTRUCTION_FIELDS`) — are refused with 400
 `parameter_unknown` in the public error form: the field in `param`, no `invalid-params`.
 

@@ -9,8 +9,9 @@ In strict mode a reference may name one entity (or one contact) of an organizati
 create carrying a reference that an existing object of the same kind already has answers 409
 `conflict`, one `invalid-params` entry per clash, each with `conflicts_with` — as the interface
 documents it: "`conflicts_with` (optional string; for conflict errors, id of the existing
-resource)". Two elements of one batch with the same reference have no existing object to name:
-400 `parameter_invalid` on the later one.
+resource)". Two elements of one batch with the same reference (or one element listing it
+twice) are taken: there is no existing object to name, and the public description allows it
+(the interface says nothing); each element then carries it.
 """
 
 from __future__ import annotations
@@ -81,25 +82,14 @@ def _existing(
 def refuse_duplicates(
     conn: sqlite3.Connection, org: str, kind: str, clean: Sequence[dict[str, Any]]
 ) -> None:
-    """Raise when a reference of the batch is already taken (409) or repeated in it (400)."""
-    seen: dict[str, int] = {}
-    repeated: list[InvalidParam] = []
+    """Raise 409 when a reference of the batch is already taken by an existing object (one
+    repeated within the batch is taken, see the module docstring)."""
+    seen: set[str] = set()
     wanted: list[tuple[int, str, str]] = []
     for i, element in enumerate(clean):
         for ref, suffix in _element_references(element):
-            first = seen.setdefault(ref, i)
-            if first != i:
-                repeated.append(
-                    param(
-                        f"body.[{i}].{suffix}",
-                        "parameter_invalid",
-                        f"element {first} of this batch carries the same reference",
-                        ref,
-                    )
-                )
+            seen.add(ref)
             wanted.append((i, ref, suffix))
-    if repeated:
-        raise ApiError(400, "A reference repeats within the batch.", "parameter_invalid", repeated)
     existing = _existing(conn, org, kind, sorted(seen))
     clashes: list[InvalidParam] = []
     for i, ref, suffix in wanted:

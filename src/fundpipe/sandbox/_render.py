@@ -150,37 +150,37 @@ def payments(
         mine = notes.get(pid, no_notes)
         more = len(mine) > NESTED_LIMIT
         mine = mine[:NESTED_LIMIT]
-        append(
-            {
-                "object": "distribution_payment",
-                "livemode": False,
-                "id": pid,
-                "distribution": row["distribution"],
-                "amount": row["amount"],
-                "currency": row["currency"],
-                "distribution_date_override": _in_zone(
-                    row["override_ts"], zones[row["distribution"]]
-                ),
-                "status": row["status"],
-                "recipient_confirmed_at": ts_to_iso(row["recipient_confirmed_at"]),
-                "verified_at": ts_to_iso(row["verified_at"]),
-                "disbursed_at": ts_to_iso(row["disbursed_at"]),
-                "failed_at": ts_to_iso(row["failed_at"]),
-                "failure_reason": row["failure_reason"],
-                "entity": row["entity"],
-                "payment_instructions": row["payment_instructions"],
-                "notifications": _nested(
-                    f"/v1/distribution_payments/{pid}/notifications",
-                    [notification(n) for n in mine] if mine else [],
-                    more,
-                    mine[-1]["seq"] if more else None,
-                    legacy,
-                ),
-            }
-        )
+        record: JSON = {
+            "object": "distribution_payment",
+            "livemode": False,
+            "id": pid,
+            "distribution": row["distribution"],
+            "amount": row["amount"],
+            "currency": row["currency"],
+            "distribution_date_override": _in_zone(row["override_ts"], zones[row["distribution"]]),
+            "status": row["status"],
+            "recipient_confirmed_at": ts_to_iso(row["recipient_confirmed_at"]),
+            "verified_at": ts_to_iso(row["verified_at"]),
+            "disbursed_at": ts_to_iso(row["disbursed_at"]),
+            "failed_at": ts_to_iso(row["failed_at"]),
+            "failure_reason": row["failure_reason"],
+            "entity": row["entity"],
+            "payment_instructions": row["payment_instructions"],
+            "notifications": _nested(
+                f"/v1/distribution_payments/{pid}/notifications",
+                [notification(n) for n in mine] if mine else [],
+                more,
+                mine[-1]["seq"] if more else None,
+                legacy,
+            ),
+        }
+        if row["override_ts"] is None:
+            # left out when there is none: the public type is a string, never null
+            del record["distribution_date_override"]
+        append(record)
     if not view.plain:
-        for record in out:
-            view.shape(record, "distribution_payment")
+        for shaped in out:
+            view.shape(shaped, "distribution_payment")
     return out
 
 
@@ -285,7 +285,7 @@ def entities(
     pmis = _children(
         conn, "payment_instructions", "entity", [r["id"] for r in rows], "id, entity, seq"
     )
-    refs = external_references(conn, rows) if view.public else {}
+    refs = external_references(conn, rows)
     out: list[JSON] = []
     for row in rows:
         ent = row["id"]
@@ -297,7 +297,7 @@ def entities(
             "name": row["name"],
             "type": row["type"],
             "external_type": row["external_type"],
-            "external_reference": row["external_reference"],
+            "external_references": refs[ent],
             "payment_instructions": [p["id"] for p in mine],
             "created_at": ts_to_iso(row["created_at"]),
             "updated_at": ts_to_iso(row["updated_at"]),
@@ -307,8 +307,7 @@ def entities(
             record["sender_payment_instructions_url"] = url
             record["recipient_payment_instructions_url"] = url
         if view.public:
-            del record["external_reference"]
-            record["external_references"] = refs[ent]
+            del record["external_type"]  # the public Entity has no such field
             record["payment_instructions"] = _nested(
                 f"/v1/entities/{ent}/payment_instructions",
                 [
@@ -329,7 +328,7 @@ def contacts(
     """Contacts with the ids of the entities they are associated with."""
     ids = [r["id"] for r in rows]
     links = _children(conn, "entity_contacts", "contact", ids) if not view.strict else {}
-    refs = external_references(conn, rows) if view.public else {}
+    refs = external_references(conn, rows)
     out: list[JSON] = []
     for row in rows:
         record: JSON = {
@@ -338,14 +337,11 @@ def contacts(
             "id": row["id"],
             "name": row["name"],
             "email": row["email"],
-            "external_reference": row["external_reference"],
+            "external_references": refs[row["id"]],
             "entities": [link["entity"] for link in links.get(row["id"], [])],
             "created_at": ts_to_iso(row["created_at"]),
             "updated_at": ts_to_iso(row["updated_at"]),
         }
-        if view.public:
-            del record["external_reference"]
-            record["external_references"] = refs[row["id"]]
         out.append(record if view.plain else view.shape(record, "contact"))
     return out
 

@@ -86,16 +86,17 @@ def _reference_field(public: bool) -> str:
 
 
 def validate_entities(
-    body: Any, *, public: bool = False
+    body: Any, *, public: bool = False, reject_unknown: bool = False
 ) -> tuple[list[dict[str, Any]], list[InvalidParam]]:
-    """Validate a create-entities body (`public`: the public spec's `external_references`)."""
+    """Validate a create-entities body (`public`: the public spec's `external_references`;
+    `reject_unknown`: nor `external_type`, which the public EntityCreateInput does not have)."""
     checker = Checker()
     clean: list[dict[str, Any]] = []
+    ref_field = _reference_field(public)
+    optional = (ref_field,) if reject_unknown else ("external_type", ref_field)
     for i, element in enumerate(body_array(checker, body)):
         path = f"body.[{i}]"
-        if not checker.fields(
-            element, path, ("name", "type"), ("external_type", _reference_field(public))
-        ):
+        if not checker.fields(element, path, ("name", "type"), optional):
             continue
         kind = checker.string(element, "type", path)
         if kind is not None and kind not in ENTITY_TYPES:

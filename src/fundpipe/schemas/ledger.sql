@@ -57,3 +57,9 @@ CREATE TABLE IF NOT EXISTS ledger_requests (
     intent_at TIMESTAMPTZ,
     outcome_at TIMESTAMPTZ
 );
+
+-- migration: 002 own references
+-- fundpipe's own references (JSON list, body order) of the objects a request creates without
+-- sending them one: contacts and payment instructions, whose public inputs have no
+-- `external_reference` (the roster's reference is kept here, beside the ids in service_ids).
+ALTER TABLE ledger_requests ADD COLUMN IF NOT EXISTS own_references VARCHAR;

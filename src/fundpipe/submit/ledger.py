@@ -93,6 +93,7 @@ _INTENT_SCHEMA = pa.schema(
         ("distribution_refs", pa.string()),
         ("body", pa.string()),
         ("attempts", pa.int32()),
+        ("own_references", pa.string()),
     ]
 )
 _MARK_SCHEMA = pa.schema(
@@ -452,6 +453,9 @@ class Ledger:
                 "distribution_refs": json.dumps(list(request.distribution_refs)),
                 "body": _stored_body(request),
                 "attempts": 1,
+                "own_references": (
+                    json.dumps(list(request.own_references)) if request.own_references else None
+                ),
             }
         table = pa.Table.from_pylist(list(rows.values()), schema=_INTENT_SCHEMA)
         with self.transaction():
@@ -459,9 +463,12 @@ class Ledger:
             try:
                 self._con.execute(
                     """
-                    INSERT INTO ledger_requests AS r
+                    INSERT INTO ledger_requests AS r (key, phase, method, path, label,
+                        file_hashes, distribution_refs, body, state, attempts, status,
+                        request_id, service_ids, error, intent_at, outcome_at, own_references)
                     SELECT key, phase, method, path, label, file_hashes, distribution_refs,
-                        body, 'sent', attempts, NULL, NULL, NULL, NULL, $now, NULL
+                        body, 'sent', attempts, NULL, NULL, NULL, NULL, $now, NULL,
+                        own_references
                     FROM _intents
                     ON CONFLICT (key) DO UPDATE SET
                         state = 'sent', attempts = r.attempts + excluded.attempts,
