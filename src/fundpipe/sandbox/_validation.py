@@ -52,11 +52,20 @@ def _references(
 ) -> tuple[str | None, list[str] | None]:
     """(`external_reference`, `external_references`) of an entity or contact element.
 
-    Public forms take the array (each a non-empty string, at most MAX_REFERENCES; its first is
-    also kept as the single reference); otherwise the single, nullable string, and no array.
+    Public forms take the array (each a string, at most MAX_REFERENCES; its first non-empty one
+    is also kept as the single reference); otherwise the single, nullable string — and the
+    array too, as the public description writes it (no form is stricter than the public
+    description where the interface is silent), the single one first when both are given.
     """
     if not public:
-        return checker.string(element, "external_reference", path, nullable=True), None
+        single = checker.string(element, "external_reference", path, nullable=True)
+        if "external_references" not in element:
+            return single, None
+        first, listed = _references(checker, element, path, public=True)
+        both = list(listed or [])
+        if single is not None and single not in both:
+            both = [single, *both]
+        return single if single is not None else first, both
     where = f"{path}.external_references"
     if "external_references" not in element:
         return None, []
@@ -81,8 +90,10 @@ def _references(
     return next((r for r in refs if r), None), refs
 
 
-def _reference_field(public: bool) -> str:
-    return "external_references" if public else "external_reference"
+def _reference_fields(public: bool) -> tuple[str, ...]:
+    if public:
+        return ("external_references",)
+    return ("external_reference", "external_references")
 
 
 def validate_entities(
@@ -92,8 +103,8 @@ def validate_entities(
     `reject_unknown`: nor `external_type`, which the public EntityCreateInput does not have)."""
     checker = Checker()
     clean: list[dict[str, Any]] = []
-    ref_field = _reference_field(public)
-    optional = (ref_field,) if reject_unknown else ("external_type", ref_field)
+    ref_fields = _reference_fields(public)
+    optional = ref_fields if reject_unknown else ("external_type", *ref_fields)
     for i, element in enumerate(body_array(checker, body)):
         path = f"body.[{i}]"
         if not checker.fields(element, path, ("name", "type"), optional):
@@ -122,7 +133,7 @@ def validate_contacts(
     clean: list[dict[str, Any]] = []
     for i, element in enumerate(body_array(checker, body)):
         path = f"body.[{i}]"
-        if not checker.fields(element, path, ("name", "email"), (_reference_field(public),)):
+        if not checker.fields(element, path, ("name", "email"), _reference_fields(public)):
             continue
         email = checker.string(element, "email", path, max_len=254)
         if email is not None and not EMAIL_PATTERN.fullmatch(email):
