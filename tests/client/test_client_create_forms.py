@@ -252,3 +252,103 @@ async def test_a_form_learned_on_an_earlier_night_is_sent_from_the_start(setting
         assert client.notes == []
     assert route.call_count == 1
     assert sent_json(route.calls.last) == BARE_INSTRUCTIONS
+
+
+PROBLEM_VALIDATION = {
+    "type": "https://stoplight.io/prism/errors#UNPROCESSABLE_ENTITY",
+    "title": "Invalid request",
+    "status": 422,
+    "detail": "Your request is not valid.",
+    "validation": [
+        {
+            "location": ["body", "0"],
+            "severity": "Error",
+            "code": "additionalProperties",
+            "message": "Request body must NOT have additional properties; found 'external_type'",
+        },
+        {
+            "location": ["body", "0"],
+            "severity": "Error",
+            "code": "additionalProperties",
+            "message": "Request body must NOT have additional properties; found "
+            "'external_reference'",
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        httpx.Response(
+            422, json=PROBLEM_VALIDATION, headers={"content-type": "application/problem+json"}
+        ),
+        httpx.Response(
+            400,
+            json={
+                "type": "about:blank",
+                "title": "Bad Request",
+                "detail": "unknown fields 'external_type' and 'external_reference' in body[0]",
+            },
+            headers={"content-type": "application/problem+json"},
+        ),
+        httpx.Response(
+            400,
+            json={
+                "errors": [
+                    {"path": "/0/external_type", "message": "is not allowed"},
+                    {"path": "/0/external_reference", "message": "is not allowed"},
+                ]
+            },
+        ),
+        httpx.Response(
+            422,
+            text="body[0]: external_type, external_reference: additional properties not allowed",
+            headers={"content-type": "text/plain"},
+        ),
+    ],
+    ids=["validation-list", "problem-detail", "errors-list", "plain-text"],
+)
+async def test_any_refusal_naming_the_fields_is_learned_from(client, service, refusal):
+    """Whatever the error's shape, the entity's unwelcome fields are named, and left out."""
+    typed = [{**e, "external_type": "Family Trust"} for e in ENTITIES]
+    answers = iter([refusal])
+    route = service.post("/v1/entities").mock(
+        side_effect=lambda request: next(answers, None) or created_from(request)
+    )
+    created = await client.create_entities(typed, idempotency_key="plan-key-9")
+    assert route.call_count == 2  # refused once, then taken
+    assert sent_json(route.calls.last) == ARRAY_ENTITIES
+    assert [e.external_reference for e in created] == ["INV-1", "INV-2"]
+    assert client.body_forms == {"/v1/entities": "external_references+no_external_type"}
+    assert sum("binding keeps this form" in n for n in client.notes) == 2
+
+
+async def test_a_refusal_naming_only_the_type_keeps_the_reference_as_sent(client, service):
+    typed = [{**e, "external_type": "Family Trust"} for e in ENTITIES]
+    refusal = httpx.Response(
+        400,
+        json=error_body(
+            400, "invalid_request_error", "parameter_unknown", param="body.[0].external_type"
+        ),
+    )
+    answers = iter([refusal])
+    route = service.post("/v1/entities").mock(
+        side_effect=lambda request: next(answers, None) or created_from(request)
+    )
+    await client.create_entities(typed, idempotency_key="plan-key-10")
+    assert sent_json(route.calls.last) == ENTITIES  # external_reference kept, the type gone
+    assert client.body_forms == {"/v1/entities": "no_external_type"}
+
+
+async def test_a_refusal_naming_another_field_is_raised(client, service):
+    refusal = httpx.Response(
+        400,
+        json={"detail": [{"loc": ["body", 0, "name"], "msg": "String too long"}]},
+    )
+    route = service.post("/v1/entities").mock(return_value=refusal)
+    with pytest.raises(errors.InvalidRequestError) as caught:
+        await client.create_entities(ENTITIES, idempotency_key="plan-key-11")
+    assert route.call_count == 1
+    assert [p.name for p in caught.value.invalid_params] == ["body.0.name"]
+    assert client.body_forms == {}

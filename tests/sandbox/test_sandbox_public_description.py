@@ -166,3 +166,77 @@ async def test_rehearsal_refuses_the_single_entity_reference_in_the_public_error
     body = assert_error(response, 400, "parameter_unknown")
     assert body["param"] == "body.[0].external_reference"
     assert "invalid-params" not in body
+
+
+async def test_item3_public_entity_records_carry_no_external_type(public):
+    client, headers = public
+    demo = (await client.get("/v1/entities/ent_demo1", headers=headers)).json()
+    assert "external_type" not in demo  # the seed gives it one; the public Entity has none
+    listed = (await client.get("/v1/entities", headers=headers)).json()["data"]
+    assert all("external_type" not in e for e in listed)
+
+
+async def test_rehearsal_refuses_an_entity_external_type(rehearsal):
+    client, headers = rehearsal
+    response = await client.post(
+        "/v1/entities",
+        headers=headers,
+        json=[{"name": "Acme", "type": "llc", "external_type": "Family Trust"}],
+    )
+    body = assert_error(response, 400, "parameter_unknown")
+    assert body["param"] == "body.[0].external_type"
+
+
+@pytest.mark.parametrize("path", ["/v1/entities", "/v1/contacts"])
+async def test_item4_a_reference_repeated_in_a_batch_or_a_list_is_taken(public, path):
+    client, headers = public
+
+    def element(n: int) -> dict[str, Any]:
+        if path == "/v1/entities":
+            return {"name": f"Twin {n}", "type": "llc"}
+        return {"name": f"Twin {n}", "email": f"twin{n}@example.com"}
+
+    response = await client.post(
+        path,
+        headers=headers,
+        json=[
+            {**element(1), "external_references": ["TWIN", "TWIN"]},
+            {**element(2), "external_references": ["TWIN"]},
+        ],
+    )
+    assert response.status_code == 201, response.text
+    assert [r["external_references"] for r in response.json()["data"]] == [
+        ["TWIN", "TWIN"],
+        ["TWIN"],
+    ]
+
+
+async def test_item2_the_default_form_agrees_with_the_public_records():
+    client, headers = await _client()
+    try:
+        entity = (await client.get("/v1/entities/ent_demo1", headers=headers)).json()
+        assert entity["external_references"] == ["DEMO-E1"]
+        assert "external_reference" not in entity
+        contact = (await client.get("/v1/contacts/cnt_demo1", headers=headers)).json()
+        assert isinstance(contact["external_references"], list)
+        assert "external_reference" not in contact
+        made = await client.post(
+            "/v1/payment_instructions",
+            headers=headers,
+            json=[{"entity": "ent_demo3", "payment_instructions": [{"type": "ach"}]}],
+        )
+        [pmi] = made.json()["data"][0]["payment_instructions"]["data"]
+        assert set(pmi) == {"object", "livemode", "id"}
+        payment = (
+            await client.post("/v1/distributions", headers=headers, json=[distribution()])
+        ).json()["data"][0]["payments"]["data"][0]
+        assert "distribution_date_override" not in payment
+        array = await client.post(
+            "/v1/contacts",
+            headers=headers,
+            json=[{"name": "Arr", "email": "arr@example.com", "external_references": ["A-1"]}],
+        )
+        assert array.status_code == 201, array.text  # the public array form is taken too
+        assert array.json()["data"][0]["external_references"] == ["A-1"]
+    finally:
+        await client.aclose()
