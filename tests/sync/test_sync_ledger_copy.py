@@ -61,7 +61,7 @@ def test_the_warehouse_copy_of_the_ledger_matches_the_ledger_ddl(
         }
     assert {t for t, _c, _d in in_warehouse} == {"ledger_files", "ledger_payments"}
     assert in_warehouse <= in_ledger
-    assert migrations == [(1, "ledger tables")]
+    assert migrations == [(1, "ledger tables"), (2, "own references")]
 
 
 def test_a_ledger_is_migrated_once_and_keeps_its_rows(tmp_path: Path) -> None:
