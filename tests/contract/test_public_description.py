@@ -51,27 +51,27 @@ SCHEMA = schemathesis.openapi.from_path(DESCRIPTION, config=CONFIG).exclude(
     path="/v1/distributions"  # its body is the interface's: tests/contract/test_openapi.py
 )
 
-APP = create_app(
-    SandboxConfig(strict_interface=True, public_forms=True, rate_limit_requests=1_000_000)
-)
 
-
-def _token() -> str:
-    with TestClient(APP) as client:
+def _sandbox() -> tuple[Any, str]:
+    """A strict public-forms sandbox and a token of its demo client."""
+    app = create_app(
+        SandboxConfig(strict_interface=True, public_forms=True, rate_limit_requests=1_000_000)
+    )
+    with TestClient(app) as client:
         answer = client.post(
             "/oauth/token",
             data={"grant_type": "client_credentials"},
             auth=(DEMO_CLIENT_ID, DEMO_CLIENT_SECRET),
         )
     assert answer.status_code == 200, answer.text
-    token: str = answer.json()["access_token"]
-    return token
+    return app, answer.json()["access_token"]
 
 
-TOKEN = _token()
+#: The stateless phase's sandbox (creates accumulate; nothing reads a fixed count).
+APP, TOKEN = _sandbox()
 
 
-def steer(case: schemathesis.Case) -> dict[str, Any]:
+def steer(case: schemathesis.Case, app: Any = APP, token: str = TOKEN) -> dict[str, Any]:
     """Point the case at the demo organization and fresh keys; the call's keyword arguments."""
     headers = case.headers if case.headers is not None else {}
     if "X-Organization-Id" in headers:
@@ -82,7 +82,7 @@ def steer(case: schemathesis.Case) -> dict[str, Any]:
         for element in case.body:
             if isinstance(element, dict):
                 element["entity"] = "ent_demo2"
-    return {"app": APP, "headers": {"Authorization": f"Bearer {TOKEN}"}}
+    return {"app": app, "headers": {"Authorization": f"Bearer {token}"}}
 
 
 @SCHEMA.parametrize()
@@ -98,10 +98,17 @@ def test_the_public_forms_sandbox_conforms_to_the_public_description(
 
 
 class PublicForms(SCHEMA.as_state_machine()):  # type: ignore[misc]
-    """Stateful: creates followed by reads of what they created (the document's links)."""
+    """Stateful: creates followed by reads of what they created (the document's links).
+
+    Each scenario meets a fresh sandbox, so that replaying one (Hypothesis does, to shrink)
+    meets the same answers: a shared one would make the scenario depend on earlier ones.
+    """
+
+    def setup(self) -> None:
+        self.app, self.token = _sandbox()
 
     def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
-        return steer(case)
+        return steer(case, self.app, self.token)
 
 
 TestPublicFormsStateful = PublicForms.TestCase
