@@ -302,3 +302,23 @@ def test_a_full_disk_under_the_ledger_exits_6_and_keeps_the_sheet(
     line = _one_line(result.output)
     assert f"while writing the ledger {ledger}.wal" in line
     assert (_org_dir(service_env) / "processing" / "distributions_q4.csv").exists()
+
+
+def test_ingest_names_every_inbox_entry_it_leaves_alone(service_env: Path, tmp_path: Path) -> None:
+    """Entries fundpipe does not read change no exit code, but each is named with its reason."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(SAMPLES / "distributions_q4.csv", elsewhere / "q4.csv")
+    inbox = _org_dir(service_env) / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "q4.csv").symlink_to(elsewhere / "q4.csv")
+    (inbox / "folder.csv").mkdir()
+    (inbox / "memo.docx").write_bytes(b"PK")
+    result = runner.invoke(app, ["ingest"])
+    assert result.exit_code == ExitCode.OK, result.output
+    output = " ".join(result.output.split())
+    assert "nothing to ingest" in output
+    assert "folder.csv — left alone: a folder" in output
+    assert "q4.csv — left alone: a link to a file outside the inbox" in output
+    assert "memo.docx — left alone: not a sheet fundpipe reads (.docx)" in output
+    assert (elsewhere / "q4.csv").is_file()

@@ -12,6 +12,10 @@
 - :func:`collect_candidates` picks the files a run ingests (what ``processing/`` still holds,
   then the settled inbox files); :class:`ValidationCache` keeps the validated frames of files
   waiting in ``processing/`` so a resumed run does not validate them again.
+- Every other inbox entry gets a word (:class:`LeftAlone`, :func:`survey`): a link (never
+  followed: a link could lead out of the organization's folder), a folder (even one named
+  ``folder.csv``), a file that is not a sheet fundpipe reads, a lock or temporary file, a hidden
+  file, a file still being written. The run's output, log and on-call lines name each.
 """
 
 from __future__ import annotations
@@ -38,9 +42,12 @@ from fundpipe.validate.issues import FileReport
 __all__ = [
     "SHEET_SUFFIXES",
     "Candidate",
+    "Collected",
     "InboxBusyError",
     "InboxDirs",
     "InboxLock",
+    "LeftAlone",
+    "Survey",
     "UnsafePathError",
     "ValidationCache",
     "collect_candidates",
@@ -48,6 +55,7 @@ __all__ = [
     "move_into",
     "sanitize_name",
     "stable_files",
+    "survey",
 ]
 
 #: File suffixes the readers understand.
@@ -139,21 +147,81 @@ def move_into(src: Path, dest_dir: Path, data_dir: Path, name: str | None = None
     return target
 
 
-def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
-    """Sheet files in ``directory`` that are not being written, sorted by name.
+@dataclass(frozen=True, slots=True)
+class LeftAlone:
+    """An inbox entry fundpipe does not read, and why (e.g. "a link to a file outside the
+    inbox", "a folder", "not a sheet fundpipe reads (.docx)")."""
 
-    A file qualifies when its name is not transient, it was last modified at least ``settle_s``
+    name: str
+    reason: str
+
+    @property
+    def sentence(self) -> str:
+        """``<name> — left alone: <reason>``, as the run's output, log and on-call lines say."""
+        return f"{self.name} — left alone: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """An inbox folder looked at once: the sheets ready to read and every other entry."""
+
+    ready: list[Path]
+    left_alone: list[LeftAlone]
+
+
+def _link_reason(link: Path, directory: Path) -> str:
+    """Why a link is left alone: links are never followed (one could lead out of the
+    organization's folder); where it points only says so in words."""
+    target = Path(os.path.realpath(link))
+    if target.is_dir():
+        return "a link to a folder"
+    if not target.exists():
+        return "a link to nothing (its target is gone)"
+    if target.parent == Path(os.path.realpath(directory)):
+        return "a link to another file of the inbox"
+    return "a link to a file outside the inbox"
+
+
+def _entry_reason(entry: Path, directory: Path) -> str | None:
+    """Why ``entry`` is left alone, or None when it is a sheet fundpipe reads (once settled)."""
+    if entry.is_symlink():
+        return _link_reason(entry, directory)
+    if entry.is_dir():
+        return "a folder"
+    if not entry.is_file():
+        return "not a regular file"
+    name = entry.name
+    if name.startswith(("~$", ".~lock", "~")) or name.lower().endswith(_TRANSIENT_SUFFIXES):
+        return "a lock or temporary file (a sheet still being written)"
+    if name.endswith("#"):
+        return "a lock or temporary file (a sheet still being written)"
+    if name.startswith("."):
+        return "a hidden file"
+    suffix = Path(name.lower()).suffix
+    if suffix not in SHEET_SUFFIXES:
+        return f"not a sheet fundpipe reads ({suffix or 'no extension'})"
+    return None
+
+
+def survey(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> Survey:
+    """The sheets of ``directory`` ready to read, sorted by name, and every other entry with
+    the reason it is left alone.
+
+    A sheet is ready when its name is not transient, it was last modified at least ``settle_s``
     seconds ago, and its size and modification time do not change while it is watched for
-    ``watch_s`` seconds (capped at ``settle_s``; 0 disables both). A file that does not
-    qualify is simply left for the next run.
+    ``watch_s`` seconds (capped at ``settle_s``; 0 disables both); one that is not yet is left
+    for the next run, and said so. Links are never followed, whatever they point at.
     """
     if not directory.is_dir():
-        return []
+        return Survey([], [])
+    left: dict[str, str] = {}
 
     def look() -> dict[Path, tuple[int, int]]:
         out = {}
         for p in directory.iterdir():
-            if is_transient_name(p.name) or not p.is_file() or p.is_symlink():
+            reason = _entry_reason(p, directory)
+            if reason is not None:
+                left[p.name] = reason
                 continue
             st = p.stat()
             out[p] = (st.st_size, st.st_mtime_ns)
@@ -164,10 +232,24 @@ def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2
         time.sleep(min(settle_s, watch_s))
     second = look()
     now = time.time()
-    return sorted(
-        (p for p, sig in first.items() if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s),
-        key=lambda p: p.name,
+    ready = []
+    for p, sig in first.items():
+        if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s:
+            ready.append(p)
+        elif p.name not in left:
+            left[p.name] = (
+                f"still being written (changed in the last {settle_s:g} s); the next run reads it"
+            )
+    return Survey(
+        sorted(ready, key=lambda p: p.name),
+        [LeftAlone(name, reason) for name, reason in sorted(left.items())],
     )
+
+
+def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
+    """Sheet files in ``directory`` that are not being written, sorted by name (the ready
+    sheets of :func:`survey`; a file that does not qualify is simply left for the next run)."""
+    return survey(directory, settle_s=settle_s, watch_s=watch_s).ready
 
 
 class InboxLock:
@@ -302,23 +384,37 @@ class Candidate:
     file_hash: str
 
 
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """What a run found: the files to ingest, whether they live in the inbox tree (and so are
+    moved), and the inbox entries left alone, each with its reason."""
+
+    candidates: list[Candidate]
+    in_inbox: bool
+    left_alone: list[LeftAlone]
+
+
 def collect_candidates(
     data_dir: Path, paths: Sequence[Path] | None, *, dry_run: bool, settle_s: float
-) -> tuple[list[Candidate], bool]:
-    """Files to ingest and whether they live in the inbox tree (and so are moved).
+) -> Collected:
+    """Files to ingest, whether they live in the inbox tree, and the entries left alone.
 
     ``paths`` None → what waits in ``processing/`` (left by a crashed run) and every file of the
-    inbox unchanged for ``settle_s`` seconds, moved into ``processing/`` (unless ``dry_run``).
+    inbox unchanged for ``settle_s`` seconds, moved into ``processing/`` (unless ``dry_run``);
+    every other inbox entry is named with the reason it is left alone.
     """
     if paths is not None:
-        return [Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths], False
+        found = [Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths]
+        return Collected(found, False, [])
     dirs = InboxDirs(data_dir)
     if not dry_run:
         dirs.create()
-    found = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
-    for p in stable_files(dirs.inbox, settle_s=settle_s):
+    waiting = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
+    inbox = survey(dirs.inbox, settle_s=settle_s)
+    for p in inbox.ready:
         if dry_run:
-            found.append((p, p.name))
+            waiting.append((p, p.name))
         else:
-            found.append((move_into(p, dirs.processing, data_dir), p.name))
-    return [Candidate(p, name, file_hash(p)) for p, name in found], True
+            waiting.append((move_into(p, dirs.processing, data_dir), p.name))
+    candidates = [Candidate(p, name, file_hash(p)) for p, name in waiting]
+    return Collected(candidates, True, inbox.left_alone)

@@ -128,10 +128,9 @@ def ingest(
         nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
     )
     with lock:
-        candidates, in_inbox = collect_candidates(
-            settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s
-        )
-        result = IngestResult(dry_run=dry_run)
+        collected = collect_candidates(settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s)
+        candidates, in_inbox = collected.candidates, collected.in_inbox
+        result = IngestResult(dry_run=dry_run, left_alone=collected.left_alone)
         if not candidates:
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:
