@@ -268,8 +268,8 @@ def render_run_summary(summary: CrossSummary, console: Console) -> None:
         style="bold",
     )
     console.print(table)
-    for row in summary.failed:
-        console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}")
+    for row in summary.failed:  # one line each, whatever the terminal's width
+        console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}", soft_wrap=True)
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")
