@@ -66,9 +66,9 @@ def test_a_damaged_warehouse_is_refused_before_anything_is_written(
 
 def test_a_read_that_meets_a_damaged_block_names_the_file(org_warehouse: Warehouse) -> None:
     problem = damage(org_warehouse.path, "vehicles")
-    with pytest.raises(DamagedFileError, match="restore --org org_a") as raised:
-        with org_warehouse.read() as con:
-            con.execute("SELECT * FROM vehicles").fetchall()
+    raises = pytest.raises(DamagedFileError, match="restore --org org_a")
+    with raises as raised, org_warehouse.read() as con:
+        con.execute("SELECT * FROM vehicles").fetchall()
     assert raised.value.path == org_warehouse.path
     assert raised.value.problem == problem
 
@@ -103,9 +103,14 @@ def test_damage_in_another_attached_file_is_not_blamed_on_the_warehouse(
     with duckdb.connect(str(other)) as con:
         con.execute("CREATE TABLE t AS SELECT range AS n, 'x' || range AS s FROM range(200000)")
     damage(other, "t")
-    with pytest.raises(DamagedFileError) as raised, org_warehouse.write() as con:
-        con.execute(f"ATTACH '{other}' AS other (READ_ONLY)")
-        con.execute("SELECT bit_xor(hash(t)) FROM other.t AS t").fetchall()
+
+    def read_through_the_warehouse() -> None:
+        with org_warehouse.write() as con:
+            con.execute(f"ATTACH '{other}' AS other (READ_ONLY)")
+            con.execute("SELECT bit_xor(hash(t)) FROM other.t AS t").fetchall()
+
+    with pytest.raises(DamagedFileError) as raised:
+        read_through_the_warehouse()
     assert "the warehouse" not in str(raised.value)
     assert "a local DuckDB file is damaged" in str(raised.value)
 
