@@ -65,7 +65,8 @@ def _full_disk(exc: BaseException) -> BaseException | None:
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in _FULL_ERRNOS:
             return e
-        if _is_duckdb(e) and any(w in str(e) for w in _FULL_WORDS):
+        # DuckDB's and Arrow's errors say it in words (Arrow's OSError carries no errno)
+        if (_is_duckdb(e) or isinstance(e, OSError)) and any(w in str(e) for w in _FULL_WORDS):
             return e
     return None
 

@@ -12,10 +12,9 @@
 - :func:`collect_candidates` picks the files a run ingests (what ``processing/`` still holds,
   then the settled inbox files); :class:`ValidationCache` keeps the validated frames of files
   waiting in ``processing/`` so a resumed run does not validate them again.
-- Every other inbox entry gets a word (:class:`LeftAlone`, :func:`survey`): a link (never
-  followed: a link could lead out of the organization's folder), a folder (even one named
-  ``folder.csv``), a file that is not a sheet fundpipe reads, a lock or temporary file, a hidden
-  file, a file still being written. The run's output, log and on-call lines name each.
+- Every other inbox entry gets a word (:class:`LeftAlone`, from
+  ``fundpipe.submit.entries.survey``): a link (never followed), a folder, a file that is not a
+  sheet; :class:`Collected` carries them to the run's result.
 """
 
 from __future__ import annotations
@@ -37,7 +36,16 @@ import pandas as pd
 
 from fundpipe.errors import InboxBusyError
 from fundpipe.keys import file_hash
+from fundpipe.submit.entries import (
+    SHEET_SUFFIXES,
+    LeftAlone,
+    Survey,
+    is_transient_name,
+    stable_files,
+    survey,
+)
 from fundpipe.validate.issues import FileReport
+from fundpipe.warehouse.integrity import writing
 
 __all__ = [
     "SHEET_SUFFIXES",
@@ -58,9 +66,6 @@ __all__ = [
     "survey",
 ]
 
-#: File suffixes the readers understand.
-SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
-_TRANSIENT_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial", ".swp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
 
@@ -101,17 +106,6 @@ class InboxDirs:
             d.mkdir(parents=True, exist_ok=True)
 
 
-def is_transient_name(name: str) -> bool:
-    """True for names of files that are still being written or are not sheets."""
-    lower = name.lower()
-    return (
-        name.startswith(("~$", ".~lock", ".", "~"))
-        or lower.endswith(_TRANSIENT_SUFFIXES)
-        or lower.endswith("#")
-        or Path(lower).suffix not in SHEET_SUFFIXES
-    )
-
-
 def sanitize_name(name: str) -> str:
     """A safe file name: the base name only, ``[A-Za-z0-9._-]``, no leading dot, bounded."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
@@ -147,111 +141,6 @@ def move_into(src: Path, dest_dir: Path, data_dir: Path, name: str | None = None
     return target
 
 
-@dataclass(frozen=True, slots=True)
-class LeftAlone:
-    """An inbox entry fundpipe does not read, and why (e.g. "a link to a file outside the
-    inbox", "a folder", "not a sheet fundpipe reads (.docx)")."""
-
-    name: str
-    reason: str
-
-    @property
-    def sentence(self) -> str:
-        """``<name> — left alone: <reason>``, as the run's output, log and on-call lines say."""
-        return f"{self.name} — left alone: {self.reason}"
-
-
-@dataclass(frozen=True, slots=True)
-class Survey:
-    """An inbox folder looked at once: the sheets ready to read and every other entry."""
-
-    ready: list[Path]
-    left_alone: list[LeftAlone]
-
-
-def _link_reason(link: Path, directory: Path) -> str:
-    """Why a link is left alone: links are never followed (one could lead out of the
-    organization's folder); where it points only says so in words."""
-    target = Path(os.path.realpath(link))
-    if target.is_dir():
-        return "a link to a folder"
-    if not target.exists():
-        return "a link to nothing (its target is gone)"
-    if target.parent == Path(os.path.realpath(directory)):
-        return "a link to another file of the inbox"
-    return "a link to a file outside the inbox"
-
-
-def _entry_reason(entry: Path, directory: Path) -> str | None:
-    """Why ``entry`` is left alone, or None when it is a sheet fundpipe reads (once settled)."""
-    if entry.is_symlink():
-        return _link_reason(entry, directory)
-    if entry.is_dir():
-        return "a folder"
-    if not entry.is_file():
-        return "not a regular file"
-    name = entry.name
-    if name.startswith(("~$", ".~lock", "~")) or name.lower().endswith(_TRANSIENT_SUFFIXES):
-        return "a lock or temporary file (a sheet still being written)"
-    if name.endswith("#"):
-        return "a lock or temporary file (a sheet still being written)"
-    if name.startswith("."):
-        return "a hidden file"
-    suffix = Path(name.lower()).suffix
-    if suffix not in SHEET_SUFFIXES:
-        return f"not a sheet fundpipe reads ({suffix or 'no extension'})"
-    return None
-
-
-def survey(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> Survey:
-    """The sheets of ``directory`` ready to read, sorted by name, and every other entry with
-    the reason it is left alone.
-
-    A sheet is ready when its name is not transient, it was last modified at least ``settle_s``
-    seconds ago, and its size and modification time do not change while it is watched for
-    ``watch_s`` seconds (capped at ``settle_s``; 0 disables both); one that is not yet is left
-    for the next run, and said so. Links are never followed, whatever they point at.
-    """
-    if not directory.is_dir():
-        return Survey([], [])
-    left: dict[str, str] = {}
-
-    def look() -> dict[Path, tuple[int, int]]:
-        out = {}
-        for p in directory.iterdir():
-            reason = _entry_reason(p, directory)
-            if reason is not None:
-                left[p.name] = reason
-                continue
-            st = p.stat()
-            out[p] = (st.st_size, st.st_mtime_ns)
-        return out
-
-    first = look()
-    if settle_s > 0 and first:
-        time.sleep(min(settle_s, watch_s))
-    second = look()
-    now = time.time()
-    ready = []
-    for p, sig in first.items():
-        if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s:
-            ready.append(p)
-        elif p.name not in left:
-            left[p.name] = (
-                f"still being written (changed in the last {settle_s:g} s); the next run reads it"
-            )
-    return Survey(
-        sorted(ready, key=lambda p: p.name),
-        [LeftAlone(name, reason) for name, reason in sorted(left.items())],
-    )
-
-
-def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
-    """Sheet files in ``directory`` that are not being written, sorted by name (the ready
-    sheets of :func:`survey`; a file that does not qualify is simply left for the next run)."""
-    return survey(directory, settle_s=settle_s, watch_s=watch_s).ready
-
-
 class InboxLock:
     """An exclusive, non-blocking lock on ``<data_dir>/.ingest.lock`` naming its holder."""
 
@@ -284,18 +173,20 @@ class InboxLock:
             holder = _describe_holder(handle.read())
             handle.close()
             raise InboxBusyError(f"another fundpipe ingest is running ({holder})") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-            )
-        )
-        handle.flush()
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            with writing(self.path, "the inbox lock"):  # a full disk: exit 6, naming it
+                handle.seek(0)
+                handle.truncate()
+                handle.write(json.dumps(holder))
+                handle.flush()
+        except BaseException:
+            handle.close()
+            raise
         self._file = handle
 
     def release(self) -> None:
@@ -365,9 +256,14 @@ class ValidationCache:
         frame = report.distributions
         if not self.enabled or frame is None or frame.empty or any(f is not None for f in roster):
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self._path(file_hash).with_suffix(".tmp")
-        frame.to_parquet(tmp, index=False)
+        with writing(tmp, "the validation cache"):  # a full disk: exit 6, naming it
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                frame.to_parquet(tmp, index=False)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
         tmp.replace(self._path(file_hash))  # atomic: a half-written cache is never read
 
     def drop(self, file_hash: str) -> None:
