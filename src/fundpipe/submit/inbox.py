@@ -173,7 +173,7 @@ class InboxLock:
             holder = _describe_holder(handle.read())
             handle.close()
             raise InboxBusyError(f"another fundpipe ingest is running ({holder})") from None
-        holder = {
+        mine = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -182,7 +182,7 @@ class InboxLock:
             with writing(self.path, "the inbox lock"):  # a full disk: exit 6, naming it
                 handle.seek(0)
                 handle.truncate()
-                handle.write(json.dumps(holder))
+                handle.write(json.dumps(mine))
                 handle.flush()
         except BaseException:
             handle.close()
