@@ -227,11 +227,14 @@ def test_a_damaged_ledger_exits_6_naming_it_and_keeps_the_sheet(service_env: Pat
     problem = damage(ledger)
     damaged = ledger.read_bytes()
     _drop(service_env, "distributions_q4_special.parquet")
-    result = runner.invoke(app, ["ingest"])
-    assert result.exit_code == ExitCode.MACHINE, result.output
-    line = _one_line(result.output)
+    for command in (["ingest", "--dry-run"], ["ingest"]):  # a dry run reads it, and says so
+        result = runner.invoke(app, command)
+        assert result.exit_code == ExitCode.MACHINE, result.output
+        line = _one_line(result.output)
+        assert f"the ledger {ledger} is damaged" in line
+        assert problem.split(": ", 1)[-1] in line
+        assert "fundpipe restore --org org_demo" in line
     assert f"the ledger {ledger} is damaged ({problem})" in line
-    assert "fundpipe restore --org org_demo" in line
     assert ledger.read_bytes() == damaged
     waiting = _org_dir(service_env) / "processing" / "distributions_q4_special.parquet"
     assert waiting.exists()

@@ -37,7 +37,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from fundpipe.errors import DamagedFileError
 from fundpipe.keys import canonical_json
 from fundpipe.plan import (
     PlannedDistribution,
@@ -46,7 +45,7 @@ from fundpipe.plan import (
     instruction_fingerprint,
 )
 from fundpipe.resources import SCHEMAS_DIR
-from fundpipe.warehouse.integrity import damage_in, faults_named
+from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
 Clock = Callable[[], datetime]
@@ -609,9 +608,7 @@ def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -
         con = duckdb.connect(str(path))
     try:
         with faults_named(path, "ledger", org=org, con=con):
-            problem = damage_in(con)
-            if problem is not None:
-                raise DamagedFileError(path, problem, what="ledger", org=org)
+            refuse_damaged(con, path, "ledger", org=org)
             ledger = Ledger(con, clock)
             yield ledger
     finally:

@@ -27,9 +27,9 @@ from typing import Any
 
 import duckdb
 
-from fundpipe.errors import DamagedFileError, WarehouseLockedError
+from fundpipe.errors import WarehouseLockedError
 from fundpipe.resources import SCHEMAS_DIR
-from fundpipe.warehouse.integrity import damage_in, faults_named
+from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import (
     Migration,
     MigrationError,
@@ -144,9 +144,7 @@ class Warehouse:
         con = self._connect(read_only=False)
         try:
             with self._faults(con):
-                problem = damage_in(con)
-                if problem is not None:
-                    raise DamagedFileError(self.path, problem, what="warehouse", org=self.org)
+                refuse_damaged(con, self.path, "warehouse", org=self.org)
                 apply_migrations(con, load_migrations(self.schema_file.read_text(encoding="utf-8")))
                 yield con
         finally:

@@ -23,7 +23,7 @@ import duckdb
 from fundpipe.errors import DamagedFileError, DiskFullError, MachineFault, machine_fault
 from fundpipe.machine import damage_of, disk_full, written_path
 
-__all__ = ["damage_in", "faults_named", "writing"]
+__all__ = ["damage_in", "faults_named", "refuse_damaged", "writing"]
 
 
 def _quoted(name: str) -> str:
@@ -48,6 +48,16 @@ def damage_in(con: duckdb.DuckDBPyConnection) -> str | None:
                 raise
             return f"table {table}: {problem}"
     return None
+
+
+def refuse_damaged(
+    con: duckdb.DuckDBPyConnection, path: Path, what: str, *, org: str | None = None
+) -> None:
+    """Raise :class:`DamagedFileError` naming ``path`` (the ``what``) when :func:`damage_in`
+    finds damage in the file ``con`` opened: before anything is written to it or read from it."""
+    problem = damage_in(con)
+    if problem is not None:
+        raise DamagedFileError(path, problem, what=what, org=org)
 
 
 @contextmanager
