@@ -10,6 +10,7 @@ Exit codes (every command, every entry point):
 | 3 | SERVICE | the service failed or refused us (authentication, permission, network, retries exhausted), or outcomes are still unknown |
 | 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
 | 5 | INTERNAL | an internal error: a bug in fundpipe (the traceback is in the run's log file) |
+| 6 | MACHINE | the machine: a damaged local file or a full disk (the message names the path and the next step) |
 
 The error tree (the exit code each maps to in brackets):
 
@@ -20,14 +21,18 @@ The error tree (the exit code each maps to in brackets):
     ├── LockHeld                   another process holds a lock this one needs [4]
     │   ├── InboxBusyError         … the inbox lock (``fundpipe.submit.inbox``)
     │   └── WarehouseLockedError   … the warehouse file (``fundpipe.warehouse.file``)
-    └── InternalError              an unexpected exception: a bug, never "the service failed" [5]
+    ├── InternalError              an unexpected exception: a bug, never "the service failed" [5]
+    └── MachineFault               the machine failed under fundpipe (``fundpipe.machine``) [6]
+        ├── DamagedFileError       … a ledger or warehouse fails DuckDB's checksums: restore it
+        └── DiskFullError          … no space left on the device a file was being written to
 
 Sheet problems are not exceptions: they are data (``fundpipe.validate.issues.Issue``), and the
 outcome of a file maps to an exit code through :data:`OUTCOME_EXIT_CODES`. Service errors have
 their own tree in ``fundpipe.client.errors``; :func:`as_fundpipe_error` turns them (and any
 other exception) into this tree, so the CLI decides messages and codes in one place: the
 client's own ``ConfigurationError`` and an invalid setting are configuration errors [2], every
-other client or transport error is the service's [3], and anything else is a bug [5].
+other client or transport error is the service's [3], a full disk or a damaged DuckDB file is
+the machine's [6], and anything else is a bug [5].
 Messages never carry secrets.
 """
 
@@ -37,6 +42,8 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
+
+from fundpipe.machine import fault_in, restore_command
 
 
 class ExitCode(IntEnum):
@@ -48,6 +55,7 @@ class ExitCode(IntEnum):
     SERVICE = 3
     LOCKED = 4
     INTERNAL = 5
+    MACHINE = 6
     INTERRUPTED = 130
 
 
@@ -59,6 +67,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.SERVICE: "service error",
     ExitCode.LOCKED: "lock held by another process",
     ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
+    ExitCode.MACHINE: "the machine: a damaged local file or a full disk (path and next step named)",
 }
 
 #: The exit code each outcome of a file asks for; a run exits with the highest of its files'.
@@ -158,6 +167,58 @@ class InternalError(FundpipeError):
         return InternalError.of(self.cause, where) if self.cause is not None else self
 
 
+class MachineFault(FundpipeError):
+    """The machine failed under fundpipe, not fundpipe itself: the message names the path."""
+
+    exit_code = ExitCode.MACHINE
+
+
+class DamagedFileError(MachineFault):
+    """A local DuckDB file (``what``: "ledger", "warehouse") fails its checksums or is cut off;
+    nothing more is written to it, and the message names the restore command."""
+
+    def __init__(
+        self, path: Path | None, problem: str, *, what: str = "file", org: str | None = None
+    ) -> None:
+        """Record the file (None: not known), what is wrong with it and its organization."""
+        self.path, self.problem = path, problem
+        where = f"the {what} {path}" if path is not None else f"a local {what}"
+        super().__init__(
+            f"{where} is damaged ({problem}); fundpipe writes nothing to it until it is "
+            f"restored from the organization's record: {restore_command(path, org)}"
+        )
+
+
+class DiskFullError(MachineFault):
+    """No space was left on the device while ``path`` was written (what was written stays)."""
+
+    def __init__(self, path: Path | str | None, writing: str | None = None) -> None:
+        """Record the path being written (None: not known) and what it is, in words."""
+        self.path = path
+        what = f"{writing} " if writing else ""
+        at = f"{what}{path}" if path is not None else (writing or "a file")
+        super().__init__(
+            f"the disk is full: no space left on the device while writing {at}; what was "
+            "written before is kept. Free space on that disk and run again."
+        )
+
+
+def machine_fault(
+    exc: BaseException, *, path: Path | None = None, what: str | None = None, org: str | None = None
+) -> MachineFault | None:
+    """``exc`` as the machine's fault (``fundpipe.machine.fault_in``: ``path``/``what`` name the
+    DuckDB file the caller holds), or None when it is not one."""
+    if isinstance(exc, MachineFault):
+        return exc
+    fault = fault_in(exc, path=path, what=what)
+    if fault is None:
+        return None
+    where = Path(fault.path) if fault.path is not None else None
+    if fault.kind == "disk_full":
+        return DiskFullError(where, f"the {fault.what}" if fault.what else None)
+    return DamagedFileError(where, fault.problem, what=fault.what or "file", org=org)
+
+
 def _setting_problem(error: Mapping[str, Any]) -> str:
     """One invalid setting in words: its environment variable, the value given (never a
     secret's) and what it should be, e.g. ``FUNDPIPE_COMPLETE_BY='25:00': expected HH:MM …``."""
@@ -178,7 +239,8 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     Errors of this tree pass through; the client's own ``ConfigurationError`` and an invalid
     setting (pydantic's ``ValidationError`` from ``Settings``) become :class:`ConfigurationError`
     [2]; the service client's other errors and transport errors become
-    :class:`ServiceUnavailable` [3] (with a redacted message); anything else is a bug:
+    :class:`ServiceUnavailable` [3] (with a redacted message); a full disk or a damaged DuckDB
+    file anywhere becomes a :class:`MachineFault` [6]; anything else is a bug:
     :class:`InternalError` [5].
     """
     import httpx
@@ -193,6 +255,8 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
 
     if isinstance(exc, FundpipeError):
         return exc
+    if (fault := machine_fault(exc)) is not None:
+        return fault
     if isinstance(exc, ClientConfigurationError):
         return ConfigurationError(f"configuration: {exc}")
     if isinstance(exc, pydantic.ValidationError) and exc.title == "Settings":

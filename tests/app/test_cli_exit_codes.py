@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ from fundpipe.app.cli import app
 from fundpipe.errors import EXIT_CODE_MEANINGS, ExitCode
 from fundpipe.sandbox import SandboxConfig, SandboxServer
 from fundpipe.submit.inbox import InboxLock
+from worlds.machine import damage, duckdb_no_space, no_space
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "data" / "samples"
@@ -161,3 +163,167 @@ def test_a_bug_exits_5_and_names_the_log_holding_its_traceback(
     logged = log_file.read_text(encoding="utf-8")
     assert "Traceback (most recent call last)" in logged
     assert "KeyError: 'row_number'" in logged
+
+
+# --- the machine's faults: exit 6, one line naming the file, nothing lost ------------------
+
+
+def _org_dir(data_dir: Path) -> Path:
+    return data_dir / "orgs" / "org_demo"
+
+
+def _one_line(output: str) -> str:
+    """The one line a failed command prints (beside the progress bars it drew on stderr)."""
+    lines = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    return lines[0]
+
+
+def test_a_damaged_warehouse_exits_6_naming_it_and_writes_nothing_into_it(
+    service_env: Path,
+) -> None:
+    """4 KB of the warehouse overwritten: sync (which would write into it) and reconcile stop
+    with one line naming the file, the damage and the restore command; the file is untouched."""
+    assert runner.invoke(app, ["sync"]).exit_code == 0
+    assert runner.invoke(app, ["reconcile"]).exit_code == 0
+    warehouse = _org_dir(service_env) / "warehouse.duckdb"
+    problem = damage(warehouse, "balance_snapshots")
+    damaged = warehouse.read_bytes()
+    latest = (service_env / "reports" / "org_demo" / "latest").resolve()
+    for command in (["sync"], ["reconcile"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == ExitCode.MACHINE == 6, result.output
+        line = _one_line(result.output)
+        assert f"the warehouse {warehouse} is damaged ({problem})" in line
+        assert "fundpipe restore --org org_demo" in line
+        assert "bug" not in line
+    assert warehouse.read_bytes() == damaged
+    assert (service_env / "reports" / "org_demo" / "latest").resolve() == latest
+
+
+def test_an_ingest_reading_a_damaged_warehouse_exits_6_and_keeps_the_sheet(
+    service_env: Path,
+) -> None:
+    """Ingest reads what the last sync saw from the warehouse: a damaged block there stops it
+    before anything is sent; the sheet waits in processing/ for the run after the restore."""
+    assert runner.invoke(app, ["sync"]).exit_code == 0
+    warehouse = _org_dir(service_env) / "warehouse.duckdb"
+    problem = damage(warehouse, "entities")  # "table entities: a block at byte … fails …"
+    _drop(service_env, "distributions_q4.csv")
+    result = runner.invoke(app, ["ingest"])
+    assert result.exit_code == ExitCode.MACHINE, result.output
+    line = _one_line(result.output)
+    assert f"the warehouse {warehouse} is damaged" in line
+    assert problem.removeprefix("table entities: ") in line
+    assert "fundpipe restore --org org_demo" in line
+    assert (_org_dir(service_env) / "processing" / "distributions_q4.csv").exists()
+
+
+def test_a_damaged_ledger_exits_6_naming_it_and_keeps_the_sheet(service_env: Path) -> None:
+    _drop(service_env, "distributions_q4.csv")
+    runner.invoke(app, ["ingest"])  # the ledger now records the sheet (rejected or not)
+    ledger = _org_dir(service_env) / "ledger.duckdb"
+    problem = damage(ledger, "ledger_files")
+    damaged = ledger.read_bytes()
+    _drop(service_env, "distributions_q4_special.parquet")
+    # a dry run reads it, and says so; a sync copies it into the warehouse, and says so
+    for command in (["ingest", "--dry-run"], ["ingest"], ["sync"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == ExitCode.MACHINE, result.output
+        line = _one_line(result.output)
+        assert f"the ledger {ledger} is damaged" in line
+        assert problem.split(": ", 1)[-1] in line
+        assert "fundpipe restore --org org_demo" in line
+        if command[0] == "ingest":  # read whole at its opening: the table is named
+            assert f"the ledger {ledger} is damaged ({problem})" in line
+    assert ledger.read_bytes() == damaged
+    waiting = _org_dir(service_env) / "processing" / "distributions_q4_special.parquet"
+    assert waiting.exists()
+
+
+def test_a_full_disk_under_the_reports_exits_6_naming_the_workbook(
+    service_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No space left while the workbook is written: exit 6 naming it; `latest` stays on the
+    last complete report."""
+    import zipfile
+
+    assert runner.invoke(app, ["sync"]).exit_code == 0
+    assert runner.invoke(app, ["reconcile"]).exit_code == 0
+    latest_link = service_env / "reports" / "org_demo" / "latest"
+    latest = latest_link.resolve()
+
+    class FullDisk(zipfile.ZipFile):
+        def __init__(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> None:
+            if mode == "w" and str(file).endswith(".xlsx.part"):
+                raise no_space()
+            super().__init__(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile, "ZipFile", FullDisk)
+    result = runner.invoke(app, ["reconcile"])
+    assert result.exit_code == ExitCode.MACHINE, result.output
+    line = _one_line(result.output)
+    assert "the disk is full" in line
+    assert "while writing the reconciliation workbook" in line
+    assert f"{latest_link.parent}/{latest.parent.name}/" in line
+    assert "/reconciliation.xlsx;" in line
+    assert latest_link.resolve() == latest
+    assert (latest / "reconciliation.xlsx").stat().st_size > 0
+
+
+def test_a_full_disk_under_the_warehouse_exits_6_naming_it(
+    service_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fundpipe.sync.pull
+
+    warehouse = _org_dir(service_env) / "warehouse.duckdb"
+
+    def full(*args: object, **kwargs: object) -> int:
+        raise duckdb_no_space(Path(f"{warehouse}.wal"))
+
+    monkeypatch.setattr(fundpipe.sync.pull, "merge", full)
+    result = runner.invoke(app, ["sync"])
+    assert result.exit_code == ExitCode.MACHINE, result.output
+    line = _one_line(result.output)
+    assert f"while writing the warehouse {warehouse}.wal" in line
+    assert "the disk is full" in line
+
+
+def test_a_full_disk_under_the_ledger_exits_6_and_keeps_the_sheet(
+    service_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fundpipe.submit.ledger import Ledger
+
+    ledger = _org_dir(service_env) / "ledger.duckdb"
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise duckdb_no_space(Path(f"{ledger}.wal"))
+
+    monkeypatch.setattr(Ledger, "record_file", full)
+    _drop(service_env, "distributions_q4.csv")
+    result = runner.invoke(app, ["ingest"])
+    assert result.exit_code == ExitCode.MACHINE, result.output
+    line = _one_line(result.output)
+    assert f"while writing the ledger {ledger}.wal" in line
+    assert (_org_dir(service_env) / "processing" / "distributions_q4.csv").exists()
+
+
+def test_ingest_names_every_inbox_entry_it_leaves_alone(service_env: Path, tmp_path: Path) -> None:
+    """Entries fundpipe does not read change no exit code, but each is named with its reason."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(SAMPLES / "distributions_q4.csv", elsewhere / "q4.csv")
+    inbox = _org_dir(service_env) / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "q4.csv").symlink_to(elsewhere / "q4.csv")
+    (inbox / "folder.csv").mkdir()
+    (inbox / "memo.docx").write_bytes(b"PK")
+    result = runner.invoke(app, ["ingest"])
+    assert result.exit_code == ExitCode.OK, result.output
+    output = " ".join(result.output.split())
+    assert "nothing to ingest" in output
+    assert "folder.csv — left alone: a folder" in output
+    assert "q4.csv — left alone: a link to a file outside the inbox" in output
+    assert "memo.docx — left alone: not a sheet fundpipe reads (.docx)" in output
+    assert (elsewhere / "q4.csv").is_file()

@@ -191,6 +191,27 @@ def test_the_night_event_counts_what_the_night_did(world: World) -> None:
     assert event["as_of"] == result.as_of.isoformat()
 
 
+def test_the_run_log_and_summary_name_every_inbox_entry_left_alone(world: World) -> None:
+    """A folder named like a sheet and a file fundpipe does not read: each has its line in the
+    run's log and in the night's warnings (the summary artifact, `fundpipe run`'s output)."""
+    from fundpipe.app.prefect.artifacts import summary_markdown
+    from fundpipe.app.prefect.orgnight import OrgNight
+
+    (world.inbox / "folder.csv").mkdir()
+    (world.inbox / "memo.docx").write_bytes(b"PK")
+    result = night(
+        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+    )
+    lines = [
+        "inbox: folder.csv — left alone: a folder",
+        "inbox: memo.docx — left alone: not a sheet fundpipe reads (.docx)",
+    ]
+    assert oncall.left_alone_lines(result.ingest) == lines
+    shown = OrgNight.of("org_x", result)
+    assert [w for w in shown.warnings if w.startswith("inbox:")] == lines
+    assert all(f"- {line}" in summary_markdown(shown) for line in lines)
+
+
 def test_plain_masks_account_numbers_and_keeps_money_and_ids() -> None:
     text = oncall.plain("account 123456789012 paid $1,234,567.00 to ent_123456789 (44627650)")
     assert "123456789012" not in text

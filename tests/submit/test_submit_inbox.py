@@ -13,11 +13,13 @@ from fundpipe.plan import ResolvedRequest
 from fundpipe.submit.inbox import (
     InboxBusyError,
     InboxLock,
+    LeftAlone,
     UnsafePathError,
     is_transient_name,
     move_into,
     sanitize_name,
     stable_files,
+    survey,
 )
 from fundpipe.submit.ingest import ingest
 from fundpipe.submit.ledger import open_ledger
@@ -67,6 +69,49 @@ def test_only_files_at_rest_are_picked_up(tmp_path: Path) -> None:
     os.utime(old, (past, past))
     assert stable_files(tmp_path, settle_s=5, watch_s=0.01) == [old]
     assert stable_files(tmp_path, settle_s=0) == [fresh, old]
+
+
+def test_every_inbox_entry_fundpipe_does_not_read_gets_a_word(world: World, tmp_path: Path) -> None:
+    """A link to a sheet elsewhere, a link to a folder, a folder named like a sheet and a file
+    fundpipe does not read are each named with the reason; no link is followed out of the
+    organization's folder (the sheet elsewhere is neither sent nor moved)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_sheet(elsewhere / "other.csv", [("R-9", "veh_demo1", [900])])
+    write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100, 200])])
+    (world.inbox / "link.csv").symlink_to(elsewhere / "other.csv")
+    (world.inbox / "shared.csv").symlink_to(elsewhere, target_is_directory=True)
+    (world.inbox / "folder.csv").mkdir()
+    (world.inbox / "memo.docx").write_bytes(b"PK")
+    (world.inbox / "~$q4.xlsx").write_bytes(b"lock")
+    result = ingest(world.settings, transport=world.transport, settle_s=0)
+    assert [(f.source_file, f.state) for f in result.files] == [("q4.csv", "processed")]
+    assert result.left_alone == [
+        LeftAlone("folder.csv", "a folder"),
+        LeftAlone("link.csv", "a link to a file outside the inbox"),
+        LeftAlone("memo.docx", "not a sheet fundpipe reads (.docx)"),
+        LeftAlone("shared.csv", "a link to a folder"),
+        LeftAlone("~$q4.xlsx", "a lock or temporary file (a sheet still being written)"),
+    ]
+    assert result.exit_code == 0
+    assert world.amounts() == {"R-1": [100, 200]}
+    assert (elsewhere / "other.csv").is_file()
+    assert (world.inbox / "link.csv").is_symlink()
+    assert (world.inbox / "folder.csv").is_dir()
+
+
+def test_a_sheet_still_being_written_is_named_and_read_by_the_next_run(tmp_path: Path) -> None:
+    (tmp_path / "fresh.csv").write_text("a")
+    (tmp_path / "other.csv").symlink_to(tmp_path / "fresh.csv")
+    (tmp_path / "notes").write_text("b")
+    looked = survey(tmp_path, settle_s=5, watch_s=0.01)
+    assert looked.ready == []
+    assert [e.sentence for e in looked.left_alone] == [
+        "fresh.csv — left alone: still being written (changed in the last 5 s); the next run "
+        "reads it",
+        "notes — left alone: not a sheet fundpipe reads (no extension)",
+        "other.csv — left alone: a link to another file of the inbox",
+    ]
 
 
 def test_the_lock_names_its_holder(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ def ingest_dict(result: IngestResult) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "notes": list(result.notes),
         "livemode": result.livemode,
+        "left_alone": [{"name": e.name, "reason": e.reason} for e in result.left_alone],
     }
 
 

@@ -24,6 +24,7 @@ import xlsxwriter
 
 from fundpipe.reports.cells import neutralise
 from fundpipe.validate.issues import FileReport, IssueGroup, group_issues
+from fundpipe.warehouse.integrity import writing
 
 COLUMNS = (
     "severity",
@@ -82,16 +83,18 @@ def write_error_report(report: FileReport, directory: Path) -> list[Path]:
     header = row 1) listed; the first row and the count are numbers in the workbook; the file
     column is ``report.file`` — where the sheet is now.
     """
-    directory.mkdir(parents=True, exist_ok=True)
     stem = Path(report.file).name
     csv_path = directory / f"{stem}.errors.csv"
     xlsx_path = directory / f"{stem}.errors.xlsx"
     lines = [_line(report, g) for g in group_issues(report)]
-    with open(csv_path, "w", newline="", encoding="utf-8-sig") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(COLUMNS)
-        writer.writerows([["" if v is None else v for v in line] for line in lines])
-    _write_xlsx(report, lines, xlsx_path)
+    with writing(csv_path, "an error report"):  # a full disk: exit 6, naming the file
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(csv_path, "w", newline="", encoding="utf-8-sig") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(COLUMNS)
+            writer.writerows([["" if v is None else v for v in line] for line in lines])
+    with writing(xlsx_path, "an error report"):
+        _write_xlsx(report, lines, xlsx_path)
     return [csv_path, xlsx_path]
 
 

@@ -46,6 +46,7 @@ from fundpipe.reports.headers import header_for
 from fundpipe.reports.layout import Formats, PageHeader, set_page
 from fundpipe.reports.sheetxml import RowSource, XmlColumn, rows_xml, splice_rows
 from fundpipe.reports.summarysheet import TieOutLine, WorkbookSummary
+from fundpipe.warehouse.integrity import writing
 
 __all__ = [
     "EXCEL_MAX_ROWS",
@@ -346,6 +347,13 @@ def write_workbook(
     """Write `reconciliation.xlsx`: Summary first, then each source; return the sheet names."""
     if max_rows < 2:
         raise ValueError("max_rows must leave room for a header and a row")
+    with writing(path, "the reconciliation workbook"):  # a full disk: exit 6, naming it
+        return _write_workbook(path, summary, sources, max_rows=max_rows)
+
+
+def _write_workbook(
+    path: Path, summary: WorkbookSummary, sources: Iterable[SheetSource], *, max_rows: int
+) -> list[str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     sources = list(sources)
     # xlsxwriter writes the headers-only workbook beside `path`; `path` itself only ever holds

@@ -12,6 +12,9 @@
 - :func:`collect_candidates` picks the files a run ingests (what ``processing/`` still holds,
   then the settled inbox files); :class:`ValidationCache` keeps the validated frames of files
   waiting in ``processing/`` so a resumed run does not validate them again.
+- Every other inbox entry gets a word (:class:`LeftAlone`, from
+  ``fundpipe.submit.entries.survey``): a link (never followed), a folder, a file that is not a
+  sheet; :class:`Collected` carries them to the run's result.
 """
 
 from __future__ import annotations
@@ -33,14 +36,26 @@ import pandas as pd
 
 from fundpipe.errors import InboxBusyError
 from fundpipe.keys import file_hash
+from fundpipe.submit.entries import (
+    SHEET_SUFFIXES,
+    LeftAlone,
+    Survey,
+    is_transient_name,
+    stable_files,
+    survey,
+)
 from fundpipe.validate.issues import FileReport
+from fundpipe.warehouse.integrity import writing
 
 __all__ = [
     "SHEET_SUFFIXES",
     "Candidate",
+    "Collected",
     "InboxBusyError",
     "InboxDirs",
     "InboxLock",
+    "LeftAlone",
+    "Survey",
     "UnsafePathError",
     "ValidationCache",
     "collect_candidates",
@@ -48,11 +63,9 @@ __all__ = [
     "move_into",
     "sanitize_name",
     "stable_files",
+    "survey",
 ]
 
-#: File suffixes the readers understand.
-SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
-_TRANSIENT_SUFFIXES = (".part", ".tmp", ".crdownload", ".partial", ".swp")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
 
@@ -93,17 +106,6 @@ class InboxDirs:
             d.mkdir(parents=True, exist_ok=True)
 
 
-def is_transient_name(name: str) -> bool:
-    """True for names of files that are still being written or are not sheets."""
-    lower = name.lower()
-    return (
-        name.startswith(("~$", ".~lock", ".", "~"))
-        or lower.endswith(_TRANSIENT_SUFFIXES)
-        or lower.endswith("#")
-        or Path(lower).suffix not in SHEET_SUFFIXES
-    )
-
-
 def sanitize_name(name: str) -> str:
     """A safe file name: the base name only, ``[A-Za-z0-9._-]``, no leading dot, bounded."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
@@ -139,37 +141,6 @@ def move_into(src: Path, dest_dir: Path, data_dir: Path, name: str | None = None
     return target
 
 
-def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
-    """Sheet files in ``directory`` that are not being written, sorted by name.
-
-    A file qualifies when its name is not transient, it was last modified at least ``settle_s``
-    seconds ago, and its size and modification time do not change while it is watched for
-    ``watch_s`` seconds (capped at ``settle_s``; 0 disables both). A file that does not
-    qualify is simply left for the next run.
-    """
-    if not directory.is_dir():
-        return []
-
-    def look() -> dict[Path, tuple[int, int]]:
-        out = {}
-        for p in directory.iterdir():
-            if is_transient_name(p.name) or not p.is_file() or p.is_symlink():
-                continue
-            st = p.stat()
-            out[p] = (st.st_size, st.st_mtime_ns)
-        return out
-
-    first = look()
-    if settle_s > 0 and first:
-        time.sleep(min(settle_s, watch_s))
-    second = look()
-    now = time.time()
-    return sorted(
-        (p for p, sig in first.items() if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s),
-        key=lambda p: p.name,
-    )
-
-
 class InboxLock:
     """An exclusive, non-blocking lock on ``<data_dir>/.ingest.lock`` naming its holder."""
 
@@ -202,18 +173,20 @@ class InboxLock:
             holder = _describe_holder(handle.read())
             handle.close()
             raise InboxBusyError(f"another fundpipe ingest is running ({holder})") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "since": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-            )
-        )
-        handle.flush()
+        mine = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            with writing(self.path, "the inbox lock"):  # a full disk: exit 6, naming it
+                handle.seek(0)
+                handle.truncate()
+                handle.write(json.dumps(mine))
+                handle.flush()
+        except BaseException:
+            handle.close()
+            raise
         self._file = handle
 
     def release(self) -> None:
@@ -283,9 +256,14 @@ class ValidationCache:
         frame = report.distributions
         if not self.enabled or frame is None or frame.empty or any(f is not None for f in roster):
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self._path(file_hash).with_suffix(".tmp")
-        frame.to_parquet(tmp, index=False)
+        with writing(tmp, "the validation cache"):  # a full disk: exit 6, naming it
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                frame.to_parquet(tmp, index=False)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
         tmp.replace(self._path(file_hash))  # atomic: a half-written cache is never read
 
     def drop(self, file_hash: str) -> None:
@@ -302,23 +280,37 @@ class Candidate:
     file_hash: str
 
 
+@dataclass(frozen=True, slots=True)
+class Collected:
+    """What a run found: the files to ingest, whether they live in the inbox tree (and so are
+    moved), and the inbox entries left alone, each with its reason."""
+
+    candidates: list[Candidate]
+    in_inbox: bool
+    left_alone: list[LeftAlone]
+
+
 def collect_candidates(
     data_dir: Path, paths: Sequence[Path] | None, *, dry_run: bool, settle_s: float
-) -> tuple[list[Candidate], bool]:
-    """Files to ingest and whether they live in the inbox tree (and so are moved).
+) -> Collected:
+    """Files to ingest, whether they live in the inbox tree, and the entries left alone.
 
     ``paths`` None → what waits in ``processing/`` (left by a crashed run) and every file of the
-    inbox unchanged for ``settle_s`` seconds, moved into ``processing/`` (unless ``dry_run``).
+    inbox unchanged for ``settle_s`` seconds, moved into ``processing/`` (unless ``dry_run``);
+    every other inbox entry is named with the reason it is left alone.
     """
     if paths is not None:
-        return [Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths], False
+        found = [Candidate(Path(p), Path(p).name, file_hash(Path(p))) for p in paths]
+        return Collected(found, False, [])
     dirs = InboxDirs(data_dir)
     if not dry_run:
         dirs.create()
-    found = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
-    for p in stable_files(dirs.inbox, settle_s=settle_s):
+    waiting = [(p, p.name) for p in stable_files(dirs.processing, settle_s=0)]
+    inbox = survey(dirs.inbox, settle_s=settle_s)
+    for p in inbox.ready:
         if dry_run:
-            found.append((p, p.name))
+            waiting.append((p, p.name))
         else:
-            found.append((move_into(p, dirs.processing, data_dir), p.name))
-    return [Candidate(p, name, file_hash(p)) for p, name in found], True
+            waiting.append((move_into(p, dirs.processing, data_dir), p.name))
+    candidates = [Candidate(p, name, file_hash(p)) for p, name in waiting]
+    return Collected(candidates, True, inbox.left_alone)

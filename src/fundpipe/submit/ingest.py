@@ -48,6 +48,7 @@ from fundpipe.submit.snapshot import (
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
+from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 
 log = logging.getLogger(__name__)
 
@@ -69,19 +70,22 @@ def write_report(report: FileReport, sheet_path: Path) -> list[Path]:
 @contextmanager
 def _maybe_ledger(settings: Settings, *, dry_run: bool) -> Iterator[Ledger | None]:
     if not dry_run:
-        with open_ledger(settings.ledger_file) as ledger:
+        with open_ledger(settings.ledger_file, org=settings.org_id) as ledger:
             yield ledger
         return
     if not settings.ledger_file.exists():
         yield None
         return
     try:
-        con = duckdb.connect(str(settings.ledger_file), read_only=True)
+        with faults_named(settings.ledger_file, "ledger", org=settings.org_id):
+            con = duckdb.connect(str(settings.ledger_file), read_only=True)
     except duckdb.Error:  # another run holds it: a dry run can do without
         yield None
         return
-    try:
-        yield Ledger(con, read_only=True)
+    try:  # a damaged ledger is said so, not read around
+        with faults_named(settings.ledger_file, "ledger", org=settings.org_id, con=con):
+            refuse_damaged(con, settings.ledger_file, "ledger", org=settings.org_id)
+            yield Ledger(con, read_only=True)
     finally:
         con.close()
 
@@ -128,10 +132,9 @@ def ingest(
         nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
     )
     with lock:
-        candidates, in_inbox = collect_candidates(
-            settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s
-        )
-        result = IngestResult(dry_run=dry_run)
+        collected = collect_candidates(settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s)
+        candidates, in_inbox = collected.candidates, collected.in_inbox
+        result = IngestResult(dry_run=dry_run, left_alone=collected.left_alone)
         if not candidates:
             return result
         with _maybe_ledger(settings, dry_run=dry_run) as ledger:

@@ -6,7 +6,10 @@ asked only for what is newer (:mod:`fundpipe.submit.snapshot` walks its newest-f
 until it meets an object read here). The file is opened read-only, once for the index
 (:func:`read_known`) and once for the content of the few distributions a plan matches
 (:func:`read_distributions`), each briefly; a file that is absent, locked by another process,
-never synced or unreadable gives None, and the snapshot walks the full lists as before.
+never synced or unreadable gives None, and the snapshot walks the full lists as before. A
+damaged file (a block failing DuckDB's checksum) is the machine's fault, not an old file: it
+raises :class:`fundpipe.errors.DamagedFileError` naming the file and the restore command, before
+anything is sent.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 
 import duckdb
 
+from fundpipe.errors import DamagedFileError
+from fundpipe.machine import damage_of
 from fundpipe.plan import ServiceDistribution, ServicePayment
 
 __all__ = ["Known", "KnownEntity", "read_distributions", "read_known"]
@@ -55,12 +60,20 @@ class Known:
     distribution_ids: frozenset[str]
 
 
+def _refuse_damaged(path: Path, exc: duckdb.Error) -> None:
+    """Raise the machine's fault when ``exc`` says the warehouse at ``path`` is damaged."""
+    problem = damage_of(exc)
+    if problem is not None:
+        raise DamagedFileError(path, problem, what="warehouse") from exc
+
+
 def _connect(path: Path) -> duckdb.DuckDBPyConnection | None:
     if not path.exists():
         return None
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:  # locked by a sync, or not a DuckDB file
+        _refuse_damaged(path, exc)
         log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
         return None
     con.execute("SET TimeZone = 'UTC'")
@@ -110,6 +123,7 @@ def read_known(path: Path) -> Known | None:
             r[0] for r in con.execute("SELECT id FROM distributions").fetchall()
         )
     except duckdb.Error as exc:  # an older or foreign file: the full walk answers instead
+        _refuse_damaged(path, exc)
         log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
         return None
     finally:
@@ -159,6 +173,7 @@ def read_distributions(path: Path, ids: Iterable[str]) -> dict[str, ServiceDistr
             [wanted],
         ).fetchall()
     except duckdb.Error as exc:
+        _refuse_damaged(path, exc)
         log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
         return None
     finally:

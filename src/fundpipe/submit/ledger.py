@@ -45,6 +45,7 @@ from fundpipe.plan import (
     instruction_fingerprint,
 )
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
 Clock = Callable[[], datetime]
@@ -602,11 +603,21 @@ def _stored_body(request: ResolvedRequest) -> str:
 
 
 @contextmanager
-def open_ledger(path: Path, *, clock: Clock = _utcnow) -> Iterator[Ledger]:
-    """Open (creating when needed) the ledger at ``path`` for writing; closed on exit."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger(duckdb.connect(str(path)), clock)
+def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -> Iterator[Ledger]:
+    """Open (creating when needed) the ledger at ``path`` for writing; closed on exit.
+
+    Every block is read before anything is written: a damaged ledger raises
+    :class:`fundpipe.errors.DamagedFileError` (naming ``org``'s restore command), and a full
+    disk while the ledger is written :class:`fundpipe.errors.DiskFullError` — the machine's
+    faults (exit code 6), never a bug."""
+    with faults_named(path, "ledger", org=org):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(path))
     try:
-        yield ledger
+        with faults_named(path, "ledger", org=org, con=con):
+            refuse_damaged(con, path, "ledger", org=org)
+            ledger = Ledger(con, clock)
+            yield ledger
     finally:
-        ledger.close()
+        with faults_named(path, "ledger", org=org):
+            con.close()

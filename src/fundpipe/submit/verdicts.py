@@ -17,6 +17,7 @@ from fundpipe.errors import exit_code_of
 from fundpipe.plan import Plan, PlannedFile
 from fundpipe.plan.preflight import Preflight
 from fundpipe.submit.execute import SubmitResult
+from fundpipe.submit.inbox import LeftAlone
 from fundpipe.validate.issues import FileReport, Issue
 
 __all__ = ["FileOutcome", "FileState", "IngestResult", "Verdict", "verdict"]
@@ -68,6 +69,8 @@ class IngestResult:
     notes: list[str] = field(default_factory=list)
     #: the service objects' `livemode` (None when none was seen)
     livemode: bool | None = None
+    #: the inbox entries fundpipe does not read, each with its reason (a link, a folder, …)
+    left_alone: list[LeftAlone] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

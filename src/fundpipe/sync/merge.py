@@ -16,6 +16,8 @@ from pathlib import Path
 
 import duckdb
 
+from fundpipe.errors import DamagedFileError
+from fundpipe.machine import damage_of
 from fundpipe.resources import SCHEMAS_DIR
 from fundpipe.warehouse.file import lock_holder
 
@@ -115,6 +117,22 @@ def copy_ledger(
     point-in-time views count it.
     """
     found = ledger_file.exists()
+    try:
+        return _copy_ledger(con, ledger_file, found, timeout_s, stamp)
+    except duckdb.Error as exc:  # the warehouse was read whole when it was opened: the ledger's
+        problem = damage_of(exc)
+        if problem is None:
+            raise
+        raise DamagedFileError(ledger_file, problem, what="ledger") from exc
+
+
+def _copy_ledger(
+    con: duckdb.DuckDBPyConnection,
+    ledger_file: Path,
+    found: bool,
+    timeout_s: float,
+    stamp: tuple[datetime, str] | None,
+) -> int:
     if found:
         _attach_ledger(con, ledger_file, timeout_s)
     try:

@@ -6,6 +6,11 @@ file lock). fundpipe therefore opens the warehouse for the shortest span that do
 When another process holds the file, the opener logs who holds it (DuckDB's lock error names the
 program and PID), retries with a bounded deadline, then raises `WarehouseLockedError`.
 
+A damaged file is never written to: `write()` reads every block first
+(`fundpipe.warehouse.integrity.damage_in`), and a damaged block met by any read, or a full disk,
+is raised as the machine's fault naming the file (`DamagedFileError` with the restore command,
+`DiskFullError`; exit code 6), not as a bug.
+
 The schema lives in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections applied
 by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is).
 """
@@ -16,7 +21,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ import duckdb
 
 from fundpipe.errors import WarehouseLockedError
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import (
     Migration,
     MigrationError,
@@ -81,16 +87,27 @@ class Warehouse:
         schema_file: Path = SCHEMA_FILE,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        org: str | None = None,
     ) -> None:
-        """Describe the warehouse at `path`; nothing is opened until `write()` or `read()`."""
+        """Describe the warehouse at `path`; nothing is opened until `write()` or `read()`.
+        `org` names its organization in a damaged file's restore command (default: the
+        folder, `data/orgs/<org>/`)."""
         self.path = Path(path)
+        self.org = org
         self.lock_timeout_s = lock_timeout_s
         self.retry_interval_s = retry_interval_s
         self.schema_file = schema_file
         self._sleep = sleep
         self._monotonic = monotonic
 
+    def _faults(self, con: duckdb.DuckDBPyConnection | None = None) -> AbstractContextManager[None]:
+        return faults_named(self.path, "warehouse", org=self.org, con=con)
+
     def _connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        with self._faults():
+            return self._connect_once(read_only=read_only)
+
+    def _connect_once(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         started = self._monotonic()
         warned = False
         while True:
@@ -118,14 +135,21 @@ class Warehouse:
 
     @contextmanager
     def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Open for writing (creating the file and applying migrations), yield, then close."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Open for writing (creating the file and applying migrations), yield, then close.
+
+        Every block is read first: a damaged file raises `DamagedFileError` before anything
+        is written to it."""
+        with self._faults():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         con = self._connect(read_only=False)
         try:
-            apply_migrations(con, load_migrations(self.schema_file.read_text(encoding="utf-8")))
-            yield con
+            with self._faults(con):
+                refuse_damaged(con, self.path, "warehouse", org=self.org)
+                apply_migrations(con, load_migrations(self.schema_file.read_text(encoding="utf-8")))
+                yield con
         finally:
-            con.close()
+            with self._faults():
+                con.close()
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -134,13 +158,15 @@ class Warehouse:
         if self.path.exists():
             con = self._connect(read_only=True)
             try:
-                applied = applied_numbers(con)
+                with self._faults(con):
+                    applied = applied_numbers(con)
             except BaseException:
                 con.close()
                 raise
             if wanted <= applied:
                 try:
-                    yield con
+                    with self._faults(con):
+                        yield con
                 finally:
                     con.close()
                 return
@@ -148,7 +174,8 @@ class Warehouse:
         self.migrate()
         con = self._connect(read_only=True)
         try:
-            yield con
+            with self._faults(con):
+                yield con
         finally:
             con.close()
 

@@ -175,6 +175,7 @@ def ingest_command(
             print(json.dumps(ingest_dict(result), indent=2, default=str))
         elif not result.files:
             console.print("nothing to ingest: no complete sheet in the inbox")
+            render_ingest(result, console)  # what it holds besides, each with a word
         else:
             render_preflight(result.preflight, console)
             if result.dry_run and result.plan is not None:

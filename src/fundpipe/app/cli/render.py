@@ -157,7 +157,8 @@ def plan_phases(plan: Plan) -> list[str]:
 
 
 def render_ingest(result: IngestResult, console: Console) -> None:
-    """Print one line per file: its verdict, rows by ledger state, and why."""
+    """Print one line per file: its verdict, rows by ledger state, and why; then the warnings
+    and each inbox entry left alone with its reason."""
     for f in result.files:
         states = ", ".join(f"{n} {s}" for s, n in sorted(f.payment_states.items()))
         style = {"processed": "green", "duplicate": "cyan", "incomplete": "yellow"}.get(
@@ -173,6 +174,12 @@ def render_ingest(result: IngestResult, console: Console) -> None:
         console.print(line, highlight=False)
     for text in [*result.warnings, *result.notes]:
         console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
+    for entry in result.left_alone:  # every inbox entry gets a word
+        console.print(
+            f"{escape(entry.name)} — [yellow]left alone:[/] {escape(entry.reason)}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def render_validation(
@@ -261,8 +268,8 @@ def render_run_summary(summary: CrossSummary, console: Console) -> None:
         style="bold",
     )
     console.print(table)
-    for row in summary.failed:
-        console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}")
+    for row in summary.failed:  # one line each, whatever the terminal's width
+        console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}", soft_wrap=True)
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")

@@ -340,6 +340,7 @@ def summary_of_run(state: Any) -> CrossSummary:
         InputError,
         InternalError,
         LockHeld,
+        MachineFault,
         ServiceUnavailable,
     )
 
@@ -352,5 +353,6 @@ def summary_of_run(state: Any) -> CrossSummary:
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
         ExitCode.INTERNAL: InternalError,
+        ExitCode.MACHINE: MachineFault,
     }.get(ExitCode(code), ServiceUnavailable)
     raise error(state.message or state.name)

@@ -113,6 +113,11 @@ def ingest_line(ingested: IngestResult) -> str:
     )
 
 
+def left_alone_lines(ingested: IngestResult) -> list[str]:
+    """One line per inbox entry fundpipe does not read, with its reason."""
+    return [f"inbox: {entry.sentence}" for entry in ingested.left_alone]
+
+
 def sync_line(synced: SyncResult) -> str:
     """The sync step in one line: how many of each object were pulled."""
     counts = synced.counts

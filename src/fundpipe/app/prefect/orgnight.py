@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fundpipe.app.prefect import oncall
 from fundpipe.cents import format_cents
 from fundpipe.night import NightException, NightReading
 
@@ -140,6 +141,7 @@ class OrgNight(NightReading):
         """The shells' view of a typed night."""
         warnings = list(night.ingest.warnings)
         warnings += [w for w in night.sync.warnings if w not in warnings]
+        warnings += oncall.left_alone_lines(night.ingest)  # every inbox entry gets a word
         return cls(
             organization=organization,
             as_of=night.as_of,

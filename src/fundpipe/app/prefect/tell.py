@@ -46,7 +46,8 @@ def organization(settings: Settings) -> str:
 
 def tell_ingest(ingested: IngestResult, settings: Settings) -> None:
     """One line per file and one for the step; a `fundpipe.file.rejected` event per rejection."""
-    _say(settings, [oncall.file_line(f) for f in ingested.files] + [oncall.ingest_line(ingested)])
+    lines = [oncall.file_line(f) for f in ingested.files] + [oncall.ingest_line(ingested)]
+    _say(settings, lines + oncall.left_alone_lines(ingested))
     for f in ingested.by_state("rejected"):
         _emit(settings, oncall.rejected_event(f, organization(settings)))
 
