@@ -10,6 +10,7 @@ Exit codes (every command, every entry point):
 | 3 | SERVICE | the service failed or refused us (authentication, permission, network, retries exhausted), or outcomes are still unknown |
 | 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
 | 5 | INTERNAL | an internal error: a bug in fundpipe (the traceback is in the run's log file) |
+| 130 | INTERRUPTED | interrupted (Ctrl-C): the run stopped where it was |
 
 The error tree (the exit code each maps to in brackets):
 
@@ -59,6 +60,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.SERVICE: "service error",
     ExitCode.LOCKED: "lock held by another process",
     ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
 #: The exit code each outcome of a file asks for; a run exits with the highest of its files'.

@@ -174,7 +174,7 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     import prefect.deployments
     from prefect.states import Completed
 
-    from fundpipe.app.prefect import fanout
+    from fundpipe.app.prefect import fanout, handoff
     from fundpipe.orgs import parse_orgs
 
     org = Organization(id="org_a", name="Alder")
@@ -188,7 +188,7 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
-    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: left)
+    monkeypatch.setattr(handoff, "row_left_by", lambda flow_run_id: left)
     (row,) = fanout.fan_out(
         _settings(base_url="https://x.example"),
         parse_orgs('[{"id": "org_a", "name": "Alder"}]'),

@@ -43,10 +43,11 @@ from urllib.parse import urlsplit
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed, Failed
 
+from fundpipe.app.prefect import handoff
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
-from fundpipe.app.prefect.handoff import row_left_by as _row_left_by
 from fundpipe.app.prefect.nightsummary import (
+    NightsFailed,
     OrgNight,
     OrgRow,
     cross_markdown,
@@ -56,6 +57,7 @@ from fundpipe.app.prefect.nightsummary import (
 )
 from fundpipe.app.prefect.uiview import NEEDS_REVIEW, org_run_name, org_tag
 from fundpipe.config import Organization, Settings
+from fundpipe.errors import ExitCode
 
 __all__ = [
     "ORG_DEPLOYMENT",
@@ -199,7 +201,7 @@ def _org_night(
     steps.publish(summary, settings)
     sentence = steps._sentence("nightly", night.files, summary.facts.exceptions)
     # the child's result: the small typed summary (the night's plan stays behind)
-    final = steps._finished(int(night.exit_code), sentence, summary)
+    final = steps._finished(night.exit_code, sentence, summary)
     tell_night(night, settings, final.message or "")
     _leave_row(org, summary, final)
     return final
@@ -219,8 +221,8 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
     row = org_row(org, state, data if isinstance(data, OrgNight) else None)
     if isinstance(data, FundpipeError):
         row = replace(row, exit_code=int(data.exit_code))
-    elif not state.is_completed():
-        row = replace(row, exit_code=3)
+    elif not state.is_completed():  # crashed, or failed with no error of ours: a bug
+        row = replace(row, exit_code=int(ExitCode.INTERNAL))
     return replace(row, run=run_link(state.state_details.flow_run_id))
 
 
@@ -237,14 +239,14 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
         _sync=True,
     )
     # the child's own row, as it left it (a stopped night left only its exit code)
-    row = org_row(org, run.state, None).from_hand_off(_row_left_by(run.id))
+    row = org_row(org, run.state, None).from_hand_off(handoff.row_left_by(run.id))
     completed = run.state is not None and run.state.is_completed()
     return replace(
         row,
         state=run.state.type.value.title() if run.state is not None else "Failed",
         message=(run.state.message if run.state is not None else "") or "",
-        # the child's own exit code, else 3
-        exit_code=row.exit_code if completed else (row.exit_code or 3),
+        # the child's own exit code, else 5: a run that crashed or left none is a bug's
+        exit_code=row.exit_code if completed else (row.exit_code or int(ExitCode.INTERNAL)),
         exceptions=row.exceptions if completed else (),
         run=run_link(run.id),
     )
@@ -387,4 +389,7 @@ def run_night(
             return Completed(message=line, data=summary, name=NEEDS_REVIEW)
         return Completed(message=line, data=summary)
     why = "; ".join(f"{r.organization} {r.state.lower()}: {r.message}" for r in summary.failed)
-    return Failed(message=f"{line} — {len(summary.failed)} did not complete: {why}", data=summary)
+    message = f"{line} — {len(summary.failed)} did not complete: {why}"
+    # a Failed state's data is an exception (Prefect raises it when it reads the result; a
+    # worker does, and `_NoTracebackForPlainFailures` keeps that plain): it carries the summary
+    return Failed(message=message, data=NightsFailed(message, summary))

@@ -24,13 +24,14 @@ ORG_ROW_KEY = "fundpipe internal: this night's row for the nightly run"
 
 def leave_exit_code(final: State[Any]) -> None:
     """A stopped child's exit code (4: its inbox was locked; 2: its configuration; 3: the
-    service), as its row artifact: a parent on another worker cannot read the child's error."""
+    service; 5: anything else, a bug), as its row artifact: a parent on another worker cannot
+    read the child's error."""
     from prefect.artifacts import create_table_artifact
 
-    from fundpipe.errors import FundpipeError
+    from fundpipe.errors import ExitCode, FundpipeError
 
     error = final.data
-    code = int(error.exit_code) if isinstance(error, FundpipeError) else 3
+    code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
     create_table_artifact(table=[{"exit_code": code}], description=ORG_ROW_KEY)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fundpipe.app.prefect.orgnight import NEEDS_REVIEW, NightFacts, OrgNight
 from fundpipe.cents import format_cents
+from fundpipe.errors import ExitCode, FundpipeError
 from fundpipe.night import NightException
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CrossSummary",
     "NightFacts",
+    "NightsFailed",
     "OrgNight",
     "OrgRow",
     "Totals",
@@ -289,6 +291,23 @@ class CrossSummary:
         }
 
 
+class NightsFailed(FundpipeError):
+    """The night over every organization, when one organization's did not complete: the parent
+    run's Failed state carries it (a failed state's data must be an exception for Prefect to
+    read it), with the summary of every organization's night (`summary_of_run` reads it)."""
+
+    def __init__(self, message: str, summary: CrossSummary) -> None:
+        """The parent's one-line message, and the summary."""
+        super().__init__(message)
+        self.summary = summary
+        worst = ExitCode(summary.exit_code)
+        self.exit_code = worst if worst >= ExitCode.USAGE else ExitCode.INTERNAL
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles with its summary (a result a worker persists)."""
+        return (type(self), (str(self), self.summary))
+
+
 def cross_summary(rows: Sequence[OrgRow], as_of: str | None) -> CrossSummary:
     """The night over every organization: `as_of`, else the first organization's date."""
     return CrossSummary(
@@ -335,8 +354,6 @@ def summary_of_run(state: Any) -> CrossSummary:
     state's message (fundpipe's plain sentence): the CLI prints it and exits with that code.
     """
     from fundpipe.errors import (
-        ExitCode,
-        FundpipeError,
         InputError,
         InternalError,
         LockHeld,
@@ -345,12 +362,16 @@ def summary_of_run(state: Any) -> CrossSummary:
 
     data = state.result(raise_on_failure=False) if state.data is not None else None
     if isinstance(data, CrossSummary):
-        # a night over several organizations tells each one's, even when one failed
         return data
-    code = data.exit_code if isinstance(data, FundpipeError) else ExitCode.SERVICE
+    if isinstance(data, NightsFailed):
+        # a night over several organizations tells each one's, even when one failed
+        return data.summary
+    # a run that crashed, or failed with no error of ours, is a bug's: internal [5]
+    code = data.exit_code if isinstance(data, FundpipeError) else ExitCode.INTERNAL
     error: type[FundpipeError] = {
         ExitCode.USAGE: InputError,
         ExitCode.LOCKED: LockHeld,
         ExitCode.INTERNAL: InternalError,
-    }.get(ExitCode(code), ServiceUnavailable)
+        ExitCode.SERVICE: ServiceUnavailable,
+    }.get(ExitCode(code), InternalError)
     raise error(state.message or state.name)

@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
 from fundpipe.config import Settings
+from fundpipe.errors import ExitCode
 
 if TYPE_CHECKING:
     from fundpipe.app.prefect.nightsummary import OrgNight
@@ -32,7 +33,21 @@ _R = TypeVar("_R")
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
-_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled, 5: Failed}
+_STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
+    ExitCode.OK: Completed,
+    ExitCode.NEEDS_PERSON: Completed,
+    ExitCode.USAGE: Failed,
+    ExitCode.SERVICE: Failed,
+    ExitCode.LOCKED: Cancelled,
+    ExitCode.INTERNAL: Failed,
+    ExitCode.INTERRUPTED: Cancelled,
+}
+
+
+def state_for(code: ExitCode) -> Callable[..., State[Any]]:
+    """The state (constructor) a run ends in for exit code ``code``; a code without its own
+    (one added later) fails the run."""
+    return _STATE_FOR_EXIT.get(code, Failed)
 
 
 class _NoTracebackForPlainFailures(logging.Filter):
@@ -68,13 +83,13 @@ def _refusal(exc: BaseException) -> State[Any]:
     else:
         # the traceback of an expected failure is for a developer with debug logging on
         logger.debug("step failed", exc_info=exc)
-    code, message = int(error.exit_code), str(error)
+    code, message = error.exit_code, str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
     logger.error(message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=error)
+    return state_for(code)(message=message, data=error)
 
 
 def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
@@ -85,15 +100,15 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
         return _refusal(exc)
 
 
-def _finished(code: int, message: str, data: Any = None) -> State[Any]:
+def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line
     (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
     Needs review. ``data`` is the flow's result."""
     from fundpipe.app.prefect.uiview import NEEDS_REVIEW
 
-    if code == 1:  # a file rejected or a distribution needs a person: Completed, but not clean
+    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
         return Completed(message=message, data=data, name=NEEDS_REVIEW)
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=data)
+    return state_for(code)(message=message, data=data)
 
 
 def _sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
