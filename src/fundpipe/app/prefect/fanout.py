@@ -14,7 +14,8 @@ flow's `fan_out` parameter):
   organization's id, the report date, the data directory and the embedded sandbox's URL travel
   as parameters, never a secret.
 
-Each child runs ingest → sync → reconcile for its organization with its own settings
+Each child runs `fundpipe.night.night` (ingest → sync → reconcile, the library's one sequence,
+each step a Prefect task through `steps.prefect_step`) for its organization with its own settings
 (`Settings.for_org`: `data/orgs/<org>/`, `data/reports/<org>/`), and holds one slot of the
 Prefect global concurrency limit `fundpipe-service-<host>` (`FUNDPIPE_ORG_CONCURRENCY`, default
 2; created when missing) while it talks to the service. Its client's rate follows one rule: with
@@ -37,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -166,8 +168,8 @@ def _org_night(
     from fundpipe.app.embedded import attach
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
-    from fundpipe.night import NightResult
+    from fundpipe.app.prefect.tell import tell_night
+    from fundpipe.night import night as run_the_night
 
     top = steps._settings(data_dir)
     if base_url and top.embedded:
@@ -179,23 +181,17 @@ def _org_night(
         settings.data_dir,
         settings.reports_folder,
     )
-    # the steps of `fundpipe.night.night`, one Prefect task each (so the UI shows each step)
-    with service_slot(settings):
-        ingest_result, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
-        if stopped is not None:
-            return stopped
-        tell_ingest(ingest_result, settings)
-        sync_result, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
-        if stopped is not None:
-            return stopped
-        tell_sync(sync_result, settings)
-    reconcile_result, stopped = steps._outcome(
-        steps.reconcile_step(settings, as_of, return_state=True)
-    )
-    if stopped is not None:
-        return stopped
-    night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
-    tell_reconcile(reconcile_result, night.exceptions, settings)
+    # `fundpipe.night.night`, the one sequence: each step a Prefect task (the UI shows each),
+    # ingest and sync holding the host's slot
+    try:
+        night = run_the_night(
+            settings,
+            as_of=date.fromisoformat(as_of) if as_of else None,
+            around_service=lambda: service_slot(settings),
+            step=steps.prefect_step(settings),
+        )
+    except steps.StepStopped as stopped:
+        return stopped.state
     summary = OrgNight.of(org.folder, night)
     summary = replace(summary, published=publish_org(org, summary, settings))
     steps.publish(summary, settings)

@@ -21,6 +21,7 @@ from fundpipe.errors import ExitCode
 
 if TYPE_CHECKING:
     from fundpipe.app.prefect.nightsummary import OrgNight
+    from fundpipe.night import StepRunner
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
@@ -205,6 +206,49 @@ def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | S
 
     report_date = date.fromisoformat(as_of) if as_of else None
     return _guard(lambda: reconcile(settings, as_of=report_date))
+
+
+#: The Prefect task each step of `fundpipe.night.night` shows as (the UI's names, as before).
+NIGHT_TASKS = {"ingest": "ingest-inbox", "sync": "sync", "reconcile": "reconcile"}
+
+
+@task(name="night-step", **_TASK_OPTIONS)
+def night_step(work: Callable[[], _R]) -> _R | State[Any]:
+    """One step of `fundpipe.night.night` (named by `NIGHT_TASKS`); a failure becomes the
+    step's plain Failed/Cancelled state."""
+    return _guard(work)
+
+
+class StepStopped(Exception):
+    """A step of the night did not complete: the flow ends in ``state`` (its plain sentence)."""
+
+    def __init__(self, state: State[Any]) -> None:
+        """The state the flow ends in."""
+        super().__init__(state.message)
+        self.state = state
+
+
+def prefect_step(settings: Settings) -> StepRunner:
+    """The `org-night` flow's step runner for `fundpipe.night.night`: each step a Prefect task,
+    its lines and events told on the run's log after it (`tell`); a step that did not complete
+    raises `StepStopped` with the state the flow ends in."""
+    from fundpipe.app.prefect.tell import tell_ingest, tell_reconcile, tell_sync
+    from fundpipe.night import exceptions_of
+
+    def step(name: str, work: Callable[[], _R], /) -> _R:
+        task_run = night_step.with_options(name=NIGHT_TASKS.get(name, name))
+        result, stopped = _outcome(task_run(work, return_state=True))
+        if stopped is not None:
+            raise StepStopped(stopped)
+        if name == "ingest":
+            tell_ingest(result, settings)
+        elif name == "sync":
+            tell_sync(result, settings)
+        elif name == "reconcile":
+            tell_reconcile(result, exceptions_of(result), settings)
+        return result  # type: ignore[no-any-return]
+
+    return step
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)
