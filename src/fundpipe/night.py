@@ -124,7 +124,23 @@ class NightException:
             "what_to_do": self.what_to_do,
             "kind": self.kind,
             "opened_tonight": self.opened_tonight,
+            "amount_cents": self.amount_cents,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NightException:
+        """Read back `as_dict` (a missing key is a KeyError naming it)."""
+        cents = data["amount_cents"]
+        return cls(
+            id=str(data["id"]),
+            state=str(data["state"]),
+            age_days=int(data["age_days"]),
+            what=str(data["what"]),
+            amount_cents=None if cents is None else int(cents),
+            what_to_do=str(data["what_to_do"]),
+            kind=str(data["kind"]),
+            opened_tonight=bool(data["opened_tonight"]),
+        )
 
     @classmethod
     def tracked(cls, record: TrackedException, *, opened_tonight: bool) -> NightException:
@@ -185,30 +201,8 @@ def exceptions_of(reconciled: ReconcileResult) -> tuple[NightException, ...]:
     return tuple(NightException.of_view_row({str(k): v for k, v in row.items()}) for row in rows)
 
 
-class NightReading:
-    """What a night's files and exceptions answer, for `NightResult` and the shells' own view
-    of a night (`fundpipe.app.prefect.orgnight.OrgNight`): a base with no fields of its own."""
-
-    files: tuple[FileOutcome, ...]
-    exceptions: tuple[NightException, ...]
-
-    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
-        """The files that ended in one of ``states``."""
-        return tuple(f for f in self.files if f.state in states)
-
-    @property
-    def open_exceptions(self) -> tuple[NightException, ...]:
-        """Tonight's exceptions still open after it."""
-        return tuple(e for e in self.exceptions if e.is_open)
-
-    @property
-    def opened_exceptions(self) -> tuple[NightException, ...]:
-        """The exceptions opened tonight."""
-        return tuple(e for e in self.exceptions if e.opened)
-
-
 @dataclass(frozen=True)
-class NightResult(NightReading):
+class NightResult:
     """What one organization's night did, typed (the steps' own results are kept too)."""
 
     organization: str | None
@@ -228,6 +222,10 @@ class NightResult(NightReading):
     reconcile: ReconcileResult
     #: tonight's exceptions (see `exceptions_of`): opened, still open, resolved
     exceptions: tuple[NightException, ...] = ()
+
+    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
+        """The files that ended in one of ``states``."""
+        return tuple(f for f in self.files if f.state in states)
 
     @classmethod
     def of(

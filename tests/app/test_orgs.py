@@ -229,7 +229,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
         data_dir=None,
         base_url=None,
         mode="deployments",
-    )
+    ).rows
     assert started == {"org_a": "group-a", "org_b": None}
     assert [(r.organization, r.state) for r in rows] == [
         ("org_a", "Completed"),
@@ -276,7 +276,7 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
         data_dir=None,
         base_url=None,
         mode="deployments",
-    )
+    ).rows
     assert [(r.state, r.exit_code, r.message) for r in rows] == [
         ("Cancelled", 4, "inbox locked"),
         ("Failed", 2, "no secret"),

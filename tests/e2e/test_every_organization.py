@@ -25,8 +25,9 @@ import pytest
 from prefect_processes import tonight
 
 from fundpipe.app.prefect import flows as night_flows
-from fundpipe.app.prefect.nightsummary import NightsFailed, summary_of_run
+from fundpipe.app.prefect.nightsummary import summary_of_run
 from fundpipe.config import Settings
+from fundpipe.nights import NightsFailed
 from fundpipe.sandbox import SandboxConfig, SandboxServer
 from fundpipe.validate.files import validate_files
 

@@ -28,7 +28,7 @@ from rich.table import Table
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
-    from fundpipe.app.prefect.nightsummary import CrossSummary
+    from fundpipe.nights import Nights
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
     from fundpipe.reconcile.lifecycle import ExceptionEvent, TrackedException
@@ -228,7 +228,7 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
         console.print(f"[{style}]{issue.level}[/{style}] {issue.source_file}: {issue.message}")
 
 
-def render_run_summary(summary: CrossSummary, console: Console) -> None:
+def render_run_summary(summary: Nights, console: Console) -> None:
     """Print a nightly run's summary: one row per organization, the totals, what failed, the
     rejected files, the warnings and where each organization's reports are."""
     table = Table(

@@ -20,8 +20,8 @@ from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
 
 if TYPE_CHECKING:
-    from fundpipe.app.prefect.nightsummary import OrgNight
     from fundpipe.night import StepRunner
+    from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
