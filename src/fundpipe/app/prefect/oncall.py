@@ -44,10 +44,12 @@ Emit = Callable[[str, dict[str, str], dict[str, Any]], object]
 
 
 def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` safe for a log line or an event: secrets redacted, long numbers masked."""
+    """``text`` safe for a log line or an event: secrets redacted, long numbers masked (the
+    one masking function, `fundpipe.sensitive.mask`)."""
     from fundpipe.client import redact
+    from fundpipe.sensitive import mask
 
-    masked = _LONG_NUMBER.sub(lambda m: f"…{m.group(1)}", str(text))
+    masked = _LONG_NUMBER.sub(lambda m: mask(m.group(0)), str(text))
     return str(redact(masked, list(secrets)))
 
 
