@@ -259,6 +259,9 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     assert "rejected org_a: q4.csv — error report: /rejected/q4.csv.errors.xlsx" in text
     assert "warning org_a: a contact was not associated" in text
     assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text
+    # the verdict's findings: what needs a person, how much and by when
+    assert "needs a person org_a: q4.csv rejected: see its error report" in text
+    assert "needs a person org_a: missing: w — fix — today (new or worse tonight)" in text
     # org_a's night completed with a rejected file: the table says so as the UI's badge does,
     # while --json keeps the run's state type
     (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]

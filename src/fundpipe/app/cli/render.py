@@ -263,6 +263,17 @@ def render_run_summary(summary: Nights, console: Console) -> None:
     console.print(table)
     for row in summary.failed:
         console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}")
+    for row in summary.needing_a_person:  # the verdict's findings: what, how much, by when
+        for finding in row.why[:5]:
+            console.print(
+                f"[yellow]needs a person[/] {escape(row.organization)}: {escape(finding.plain)}",
+                soft_wrap=True,
+            )
+        if len(row.why) > 5:
+            console.print(
+                f"[yellow]needs a person[/] {escape(row.organization)}: … and "
+                f"{len(row.why) - 5} more (the exceptions table of its run)"
+            )
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")
