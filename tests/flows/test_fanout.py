@@ -13,7 +13,7 @@ from fundpipe.app.prefect.fanout import limit_name, shared_rate
 from fundpipe.app.prefect.nightsummary import cross_markdown, org_row
 from fundpipe.config import Organization, Settings
 from fundpipe.night import NightException
-from fundpipe.nights import Nights, OrgNight, Verdict
+from fundpipe.nights import Nights, NightsFailed, OrgNight, Verdict
 from fundpipe.submit.verdicts import FileOutcome
 
 
@@ -113,6 +113,9 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
     row = org_row(Organization(id="org_a"), Completed(), _child([("processed", 1, 5)], 1))
     summary = Nights.of([row], None)
     assert pickle.loads(pickle.dumps(summary)) == summary  # noqa: S301  # our own bytes
+    # a failed night's state carries it inside an exception, which pickles whole too
+    failed = pickle.loads(pickle.dumps(NightsFailed("1 did not complete", summary)))  # noqa: S301
+    assert (str(failed), failed.nights) == ("1 did not complete", summary)
     out = summary.as_json()
     assert list(out) == [
         "as_of",
