@@ -11,12 +11,16 @@ Every collected test must run: items get node ids of their own, and a session in
 tests ran than were collected fails (`EveryTestRuns`).
 
 Every `Settings` built here passes `_env_file=None`: a developer's `.env` never leaks into a test.
+Every test runs in a folder of its own (its working directory, so the default `data/` is its own,
+never the checkout's after `make run`) with no `FUNDPIPE_*` or `PREFECT_*` variable inherited
+from the shell or from an earlier test (`_own_folder_and_environment`).
 Helpers the tests import live in the `worlds` package beside this file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +41,25 @@ from worlds.warehouse import seed_known_world
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)
 BASE = "http://sandbox.test"
+
+
+#: The environment variables a test never inherits: fundpipe's settings and Prefect's.
+HERMETIC_PREFIXES = ("FUNDPIPE_", "PREFECT_")
+
+
+@pytest.fixture(autouse=True)
+def _own_folder_and_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test starts in an empty working directory of its own, with no FUNDPIPE_*/PREFECT_*.
+
+    The settings' default data folder is `data/` under the working directory: after `make run`
+    the checkout's `data/orgs/` holds two organizations, which a CLI test must not see.
+    """
+    for key in list(os.environ):
+        if key.startswith(HERMETIC_PREFIXES):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.fixture(autouse=True)

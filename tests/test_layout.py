@@ -310,3 +310,17 @@ def test_only_entry_points_make_process_wide_choices() -> None:
     }
     assert callers, "the entry points make these choices"
     assert {c for c in callers if not c.startswith("fundpipe.app.")} == set()
+
+
+def test_the_readme_says_how_tests_are_laid_out() -> None:
+    """Each folder of tests/ is a package of src/fundpipe/ or one the README names."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {
+        p.name
+        for p in (ROOT / "tests").iterdir()
+        if p.is_dir() and not p.name.startswith((".", "_"))
+    }
+    named = {f for f in folders - packages if f"`tests/{f}/`" in readme}
+    assert folders - packages == named, "a tests/ folder neither a package nor in the README"
+    assert "a folder per package of `src/fundpipe/`" in readme

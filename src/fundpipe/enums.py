@@ -2,8 +2,9 @@
 
 Each is the enum of the same name in ``schemas/openapi.yaml`` (``components.schemas``); the sheet
 templates (``schemas/templates/``) name the ones a sheet carries. ``tests/test_enums.py`` fails
-when any of them drifts from those files. The sandbox keeps its own copies on purpose (it is
-tested against the same files, independently of the pipeline).
+when any of them drifts from those files. The sandbox reads `ENTITY_TYPES` from here (it
+imports no other part of the pipeline; its other enumerations are tested against the same files
+by tests/sandbox).
 """
 
 from __future__ import annotations

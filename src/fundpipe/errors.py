@@ -11,6 +11,7 @@ Exit codes (every command, every entry point):
 | 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
 | 5 | INTERNAL | an internal error: a bug in fundpipe (the traceback is in the run's log file) |
 | 6 | MACHINE | the machine: a damaged local file or a full disk (the message names the path and the next step) |
+| 130 | INTERRUPTED | interrupted (Ctrl-C): the run stopped where it was |
 
 The error tree (the exit code each maps to in brackets):
 
@@ -68,6 +69,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.LOCKED: "lock held by another process",
     ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
     ExitCode.MACHINE: "the machine: a damaged local file or a full disk (path and next step named)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
 #: The exit code each outcome of a file asks for; a run exits with the highest of its files'.

@@ -6,10 +6,11 @@ result.exit_code                    # the one table, fundpipe.errors.ExitCode
 result.files_processed, result.distributions_created, result.reports_dir
 ```
 
-:func:`night` returns a frozen :class:`NightResult`; the shells (the `org-night` Prefect flow,
-its artifacts, run-log lines and events) read its attributes. :meth:`NightResult.of` builds the
-same result from the three steps' own results, for a shell that runs them as separate steps (a
-Prefect task each). Nothing here prints, imports Prefect or touches process-wide state.
+:func:`night` is the one sequence of a night (:data:`STEPS`): the `org-night` Prefect flow runs
+it too, handing it a ``step`` runner that makes each step a Prefect task (and tells its lines),
+and an ``around_service`` that holds the service host's slot while ingest and sync talk to it.
+It returns a frozen :class:`NightResult`; the shells (the flow, its artifacts, run-log lines and
+events) read its attributes. Nothing here prints, imports Prefect or touches process-wide state.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode
@@ -35,7 +36,36 @@ if TYPE_CHECKING:
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
 
-__all__ = ["WHAT_TO_DO", "NightException", "NightReading", "NightResult", "exceptions_of", "night"]
+__all__ = [
+    "STEPS",
+    "WHAT_TO_DO",
+    "NightException",
+    "NightResult",
+    "StepRunner",
+    "exceptions_of",
+    "night",
+    "run_step",
+]
+
+_R = TypeVar("_R")
+
+#: A night's steps, in the order :func:`night` runs them (each a Prefect task under the flow).
+STEPS = ("ingest", "sync", "reconcile")
+
+
+class StepRunner(Protocol):
+    """How an entry point runs one step of the night: ``step(name, work)`` calls ``work()``
+    (one of :data:`STEPS`, by ``name``) and returns its result, or raises."""
+
+    def __call__(self, name: str, work: Callable[[], _R], /) -> _R:
+        """Run ``work`` as the step ``name``; its result."""
+        ...
+
+
+def run_step(name: str, work: Callable[[], _R], /) -> _R:
+    """The plain step runner: calls ``work`` (the library's and the CLI's)."""
+    return work()
+
 
 #: What a person does about each kind of exception, where the lifecycle gives no action.
 WHAT_TO_DO = {
@@ -94,7 +124,23 @@ class NightException:
             "what_to_do": self.what_to_do,
             "kind": self.kind,
             "opened_tonight": self.opened_tonight,
+            "amount_cents": self.amount_cents,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NightException:
+        """Read back `as_dict` (a missing key is a KeyError naming it)."""
+        cents = data["amount_cents"]
+        return cls(
+            id=str(data["id"]),
+            state=str(data["state"]),
+            age_days=int(data["age_days"]),
+            what=str(data["what"]),
+            amount_cents=None if cents is None else int(cents),
+            what_to_do=str(data["what_to_do"]),
+            kind=str(data["kind"]),
+            opened_tonight=bool(data["opened_tonight"]),
+        )
 
     @classmethod
     def tracked(cls, record: TrackedException, *, opened_tonight: bool) -> NightException:
@@ -155,30 +201,8 @@ def exceptions_of(reconciled: ReconcileResult) -> tuple[NightException, ...]:
     return tuple(NightException.of_view_row({str(k): v for k, v in row.items()}) for row in rows)
 
 
-class NightReading:
-    """What a night's files and exceptions answer, for `NightResult` and the shells' own view
-    of a night (`fundpipe.app.prefect.orgnight.OrgNight`): a base with no fields of its own."""
-
-    files: tuple[FileOutcome, ...]
-    exceptions: tuple[NightException, ...]
-
-    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
-        """The files that ended in one of ``states``."""
-        return tuple(f for f in self.files if f.state in states)
-
-    @property
-    def open_exceptions(self) -> tuple[NightException, ...]:
-        """Tonight's exceptions still open after it."""
-        return tuple(e for e in self.exceptions if e.is_open)
-
-    @property
-    def opened_exceptions(self) -> tuple[NightException, ...]:
-        """The exceptions opened tonight."""
-        return tuple(e for e in self.exceptions if e.opened)
-
-
 @dataclass(frozen=True)
-class NightResult(NightReading):
+class NightResult:
     """What one organization's night did, typed (the steps' own results are kept too)."""
 
     organization: str | None
@@ -198,6 +222,10 @@ class NightResult(NightReading):
     reconcile: ReconcileResult
     #: tonight's exceptions (see `exceptions_of`): opened, still open, resolved
     exceptions: tuple[NightException, ...] = ()
+
+    def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
+        """The files that ended in one of ``states``."""
+        return tuple(f for f in self.files if f.state in states)
 
     @classmethod
     def of(
@@ -253,6 +281,8 @@ def night(
     progress: ProgressSink | None = None,
     around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
     around_cells: Callable[[], AbstractContextManager[object]] = nullcontext,
+    around_service: Callable[[], AbstractContextManager[object]] = nullcontext,
+    step: StepRunner = run_step,
 ) -> NightResult:
     """Run one organization's night: ingest its inbox, sync the service into its warehouse,
     reconcile and write its reports; return what happened.
@@ -260,21 +290,27 @@ def night(
     ``settings`` are the organization's (``Settings.for_org``) and name a running service;
     ``transport`` replaces the network (tests pass the sandbox's ASGI app); ``around_submit``
     and ``around_cells`` are the entry point's process-wide choices around sending and around
-    an XLSX sheet's cells (see ``fundpipe.submit.ingest``).
+    an XLSX sheet's cells (see ``fundpipe.submit.ingest``); ``around_service`` is held while
+    ingest and sync talk to the service (the flow's slot of the host's concurrency limit);
+    ``step`` runs each of :data:`STEPS` (the flow's makes each a Prefect task).
     Failures raise the error trees' exceptions (a locked inbox, the service down).
     """
-    from fundpipe.reconcile.views import reconcile
-    from fundpipe.submit.ingest import ingest
-    from fundpipe.sync.pull import sync
+    from fundpipe.reconcile import views
+    from fundpipe.submit import ingest
+    from fundpipe.sync import pull
 
-    ingested = ingest(
-        settings,
-        None,
-        transport=transport,
-        progress=progress,
-        around_submit=around_submit,
-        around_cells=around_cells,
-    )
-    synced = sync(settings, transport=transport, progress=progress)
-    reconciled = reconcile(settings, as_of=as_of)
+    with around_service():
+        ingested = step(
+            "ingest",
+            lambda: ingest.ingest(
+                settings,
+                None,
+                transport=transport,
+                progress=progress,
+                around_submit=around_submit,
+                around_cells=around_cells,
+            ),
+        )
+        synced = step("sync", lambda: pull.sync(settings, transport=transport, progress=progress))
+    reconciled = step("reconcile", lambda: views.reconcile(settings, as_of=as_of))
     return NightResult.of(settings.org_id, ingested, synced, reconciled)

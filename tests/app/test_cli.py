@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
+from fundpipe.warehouse.file import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The CLI's registered commands, and each group's as "group command" (a new command is
@@ -101,5 +102,28 @@ def test_readme_explains_every_exit_code() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
     paragraph = readme.split("Exit codes:", 1)[1].split("## ", 1)[0]
     for code in ExitCode:
-        if code is not ExitCode.INTERRUPTED:
-            assert f"`{int(code)}`" in paragraph, code
+        assert f"`{int(code)}`" in paragraph, code
+
+
+def test_a_make_run_data_folder_in_the_checkout_reaches_no_test(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, known_warehouse: Warehouse
+) -> None:
+    """After `make run`, `data/orgs/` where pytest starts holds two organizations; a CLI test
+    that names none still works against its own folder (tests/conftest.py)."""
+    checkout = request.config.invocation_params.dir
+    made = [
+        folder
+        for folder in (checkout / "data" / "orgs" / org for org in ("org_demo", "org_demob"))
+        if not folder.exists()
+    ]
+    for folder in made:
+        folder.mkdir(parents=True)
+    monkeypatch.setenv("FUNDPIPE_WAREHOUSE_PATH", str(known_warehouse.path))
+    try:
+        assert Path.cwd() != checkout
+        listed = runner.invoke(app, ["exceptions", "list"])
+        assert listed.exit_code == 0, listed.output
+        assert "organizations are configured" not in listed.output
+    finally:
+        for folder in made:
+            folder.rmdir()

@@ -327,3 +327,32 @@ def test_ingest_names_every_inbox_entry_it_leaves_alone(service_env: Path, tmp_p
     assert "q4.csv — left alone: a link to a file outside the inbox" in output
     assert "memo.docx — left alone: not a sheet fundpipe reads (.docx)" in output
     assert (elsewhere / "q4.csv").is_file()
+def _crash(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("injected crash")
+
+
+@pytest.mark.parametrize(
+    ("layer", "target"),
+    [
+        # a sheet reader: pyarrow's CSV parser, which the reader calls for a CSV
+        ("a sheet reader", "pyarrow.csv.read_csv"),
+        # validation: the distribution checks a distribution sheet goes through
+        ("validation", "fundpipe.validate.files.check_distributions"),
+    ],
+)
+def test_a_crash_in_a_library_layer_is_an_internal_error_never_a_rejected_file(
+    layer: str, target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in reading or validating a sheet is not the sheet's fault: exit 5, "internal
+    error", its traceback in the log — not "unreadable" (2) or "rejected" (1)."""
+    monkeypatch.setattr(target, _crash)
+    sheet = str(SAMPLES / "distributions_q4.csv")
+    result = runner.invoke(app, ["validate", "--data-dir", str(tmp_path), sheet])
+    assert result.exit_code == ExitCode.INTERNAL, (layer, result.output)
+    output = " ".join(result.output.split())
+    assert "internal error (RuntimeError: injected crash)" in output
+    assert "unreadable" not in output
+    assert "rejected" not in output
+    logged = (tmp_path / "logs" / "fundpipe.log").read_text(encoding="utf-8")
+    assert "Traceback (most recent call last)" in logged
+    assert "RuntimeError: injected crash" in logged

@@ -204,7 +204,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
     import prefect.deployments
     from prefect.states import Completed
 
-    from fundpipe.app.prefect import fanout
+    from fundpipe.app.prefect import fanout, handoff
 
     orgs = parse_orgs('[{"id": "org_a", "work_queue": "group-a"}, "org_b"]')
     assert [o.work_queue for o in orgs] == ["group-a", None]
@@ -221,7 +221,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
-    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: {})
+    monkeypatch.setattr(handoff, "row_left_by", lambda flow_run_id: {})
     rows = fanout.fan_out(
         _settings(tmp_path, base_url="https://x.example"),
         orgs,
@@ -229,7 +229,7 @@ def test_an_organization_s_night_goes_to_its_work_queue(
         data_dir=None,
         base_url=None,
         mode="deployments",
-    )
+    ).rows
     assert started == {"org_a": "group-a", "org_b": None}
     assert [(r.organization, r.state) for r in rows] == [
         ("org_a", "Completed"),
@@ -241,14 +241,15 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A child run on another worker that stopped (its inbox locked: Cancelled, exit 4; its
-    configuration: exit 2) keeps its exit code in the parent's row; one that left none is 3."""
+    configuration: exit 2) keeps its exit code in the parent's row; one that left none (it
+    crashed) is 5, a bug's, never 3, the service's."""
     import uuid
     from types import SimpleNamespace
 
     import prefect.deployments
     from prefect.states import Cancelled, Failed
 
-    from fundpipe.app.prefect import fanout
+    from fundpipe.app.prefect import fanout, handoff
 
     states = {
         "org_a": Cancelled(message="inbox locked"),
@@ -267,7 +268,7 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
-    monkeypatch.setattr(fanout, "_row_left_by", lambda run_id: left[ids[run_id]])
+    monkeypatch.setattr(handoff, "row_left_by", lambda run_id: left[ids[run_id]])
     rows = fanout.fan_out(
         _settings(tmp_path, base_url="https://x.example"),
         parse_orgs("org_a,org_b,org_c"),
@@ -275,11 +276,11 @@ def test_a_stopped_child_s_exit_code_reaches_the_parent_s_row(
         data_dir=None,
         base_url=None,
         mode="deployments",
-    )
+    ).rows
     assert [(r.state, r.exit_code, r.message) for r in rows] == [
         ("Cancelled", 4, "inbox locked"),
         ("Failed", 2, "no secret"),
-        ("Failed", 3, "crashed"),
+        ("Failed", 5, "crashed"),
     ]
 
 

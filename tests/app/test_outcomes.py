@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import shutil
 
-from fundpipe.app.prefect.nightsummary import OrgNight
 from fundpipe.night import night
+from fundpipe.nights import OrgNight
 from worlds.submit import World, write_sheet
 
 
@@ -17,10 +17,10 @@ def test_a_rerun_of_submitted_files_is_only_a_no_op(world: World) -> None:
     for n in range(3):
         write_sheet(world.inbox / f"q{n}.csv", [(f"R-{n}", "veh_demo1", [100])])
         shutil.copy(world.inbox / f"q{n}.csv", kept / f"q{n}.csv")
-    first = OrgNight.of("org_demo", night(settings, transport=world.transport)).facts
-    assert (first.files_processed, first.files_already_submitted) == (3, 0)
-    assert first.distributions_submitted == 3
-    assert dict(first.items())["amount submitted"] == "$3.00"
+    first = dict(OrgNight.of("org_demo", night(settings, transport=world.transport)).facts())
+    assert (first["files processed (new)"], first["files already submitted (no-op)"]) == (3, 0)
+    assert first["distributions submitted"] == 3
+    assert first["amount submitted"] == "$3.00"
     for copy in kept.iterdir():
         shutil.copy(copy, world.inbox / f"again_{copy.name}")
     rerun = OrgNight.of("org_demo", night(settings, transport=world.transport)).as_json()

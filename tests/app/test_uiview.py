@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from fundpipe.app.prefect.nightsummary import OrgRow
 from fundpipe.app.prefect.steps import _finished, _sentence
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
@@ -18,6 +17,7 @@ from fundpipe.app.prefect.uiview import (
     step_run_name,
 )
 from fundpipe.night import NightException
+from fundpipe.nights import OrgRow
 from fundpipe.submit.verdicts import FileOutcome
 
 

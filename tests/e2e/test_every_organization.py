@@ -25,7 +25,9 @@ import pytest
 from prefect_processes import tonight
 
 from fundpipe.app.prefect import flows as night_flows
+from fundpipe.app.prefect.nightsummary import summary_of_run
 from fundpipe.config import Settings
+from fundpipe.nights import NightsFailed
 from fundpipe.sandbox import SandboxConfig, SandboxServer
 from fundpipe.validate.files import validate_files
 
@@ -208,7 +210,11 @@ def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
     message = state.message or ""
     assert "1 did not complete: org_demob failed:" in message
     assert "Traceback" not in message
-    summary = state.result(raise_on_failure=False).as_json()
+    # the failed parent's data is an exception a worker can read (never "Unexpected result for
+    # failed state"), plain (a FundpipeError: no traceback in the run's log), with the summary
+    with pytest.raises(NightsFailed):
+        state.result()
+    summary = summary_of_run(state).as_json()
     rows = summary["organizations"]
     assert rows["org_demo"]["state"] == "Completed"
     assert rows["org_demob"]["state"] == "Failed"
@@ -267,7 +273,7 @@ def test_a_stopped_child_leaves_its_exit_code_for_a_parent_on_another_worker(
 ) -> None:
     """With FUNDPIPE_FAN_OUT=deployments the parent reads a child's row from its artifact: a
     child stopped by a locked inbox leaves exit code 4 there, as a subflow's error would say."""
-    from fundpipe.app.prefect import fanout
+    from fundpipe.app.prefect import fanout, handoff
     from fundpipe.submit.inbox import InboxLock
 
     monkeypatch.setenv("FUNDPIPE_INBOX_LOCK_WAIT_S", "0")
@@ -275,4 +281,72 @@ def test_a_stopped_child_leaves_its_exit_code_for_a_parent_on_another_worker(
     with InboxLock(two_orgs / "orgs" / "org_demob"):  # another run holds org_demob's inbox
         state = fanout.org_night(org="org_demob", several=True, return_state=True)
     assert state.is_cancelled(), state.message
-    assert fanout._row_left_by(state.state_details.flow_run_id) == {"exit_code": 4}
+    assert handoff.row_left_by(state.state_details.flow_run_id) == {"exit_code": 4}
+
+
+def _run_log(flow_run_id: uuid.UUID) -> str:
+    """Every line of a flow run's log on the Prefect server (after sending what waits)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+
+    APILogHandler().flush()
+
+    async def read() -> str:
+        async with get_client() as client:
+            logs = await client.read_logs(
+                LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+            )
+        return "\n".join(log.message for log in logs)
+
+    return asyncio.run(read())
+
+
+def test_a_crash_in_a_child_or_the_parent_is_an_internal_error_with_its_traceback_logged(
+    prefect_harness: None,
+    sandbox: SandboxServer,
+    two_orgs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception nobody expected, in one organization's night (a Prefect child) or in the
+    parent, is exit 5: "internal error" in the run's state message, its traceback in the run's
+    log — never 3, the service's."""
+    import fundpipe.orgs
+    import fundpipe.sync.pull
+    from fundpipe.errors import ExitCode, InternalError
+
+    real_sync = fundpipe.sync.pull.sync
+
+    def sync_crashing_for_demob(settings: Settings, **kwargs: object) -> object:
+        if settings.org_id == "org_demob":
+            raise RuntimeError("injected crash in a child")
+        return real_sync(settings, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fundpipe.sync.pull, "sync", sync_crashing_for_demob)
+    state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
+    assert state.is_failed(), state.message
+    summary = summary_of_run(state)
+    (row,) = [r for r in summary.rows if r.organization == "org_demob"]
+    assert row.exit_code == ExitCode.INTERNAL
+    assert "internal error (RuntimeError: injected crash in a child)" in row.message
+    assert summary.exit_code == ExitCode.INTERNAL
+    assert "org_demob failed: internal error" in (state.message or "")
+    child = uuid.UUID(row.run.rsplit("/", 1)[-1])
+    logged = _run_log(child)
+    assert "Traceback (most recent call last)" in logged
+    assert "RuntimeError: injected crash in a child" in logged
+    assert "Traceback" not in _run_log(state.state_details.flow_run_id)
+
+    def crashing(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected crash in the parent")
+
+    monkeypatch.setattr(fundpipe.orgs, "find_organizations", crashing)
+    state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
+    assert state.is_failed()
+    assert "internal error (RuntimeError: injected crash in the parent)" in (state.message or "")
+    with pytest.raises(InternalError) as raised:
+        summary_of_run(state)
+    assert raised.value.exit_code == ExitCode.INTERNAL
+    logged = _run_log(state.state_details.flow_run_id)
+    assert "Traceback (most recent call last)" in logged
+    assert "RuntimeError: injected crash in the parent" in logged

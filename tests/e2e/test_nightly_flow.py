@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,29 @@ def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
         shown = "Needs review" if row["rejected"] else "Completed"
         assert f"| {org} | {shown} |" in text
         assert row["run"].rsplit("/", 1)[-1] in text
+
+
+def test_an_organization_s_night_is_the_library_night_step_by_step(night: dict[str, Any]) -> None:
+    """The `org-night` run's tasks are `fundpipe.night.night`'s steps, in its order (its step
+    runner makes each a task), then the artifacts: one sequence, not a second one in the flow."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import TaskRunSort
+
+    from fundpipe.app.prefect.steps import NIGHT_TASKS
+    from fundpipe.night import STEPS
+
+    run_id = uuid.UUID(night["night"]["organizations"]["org_demo"]["run"].rsplit("/", 1)[-1])
+
+    async def tasks() -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])),
+                sort=TaskRunSort.EXPECTED_START_TIME_ASC,
+            )
+        return [r.name.rsplit("-", 1)[0] for r in runs]
+
+    assert asyncio.run(tasks()) == [NIGHT_TASKS[s] for s in STEPS] + ["publish-artifacts"]
 
 
 def _make_run_command() -> list[str]:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from fundpipe.app.prefect.fanout import limit_name, shared_rate
-from fundpipe.app.prefect.nightsummary import OrgNight, cross_markdown, cross_summary, org_row
+from fundpipe.app.prefect.nightsummary import cross_markdown, org_row
 from fundpipe.config import Organization, Settings
 from fundpipe.night import NightException
+from fundpipe.nights import Nights, NightsFailed, OrgNight, Verdict
 from fundpipe.submit.verdicts import FileOutcome
 
 
@@ -77,7 +78,7 @@ def test_the_cross_organization_summary_adds_up() -> None:
     b = replace(
         org_row(Organization(id="org_b"), Failed(message="the service failed"), None), run="2222"
     )
-    summary = cross_summary([a, b], "2026-11-30")
+    summary = Nights.of([a, b], "2026-11-30")
     totals = summary.as_json()["totals"]
     assert (a.total_cents, a.total, a.rejected) == (150_000, "$1,500.00", 1)
     assert totals == {
@@ -110,8 +111,11 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
     from prefect.states import Completed
 
     row = org_row(Organization(id="org_a"), Completed(), _child([("processed", 1, 5)], 1))
-    summary = cross_summary([row], None)
+    summary = Nights.of([row], None)
     assert pickle.loads(pickle.dumps(summary)) == summary  # noqa: S301  # our own bytes
+    # a failed night's state carries it inside an exception, which pickles whole too
+    failed = pickle.loads(pickle.dumps(NightsFailed("1 did not complete", summary)))  # noqa: S301
+    assert (str(failed), failed.nights) == ("1 did not complete", summary)
     out = summary.as_json()
     assert list(out) == [
         "as_of",
@@ -127,9 +131,11 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
     assert list(org) == [
         "organization", "name", "state", "files", "rejected", "distributions", "total_cents",
         "total", "open_exceptions", "exit_code", "message", "run", "as_of", "report_folder",
-        "rejected_names", "new_exceptions", "summary", "exceptions",
+        "rejected_names", "new_exceptions", "host", "verdict", "why", "findings", "summary",
+        "exceptions",
     ]  # fmt: skip
-    assert org["new_exceptions"] == "EX-0"
+    assert org["new_exceptions"] == ["EX-0"]
+    assert org["verdict"] == "needs a person"  # an exception opened tonight waits for a person
     assert list(org["summary"]) == [
         "as_of", "facts", "files", "rejected_files", "reports", "exceptions", "exception_counts",
         "warnings", "notes", "exit_code", "organization", "open_exceptions", "opened_ids",
@@ -152,12 +158,12 @@ def test_a_child_on_another_worker_hands_its_row_over_whole() -> None:
         Completed(),
         _child([("processed", 2, 150_000), ("rejected", 0, 99)], 2),
     )
-    wire = json.loads(json.dumps(left.hand_off()))
-    back = org_row(Organization(id="org_a", name="Alder"), Completed(), None).from_hand_off(wire)
+    wire = json.loads(json.dumps(left.as_json()))
+    back = org_row(Organization(id="org_a", name="Alder"), Completed(), None).with_json(wire)
     assert back == replace(left, night=None)
     assert back.rejected_names == ("1.csv",)
     assert [e.id for e in back.exceptions] == ["EX-0", "EX-1"]
-    stopped = org_row(Organization(id="org_a"), None, None).from_hand_off({"exit_code": 4})
+    stopped = org_row(Organization(id="org_a"), None, None).with_json({"exit_code": 4})
     assert (stopped.exit_code, stopped.files, stopped.exceptions) == (4, 0, ())
 
 
@@ -174,12 +180,12 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     import prefect.deployments
     from prefect.states import Completed
 
-    from fundpipe.app.prefect import fanout
+    from fundpipe.app.prefect import fanout, handoff
     from fundpipe.orgs import parse_orgs
 
     org = Organization(id="org_a", name="Alder")
     child = org_row(org, Completed(message="child"), _child([("processed", 2, 150_000)], 2))
-    left = json.loads(json.dumps(child.hand_off()))
+    left = json.loads(json.dumps(child.as_json()))
     run_id = uuid.uuid4()
 
     def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
@@ -188,7 +194,7 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
     monkeypatch.setattr(fanout, "ensure_limit", lambda name, limit: None)
     monkeypatch.setattr(fanout, "check_deployment", lambda: None)
-    monkeypatch.setattr(fanout, "_row_left_by", lambda flow_run_id: left)
+    monkeypatch.setattr(handoff, "row_left_by", lambda flow_run_id: left)
     (row,) = fanout.fan_out(
         _settings(base_url="https://x.example"),
         parse_orgs('[{"id": "org_a", "name": "Alder"}]'),
@@ -196,8 +202,12 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
         data_dir=None,
         base_url=None,
         mode="deployments",
-    )
+    ).rows
     assert (row.state, row.message) == ("Completed", "done")
+    # the verdict the child computed travels with its row
+    assert row.verdict == child.verdict == Verdict.NEEDS_A_PERSON
+    assert row.why == child.why
+    assert row.host == "x.example"
     assert row.run.endswith(str(run_id))  # its page in the UI, or its id
     assert (row.files, row.distributions, row.total, row.open_exceptions) == (
         1,
@@ -208,8 +218,7 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     assert [e.id for e in row.exceptions] == ["EX-0", "EX-1"]
     assert row.night is None  # the child's night stayed on its worker
     assert (
-        cross_summary([row], None).as_json()["organizations"]["org_a"]["exceptions"][0]["id"]
-        == "EX-0"
+        Nights.of([row], None).as_json()["organizations"]["org_a"]["exceptions"][0]["id"] == "EX-0"
     )
 
 
@@ -242,7 +251,7 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     a = org_row(Organization(id="org_a"), Completed(), night)
     b = org_row(Organization(id="org_b"), Failed(message="the service failed"), None)
     console = Console(record=True, width=100)
-    render_run_summary(cross_summary([a, b], "2026-11-30"), console)
+    render_run_summary(Nights.of([a, b], "2026-11-30"), console)
     text = console.export_text()
     assert "fundpipe nightly run — 2026-11-30 — every organization" in text
     assert "$1,500.00" in text
@@ -253,8 +262,11 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     assert "rejected org_a: q4.csv — error report: /rejected/q4.csv.errors.xlsx" in text
     assert "warning org_a: a contact was not associated" in text
     assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text
+    # the verdict's findings: what needs a person, how much and by when
+    assert "needs a person org_a: q4.csv rejected: see its error report" in text
+    assert "needs a person org_a: missing: w — fix — today (new or worse tonight)" in text
     # org_a's night completed with a rejected file: the table says so as the UI's badge does,
     # while --json keeps the run's state type
     (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]
     assert "Needs review" in org_a_line
-    assert cross_summary([a, b], None).as_json()["organizations"]["org_a"]["state"] == "Completed"
+    assert Nights.of([a, b], None).as_json()["organizations"]["org_a"]["state"] == "Completed"

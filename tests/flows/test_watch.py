@@ -7,8 +7,9 @@ of a file is announced once.
 
 from __future__ import annotations
 
+import os
 import threading
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,70 +53,79 @@ def test_partial_and_lock_files_are_never_candidates(tmp_path: Path) -> None:
     assert [p.name for p in list_candidates(tmp_path)] == ["q4.csv"]
 
 
+class Clock:
+    """The watcher's clock, moved by the test (seconds since the epoch)."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def write(self, path: Path, text: str, *, append: bool = False) -> None:
+        """Write ``path`` now (its modification time is the clock's)."""
+        with open(path, "a" if append else "w") as handle:
+            handle.write(text)
+        os.utime(path, (self.now, self.now))
+
+
 def test_watch_announces_a_renamed_file_under_its_final_name_and_never_the_partial(
     tmp_path: Path,
 ) -> None:
     inbox = tmp_path / "inbox"
+    clock = Clock()
     announced: list[tuple[float, list[str]]] = []
-    stop = threading.Event()
-    watcher = threading.Thread(
-        target=watch_inbox,
-        args=(inbox, lambda paths: announced.append((time.time(), [p.name for p in paths]))),
-        kwargs={"settle_s": SETTLE, "stop": stop, "tick_s": 0.1},
-        daemon=True,
-    )
-    watcher.start()
-    try:
-        time.sleep(0.3)
+
+    def looks() -> Iterator[None]:
         partial = inbox / "q4.csv.part"
-        partial.write_text("a,b\n")
+        clock.write(partial, "a,b\n")
         for _ in range(5):  # still being written for a while
-            time.sleep(0.3)
-            with open(partial, "a") as handle:
-                handle.write("1,2\n")
-        time.sleep(SETTLE + 0.5)
-        assert announced == []
+            yield
+            clock.now += 0.3
+            clock.write(partial, "1,2\n", append=True)
+        for _ in range(3):
+            yield
+            clock.now += SETTLE
+        assert announced == []  # a partial file is never announced, however old
         partial.rename(inbox / "q4.csv")
-        renamed_at = time.time()
-        deadline = renamed_at + 5
-        while not announced and time.time() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        watcher.join(timeout=5)
-    assert [names for _, names in announced] == [["q4.csv"]]
-    # the rename keeps the mtime of the last write, which is already past the settle time
-    assert announced[0][0] - renamed_at < SETTLE + 1.0
+        yield  # seen under its final name
+        yield  # unchanged since: the rename kept the last write's time, already settled
+
+    watch_inbox(
+        inbox,
+        lambda paths: announced.append((clock.now, [p.name for p in paths])),
+        settle_s=SETTLE,
+        clock=clock,
+        looks=looks(),
+    )
+    assert announced == [(clock.now, ["q4.csv"])]
 
 
 def test_watch_waits_for_a_growing_file(tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    announced: list[float] = []
-    stop = threading.Event()
-    watcher = threading.Thread(
-        target=watch_inbox,
-        args=(inbox, lambda paths: announced.append(time.time())),
-        kwargs={"settle_s": SETTLE, "stop": stop, "tick_s": 0.1},
-        daemon=True,
-    )
+    clock = Clock()
     growing = inbox / "big.csv"
-    growing.write_text("a\n")
-    watcher.start()
-    try:
+    clock.write(growing, "a\n")
+    announced: list[float] = []
+    last_write: list[float] = []
+
+    def looks() -> Iterator[None]:
         for _ in range(6):
-            time.sleep(0.4)
-            with open(growing, "a") as handle:
-                handle.write("1\n")
-        last_write = time.time()
-        deadline = last_write + 5
-        while not announced and time.time() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        watcher.join(timeout=5)
+            yield
+            clock.now += 0.4  # under the settle time: each look sees it grown
+            clock.write(growing, "1\n", append=True)
+        last_write.append(clock.now)
+        for _ in range(5):
+            clock.now += 0.5
+            yield
+
+    watch_inbox(
+        inbox, lambda paths: announced.append(clock.now), settle_s=SETTLE, clock=clock,
+        looks=looks(),
+    )  # fmt: skip
     assert len(announced) == 1
-    assert announced[0] - last_write >= SETTLE - 0.05
+    assert announced[0] - last_write[0] >= SETTLE
     assert growing.exists()
 
 
@@ -128,38 +138,28 @@ def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
     settings = Settings(data_dir=data, orgs="org_a,org_b", _env_file=None)  # type: ignore[call-arg]
     watched = inboxes(settings)
     assert watched == [data / "orgs" / org / "inbox" for org in ("org_a", "org_b", "org_seen")]
+    clock = Clock()
     announced: list[str] = []
-    stop = threading.Event()
-    watcher = threading.Thread(
-        target=watch_inboxes,
-        args=(
-            lambda: inboxes(settings),
-            data,
-            lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
-        ),
-        kwargs={"settle_s": SETTLE, "stop": stop},
-        daemon=True,
+
+    def looks() -> Iterator[None]:
+        yield
+        clock.write(data / "orgs" / "org_b" / "inbox" / "q4.csv", "a,b\n")
+        yield
+        clock.now += SETTLE
+        yield
+
+    watch_inboxes(
+        lambda: inboxes(settings),
+        data,
+        lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
+        settle_s=SETTLE,
+        clock=clock,
+        looks=looks(),
     )
-    watcher.start()
-    try:
-        time.sleep(0.5)
-        (data / "orgs" / "org_b" / "inbox" / "q4.csv").write_text("a,b\n")
-        deadline = time.time() + SETTLE + 5
-        while not announced and time.time() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
     assert announced == ["org_b/q4.csv"]
     # a single-organization inbox not moved yet is watched too
     (data / "inbox").mkdir()
     assert data / "inbox" in inboxes(settings)
-
-
-def _wait_for(announced: list[str], count: int, within_s: float = 10.0) -> None:
-    deadline = time.monotonic() + within_s
-    while len(announced) < count and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> None:
@@ -172,34 +172,56 @@ def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> 
     data = tmp_path / "data"
     settings = Settings(data_dir=data, _env_file=None)  # type: ignore[call-arg]
     assert inboxes(settings) == []  # nothing yet, and no legacy data/inbox invented
+    clock = Clock()
     announced: list[str] = []
-    stop = threading.Event()
-    # an injected clock a minute ahead: every file is past its settle time at first sight
-    watcher = threading.Thread(
-        target=watch_inboxes,
-        args=(
-            inbox_finder(settings),
-            data,
-            lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
-        ),
-        kwargs={"settle_s": SETTLE, "stop": stop, "clock": lambda: time.time() + 60},
-        daemon=True,
-    )
-    watcher.start()
-    try:
+
+    def looks() -> Iterator[None]:
         first = data / "orgs" / "org_demo" / "inbox"
         first.mkdir(parents=True)
-        (first / "distributions_q4.csv").write_text("a,b\n")
-        _wait_for(announced, 1)
+        clock.write(first / "distributions_q4.csv", "a,b\n")
+        yield
+        clock.now += SETTLE
+        yield
+        assert announced == ["org_demo/distributions_q4.csv"]
         later = data / "orgs" / "org_new" / "inbox"
         later.mkdir(parents=True)
-        (later / "q1.csv").write_text("a,b\n")
-        _wait_for(announced, 2)
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
+        clock.write(later / "q1.csv", "a,b\n")
+        yield
+        clock.now += SETTLE
+        yield
+
+    watch_inboxes(
+        inbox_finder(settings),
+        data,
+        lambda paths: announced.extend(f"{p.parent.parent.name}/{p.name}" for p in paths),
+        settle_s=SETTLE,
+        clock=clock,
+        looks=looks(),
+    )
     assert announced == ["org_demo/distributions_q4.csv", "org_new/q1.csv"]
     assert not (data / "inbox").exists()
+
+
+def test_the_watcher_looks_at_each_change_until_stopped(tmp_path: Path) -> None:
+    """Without looks of its own the watcher looks at each change watchfiles sees (and each
+    tick) and stops when told, a file already settled announced at the first look."""
+    from fundpipe.app.prefect.watch import watch_inboxes
+
+    inbox = tmp_path / "data" / "inbox"
+    inbox.mkdir(parents=True)
+    (inbox / "q4.csv").write_text("a,b\n")
+    stop = threading.Event()
+    announced: list[list[Path]] = []
+
+    def announce(paths: list[Path]) -> None:
+        announced.append(paths)
+        stop.set()  # the first announcement ends the watch
+
+    watch_inboxes(
+        lambda: [inbox], tmp_path / "data", announce, settle_s=0, stop=stop, tick_s=0.05,
+        clock=lambda: 4_000_000_000.0,
+    )  # fmt: skip
+    assert announced == [[inbox / "q4.csv"]]
 
 
 def test_the_watcher_works_out_the_configured_inboxes_once_and_looks_for_folders_each_time(

@@ -10,7 +10,13 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from fundpipe.reports.morning import OrgNight, build_morning_view, write_morning_view
+from fundpipe.nights import OrgRow
+from fundpipe.reports.morning import (
+    PublishedException,
+    PublishedNight,
+    build_morning_view,
+    write_morning_view,
+)
 from fundpipe.reports.publish import join, publish_night, read_json
 
 
@@ -50,15 +56,17 @@ def _tieout(out: Path, sheet: int, service: int, disbursed: int, failed: int) ->
 
 
 def _facts(org: str, distributions: int, cents: int, exceptions: list[dict[str, str]]) -> dict:
-    return {
-        "organization": org,
-        "name": org.upper(),
-        "files": 2,
-        "rejected_files": ["bad.csv"] if exceptions else [],
-        "distributions": distributions,
-        "submitted_cents": cents,
-        "exceptions": exceptions,
-    }
+    """The record a night publishes (`PublishedNight`, its one writer)."""
+    return PublishedNight(
+        organization=org,
+        name=org.upper(),
+        as_of="2026-11-25",
+        files=2,
+        rejected_files=("bad.csv",) if exceptions else (),
+        distributions=distributions,
+        submitted_cents=cents,
+        exceptions=tuple(PublishedException(**e) for e in exceptions),
+    ).as_json()
 
 
 OPEN = {
@@ -97,9 +105,9 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     view = build_morning_view(
         "2026-11-25",
         [
-            OrgNight("org_a", "A", "Completed", "", published_a.folder),
-            OrgNight("org_b", "B", "Completed", "", published_b.folder),
-            OrgNight("org_c", "C", "Failed", "could not reach the service", None),
+            OrgRow("org_a", "A", "Completed", report_folder=published_a.folder),
+            OrgRow("org_b", "B", "Completed", report_folder=published_b.folder),
+            OrgRow("org_c", "C", "Failed", message="could not reach the service"),
         ],
     )
     rows = {r["organization"]: r for r in view.rows}
@@ -129,17 +137,17 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     ]
 
     written = write_morning_view(shared, view)
-    assert written["workbook"] == join(shared, "morning", "2026-11-25", "morning.xlsx")
+    assert written.workbook == join(shared, "morning", "2026-11-25", "morning.xlsx")
     from fsspec.core import url_to_fs
 
-    fs, parquet = url_to_fs(written["parquet"])
+    fs, parquet = url_to_fs(written.parquet)
     with fs.open(parquet, "rb") as fh:
         frame = pd.read_parquet(fh)
     assert list(frame["organization"]) == ["org_a", "org_b", "org_c"]
     assert int(frame["submitted_cents"].sum()) == 1234_56 + 99
     assert int(frame["tieout_service_cents"].sum()) == 1234_56
     assert list(frame["ties"]) == [True, False, None]
-    fs, book_path = url_to_fs(written["workbook"])
+    fs, book_path = url_to_fs(written.workbook)
     local = tmp_path / "morning.xlsx"
     fs.get_file(book_path, str(local))
     book = openpyxl.load_workbook(local)
@@ -176,3 +184,38 @@ def test_night_json_holds_the_facts_and_no_more(tmp_path: Path) -> None:
         "night.json",
         "reconciliation.xlsx",
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (lambda r: r.pop("submitted_cents"), "has no field 'submitted_cents'"),
+        (lambda r: r["exceptions"][0].pop("what_to_do"), "has no field 'what_to_do'"),
+        (lambda r: r.update(files="2"), "field 'files' of the published night is '2', not int"),
+        (lambda r: r.update(version=2), "is version 2; this fundpipe reads version 1"),
+        (lambda r: r.pop("version"), "is version None; this fundpipe reads version 1"),
+    ],
+)
+def test_a_published_night_missing_a_field_or_of_another_version_is_an_error_naming_it(
+    tmp_path: Path, change: object, says: str
+) -> None:
+    """The morning view never reads a missing field as 0: the record's one reader fails,
+    naming the file."""
+    from fundpipe.errors import InputError
+
+    reports = tmp_path / "worker" / "reports"
+    out = _night(reports, "org_a", available=[1], shortfall=[0])
+    record = _facts("org_a", 1, 5, [OPEN])
+    change(record)  # type: ignore[operator]
+    published = publish_night(str(tmp_path / "shared"), reports, out, [], record)
+    row = OrgRow("org_a", "A", "Completed", report_folder=published.folder)
+    with pytest.raises(InputError) as raised:
+        build_morning_view("2026-11-25", [row])
+    assert str(raised.value).startswith(join(published.folder, "night.json") + ": ")
+    assert says in str(raised.value)
+
+
+def test_a_published_night_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    record = PublishedNight.from_json(_facts("org_b", 1, 99, [OPEN]), "night.json")
+    assert record.as_json() == _facts("org_b", 1, 99, [OPEN])
+    assert record.open_exceptions == (PublishedException(**OPEN),)

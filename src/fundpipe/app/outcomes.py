@@ -4,7 +4,7 @@
 Every function here takes a result object of `ingest`, `sync`, `reconcile` or `validate` and
 returns a JSON-ready dict (money as integer cents). Nothing else reads these dicts: the log
 lines, events, artifacts and the run summary read the typed results (`fundpipe.night`,
-`fundpipe.app.prefect.nightsummary`).
+`fundpipe.nights`).
 """
 
 from __future__ import annotations
@@ -43,18 +43,10 @@ def _plain(value: Any) -> Any:
 
 
 def file_dict(outcome: FileOutcome) -> dict[str, Any]:
-    """One file's outcome."""
-    return {
-        "file": outcome.source_file,
-        "state": outcome.state,
-        "rows": outcome.rows,
-        "distributions": outcome.distributions,
-        "total_cents": outcome.total_cents,
-        "payment_states": dict(outcome.payment_states),
-        "message": outcome.message,
-        "moved_to": str(outcome.moved_to) if outcome.moved_to else None,
-        "roster": dict(outcome.roster) if outcome.roster else None,
-    }
+    """One file's outcome (its one JSON form: `fundpipe.nights.file_json`)."""
+    from fundpipe.nights import file_json
+
+    return file_json(outcome)
 
 
 def ingest_dict(result: IngestResult) -> dict[str, Any]:

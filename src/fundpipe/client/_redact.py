@@ -15,39 +15,40 @@ from typing import Any
 
 import httpx
 
+from fundpipe.sensitive import SENSITIVE_FIELDS
+
 #: What replaces a secret.
 REDACTED = "**********"
 
 # Keys whose values are secrets, compared in lower case with `-` folded to `_`.
-_SECRET_KEYS = frozenset(
-    {
-        "authorization",
-        "proxy_authorization",
-        "access_token",
-        "refresh_token",
-        "id_token",
-        "token",
-        "client_secret",
-        "password",
-        "secret",
-        "account_number",
-        # wire details of payment instructions: as sensitive as the account number
-        "swift_code",
-        "intermediary_bank_name",
-        "intermediary_swift_code",
-        "beneficiary_address",
-        "originator_to_beneficiary",
-        "cookie",
-        "set_cookie",
-    }
-)
+_SECRET_KEYS = (
+    frozenset(
+        {
+            "authorization",
+            "proxy_authorization",
+            "access_token",
+            "refresh_token",
+            "id_token",
+            "token",
+            "client_secret",
+            "password",
+            "secret",
+            "cookie",
+            "set_cookie",
+        }
+    )
+    | SENSITIVE_FIELDS
+)  # the account number and a payment instruction's wire details
 # Non-secret keys that contain a secret-looking word.
 _ALLOWED_KEYS = frozenset({"account_number_last_four", "token_type"})
 
-_KEY_ALTERNATION = (
-    r"authorization|access_token|refresh_token|id_token|client_secret|password|"
-    r"account_number(?!_last_four)|swift_code|intermediary_bank_name|beneficiary_address|"
-    r"originator_to_beneficiary"
+_KEY_ALTERNATION = "|".join(
+    [
+        r"authorization|access_token|refresh_token|id_token|client_secret|password",
+        # the longest first: intermediary_swift_code before swift_code
+        *sorted(SENSITIVE_FIELDS - {"account_number"}, key=len, reverse=True),
+        r"account_number(?!_last_four)",
+    ]
 )
 # "key": "value" (JSON), key=value (forms, query strings), key: value (headers, reprs).
 _JSON_PAIR = re.compile(

@@ -14,18 +14,10 @@ from typing import Any
 import pandas as pd
 
 from fundpipe.plan._model import Ref
+from fundpipe.sensitive import SENSITIVE_FIELDS, mask
 
 #: Instruction fields shown only masked: the account number and the wire details.
-SENSITIVE_KEYS = frozenset(
-    {
-        "account_number",
-        "swift_code",
-        "intermediary_bank_name",
-        "intermediary_swift_code",
-        "beneficiary_address",
-        "originator_to_beneficiary",
-    }
-)
+SENSITIVE_KEYS = SENSITIVE_FIELDS
 
 
 def display_body(value: Any) -> Any:
@@ -44,11 +36,8 @@ def display_body(value: Any) -> Any:
 
 
 def mask_account(value: Any) -> Any:
-    """``****1234`` for an account number; None stays None."""
-    if value is None:
-        return None
-    text = str(value)
-    return "****" + text[-4:] if len(text) > 4 else "****"
+    """``****1234`` for an account number (`fundpipe.sensitive.mask`); None stays None."""
+    return None if value is None else mask(value)
 
 
 def _blank(value: Any) -> bool:

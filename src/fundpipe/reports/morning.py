@@ -13,6 +13,11 @@ the run), never a row of zeros that looks like a quiet night.
 
 Written to ``<FUNDPIPE_REPORTS_URL>/morning/<as_of>/morning.xlsx`` and ``morning.parquet``
 (money in integer cents in the Parquet file, dollars in the workbook).
+
+What a night publishes for the morning view crosses machines: it is :class:`PublishedNight`, a
+versioned, frozen record with one writer (:meth:`PublishedNight.as_json`, published as the
+night's ``night.json``) and one reader (:meth:`PublishedNight.read`). A record of another
+version, or one missing a field, is an error naming the file — never a silent 0.
 """
 
 from __future__ import annotations
@@ -20,19 +25,29 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
+from fundpipe.errors import InputError
 from fundpipe.reports.publish import NIGHT, join, read_json
+
+if TYPE_CHECKING:
+    from fundpipe.nights import OrgNight, OrgRow
 
 __all__ = [
     "COLUMNS",
+    "NIGHT_RECORD_VERSION",
     "TIEOUT",
+    "MorningFiles",
     "MorningView",
-    "OrgNight",
+    "PublishedException",
+    "PublishedNight",
     "build_morning_view",
     "write_morning_view",
 ]
+
+#: The version of :class:`PublishedNight` this fundpipe writes and reads.
+NIGHT_RECORD_VERSION = 1
 
 #: The distribution tie-out's Total row, as the morning view's columns (integer cents).
 TIEOUT = (
@@ -85,16 +100,132 @@ HEADERS = (
 EXCEPTION_HEADERS = ("Organization", "Exception", "What", "Amount", "What to do")
 
 
-@dataclass(frozen=True)
-class OrgNight:
-    """One organization's night as the parent run knows it: its id and name, how its run
-    ended, and the folder its night was published to (None: nothing was published)."""
+def _field(data: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
+    """``data[name]`` as ``kind``; missing or of another type: an error naming ``where``."""
+    if name not in data:
+        raise InputError(f"{where}: the published night has no field {name!r}")
+    value = data[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise InputError(
+            f"{where}: field {name!r} of the published night is {value!r}, not {kind.__name__}"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedException:
+    """One exception of a published night, in the words the morning view shows."""
+
+    id: str
+    #: "open", "resolved" or "acknowledged"
+    state: str
+    what: str
+    #: dollars text, "" when it has no amount
+    amount: str
+    what_to_do: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> PublishedException:
+        """Read one exception of the record (an error naming ``where`` when a field lacks)."""
+        return cls(*(_field(data, name, str, where) for name in _EXCEPTION_FIELDS))
+
+
+_EXCEPTION_FIELDS = ("id", "state", "what", "amount", "what_to_do")
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedNight:
+    """What one organization's night publishes for the morning view (its ``night.json``)."""
 
     organization: str
     name: str
-    state: str
-    message: str
-    published: str | None
+    as_of: str
+    files: int
+    rejected_files: tuple[str, ...]
+    distributions: int
+    submitted_cents: int
+    exceptions: tuple[PublishedException, ...]
+    version: int = NIGHT_RECORD_VERSION
+
+    @classmethod
+    def of(cls, organization: str, name: str, night: OrgNight) -> PublishedNight:
+        """The record of one organization's night (the child run writes it)."""
+        from pathlib import Path
+
+        processed = night.in_state("processed")
+        return cls(
+            organization=organization,
+            name=name,
+            as_of=night.as_of.isoformat(),
+            files=len(night.files),
+            rejected_files=tuple(Path(f.source_file).name for f in night.rejected),
+            distributions=sum(f.distributions for f in processed),
+            submitted_cents=sum(f.total_cents for f in processed),
+            exceptions=tuple(
+                PublishedException(e.id, e.state, e.what, e.amount, e.what_to_do)
+                for e in night.exceptions
+            ),
+        )
+
+    @property
+    def open_exceptions(self) -> tuple[PublishedException, ...]:
+        """The exceptions still open after the night."""
+        return tuple(e for e in self.exceptions if e.state == "open")
+
+    def as_json(self) -> dict[str, Any]:
+        """The one writer: the record as published (``night.json``)."""
+        return {
+            "version": self.version,
+            "organization": self.organization,
+            "name": self.name,
+            "as_of": self.as_of,
+            "files": self.files,
+            "rejected_files": list(self.rejected_files),
+            "distributions": self.distributions,
+            "submitted_cents": self.submitted_cents,
+            "exceptions": [
+                {name: getattr(e, name) for name in _EXCEPTION_FIELDS} for e in self.exceptions
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> PublishedNight:
+        """Read a record; another version or a missing field is an error naming ``where``."""
+        version = data.get("version")
+        if version != NIGHT_RECORD_VERSION:
+            raise InputError(
+                f"{where}: the published night is version {version!r}; this fundpipe reads "
+                f"version {NIGHT_RECORD_VERSION} (publish the night again with this version)"
+            )
+        return cls(
+            organization=_field(data, "organization", str, where),
+            name=_field(data, "name", str, where),
+            as_of=_field(data, "as_of", str, where),
+            files=_field(data, "files", int, where),
+            rejected_files=tuple(str(n) for n in _field(data, "rejected_files", list, where)),
+            distributions=_field(data, "distributions", int, where),
+            submitted_cents=_field(data, "submitted_cents", int, where),
+            exceptions=tuple(
+                PublishedException.from_json(e, where)
+                for e in _field(data, "exceptions", list, where)
+            ),
+            version=version,
+        )
+
+    @classmethod
+    def read(cls, folder: str) -> PublishedNight | None:
+        """The one reader: the record published in ``folder`` (None: it published none)."""
+        where = join(folder, NIGHT)
+        data = read_json(where)
+        return None if data is None else cls.from_json(data, where)
+
+
+@dataclass(frozen=True, slots=True)
+class MorningFiles:
+    """Where the morning view was written: its workbook's and its Parquet file's URLs."""
+
+    workbook: str
+    parquet: str
 
 
 @dataclass(frozen=True)
@@ -162,38 +293,40 @@ def _tieout(folder: str) -> dict[str, Any]:
     return out
 
 
-def build_morning_view(as_of: str, nights: Sequence[OrgNight]) -> MorningView:
-    """Read each organization's published night and put them side by side."""
+def build_morning_view(as_of: str, nights: Sequence[OrgRow]) -> MorningView:
+    """Read each organization's published night (`PublishedNight.read`, from the folder its
+    row names) and put them side by side."""
     rows: list[dict[str, Any]] = []
     exceptions: list[dict[str, str]] = []
     for night in nights:
-        facts = read_json(join(night.published, NIGHT)) if night.published else None
+        folder = night.report_folder
+        record = PublishedNight.read(folder) if folder else None
         row: dict[str, Any] = dict.fromkeys(COLUMNS, 0)
         row.update(organization=night.organization, name=night.name, state=night.state, ties=None)
-        if facts is None:
+        if record is None:
             why = night.message or "its night published no reports"
             row.update(state=f"{night.state}: {why}", report="")
             rows.append(row)
             continue
-        opened = [e for e in facts.get("exceptions", []) if e.get("state") == "open"]
+        opened = record.open_exceptions
         row.update(
-            files=int(facts.get("files", 0)),
-            rejected_files=len(facts.get("rejected_files", [])),
-            distributions=int(facts.get("distributions", 0)),
-            submitted_cents=int(facts.get("submitted_cents", 0)),
+            files=record.files,
+            rejected_files=len(record.rejected_files),
+            distributions=record.distributions,
+            submitted_cents=record.submitted_cents,
             open_exceptions=len(opened),
-            report=join(night.published or "", "reconciliation.xlsx"),
-            **_funding(night.published or ""),
-            **_tieout(night.published or ""),
+            report=join(folder, "reconciliation.xlsx"),
+            **_funding(folder),
+            **_tieout(folder),
         )
         rows.append(row)
         exceptions += [
             {
                 "organization": night.organization,
-                "id": str(e.get("id", "")),
-                "what": str(e.get("what", "")),
-                "amount": str(e.get("amount", "")),
-                "what_to_do": str(e.get("what_to_do", "")),
+                "id": e.id,
+                "what": e.what,
+                "amount": e.amount,
+                "what_to_do": e.what_to_do,
             }
             for e in opened
         ]
@@ -257,19 +390,19 @@ def _parquet(view: MorningView) -> bytes:
     return buffer.getvalue()
 
 
-def write_morning_view(reports_url: str, view: MorningView) -> Mapping[str, str]:
-    """Write the morning view's workbook and Parquet file under ``reports_url``; their URLs
-    (``workbook``, ``parquet``)."""
+def write_morning_view(reports_url: str, view: MorningView) -> MorningFiles:
+    """Write the morning view's workbook and Parquet file under ``reports_url``; their URLs."""
     from fsspec.core import url_to_fs
 
     folder = join(reports_url, "morning", view.as_of)
     fs, root = url_to_fs(folder)
     fs.makedirs(root, exist_ok=True)
-    written = {"workbook": "morning.xlsx", "parquet": "morning.parquet"}
     for name, data in (("morning.xlsx", _workbook(view)), ("morning.parquet", _parquet(view))):
         with fs.open(join(root, name), "wb") as fh:
             fh.write(data)
-    return {key: join(folder, name) for key, name in written.items()}
+    return MorningFiles(
+        workbook=join(folder, "morning.xlsx"), parquet=join(folder, "morning.parquet")
+    )
 
 
 def describe(view: MorningView) -> str:

@@ -10,31 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fundpipe import enums
 from fundpipe.sandbox._checks import MAX_ELEMENTS, Checker, Lookup, body_array
 from fundpipe.sandbox._errors import InvalidParam, param
 from fundpipe.sandbox._modes import PUBLIC_INSTRUCTION_FIELDS
 
-#: Entity `type` values (interface, "Entity").
-ENTITY_TYPES = frozenset(
-    {
-        "individual",
-        "individual_retirement_plan",
-        "corporation",
-        "llc",
-        "partnership",
-        "trust",
-        "joint_tenants_ros",
-        "tenants_in_common",
-        "community_property",
-        "registered_investment_company",
-        "foundation",
-        "charitable_remainder_trust",
-        "endowment",
-        "employee_benefit_plan",
-        "keogh_plan",
-        "other_entity",
-    }
-)
+#: Entity `type` values (interface, "Entity"): the one list, `fundpipe.enums` (tested against
+#: schemas/openapi.yaml by tests/test_enums.py).
+ENTITY_TYPES = frozenset(enums.ENTITY_TYPES)
 #: Most `external_references` one entity or contact carries (public forms; ours, like the
 #: batch limit: the public spec states none).
 MAX_REFERENCES = 100

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import re
+import zipfile
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -32,6 +34,18 @@ from fundpipe.sheets.frames import (
 )
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
+
+_log = logging.getLogger(__name__)
+
+#: What a parser raises on bytes it cannot read (pyarrow's errors are ValueErrors, csv's its
+#: own, a damaged XLSX a zip or XML error): the file is unreadable. Anything else is a bug.
+_UNREADABLE: tuple[type[BaseException], ...] = (
+    ValueError,
+    csv.Error,
+    pa.ArrowException,
+    zipfile.BadZipFile,
+    EOFError,
+)
 
 __all__ = ["AroundCells", "MiB", "RawSheet", "ReadLimits", "ReadResult", "read_file"]
 
@@ -82,11 +96,14 @@ def read_file(
     except MemoryError:
         result.sheets.clear()
         result.errors.append(("file_too_large", "the file is too large to read in memory", None))
-    except Exception as exc:  # a reader must never take the run down; report the file instead
+    except _UNREADABLE as exc:  # what bad bytes make a parser raise: the file is unreadable
+        _log.debug("%s cannot be read", path, exc_info=exc)
         result.sheets.clear()
         result.errors.append(
             ("file_unreadable", f"the file cannot be read ({type(exc).__name__})", None)
         )
+    # anything else is a bug, not the file's fault: it reaches the edge, which logs its
+    # traceback and exits 5 (internal error); the file is not called unreadable
     return result
 
 

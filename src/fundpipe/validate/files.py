@@ -114,16 +114,9 @@ def _validate_one(
     for raw in result.sheets:
         if raw.name is not None:
             report.sheets.append(raw.name)
-        try:
-            recognised += _validate_sheet(report, raw, several=several, date_order=date_order)
-        except Exception as exc:  # a bug must reject the file, never take the whole drop down
-            report.file_error(
-                "validation_failed",
-                f"fundpipe could not validate this sheet ({type(exc).__name__}); the file is "
-                "rejected — please report it",
-                sheet=raw.name,
-            )
-            return report
+        # a bug in validation is not the file's fault: it reaches the edge (exit 5, internal
+        # error, its traceback in the run's log), never a rejected file
+        recognised += _validate_sheet(report, raw, several=several, date_order=date_order)
     if recognised == 0 and report.valid:
         report.file_error(
             "template_unknown",

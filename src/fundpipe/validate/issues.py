@@ -12,19 +12,17 @@ from typing import Any
 
 import pandas as pd
 
+from fundpipe.sensitive import SENSITIVE_FIELDS, mask
+
 #: Warning checks a run repeats for a file it accepts (`FileReport.reading_notes`).
 READING_NOTES = frozenset({"date_order_from_column"})
 
-#: Canonical columns whose values are secrets: masked in every issue.
-SENSITIVE_COLUMNS = frozenset({"account_number", "account_number_secret"})
+#: Canonical columns whose values are secrets: masked in every issue (the sensitive fields,
+#: and the roster's copy of the account number).
+SENSITIVE_COLUMNS = SENSITIVE_FIELDS | {"account_number_secret"}
 
-
-def mask_account_number(value: object) -> str:
-    """``"****6789"`` for an account number: only the last four characters survive."""
-    text = "" if value is None else str(value).strip()
-    if not text:
-        return ""
-    return "****" + text[-4:] if len(text) > 4 else "****"
+#: ``"****6789"`` for an account number: the one masking function, `fundpipe.sensitive.mask`.
+mask_account_number = mask
 
 
 def column_letter(position: int) -> str:

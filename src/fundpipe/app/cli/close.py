@@ -16,7 +16,7 @@ from fundpipe.app.cli.common import (
     local_org_settings,
     user_errors,
 )
-from fundpipe.errors import InputError
+from fundpipe.errors import ExitCode, InputError
 
 __all__ = ["close_command"]
 
@@ -101,7 +101,7 @@ def close_command(
                     for problem in checked.problems:
                         console.print(f"{checked.period}: {problem}", markup=False)
                 if not checked.ok:
-                    raise typer.Exit(1)
+                    raise typer.Exit(ExitCode.NEEDS_PERSON)
                 return
             if prepared_by and reviewed_by:
                 raise InputError("--prepared-by and --reviewed-by are two steps: run them apart")

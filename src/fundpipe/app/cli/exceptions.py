@@ -50,6 +50,12 @@ def _person_act(
     from fundpipe.reconcile.lifecycle import ExceptionNotFoundError
     from fundpipe.warehouse.file import Warehouse
 
+    what = {"note": "a note saying what was done", "to": "the owner's name"}
+    for name, value in fields.items():
+        if name in what and value is not None and not value.strip():
+            raise InputError(f"this needs {what[name]}")
+    if by is not None and not by.strip():
+        raise InputError("--by needs the name of who acts")
     settings = local_org_settings(data_dir, org)
     try:
         return act(
@@ -59,7 +65,7 @@ def _person_act(
             now=datetime.now(UTC),
             **fields,
         )
-    except (ExceptionNotFoundError, ValueError) as exc:
+    except ExceptionNotFoundError as exc:
         raise InputError(str(exc).strip("'\"")) from None
 
 

@@ -28,7 +28,7 @@ from rich.table import Table
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
-    from fundpipe.app.prefect.nightsummary import CrossSummary
+    from fundpipe.nights import Nights
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
     from fundpipe.reconcile.lifecycle import ExceptionEvent, TrackedException
@@ -235,7 +235,7 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
         console.print(f"[{style}]{issue.level}[/{style}] {issue.source_file}: {issue.message}")
 
 
-def render_run_summary(summary: CrossSummary, console: Console) -> None:
+def render_run_summary(summary: Nights, console: Console) -> None:
     """Print a nightly run's summary: one row per organization, the totals, what failed, the
     rejected files, the warnings and where each organization's reports are."""
     table = Table(
@@ -270,6 +270,17 @@ def render_run_summary(summary: CrossSummary, console: Console) -> None:
     console.print(table)
     for row in summary.failed:  # one line each, whatever the terminal's width
         console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}", soft_wrap=True)
+    for row in summary.needing_a_person:  # the verdict's findings: what, how much, by when
+        for finding in row.why[:5]:
+            console.print(
+                f"[yellow]needs a person[/] {escape(row.organization)}: {escape(finding.plain)}",
+                soft_wrap=True,
+            )
+        if len(row.why) > 5:
+            console.print(
+                f"[yellow]needs a person[/] {escape(row.organization)}: … and "
+                f"{len(row.why) - 5} more (the exceptions table of its run)"
+            )
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")

@@ -30,7 +30,7 @@ from fundpipe.app.prefect.uiview import org_key, plain_exceptions
 from fundpipe.config import Settings
 
 if TYPE_CHECKING:
-    from fundpipe.app.prefect.nightsummary import OrgNight
+    from fundpipe.nights import OrgNight
 
 
 def _link(settings: Settings, path: Path | str | None, night: OrgNight) -> str | None:
@@ -69,7 +69,7 @@ def summary_markdown(night: OrgNight) -> str:
         "| what | value |",
         "|---|---|",
     ]
-    lines += [f"| {label} | {value} |" for label, value in night.facts.plain()]
+    lines += [f"| {label} | {value} |" for label, value in night.plain_facts()]
     if night.rejected:
         lines += ["", "## Rejected files", ""]
         lines += [

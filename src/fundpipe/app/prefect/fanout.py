@@ -14,7 +14,8 @@ flow's `fan_out` parameter):
   organization's id, the report date, the data directory and the embedded sandbox's URL travel
   as parameters, never a secret.
 
-Each child runs ingest → sync → reconcile for its organization with its own settings
+Each child runs `fundpipe.night.night` (ingest → sync → reconcile, the library's one sequence,
+each step a Prefect task through `steps.prefect_step`) for its organization with its own settings
 (`Settings.for_org`: `data/orgs/<org>/`, `data/reports/<org>/`), and holds one slot of the
 Prefect global concurrency limit `fundpipe-service-<host>` (`FUNDPIPE_ORG_CONCURRENCY`, default
 2; created when missing) while it talks to the service. Its client's rate follows one rule: with
@@ -31,31 +32,25 @@ distributions, totals, open exceptions, state, and a link to each child run).
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed, Failed
 
+from fundpipe.app.prefect import handoff
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
-from fundpipe.app.prefect.handoff import row_left_by as _row_left_by
-from fundpipe.app.prefect.nightsummary import (
-    OrgNight,
-    OrgRow,
-    cross_markdown,
-    cross_summary,
-    org_row,
-    run_link,
-)
+from fundpipe.app.prefect.nightsummary import cross_markdown, org_row, run_link
 from fundpipe.app.prefect.uiview import NEEDS_REVIEW, org_run_name, org_tag
 from fundpipe.config import Organization, Settings
+from fundpipe.errors import ExitCode
+from fundpipe.nights import Nights, NightsFailed, OrgNight, OrgRow, nights
 
 __all__ = [
     "ORG_DEPLOYMENT",
@@ -164,8 +159,8 @@ def _org_night(
     from fundpipe.app.embedded import attach
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import tell_ingest, tell_night, tell_reconcile, tell_sync
-    from fundpipe.night import NightResult
+    from fundpipe.app.prefect.tell import tell_night
+    from fundpipe.night import night as run_the_night
 
     top = steps._settings(data_dir)
     if base_url and top.embedded:
@@ -177,30 +172,24 @@ def _org_night(
         settings.data_dir,
         settings.reports_folder,
     )
-    # the steps of `fundpipe.night.night`, one Prefect task each (so the UI shows each step)
-    with service_slot(settings):
-        ingest_result, stopped = steps._outcome(steps.ingest_drop(settings, return_state=True))
-        if stopped is not None:
-            return stopped
-        tell_ingest(ingest_result, settings)
-        sync_result, stopped = steps._outcome(steps.sync_step(settings, return_state=True))
-        if stopped is not None:
-            return stopped
-        tell_sync(sync_result, settings)
-    reconcile_result, stopped = steps._outcome(
-        steps.reconcile_step(settings, as_of, return_state=True)
-    )
-    if stopped is not None:
-        return stopped
-    night = NightResult.of(org.id, ingest_result, sync_result, reconcile_result)
-    tell_reconcile(reconcile_result, night.exceptions, settings)
+    # `fundpipe.night.night`, the one sequence: each step a Prefect task (the UI shows each),
+    # ingest and sync holding the host's slot
+    try:
+        night = run_the_night(
+            settings,
+            as_of=date.fromisoformat(as_of) if as_of else None,
+            around_service=lambda: service_slot(settings),
+            step=steps.prefect_step(settings),
+        )
+    except steps.StepStopped as stopped:
+        return stopped.state
     summary = OrgNight.of(org.folder, night)
     summary = replace(summary, published=publish_org(org, summary, settings))
     steps.publish(summary, settings)
-    sentence = steps._sentence("nightly", night.files, summary.facts.exceptions)
+    sentence = steps._sentence("nightly", night.files, summary.exceptions_found)
     # the child's result: the small typed summary (the night's plan stays behind)
-    final = steps._finished(int(night.exit_code), sentence, summary)
-    tell_night(night, settings, final.message or "")
+    final = steps._finished(night.exit_code, sentence, summary)
+    tell_night(summary, settings, final.message or "")
     _leave_row(org, summary, final)
     return final
 
@@ -219,8 +208,8 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
     row = org_row(org, state, data if isinstance(data, OrgNight) else None)
     if isinstance(data, FundpipeError):
         row = replace(row, exit_code=int(data.exit_code))
-    elif not state.is_completed():
-        row = replace(row, exit_code=3)
+    elif not state.is_completed():  # crashed, or failed with no error of ours: a bug
+        row = replace(row, exit_code=int(ExitCode.INTERNAL))
     return replace(row, run=run_link(state.state_details.flow_run_id))
 
 
@@ -237,14 +226,14 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
         _sync=True,
     )
     # the child's own row, as it left it (a stopped night left only its exit code)
-    row = org_row(org, run.state, None).from_hand_off(_row_left_by(run.id))
+    row = org_row(org, run.state, None).with_json(handoff.row_left_by(run.id))
     completed = run.state is not None and run.state.is_completed()
     return replace(
         row,
         state=run.state.type.value.title() if run.state is not None else "Failed",
         message=(run.state.message if run.state is not None else "") or "",
-        # the child's own exit code, else 3
-        exit_code=row.exit_code if completed else (row.exit_code or 3),
+        # the child's own exit code, else 5: a run that crashed or left none is a bug's
+        exit_code=row.exit_code if completed else (row.exit_code or int(ExitCode.INTERNAL)),
         exceptions=row.exceptions if completed else (),
         run=run_link(run.id),
     )
@@ -269,17 +258,22 @@ def check_deployment() -> None:
             ) from None
 
 
-def _start(mode: str, org: Organization, params: dict[str, Any]) -> OrgRow:
-    """Run one child and return its row; nothing it raises reaches the other children."""
+def _start(mode: str, org: Organization, params: dict[str, Any], host: str) -> OrgRow:
+    """Run one child and return its row; nothing it raises reaches the other children (an
+    unexpected exception is logged with its traceback here, and the row says exit 5)."""
     try:
-        if mode == "deployments":
-            return _child_deployment(org, params)
-        return _child_subflow(org, params)
+        row = (
+            _child_deployment(org, params) if mode == "deployments" else _child_subflow(org, params)
+        )
     except Exception as exc:  # one organization's failure never stops the others
-        from fundpipe.errors import as_fundpipe_error
+        from fundpipe.errors import InternalError, as_fundpipe_error
 
         error = as_fundpipe_error(exc)
-        return replace(org_row(org, None, None), message=str(error), exit_code=int(error.exit_code))
+        if isinstance(error, InternalError):
+            get_run_logger().error("internal error in %s's night", org.label, exc_info=exc)
+            error = error.logged_at("the nightly run's log")
+        row = replace(org_row(org, None, None), message=str(error), exit_code=int(error.exit_code))
+    return replace(row, host=host)
 
 
 def fan_out(
@@ -290,8 +284,8 @@ def fan_out(
     data_dir: str | None,
     base_url: str | None,
     mode: str,
-) -> list[OrgRow]:
-    """Start one child run per organization (concurrently) and return their rows, in order.
+) -> Nights:
+    """Every organization's night (`fundpipe.nights.nights`), one child run each, concurrently.
 
     The seam to run the night elsewhere: `mode` "deployments" starts `org-night/org-night`
     runs any worker of the pool may take; "subflows" runs them in this process.
@@ -304,9 +298,10 @@ def fan_out(
         ensure_limit(name, live.org_concurrency)
     if mode == "deployments":
         check_deployment()
-    jobs = []
-    for org in orgs:
-        name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))
+
+    def run_one(org: Organization) -> OrgRow:
+        url = org.base_url or live.base_url
+        name = limit_name(live.model_copy(update={"base_url": url}))
         params = {
             "org": org.id or "",
             "as_of": as_of,
@@ -315,13 +310,9 @@ def fan_out(
             "orgs_on_host": hosts[name],
             "several": len(orgs) > 1,
         }
-        jobs.append((org, params))
-    with ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="org") as pool:
-        futures = [
-            pool.submit(contextvars.copy_context().run, _start, mode, org, params)
-            for org, params in jobs
-        ]
-        return [f.result() for f in futures]
+        return _start(mode, org, params, urlsplit(url or "").hostname or "embedded")
+
+    return nights(orgs, run_one, as_of=as_of)
 
 
 def run_night(
@@ -350,7 +341,7 @@ def run_night(
                 inbox = one.data_dir / "inbox"
                 copy_samples(live, inbox=inbox, org_id=org.id, single=not several)
         logger.info("organizations tonight: %s", ", ".join(o.label for o in orgs))
-        rows = fan_out(
+        summary = fan_out(
             live,
             orgs,
             as_of=as_of,
@@ -358,10 +349,9 @@ def run_night(
             base_url=live.base_url if settings.embedded else None,
             mode=mode,
         )
-    summary = cross_summary(rows, as_of)
     from fundpipe.app.prefect.sharing import morning
 
-    summary = replace(summary, morning=morning(settings, rows, summary.as_of))
+    summary = replace(summary, morning=morning(settings, summary))
     create_markdown_artifact(
         markdown=cross_markdown(summary),
         key="fundpipe-organizations",
@@ -369,14 +359,14 @@ def run_night(
     )
     from fundpipe.app.prefect.uiview import needs_a_person, open_exceptions_table
 
-    open_exceptions_table(rows)
+    open_exceptions_table(summary.rows)
     t = summary.totals
     line = (
         f"nightly: {t.organizations} organization(s), {t.files} file(s), "
         f"{t.distributions} distribution(s) ({t.total}), "
         f"{t.open_exceptions} open exception(s)"
     )
-    needs = needs_a_person(rows)
+    needs = needs_a_person(summary.rows)
     for sentence in needs:
         logger.warning(sentence)
     if needs:
@@ -387,4 +377,7 @@ def run_night(
             return Completed(message=line, data=summary, name=NEEDS_REVIEW)
         return Completed(message=line, data=summary)
     why = "; ".join(f"{r.organization} {r.state.lower()}: {r.message}" for r in summary.failed)
-    return Failed(message=f"{line} — {len(summary.failed)} did not complete: {why}", data=summary)
+    message = f"{line} — {len(summary.failed)} did not complete: {why}"
+    # a Failed state's data is an exception (Prefect raises it when it reads the result; a
+    # worker does, and `_NoTracebackForPlainFailures` keeps that plain): it carries the summary
+    return Failed(message=message, data=NightsFailed(message, summary))

@@ -25,6 +25,10 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
 | 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
+| 130 interrupted (Ctrl-C) | Cancelled |
+
+An exception nobody expected, in any step, child or parent, is exit 5 "internal error" (never
+3, the service's): the run's log holds its traceback (`steps.state_for` maps code → state).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from fundpipe.app.prefect.uiview import (
     sync_run_name,
 )
 from fundpipe.config import Settings
+from fundpipe.errors import ExitCode
 
 __all__ = [
     "deployments",
@@ -136,7 +141,9 @@ def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
         return stopped
     tell_ingest(result, settings)
     # the flow's result is the JSON of `fundpipe ingest --json`
-    return _finished(result.exit_code, _sentence("ingest", result.files), ingest_dict(result))
+    return _finished(
+        ExitCode(result.exit_code), _sentence("ingest", result.files), ingest_dict(result)
+    )
 
 
 def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
@@ -164,8 +171,8 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     message = "; ".join(f"{o.folder}: {st.message}" for o, st in zip(chosen, states, strict=True))
     if worst is None:
         # a completed step is clean (0) or needs review (1): so is the run over every inbox
-        code = 1 if any(st.name == NEEDS_REVIEW for st in states) else 0
-        return _finished(code, message, {"exit_code": code})
+        code = ExitCode.NEEDS_PERSON if any(st.name == NEEDS_REVIEW for st in states) else 0
+        return _finished(ExitCode(code), message, {"exit_code": int(code)})
     final = Cancelled if worst.is_cancelled() else Failed
     return final(message=message, data=worst.data)
 
@@ -200,7 +207,7 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
     tell_reconcile(result, exceptions_of(result), settings)
     # a reconciliation that wrote its reports completed: its exceptions are in them
     sentence = _sentence("reconcile", (), result.summary.exceptions)
-    return _finished(0, sentence, reconcile_dict(result))
+    return _finished(ExitCode.OK, sentence, reconcile_dict(result))
 
 
 def deployments(settings: Settings | None = None) -> list[Any]:

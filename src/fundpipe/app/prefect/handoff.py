@@ -3,7 +3,7 @@
 A child `org-night` run may run on another worker than its parent: what the parent needs of it
 (its row of the cross-organization table, its exit code, its open exceptions) travels as JSON in
 an unkeyed table artifact (off the UI's Artifacts page) the parent reads back by the child's
-flow run id (`OrgRow.hand_off` writes it, `OrgRow.from_hand_off` reads it).
+flow run id (`OrgRow.as_json` writes it, `OrgRow.with_json` reads it).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 
 from prefect import State
 
-from fundpipe.app.prefect.nightsummary import OrgNight, org_row
+from fundpipe.app.prefect.nightsummary import org_row
 from fundpipe.config import Organization
+from fundpipe.nights import OrgNight
 
 __all__ = ["ORG_ROW_KEY", "leave_exit_code", "leave_row", "row_left_by"]
 
@@ -24,13 +25,14 @@ ORG_ROW_KEY = "fundpipe internal: this night's row for the nightly run"
 
 def leave_exit_code(final: State[Any]) -> None:
     """A stopped child's exit code (4: its inbox was locked; 2: its configuration; 3: the
-    service), as its row artifact: a parent on another worker cannot read the child's error."""
+    service; 5: anything else, a bug), as its row artifact: a parent on another worker cannot
+    read the child's error."""
     from prefect.artifacts import create_table_artifact
 
-    from fundpipe.errors import FundpipeError
+    from fundpipe.errors import ExitCode, FundpipeError
 
     error = final.data
-    code = int(error.exit_code) if isinstance(error, FundpipeError) else 3
+    code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
     create_table_artifact(table=[{"exit_code": code}], description=ORG_ROW_KEY)
 
 
@@ -39,7 +41,7 @@ def leave_row(org: Organization, night: OrgNight, final: State[Any]) -> None:
     artifact the parent can read when the child ran on another worker."""
     from prefect.artifacts import create_table_artifact
 
-    create_table_artifact(table=[org_row(org, final, night).hand_off()], description=ORG_ROW_KEY)
+    create_table_artifact(table=[org_row(org, final, night).as_json()], description=ORG_ROW_KEY)
 
 
 def _table_left_by(flow_run_id: Any) -> list[dict[str, Any]]:

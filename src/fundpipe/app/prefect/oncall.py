@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:
-    from fundpipe.night import NightException, NightResult
+    from fundpipe.night import NightException
+    from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
@@ -43,10 +44,12 @@ Emit = Callable[[str, dict[str, str], dict[str, Any]], object]
 
 
 def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` safe for a log line or an event: secrets redacted, long numbers masked."""
+    """``text`` safe for a log line or an event: secrets redacted, long numbers masked (the
+    one masking function, `fundpipe.sensitive.mask`)."""
     from fundpipe.client import redact
+    from fundpipe.sensitive import mask
 
-    masked = _LONG_NUMBER.sub(lambda m: f"…{m.group(1)}", str(text))
+    masked = _LONG_NUMBER.sub(lambda m: mask(m.group(0)), str(text))
     return str(redact(masked, list(secrets)))
 
 
@@ -198,12 +201,11 @@ def opened_event(
     )
 
 
-def night_event(
-    night: NightResult, organization: str
-) -> tuple[str, dict[str, str], dict[str, Any]]:
+def night_event(night: OrgNight, organization: str) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The ``fundpipe.night.completed`` event: the night's counts and the open exceptions' ids
-    (read from the typed result, never from a dict's string keys)."""
+    (read from the typed night, never from a dict's string keys)."""
     still_open = night.open_exceptions
+    processed = night.in_state("processed")
     return (
         NIGHT_COMPLETED,
         {
@@ -214,14 +216,14 @@ def night_event(
             "organization": organization,
             "as_of": night.as_of.isoformat(),
             "counts": {
-                "files_seen": night.files_seen,
-                "files_accepted": night.files_processed,
-                "files_rejected": night.files_rejected,
-                "distributions_submitted": night.distributions_created,
+                "files_seen": len(night.files),
+                "files_accepted": len(processed),
+                "files_rejected": len(night.rejected),
+                "distributions_submitted": sum(f.distributions for f in processed),
                 "exceptions_open": len(still_open),
                 "exceptions_opened": len(night.opened_exceptions),
             },
-            "rejected_files": [Path(f.source_file).name for f in night.in_state("rejected")],
+            "rejected_files": [Path(f.source_file).name for f in night.rejected],
             "exception_ids": [e.id for e in still_open],
         },
     )

@@ -17,9 +17,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
 from fundpipe.config import Settings
+from fundpipe.errors import ExitCode
 
 if TYPE_CHECKING:
-    from fundpipe.app.prefect.nightsummary import OrgNight
+    from fundpipe.night import StepRunner
+    from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
@@ -32,7 +34,21 @@ _R = TypeVar("_R")
 _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False}
 
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
-_STATE_FOR_EXIT = {0: Completed, 1: Completed, 2: Failed, 3: Failed, 4: Cancelled, 5: Failed}
+_STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
+    ExitCode.OK: Completed,
+    ExitCode.NEEDS_PERSON: Completed,
+    ExitCode.USAGE: Failed,
+    ExitCode.SERVICE: Failed,
+    ExitCode.LOCKED: Cancelled,
+    ExitCode.INTERNAL: Failed,
+    ExitCode.INTERRUPTED: Cancelled,
+}
+
+
+def state_for(code: ExitCode) -> Callable[..., State[Any]]:
+    """The state (constructor) a run ends in for exit code ``code``; a code without its own
+    (one added later) fails the run."""
+    return _STATE_FOR_EXIT.get(code, Failed)
 
 
 class _NoTracebackForPlainFailures(logging.Filter):
@@ -68,13 +84,13 @@ def _refusal(exc: BaseException) -> State[Any]:
     else:
         # the traceback of an expected failure is for a developer with debug logging on
         logger.debug("step failed", exc_info=exc)
-    code, message = int(error.exit_code), str(error)
+    code, message = error.exit_code, str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
     logger.error(message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=error)
+    return state_for(code)(message=message, data=error)
 
 
 def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
@@ -85,15 +101,15 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
         return _refusal(exc)
 
 
-def _finished(code: int, message: str, data: Any = None) -> State[Any]:
+def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line
     (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
     Needs review. ``data`` is the flow's result."""
     from fundpipe.app.prefect.uiview import NEEDS_REVIEW
 
-    if code == 1:  # a file rejected or a distribution needs a person: Completed, but not clean
+    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
         return Completed(message=message, data=data, name=NEEDS_REVIEW)
-    return _STATE_FOR_EXIT.get(code, Failed)(message=message, data=data)
+    return state_for(code)(message=message, data=data)
 
 
 def _sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
@@ -190,6 +206,49 @@ def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | S
 
     report_date = date.fromisoformat(as_of) if as_of else None
     return _guard(lambda: reconcile(settings, as_of=report_date))
+
+
+#: The Prefect task each step of `fundpipe.night.night` shows as (the UI's names, as before).
+NIGHT_TASKS = {"ingest": "ingest-inbox", "sync": "sync", "reconcile": "reconcile"}
+
+
+@task(name="night-step", **_TASK_OPTIONS)
+def night_step(work: Callable[[], _R]) -> _R | State[Any]:
+    """One step of `fundpipe.night.night` (named by `NIGHT_TASKS`); a failure becomes the
+    step's plain Failed/Cancelled state."""
+    return _guard(work)
+
+
+class StepStopped(Exception):
+    """A step of the night did not complete: the flow ends in ``state`` (its plain sentence)."""
+
+    def __init__(self, state: State[Any]) -> None:
+        """The state the flow ends in."""
+        super().__init__(state.message)
+        self.state = state
+
+
+def prefect_step(settings: Settings) -> StepRunner:
+    """The `org-night` flow's step runner for `fundpipe.night.night`: each step a Prefect task,
+    its lines and events told on the run's log after it (`tell`); a step that did not complete
+    raises `StepStopped` with the state the flow ends in."""
+    from fundpipe.app.prefect.tell import tell_ingest, tell_reconcile, tell_sync
+    from fundpipe.night import exceptions_of
+
+    def step(name: str, work: Callable[[], _R], /) -> _R:
+        task_run = night_step.with_options(name=NIGHT_TASKS.get(name, name))
+        result, stopped = _outcome(task_run(work, return_state=True))
+        if stopped is not None:
+            raise StepStopped(stopped)
+        if name == "ingest":
+            tell_ingest(result, settings)
+        elif name == "sync":
+            tell_sync(result, settings)
+        elif name == "reconcile":
+            tell_reconcile(result, exceptions_of(result), settings)
+        return result  # type: ignore[no-any-return]
+
+    return step
 
 
 @task(name="publish-artifacts", **_TASK_OPTIONS)

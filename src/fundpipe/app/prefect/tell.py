@@ -17,7 +17,8 @@ from fundpipe.app.prefect import oncall
 from fundpipe.config import DEMO_ORG_ID, Settings
 
 if TYPE_CHECKING:
-    from fundpipe.night import NightException, NightResult
+    from fundpipe.night import NightException
+    from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import IngestResult
     from fundpipe.sync.pull import SyncResult
@@ -70,9 +71,10 @@ def tell_reconcile(
         _emit(settings, oncall.opened_event(exception, organization(settings)))
 
 
-def tell_night(night: NightResult, settings: Settings, sentence: str) -> None:
+def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:
     """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
     counts read from the typed `night`)."""
     url = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
-    _say(settings, [oncall.reports_line(night.reports_dir, url), sentence])
+    reports_dir = night.workbook.parent if night.workbook else settings.reports_folder
+    _say(settings, [oncall.reports_line(reports_dir, url), sentence])
     _emit(settings, oncall.night_event(night, organization(settings)))

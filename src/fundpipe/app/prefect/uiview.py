@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 # the state name of a night that needs a person, defined beside the night the shells show
-from fundpipe.app.prefect.orgnight import NEEDS_REVIEW
+from fundpipe.nights import NEEDS_REVIEW
 
 if TYPE_CHECKING:
-    from fundpipe.app.prefect.nightsummary import OrgRow
     from fundpipe.night import NightException
+    from fundpipe.nights import OrgRow
 
 __all__ = [
     "EXCEPTION_LABELS",

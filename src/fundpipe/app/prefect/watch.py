@@ -38,6 +38,8 @@ INBOX_EVENT = "fundpipe.inbox.file.settled"
 INBOX_RESOURCE = "fundpipe.inbox"
 
 Announce = Callable[[list[Path]], None]
+#: When the watcher looks: each item of the iterable is one look (`watch_inboxes`).
+Looks = Iterable[object]
 
 
 @dataclass
@@ -96,12 +98,20 @@ def watch_inbox(
     stop: threading.Event | None = None,
     tick_s: float = 0.25,
     clock: Callable[[], float] = time.time,
+    looks: Looks | None = None,
 ) -> None:
     """Announce every file that settles in ``inbox`` until ``stop`` is set (`watch_inboxes`
     with one inbox)."""
     inbox.mkdir(parents=True, exist_ok=True)
     watch_inboxes(
-        lambda: [inbox], inbox, announce, settle_s=settle_s, stop=stop, tick_s=tick_s, clock=clock
+        lambda: [inbox],
+        inbox,
+        announce,
+        settle_s=settle_s,
+        stop=stop,
+        tick_s=tick_s,
+        clock=clock,
+        looks=looks,
     )
 
 
@@ -142,18 +152,20 @@ def watch_inboxes(
     stop: threading.Event | None = None,
     tick_s: float = 0.25,
     clock: Callable[[], float] = time.time,
+    looks: Looks | None = None,
 ) -> None:
-    """Announce every file that settles in any inbox ``find()`` names, until ``stop`` is set.
+    """Announce every file that settles in any inbox ``find()`` names, until ``stop`` is set
+    (or ``looks`` ends).
 
     ``find`` is asked again at every look, so an inbox created after the start is watched too;
     ``root`` (the data directory, created when missing) is watched recursively with watchfiles
     (inotify on Linux), and a tick every ``tick_s`` seconds checks the settle clocks even when
     nothing changes. Each inbox found is created when missing (a configured organization's
     folder to drop into). Files already waiting are announced once settled. ``clock`` gives the
-    time the settle rule compares modification times with.
+    time the settle rule compares modification times with; ``looks`` says when to look (one
+    look per item, after a first one at the start): by default, each change watchfiles sees
+    under ``root`` and each tick — a test hands its own clock and looks, and sleeps not.
     """
-    import watchfiles
-
     root.mkdir(parents=True, exist_ok=True)
     tracker = SettleTracker(settle_s)
     stop = stop or threading.Event()
@@ -169,7 +181,16 @@ def watch_inboxes(
             announce(ready)
 
     check()
-    for _changes in watchfiles.watch(
+    for _look in looks if looks is not None else _changes_under(root, stop, tick_s):
+        check()
+
+
+def _changes_under(root: Path, stop: threading.Event, tick_s: float) -> Looks:
+    """A look at each change under ``root`` (watchfiles: inotify on Linux) and every ``tick_s``
+    seconds, until ``stop`` is set."""
+    import watchfiles
+
+    return watchfiles.watch(
         root,
         stop_event=stop,
         yield_on_timeout=True,
@@ -178,8 +199,7 @@ def watch_inboxes(
         step=50,
         recursive=True,
         ignore_permission_denied=True,
-    ):
-        check()
+    )
 
 
 def prefect_announcer(data_dir: Path) -> Announce:
