@@ -327,6 +327,8 @@ def test_ingest_names_every_inbox_entry_it_leaves_alone(service_env: Path, tmp_p
     assert "q4.csv — left alone: a link to a file outside the inbox" in output
     assert "memo.docx — left alone: not a sheet fundpipe reads (.docx)" in output
     assert (elsewhere / "q4.csv").is_file()
+
+
 def _crash(*args: object, **kwargs: object) -> None:
     raise RuntimeError("injected crash")
 
