@@ -1,20 +1,31 @@
-"""The late-night alert: fundpipe checks, at the deadline, which organizations have no completed
-night, and says so with one `fundpipe.night.missed` event each.
+"""The late-night alert: "no night completed for <organization> by 06:00", heard even when the
+machine that runs the nights is down.
 
-Why a check of our own and not a Prefect proactive trigger: a proactive trigger ("expect
-`fundpipe.night.completed` within W") evaluates back-to-back windows of W counted from the
-automation's creation, not from the clock. Installed at 12:32 with a 35 h window, its first
-alert could come only ~35 h later, later ones at window ends; a window longer than a day can
-hold a completed night and a missed one; and one organization's completed night satisfies it
-for all. Prefect's triggers cannot say "by 07:00 every day, per organization".
+**The server's own watch.** The alert is a Prefect *proactive* automation per organization
+(`fundpipe alerts install`, :func:`fundpipe.app.prefect.alerts.missed_night_automation`),
+evaluated by the Prefect server alone — no worker, no `fundpipe serve`, no run of ours:
 
-So the `night-check` deployment is scheduled at the deadline (a cron at `--complete-by`, in the
-nightly's timezone). Its run takes its own scheduled time as the deadline, reads the
-`fundpipe.night.completed` events of the day before it from the Prefect server, and emits
-`fundpipe.night.missed` (resource `fundpipe.night.<org>`) for every configured organization
-without one. The automation "fundpipe: no night completed" (`fundpipe alerts install`) turns
-each into a notification naming the organization: one per organization per missed night, none
-on a night it completed, within a minute or so of the deadline (the scheduler, a worker's poll).
+- *the window opens* when the `nightly` deployment's scheduled run is due: a worker or `fundpipe
+  serve` moves it to Pending, or — nothing there to take it — the server's late-runs service marks
+  it Late ~15 s after its time. Either is an event the server emits itself
+  (`prefect.flow-run.Pending` / `prefect.flow-run.Late`, related to the deployment `nightly`);
+- *it expects*, within :func:`night_window` (the deadline minus the nightly's hour: 01:30 → 06:00
+  is 4 h 30 min), the organization's `fundpipe.night.completed` — or its `fundpipe.night.failed`,
+  whose own alert already told that night;
+- *it fires* at the window's end when neither came, naming the organization by name, the
+  deadline and the nightly run (its UI link, its state: Late says nothing took it).
+
+Why anchored on the nightly's run and not a bare proactive window: a trigger without an `after`
+event counts back-to-back windows from the automation's creation, not from the clock, and one
+organization's night would satisfy it for all. Its `for_each` names a label no event carries: every
+event falls in one bucket, and — unlike a trigger without `for_each`, which Prefect opens by itself
+every window — the bucket opens only on the nightly's run. A nightly started by hand opens a window
+too (it says when a night is expected, then). The window is a fixed length: across a DST change the
+alert comes an hour early or late that one night.
+
+**The check on the worker.** The `night-check` deployment, scheduled at the deadline, still records
+in its run which organizations had no completed night (`fundpipe.night.missed`, one event each);
+it sends no alert of its own (the automation above does, once).
 """
 
 from __future__ import annotations
@@ -32,7 +43,16 @@ from fundpipe.app.prefect.oncall import NIGHT_COMPLETED
 if TYPE_CHECKING:
     from fundpipe.config import Settings
 
-__all__ = ["CHECK_FLOW", "MISSED", "deadline_of", "missed", "missed_event", "night_check"]
+__all__ = [
+    "CHECK_FLOW",
+    "MISSED",
+    "deadline_of",
+    "missed",
+    "missed_event",
+    "night_check",
+    "night_window",
+    "organizations_named",
+]
 
 #: The event of an organization without a completed night at the deadline.
 MISSED = "fundpipe.night.missed"
@@ -43,6 +63,33 @@ CHECK_FLOW = "night-check"
 def deadline_of(scheduled: datetime, zone: str) -> datetime:
     """The deadline a check scheduled at ``scheduled`` stands for: that minute, in ``zone``."""
     return scheduled.astimezone(ZoneInfo(zone)).replace(second=0, microsecond=0)
+
+
+def night_window(nightly_cron: str, complete_by: str) -> timedelta:
+    """How long after the nightly's scheduled run a night may take: from the cron's hour to
+    ``complete_by`` (HH:MM, the same zone), across midnight when it must. A cron that is not
+    once a day at a fixed minute (``30 1 * * *``) is an :class:`InputError`."""
+    from fundpipe.errors import InputError
+
+    fields = nightly_cron.split()
+    if len(fields) != 5 or not all(f.isdigit() for f in fields[:2]) or fields[2:] != ["*"] * 3:
+        raise InputError(
+            f"the nightly's cron {nightly_cron!r} is not once a day at a fixed time (like "
+            "'30 1 * * *'): the missed-night alert counts its window from that time"
+        )
+    start = int(fields[1]) * 60 + int(fields[0])
+    hour, minute = (int(part) for part in complete_by.split(":"))
+    minutes = (hour * 60 + minute - start) % (24 * 60)
+    return timedelta(minutes=minutes or 24 * 60)
+
+
+def organizations_named(settings: Settings) -> list[tuple[str, str]]:
+    """Every organization the night check looks for (:func:`organizations_to_check`), each with
+    the name people know it by (its configured name, else its id)."""
+    from fundpipe.orgs import configured_organizations
+
+    names = {o.folder: o.name for o in configured_organizations(settings) or []}
+    return [(org, names.get(org) or org) for org in organizations_to_check(settings)]
 
 
 def missed(organizations: Iterable[str], completed: Iterable[str]) -> list[str]:

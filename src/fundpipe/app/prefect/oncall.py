@@ -10,6 +10,13 @@ events the alerts (`fundpipe.app.prefect.alerts`) react to:
 | ``fundpipe.file.rejected`` | ``fundpipe.file.<name>`` | a file was rejected |
 | ``fundpipe.exception.opened`` | ``fundpipe.exception.<id>`` | an exception opened tonight |
 | ``fundpipe.night.completed`` | ``fundpipe.night.<organization>`` | a nightly run finished its steps |
+| ``fundpipe.night.failed`` | ``fundpipe.night.<organization>`` | an organization's night failed |
+
+The two ``fundpipe.night.*`` events carry the related resource :data:`NIGHT_WINDOW`: the
+missed-night automation (`fundpipe.app.prefect.alerts`) watches them beside the nightly
+deployment's own run events, and a trigger's filter applies to both. An exception's resource
+says who alerts about it (``fundpipe.exception.alert``): its own alert, or its file's — a
+rejected file is one alert, not one for the file and one for the exception it opens.
 
 Every line and payload goes through :func:`plain`: secrets redacted, long digit runs (account
 numbers) cut to their last four. Payloads carry the organization, counts, names and ids —
@@ -35,6 +42,19 @@ if TYPE_CHECKING:
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
 NIGHT_COMPLETED = "fundpipe.night.completed"
+NIGHT_FAILED = "fundpipe.night.failed"
+#: The deployment whose scheduled run opens each night's window (the missed-night alert).
+NIGHTLY = "nightly"
+#: The related resource of every ``fundpipe.night.*`` event: "this belongs to the nightly's
+#: window", with the role and name the missed-night trigger's filter accepts beside the nightly
+#: deployment's own (role ``deployment``, name ``nightly``).
+NIGHT_WINDOW = {
+    "prefect.resource.id": "fundpipe.night-window",
+    "prefect.resource.role": "night-window",
+    "prefect.resource.name": NIGHTLY,
+}
+#: Exception kinds whose alert is the one of the file that opened them.
+TOLD_BY_FILE = frozenset({"file_rejected"})
 
 #: A run of 9+ digits standing alone: an account number, whatever column it came from.
 _LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
@@ -181,6 +201,7 @@ def opened_event(
         {
             "prefect.resource.id": f"fundpipe.exception.{exception.id}",
             "prefect.resource.name": exception.id,
+            "fundpipe.exception.alert": "file" if exception.kind in TOLD_BY_FILE else "own",
         },
         {
             "organization": organization,
@@ -220,6 +241,32 @@ def night_event(
             "exception_ids": [e.id for e in still_open],
         },
     )
+
+
+def failed_event(
+    organization: str, name: str, why: str, host: str | None, what_to_do: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The ``fundpipe.night.failed`` event of one organization whose night failed: its name, why
+    in plain words, the service host it could not reach (if that was why), and what to do."""
+    return (
+        NIGHT_FAILED,
+        {
+            "prefect.resource.id": f"fundpipe.night.{organization}",
+            "prefect.resource.name": f"fundpipe night of {name}",
+        },
+        {
+            "organization": organization,
+            "name": name,
+            "why": why,
+            "host": host or "",
+            "what_to_do": what_to_do,
+        },
+    )
+
+
+def related_of(event_name: str) -> list[dict[str, str]]:
+    """The related resources an event is emitted with (:data:`NIGHT_WINDOW` for a night's)."""
+    return [dict(NIGHT_WINDOW)] if event_name in {NIGHT_COMPLETED, NIGHT_FAILED} else []
 
 
 def safe_event(

@@ -36,7 +36,7 @@ def _say(settings: Settings, lines: list[str]) -> None:
 
 def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]]) -> None:
     name, resource, payload = oncall.safe_event(event, _secrets(settings))
-    emit_event(event=name, resource=resource, payload=payload)
+    emit_event(event=name, resource=resource, payload=payload, related=oncall.related_of(name))
 
 
 def organization(settings: Settings) -> str:
@@ -67,6 +67,15 @@ def tell_reconcile(
     )
     for exception in oncall.opened(exceptions):
         _emit(settings, oncall.opened_event(exception, organization(settings)))
+
+
+def tell_night_failed(
+    org: str, name: str, why: str, host: str | None, what_to_do: str, settings: Settings
+) -> None:
+    """One organization's night failed: say it, and emit `fundpipe.night.failed` (its one
+    alert, and the missed-night alert's sign that this night was told already)."""
+    _say(settings, [f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")])
+    _emit(settings, oncall.failed_event(org, name, why, host, what_to_do))
 
 
 def tell_night(night: NightResult, settings: Settings, sentence: str) -> None:
