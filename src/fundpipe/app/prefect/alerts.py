@@ -30,19 +30,18 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from fundpipe.app.prefect.deadline import ORDERING_DELAY, missed_night_automation
 from fundpipe.app.prefect.oncall import (
     EXCEPTION_OPENED,
     FILE_REJECTED,
-    NIGHT_COMPLETED,
     NIGHT_FAILED,
-    NIGHT_WINDOW,
     NIGHTLY,
+    PREFIX,
+    RUN_LINK,
 )
 
 #: The notification block's name on the server.
 BLOCK_NAME = "fundpipe-alerts"
-#: Every fundpipe automation's name starts with this.
-PREFIX = "fundpipe: "
 #: The flows whose deployments' runs are watched for Failed / Crashed.
 FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "night-check"]
 #: The flows whose Failed runs are told per organization by `fundpipe.night.failed` instead of
@@ -50,18 +49,6 @@ FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "n
 #: for every organization whose night failed (`tell.tell_night_failed`); until then a night's
 #: Failed run is alerted as a run, so that no failure waits for the deadline's alert.
 NIGHTS_TOLD_BY_EVENT: list[str] = []
-#: The name of the missed-night automation of one organization: this, then its name.
-MISSED_PREFIX = f"{PREFIX}no night completed for "
-#: The events of a nightly's scheduled run that say it was due: taken (Pending), or left (Late).
-NIGHT_DUE = {"prefect.flow-run.Pending", "prefect.flow-run.Late"}
-#: How late the server may see a scheduler-made run's first state event (its causal ordering
-#: waits that long for the Scheduled event the scheduler never emits).
-_ORDERING_DELAY = timedelta(minutes=16)
-#: A label no event carries: the missed-night trigger's one bucket (see `deadline`).
-_ONE_BUCKET = "fundpipe.night-window"
-
-#: The link to the run an alert is about, when the server knows its UI's address.
-_LINK = "{% if flow_run %}\nOpen the run: {{ flow_run|ui_url }}{% endif %}"
 
 
 def _names(organizations: Sequence[tuple[str, str]]) -> str:
@@ -89,12 +76,12 @@ _FAILED_BODY = (
     + _RUN_ORG
     + "): run {{ flow_run.name }} ended {{ flow_run.state.name }}: "
     "{{ flow_run.state.message }}\n"
-    "Next step: read the run's Logs tab, fix what it names, and run it again." + _LINK
+    "Next step: read the run's Logs tab, fix what it names, and run it again." + RUN_LINK
 )
 _NIGHT_FAILED_BODY = (
     "The night of {{ event.payload.name }} failed: {{ event.payload.why }}"
     "{% if event.payload.host %} (service {{ event.payload.host }}){% endif %}.\n"
-    "Next step: {{ event.payload.what_to_do }}" + _LINK
+    "Next step: {{ event.payload.what_to_do }}" + RUN_LINK
 )
 _REJECTED_BODY = (
     "{{ event.payload.file }} was rejected ("
@@ -102,30 +89,15 @@ _REJECTED_BODY = (
     + ", {{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
     "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}.\n"
     "{% endif %}Next step: correct the file and drop it again; until a corrected file carries "
-    "its distributions it stays an open exception." + _LINK
+    "its distributions it stays an open exception." + RUN_LINK
 )
 _OPENED_BODY = (
     "Exception {{ event.payload.id }} opened ("
     + _name_of("event.payload.organization")
     + "): {{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
     "{% endif %}.{% if event.payload.what_to_do %}\nNext step: {{ event.payload.what_to_do }}"
-    "{% endif %}" + _LINK
+    "{% endif %}" + RUN_LINK
 )
-
-
-def _missed_body(org: str, name: str, complete_by: str, zone: str) -> str:
-    """What the missed-night alert of one organization says (the nightly run is the one whose
-    being due opened the window)."""
-    who = name if name == org else f"{name} ({org})"
-    return (
-        f"No fundpipe night completed for {who} by {complete_by} ({zone}).\n"
-        "{% if flow_run %}Tonight's nightly run {{ flow_run.name }} is {{ flow_run.state.name }}"
-        "{% if flow_run.state.name == 'Late' %}: nothing took it — no worker of its work pool "
-        "and no `fundpipe serve` is running (the machine that runs the nights may be down)"
-        "{% elif flow_run.state.message %}: {{ flow_run.state.message }}{% endif %}.\n"
-        "{% endif %}Next step: start the worker (or `fundpipe serve`) on the machine that runs the nights, "
-        "then run the nightly again for this organization." + _LINK
-    )
 
 
 @dataclass(frozen=True)
@@ -135,46 +107,6 @@ class Installed:
     name: str
     outcome: str  # created, updated, unchanged, deleted
     detail: str = ""
-
-
-def missed_night_automation(
-    block_id: Any, org: str, name: str, complete_by: str, window: timedelta, zone: str
-) -> Any:
-    """The proactive automation that says "no night completed for <name> by <complete_by>"
-    (see `fundpipe.app.prefect.deadline`): opened by the nightly deployment's run being due,
-    satisfied by the organization's completed (or failed, already told) night within
-    ``window``."""
-    from prefect.events.actions import SendNotification
-    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
-
-    safe = name.replace("{", "(").replace("}", ")")
-    trigger = EventTrigger(
-        after=NIGHT_DUE,
-        expect={NIGHT_COMPLETED, NIGHT_FAILED},
-        match={"prefect.resource.id": ["prefect.flow-run.*", f"fundpipe.night.{org}"]},
-        # the nightly deployment's run, or a night's event (oncall.NIGHT_WINDOW)
-        match_related={
-            "prefect.resource.role": ["deployment", NIGHT_WINDOW["prefect.resource.role"]],
-            "prefect.resource.name": NIGHTLY,
-        },
-        for_each={_ONE_BUCKET},
-        posture=Posture.Proactive,
-        threshold=1,
-        within=window,
-    )
-    return AutomationCore(
-        name=f"{MISSED_PREFIX}{safe}",
-        description=f"No night completed for {safe} by {complete_by} ({zone}): checked by the "
-        f"Prefect server itself, {window} after the nightly deployment's run was due.",
-        trigger=trigger,
-        actions=[
-            SendNotification(
-                block_document_id=block_id,
-                subject=f"fundpipe: no night completed for {safe} by {complete_by}",
-                body=_missed_body(org, safe, complete_by, zone),
-            )
-        ],
-    )
 
 
 def automations(
@@ -375,7 +307,7 @@ async def _install(webhook: str, night: Night) -> tuple[list[Installed], list[st
         cron, note = await _nightly_cron(client, night.nightly_cron)
         notes += [note] if note else []
         window = night_window(cron, night.complete_by)
-        if window < _ORDERING_DELAY:
+        if window < ORDERING_DELAY:
             notes.append(
                 f"the nightly runs {window} before the deadline: the server may see its "
                 "scheduled run come due up to 15 minutes late, and the alert with it"

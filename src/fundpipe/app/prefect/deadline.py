@@ -2,7 +2,7 @@
 machine that runs the nights is down.
 
 **The server's own watch.** The alert is a Prefect *proactive* automation per organization
-(`fundpipe alerts install`, :func:`fundpipe.app.prefect.alerts.missed_night_automation`),
+(`fundpipe alerts install`, :func:`missed_night_automation`),
 evaluated by the Prefect server alone — no worker, no `fundpipe serve`, no run of ours:
 
 - *the window opens* when the `nightly` deployment's scheduled run is due: a worker or `fundpipe
@@ -38,7 +38,14 @@ from zoneinfo import ZoneInfo
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed
 
-from fundpipe.app.prefect.oncall import NIGHT_COMPLETED
+from fundpipe.app.prefect.oncall import (
+    NIGHT_COMPLETED,
+    NIGHT_FAILED,
+    NIGHT_WINDOW,
+    NIGHTLY,
+    PREFIX,
+    RUN_LINK,
+)
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
@@ -49,6 +56,7 @@ __all__ = [
     "deadline_of",
     "missed",
     "missed_event",
+    "missed_night_automation",
     "night_check",
     "night_window",
     "organizations_named",
@@ -58,6 +66,72 @@ __all__ = [
 MISSED = "fundpipe.night.missed"
 #: The check's flow (and deployment) name.
 CHECK_FLOW = "night-check"
+
+
+#: The name of the missed-night automation of one organization: this, then its name.
+MISSED_PREFIX = f"{PREFIX}no night completed for "
+#: The events of a nightly's scheduled run that say it was due: taken (Pending), or left (Late).
+NIGHT_DUE = {"prefect.flow-run.Pending", "prefect.flow-run.Late"}
+#: How late the server may see a scheduler-made run's first state event (its causal ordering
+#: waits that long for the Scheduled event the scheduler never emits).
+ORDERING_DELAY = timedelta(minutes=16)
+#: A label no event carries: the missed-night trigger's one bucket (see `deadline`).
+_ONE_BUCKET = "fundpipe.night-window"
+
+
+def _missed_body(org: str, name: str, complete_by: str, zone: str) -> str:
+    """What the missed-night alert of one organization says (the nightly run is the one whose
+    being due opened the window)."""
+    who = name if name == org else f"{name} ({org})"
+    return (
+        f"No fundpipe night completed for {who} by {complete_by} ({zone}).\n"
+        "{% if flow_run %}Tonight's nightly run {{ flow_run.name }} is {{ flow_run.state.name }}"
+        "{% if flow_run.state.name == 'Late' %}: nothing took it — no worker of its work pool "
+        "and no `fundpipe serve` is running (the machine that runs the nights may be down)"
+        "{% elif flow_run.state.message %}: {{ flow_run.state.message }}{% endif %}.\n"
+        "{% endif %}Next step: start the worker (or `fundpipe serve`) on the machine that runs the nights, "
+        "then run the nightly again for this organization." + RUN_LINK
+    )
+
+
+def missed_night_automation(
+    block_id: Any, org: str, name: str, complete_by: str, window: timedelta, zone: str
+) -> Any:
+    """The proactive automation that says "no night completed for <name> by <complete_by>"
+    (see `fundpipe.app.prefect.deadline`): opened by the nightly deployment's run being due,
+    satisfied by the organization's completed (or failed, already told) night within
+    ``window``."""
+    from prefect.events.actions import SendNotification
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+
+    safe = name.replace("{", "(").replace("}", ")")
+    trigger = EventTrigger(
+        after=NIGHT_DUE,
+        expect={NIGHT_COMPLETED, NIGHT_FAILED},
+        match={"prefect.resource.id": ["prefect.flow-run.*", f"fundpipe.night.{org}"]},
+        # the nightly deployment's run, or a night's event (oncall.NIGHT_WINDOW)
+        match_related={
+            "prefect.resource.role": ["deployment", NIGHT_WINDOW["prefect.resource.role"]],
+            "prefect.resource.name": NIGHTLY,
+        },
+        for_each={_ONE_BUCKET},
+        posture=Posture.Proactive,
+        threshold=1,
+        within=window,
+    )
+    return AutomationCore(
+        name=f"{MISSED_PREFIX}{safe}",
+        description=f"No night completed for {safe} by {complete_by} ({zone}): checked by the "
+        f"Prefect server itself, {window} after the nightly deployment's run was due.",
+        trigger=trigger,
+        actions=[
+            SendNotification(
+                block_document_id=block_id,
+                subject=f"fundpipe: no night completed for {safe} by {complete_by}",
+                body=_missed_body(org, safe, complete_by, zone),
+            )
+        ],
+    )
 
 
 def deadline_of(scheduled: datetime, zone: str) -> datetime:

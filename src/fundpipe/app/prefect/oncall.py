@@ -43,6 +43,8 @@ FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
 NIGHT_COMPLETED = "fundpipe.night.completed"
 NIGHT_FAILED = "fundpipe.night.failed"
+#: Every fundpipe automation's name (and alert subject) starts with this.
+PREFIX = "fundpipe: "
 #: The deployment whose scheduled run opens each night's window (the missed-night alert).
 NIGHTLY = "nightly"
 #: The related resource of every ``fundpipe.night.*`` event: "this belongs to the nightly's
@@ -53,6 +55,9 @@ NIGHT_WINDOW = {
     "prefect.resource.role": "night-window",
     "prefect.resource.name": NIGHTLY,
 }
+#: The link to the run an alert is about, when the server knows its UI's address.
+RUN_LINK = "{% if flow_run %}\nOpen the run: {{ flow_run|ui_url }}{% endif %}"
+
 #: Exception kinds whose alert is the one of the file that opened them.
 TOLD_BY_FILE = frozenset({"file_rejected"})
 
