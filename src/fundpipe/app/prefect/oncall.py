@@ -173,9 +173,10 @@ def opened(exceptions: Iterable[NightException]) -> list[NightException]:
     return [e for e in exceptions if e.opened]
 
 
-def reports_line(out_dir: Path | str | None, url: str | None) -> str:
-    """Where tonight's reports are (and their published URL, when there is one)."""
-    line = f"reports: {out_dir}"
+def reports_line(out_dir: Path | str | None, url: str | None, host: str | None = None) -> str:
+    """Where tonight's reports are — on which machine — and where they were published (a URL
+    that opens, or the shared location), when they were."""
+    line = f"reports: {out_dir}" + (f" on host {host}" if host else "")
     return f"{line} (published at {url})" if url else line
 
 

@@ -81,6 +81,12 @@ def tell_night_failed(
 def tell_night(night: NightResult, settings: Settings, sentence: str) -> None:
     """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
     counts read from the typed `night`)."""
-    url = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
-    _say(settings, [oncall.reports_line(night.reports_dir, url), sentence])
+    import socket
+
+    from fundpipe.app.prefect.links import openable
+
+    published = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
+    url = openable(published, settings.reports_url, settings.reports_public_url) or published
+    line = oncall.reports_line(night.reports_dir, url, socket.gethostname())
+    _say(settings, [line, sentence])
     _emit(settings, oncall.night_event(night, organization(settings)))
