@@ -122,6 +122,15 @@ def test_an_outage_of_one_organization_is_one_alert_with_the_host_and_the_next_s
     # until the night shells emit fundpipe.night.failed, a night's Failed run is alerted as a run
     unwired = _built()["fundpipe: a run failed"].trigger.match_related.root
     assert night_flows <= set(unwired["prefect.resource.name"])
+    # a night that needs a person (a Failed-type state named so: verdict_state) is told by its
+    # file's and exceptions' alerts, not once more as a failed run: its event has its name
+    from fundpipe.app.prefect.verdict_state import NEEDS_A_PERSON
+
+    assert "prefect.flow-run.Failed" in _built()["fundpipe: a run failed"].trigger.expect
+    assert (
+        f"prefect.flow-run.{NEEDS_A_PERSON}"
+        not in _built()["fundpipe: a run failed"].trigger.expect
+    )
     failed = built["fundpipe: a night failed"].actions[0]
     payload = {
         "name": "Beta Fund",
