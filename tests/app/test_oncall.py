@@ -135,9 +135,22 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     now = datetime(2026, 11, 23, tzinfo=UTC)
     synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
     assert oncall.sync_line(synced) == "sync: 3 distributions"
-    assert oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW])).startswith(
-        "reconcile: 1 exception(s) (1 file_rejected)"
+    line = oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW]))
+    assert line.startswith("reconcile: 1 exception(s) (1 Sheet file rejected)")
+    assert "vehicles short of funds by $" in line
+
+
+def test_no_internal_word_reaches_the_on_call_without_what_it_means() -> None:
+    said = oncall.plain(
+        "ConnectError on GET /v1/vehicles, 9 attempts; ConnectError again; raise "
+        "FUNDPIPE_RETRY_DEADLINE_S; 1 file_rejected"
     )
+    assert said == (
+        "ConnectError (the service could not be reached) on GET /v1/vehicles, 9 attempts; "
+        "ConnectError again; raise FUNDPIPE_RETRY_DEADLINE_S (how long fundpipe keeps retrying "
+        "the service); 1 Sheet file rejected"
+    )
+    assert oncall.plain(said) == said  # explained once, however often it passes
 
 
 def test_exception_ids_are_stable_and_the_columns_plain(tmp_path: Path) -> None:

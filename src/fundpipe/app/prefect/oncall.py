@@ -67,12 +67,46 @@ _LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
 Emit = Callable[[str, dict[str, str], dict[str, Any]], object]
 
 
-def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` safe for a log line or an event: secrets redacted, long numbers masked."""
+#: Words from inside fundpipe and its libraries, and what they mean to a person: a line that
+#: names one says what it means beside it (the word stays: it is what a search finds).
+GLOSSARY = {
+    "ConnectError": "the service could not be reached",
+    "ConnectTimeout": "the service took too long to accept a connection",
+    "ReadTimeout": "the service took too long to answer",
+    "Idempotency-Key": "the key that lets a request be sent again without acting twice",
+    "FUNDPIPE_RETRY_DEADLINE_S": "how long fundpipe keeps retrying the service",
+}
+_GLOSSED = re.compile(r"\b(" + "|".join(re.escape(w) for w in GLOSSARY) + r")\b(?! \()")
+
+
+def in_words(text: str) -> str:
+    """``text`` with each internal word followed by what it means, once
+    (``ConnectError`` → ``ConnectError (the service could not be reached)``); an exception kind
+    (``file_rejected``) becomes its plain words (``Sheet file rejected``)."""
+    from fundpipe.reports.headers import KIND_WORDS
+
+    seen = {word for word, meaning in GLOSSARY.items() if f"{word} ({meaning})" in text}
+
+    def gloss(match: re.Match[str]) -> str:
+        word = match.group(1)
+        if word in seen:
+            return word
+        seen.add(word)
+        return f"{word} ({GLOSSARY[word]})"
+
+    text = _GLOSSED.sub(gloss, text)
+    kinds = [k for k in KIND_WORDS if "_" in k]
+    return re.sub(r"\b(" + "|".join(kinds) + r")\b", lambda m: KIND_WORDS[m.group(1)], text)
+
+
+def plain(text: str, secrets: Iterable[str | None] = (), *, words: bool = True) -> str:
+    """``text`` safe for a log line or an event, in words a person reads: secrets redacted,
+    long numbers masked, internal words explained (:func:`in_words`; ``words=False``: not, for
+    a value a machine matches, such as a resource label or an exception's kind)."""
     from fundpipe.client import redact
 
-    masked = _LONG_NUMBER.sub(lambda m: f"…{m.group(1)}", str(text))
-    return str(redact(masked, list(secrets)))
+    masked = str(redact(_LONG_NUMBER.sub(lambda m: f"…{m.group(1)}", str(text)), list(secrets)))
+    return in_words(masked) if words else masked
 
 
 def report_url(base: str | None, path: str | Path | None, reports: Path) -> str | None:
@@ -146,13 +180,15 @@ def sync_line(synced: SyncResult) -> str:
 
 def reconcile_line(reconciled: ReconcileResult) -> str:
     """The reconcile step in one line: exceptions by kind, and the funding position."""
+    from fundpipe.reports.headers import kind_words
+
     summary = reconciled.summary
-    by_kind = ", ".join(f"{n} {k}" for k, n in summary.exception_counts.items())
+    by_kind = ", ".join(f"{n} {kind_words(k)}" for k, n in summary.exception_counts.items())
     return (
         f"reconcile: {summary.exceptions} exception(s)"
         + (f" ({by_kind})" if by_kind else "")
         + f"; depository available {format_cents(summary.available_cents)}, "
-        f"shortfall {format_cents(summary.shortfall_cents)}"
+        f"vehicles short of funds by {format_cents(summary.shortfall_cents)} in all"
     )
 
 
@@ -281,17 +317,18 @@ def safe_event(
     """An event whose text values went through :func:`plain`."""
     known = list(secrets)
 
-    def scrub(value: Any) -> Any:
+    def scrub(value: Any, words: bool = True) -> Any:
         if isinstance(value, str):
-            return plain(value, known)
+            return plain(value, known, words=words)
         if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
+            return {k: scrub(v, words and k != "kind") for k, v in value.items()}
         if isinstance(value, list):
-            return [scrub(v) for v in value]
+            return [scrub(v, words) for v in value]
         return value
 
     name, resource, payload = event
-    return name, {k: plain(v, known) for k, v in resource.items()}, scrub(payload)
+    labels = {k: plain(v, known, words=False) for k, v in resource.items()}
+    return name, labels, scrub(payload)
 
 
 def error_rows(file: FileOutcome, limit: int = 200) -> list[dict[str, str]]:
