@@ -96,6 +96,7 @@ def test_the_health_page_says_which_organizations_are_behind() -> None:
     assert by_name["Beta Fund"]["Latest night"] == "2026-11-26"
     assert by_name["Beta Fund"]["Verdict"] == "NEEDS A PERSON"
     assert by_name["Gamma Fund"]["Verdict"] == "FAILED"
+    assert by_name["Gamma Fund"]["What"].startswith("the service did not answer")
     assert then[-1]["Organization"] == "Alpha Fund"  # the good ones last
     recovered = health_rows(
         then, [VerdictLine("org_b", "Beta Fund", Verdict.OK)], date(2026, 11, 28)

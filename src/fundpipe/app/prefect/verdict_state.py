@@ -27,6 +27,7 @@ Only the shells import this module; it holds no I/O but the artifact calls of `p
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -204,7 +205,7 @@ def health_rows(
         row = rows.get(line.name, {"Organization": line.name, "Last good night": ""})
         row["Latest night"] = night.isoformat()
         row["Verdict"] = line.verdict.value
-        row["What"] = line.sentence().split(": ", 1)[1] if line.verdict is not Verdict.OK else ""
+        row["What"] = line.sentence().split(": ", 2)[2] if line.verdict is not Verdict.OK else ""
         if line.verdict is Verdict.OK:
             row["Last good night"] = night.isoformat()
         rows[line.name] = row
@@ -258,9 +259,12 @@ async def _latest_health() -> list[dict[str, Any]]:
                 key=ArtifactCollectionFilterKey(any_=[HEALTH_KEY])
             )
         )
-    if not found or not isinstance(found[0].data, list):
+    data = found[0].data if found else None
+    if isinstance(data, str):  # the server keeps a table as its JSON text
+        data = json.loads(data)
+    if not isinstance(data, list):
         return []
-    return [row for row in found[0].data if isinstance(row, dict)]
+    return [row for row in data if isinstance(row, dict)]
 
 
 def publish_health(lines: Sequence[VerdictLine], night: date) -> None:
