@@ -64,13 +64,13 @@ def test_the_verdict_artifact_is_one_line_per_organization_with_links_that_open(
         },
     )
     lines = text.splitlines()
-    assert lines[0] == "# Night of 2026-11-27: 1 ok, 1 needs a person, 1 failed"
-    assert lines[2].startswith("- 🟥 **Gamma Fund**: FAILED: the service did not answer")
-    assert lines[3].startswith("- 🟧 **Beta Fund**: NEEDS A PERSON: Vehicle short of funds")
+    assert lines[0] == "# Night of 2026-11-27: 1 failed, 1 need a person, 1 OK"
+    assert lines[2].startswith("- **Gamma Fund**: **FAILED**: the service did not answer")
+    assert lines[3].startswith("- **Beta Fund**: **NEEDS A PERSON**: Vehicle short of funds")
     # a path is text with its machine, never a link that opens the UI's 404 page
     assert lines[4] == "  - report: /srv/fundpipe/reports/org_b/2026-11-27 on host night-1"
     assert lines[5] == (
-        "- ✅ **Alpha Fund**: OK "
+        "- **Alpha Fund**: **OK** "
         "([report](https://reports.example/org_a/2026-11-27/reconciliation.xlsx))"
     )
     assert list(verdict_table([OK, DOWN])[0]) == [
@@ -87,7 +87,7 @@ def test_the_verdict_artifact_is_one_line_per_organization_with_links_that_open(
 def test_the_health_page_says_which_organizations_are_behind() -> None:
     first = health_rows([], [OK, SHORT], date(2026, 11, 26))
     assert [r["Organization"] for r in first] == ["Beta Fund", "Alpha Fund"]
-    assert first[0]["Last good night"] == ""
+    assert first[0]["Last good night"] == "none yet"
     then = health_rows(first, [OK, DOWN], date(2026, 11, 27))
     by_name = {r["Organization"]: r for r in then}
     assert by_name["Alpha Fund"]["Nights behind"] == 0

@@ -139,17 +139,18 @@ def verdict_markdown(lines: Sequence[VerdictLine], night: date, links: dict[str,
     organization by name, worst first. ``links`` (organization id → a URL that opens, or a
     path and the machine it is on as text) adds where its report is."""
     ordered = sorted(lines, key=_worst_first)
+    words = {Verdict.FAILED: "failed", Verdict.NEEDS_A_PERSON: "need a person", Verdict.OK: "OK"}
     counts = [
-        f"{sum(line.verdict is v for line in lines)} {v.value.lower()}"
-        for v in (Verdict.OK, Verdict.NEEDS_A_PERSON, Verdict.FAILED)
+        f"{sum(line.verdict is v for line in lines)} {said}"
+        for v, said in words.items()
         if any(line.verdict is v for line in lines)
     ]
     out = [f"# Night of {night.isoformat()}: {', '.join(counts) or 'no organization ran'}", ""]
     for line in ordered:
-        mark = {"OK": "✅", "NEEDS A PERSON": "🟧", "FAILED": "🟥"}[line.verdict.value]
         where = links.get(line.organization)
         report = f" ([report]({where}))" if where and _is_url(where) else ""
-        text = f"- {mark} **{line.name}**: {line.sentence().split(': ', 1)[1]}{report}"
+        verdict, _, rest = line.sentence().split(": ", 1)[1].partition(": ")
+        text = f"- **{line.name}**: **{verdict}**" + (f": {rest}" if rest else "") + report
         out.append(text)
         if where and not _is_url(where):
             out.append(f"  - report: {where}")
@@ -176,13 +177,15 @@ def verdict_table(lines: Sequence[VerdictLine]) -> list[dict[str, str]]:
     ]
 
 
+#: The health page's "Last good night" of an organization that has had none.
+NONE_YET = "none yet"
 #: The health page's columns, in words.
 HEALTH_COLUMNS = (
     "Organization",
-    "Latest night",
     "Verdict",
-    "Last good night",
     "Nights behind",
+    "Last good night",
+    "Latest night",
     "What",
 )
 
@@ -210,7 +213,10 @@ def health_rows(
             row["Last good night"] = night.isoformat()
         rows[line.name] = row
     for row in rows.values():
-        good = row.get("Last good night") or ""
+        good = str(row.get("Last good night") or "")
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", good):
+            good = ""
+            row["Last good night"] = NONE_YET
         row["Nights behind"] = (night - date.fromisoformat(good)).days if good else ""
     ordered = sorted(
         rows.values(),
