@@ -59,7 +59,7 @@ def test_the_check_looks_for_every_organization_the_nightly_runs(
 
 
 BLOCK = "00000000-0000-0000-0000-000000000001"
-ORGS = [("org_a", "Alpha Fund"), ("org_b", "Beta Fund")]
+ORGS = [("org_a", "Alpha Fund"), ("org_b", "Beta Fund"), ("org_c", 'Société "Gamma" {%')]
 
 
 def _render(template: str, **context: Any) -> str:
@@ -94,6 +94,8 @@ def test_no_alert_text_has_an_empty_field_and_each_names_the_organization_and_li
     assert text.endswith("nothing paid — $12.00.\nNext step: fix it")
     subject = _render(opened.subject, event={"payload": {**payload, "organization": "org_z"}})
     assert subject == "fundpipe: exception EX-1 opened (org_z)"  # not configured: its id
+    subject = _render(opened.subject, event={"payload": {**payload, "organization": "org_c"}})
+    assert subject == 'fundpipe: exception EX-1 opened (Société "Gamma" { %)'  # any name reads
     failed = _built()["fundpipe: a run failed"].actions[0]
     run = {"id": "r-2", "name": "sync-org-b", "parameters": {"org": "org_b"}}
     run["state"] = {"name": "Failed", "message": "down"}

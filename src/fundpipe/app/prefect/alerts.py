@@ -53,7 +53,7 @@ NIGHTS_TOLD_BY_EVENT: list[str] = []
 
 def _names(organizations: Sequence[tuple[str, str]]) -> str:
     """A Jinja statement setting ``names``: organization id → the name people know it by."""
-    mapping = json.dumps(dict(organizations), sort_keys=True)
+    mapping = json.dumps(dict(organizations), sort_keys=True, ensure_ascii=False)
     return "{% set names = " + mapping.replace("{%", "{ %").replace("%}", "% }") + " %}"
 
 
