@@ -284,3 +284,82 @@ def test_alerts_list_shows_what_is_installed(monkeypatch: pytest.MonkeyPatch) ->
     assert "send-notification" in result.output
     monkeypatch.setattr(alerts, "installed", lambda: [])
     assert "no fundpipe alerts installed" in runner.invoke(app, ["alerts", "list"]).output
+
+
+class _FakeServer:
+    """The few automation calls `alerts._install` makes, on a dict (no Prefect server)."""
+
+    def __init__(self, names: list[str]) -> None:
+        from types import SimpleNamespace
+        from uuid import uuid4
+
+        self.automations = {n: SimpleNamespace(id=uuid4(), name=n) for n in names}
+        self.deleted: list[str] = []
+
+    async def __aenter__(self) -> _FakeServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def read_deployment_by_name(self, name: str) -> Any:
+        raise ValueError(f"no deployment {name}")
+
+    async def read_automations_by_name(self, name: str) -> list[Any]:
+        return [a for a in self.automations.values() if a.name == name]
+
+    async def create_automation(self, automation: Any) -> None:
+        from uuid import uuid4
+
+        from prefect.events.schemas.automations import Automation
+
+        stored = Automation(**automation.model_dump(), id=uuid4())
+        self.automations[automation.name] = stored
+
+    async def update_automation(self, automation_id: Any, automation: Any) -> None:
+        from prefect.events.schemas.automations import Automation
+
+        stored = Automation(**automation.model_dump(), id=automation_id)
+        self.automations[automation.name] = stored
+
+    async def delete_automation(self, automation_id: Any) -> None:
+        gone = [n for n, a in self.automations.items() if getattr(a, "id", None) == automation_id]
+        for name in gone:
+            self.deleted.append(self.automations.pop(name).name)
+
+    async def read_automations(self) -> list[Any]:
+        return list(self.automations.values())
+
+
+def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_trial_cron(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The old night-check alert is deleted; a nightly every minute (the README's trial) has no
+    night to miss by an hour: installing says so instead of failing."""
+    import prefect.client.orchestration
+
+    server = _FakeServer(["fundpipe: no night completed", "someone else's automation"])
+    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: server)
+
+    async def block(webhook: str) -> tuple[str, alerts.Installed]:
+        return BLOCK, alerts.Installed(alerts.BLOCK_NAME, "unchanged")
+
+    monkeypatch.setattr(alerts, "_block", block)
+    night = alerts.Night(ORGS, "06:00", "America/New_York", "* * * * *")
+    done, notes = alerts.install("http://127.0.0.1:1/hook", night)
+    assert server.deleted == ["fundpipe: no night completed"]
+    assert "someone else's automation" in server.automations
+    assert not [n for n in server.automations if n.startswith("fundpipe: no night completed")]
+    (note,) = notes
+    assert "not once a day" in note
+    assert "missed-night alerts are not installed" in note
+    assert ("fundpipe: no night completed", "deleted") in [(d.name, d.outcome) for d in done]
+    daily = alerts.Night(ORGS, "06:00", "America/New_York", "30 1 * * *")
+    done, notes = alerts.install("http://127.0.0.1:1/hook", daily)
+    assert notes == []
+    created = [d.name for d in done if d.outcome == "created"]
+    assert created == [f"fundpipe: no night completed for {name}" for _, name in ORGS[:2]] + [
+        'fundpipe: no night completed for Société "Gamma" (%'
+    ]
+    again, _ = alerts.install("http://127.0.0.1:1/hook", daily)
+    assert {d.outcome for d in again} == {"unchanged"}  # installing twice changes nothing
