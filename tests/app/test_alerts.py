@@ -58,44 +58,203 @@ def test_the_check_looks_for_every_organization_the_nightly_runs(
     assert not (tmp_path / "orgs" / "org_a").exists()
 
 
-def test_no_alert_text_has_an_empty_field() -> None:
-    """An exception without an amount (a rejected file's) reads without a dangling dash."""
-    from jinja2 import Template
+BLOCK = "00000000-0000-0000-0000-000000000001"
+ORGS = [("org_a", "Alpha Fund"), ("org_b", "Beta Fund"), ("org_c", 'Société "Gamma" {%')]
 
-    built = alerts.automations("00000000-0000-0000-0000-000000000001", "06:00")
-    opened = next(a for a in built if a.name == "fundpipe: an exception opened")
+
+def _render(template: str, **context: Any) -> str:
+    """A notification's text as the server renders it (its `ui_url` filter: the UI's address)."""
+    from jinja2 import Environment
+
+    env = Environment(autoescape=False)  # noqa: S701 - plain text, as the server renders it
+    env.filters["ui_url"] = lambda obj: f"http://ui.example/runs/flow-run/{obj['id']}"
+    return env.from_string(template).render(**context)
+
+
+def _built() -> dict[str, Any]:
+    from datetime import timedelta
+
+    built = alerts.automations(BLOCK, "06:00", ORGS, timedelta(hours=4, minutes=30))
+    return {a.name: a for a in built}
+
+
+def test_no_alert_text_has_an_empty_field_and_each_names_the_organization_and_links() -> None:
+    """An exception without an amount (a rejected file's) reads without a dangling dash; the
+    organization is named by its name; the run is linked."""
+    opened = _built()["fundpipe: an exception opened"].actions[0]
     payload = {"id": "EX-1", "organization": "org_a", "what": "q4.csv rejected: nothing paid"}
-    text = Template(opened.actions[0].body).render(event={"payload": {**payload, "amount": ""}})
-    assert text == "Exception EX-1 opened (org_a): q4.csv rejected: nothing paid."
+    run = {"id": "r-1", "name": "nightly-2026-11-25"}
+    text = _render(opened.body, event={"payload": {**payload, "amount": ""}}, flow_run=run)
+    assert text == (
+        "Exception EX-1 opened (Alpha Fund): q4.csv rejected: nothing paid.\n"
+        "Open the run: http://ui.example/runs/flow-run/r-1"
+    )
     with_all = {**payload, "amount": "$12.00", "what_to_do": "fix it"}
-    text = Template(opened.actions[0].body).render(event={"payload": with_all})
-    assert text.endswith("nothing paid — $12.00.\nTo do: fix it")
-    failed = next(a for a in built if a.name == "fundpipe: a run failed or crashed")
-    run = {"name": "nightly-2026-11-25", "state": {"name": "Failed", "message": "down"}, "id": 1}
-    subject = Template(failed.actions[0].subject).render(flow={"name": "nightly"}, flow_run=run)
-    assert subject == "fundpipe: nightly Failed"  # a plain `fundpipe run`: no deployment
+    text = _render(opened.body, event={"payload": with_all})
+    assert text.endswith("nothing paid — $12.00.\nNext step: fix it")
+    subject = _render(opened.subject, event={"payload": {**payload, "organization": "org_z"}})
+    assert subject == "fundpipe: exception EX-1 opened (org_z)"  # not configured: its id
+    subject = _render(opened.subject, event={"payload": {**payload, "organization": "org_c"}})
+    assert subject == 'fundpipe: exception EX-1 opened (Société "Gamma" { %)'  # any name reads
+    failed = _built()["fundpipe: a run failed"].actions[0]
+    run = {"id": "r-2", "name": "sync-org-b", "parameters": {"org": "org_b"}}
+    run["state"] = {"name": "Failed", "message": "down"}
+    subject = _render(failed.subject, flow={"name": "sync"}, flow_run=run)
+    assert subject == "fundpipe: sync Failed (Beta Fund)"  # a plain run: no deployment
+    text = _render(failed.body, flow={"name": "sync"}, flow_run=run)
+    assert "Next step:" in text
+    assert text.endswith("Open the run: http://ui.example/runs/flow-run/r-2")
 
 
-def test_every_automation_notifies_through_the_block_with_a_templated_body() -> None:
-    built = alerts.automations("00000000-0000-0000-0000-000000000001", "06:00")
-    assert [a.name for a in built] == [
-        "fundpipe: a run failed or crashed",
-        "fundpipe: no night completed",
-        "fundpipe: a file was rejected",
-        "fundpipe: an exception opened",
-    ]
-    bodies = " ".join(a.actions[0].body for a in built)
-    for needle in (
-        "deployment.name",
-        "flow_run.state.message",
-        "event.payload.file",
-        "event.payload.id",
-    ):
-        assert needle in bodies
-    # the deadline is a check of fundpipe's own (fundpipe.app.prefect.deadline), not a proactive window
-    assert str(built[1].trigger.posture.value) == "Reactive"
-    assert built[1].trigger.expect == {"fundpipe.night.missed"}
-    assert "event.payload.organization" in built[1].actions[0].subject
+def test_an_outage_of_one_organization_is_one_alert_with_the_host_and_the_next_step() -> None:
+    """A night's Failed run is not alerted as a run (its organization's failed night is, once);
+    the alert names the organization, the host, what to do, and links the run."""
+    from datetime import timedelta
+
+    night_flows = {"nightly", "org-night"}
+    window = timedelta(hours=4)
+    built = {
+        a.name: a
+        for a in alerts.automations(BLOCK, "06:00", ORGS, window, told_by_event=night_flows)
+    }
+    watched = built["fundpipe: a run failed"].trigger.match_related.root
+    assert night_flows.isdisjoint(watched["prefect.resource.name"])
+    crashed = built["fundpipe: a run crashed"].trigger.match_related.root
+    assert night_flows <= set(crashed["prefect.resource.name"])  # a dead process still alerts
+    # until the night shells emit fundpipe.night.failed, a night's Failed run is alerted as a run
+    unwired = _built()["fundpipe: a run failed"].trigger.match_related.root
+    assert night_flows <= set(unwired["prefect.resource.name"])
+    # a night that needs a person (a Failed-type state named so: verdict_state) is told by its
+    # file's and exceptions' alerts, not once more as a failed run: its event has its name
+    from fundpipe.app.prefect.verdict_state import NEEDS_A_PERSON
+
+    assert "prefect.flow-run.Failed" in _built()["fundpipe: a run failed"].trigger.expect
+    assert (
+        f"prefect.flow-run.{NEEDS_A_PERSON}"
+        not in _built()["fundpipe: a run failed"].trigger.expect
+    )
+    failed = built["fundpipe: a night failed"].actions[0]
+    payload = {
+        "name": "Beta Fund",
+        "why": "the service did not answer for 15 minutes",
+        "host": "api.example.com",
+        "what_to_do": "check the service's status page, then run the night again",
+    }
+    assert _render(failed.subject, event={"payload": payload}) == (
+        "fundpipe: the night of Beta Fund failed"
+    )
+    text = _render(failed.body, event={"payload": payload}, flow_run={"id": "r-3"})
+    assert text == (
+        "The night of Beta Fund failed: the service did not answer for 15 minutes "
+        "(service api.example.com).\n"
+        "Next step: check the service's status page, then run the night again\n"
+        "Open the run: http://ui.example/runs/flow-run/r-3"
+    )
+
+
+def test_a_rejected_file_is_one_alert_its_exception_folded_in() -> None:
+    """The exception a rejected file opens carries "told by its file": the exception alert's
+    filter leaves it out, and the file's alert says it stays open until a corrected file."""
+    from fundpipe.app.prefect import oncall
+    from fundpipe.night import NightException
+
+    def exception(kind: str) -> NightException:
+        return NightException("EX-9", "open", 0, "what", None, "fix", kind, True)
+
+    filtered = _built()["fundpipe: an exception opened"].trigger.match.root
+    assert filtered["fundpipe.exception.alert"] == "own"
+    folded = oncall.opened_event(exception("file_rejected"), "org_a")[1]
+    assert folded["fundpipe.exception.alert"] == "file"
+    assert oncall.opened_event(exception("shortfall"), "org_a")[1]["fundpipe.exception.alert"] == (
+        "own"
+    )
+    rejected = _built()["fundpipe: a file was rejected"].actions[0]
+    payload = {"file": "q4.csv", "organization": "org_a", "rows": 3, "reason": "bad amount"}
+    assert _render(rejected.subject, event={"payload": payload}) == (
+        "fundpipe: q4.csv rejected (Alpha Fund)"
+    )
+    assert "stays an open exception" in _render(rejected.body, event={"payload": payload})
+
+
+def test_the_missed_night_window_runs_from_the_nightly_to_the_deadline() -> None:
+    from datetime import timedelta
+
+    from fundpipe.app.prefect.deadline import night_window
+    from fundpipe.errors import InputError
+
+    assert night_window("30 1 * * *", "06:00") == timedelta(hours=4, minutes=30)
+    assert night_window("30 23 * * *", "06:00") == timedelta(hours=6, minutes=30)
+    assert night_window("0 6 * * *", "06:00") == timedelta(hours=24)
+    with pytest.raises(InputError, match="not once a day"):
+        night_window("*/5 * * * *", "06:00")
+
+
+def _event(name: str, resource: dict[str, str], related: list[dict[str, str]]) -> Any:
+    from datetime import UTC, datetime
+    from uuid import uuid4
+
+    from prefect.server.events.schemas.events import ReceivedEvent
+
+    return ReceivedEvent(
+        occurred=datetime.now(UTC),
+        event=name,
+        resource=resource,
+        related=related,
+        id=uuid4(),
+    )
+
+
+def test_the_missed_night_trigger_is_the_servers_own_and_opens_on_the_nightlys_run() -> None:
+    """Per organization, by name, proactive: the nightly deployment's run being due (Late with
+    nothing to take it, or Pending) opens the window; that organization's completed or failed
+    night closes it; other runs' events and other organizations' nights do neither."""
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    from fundpipe.app.prefect import oncall
+
+    missed = _built()["fundpipe: no night completed for Beta Fund"]
+    assert "fundpipe: no night completed for Alpha Fund" in _built()
+    trigger = EventTrigger.model_validate(missed.trigger.model_dump())
+    assert trigger.posture.value == "Proactive"
+    assert trigger.after == {"prefect.flow-run.Late", "prefect.flow-run.Pending"}
+    assert trigger.for_each  # opened only by an `after` event, never by the clock alone
+
+    def run_event(state: str, deployment: str) -> Any:
+        related = [
+            {"prefect.resource.id": "prefect.flow.f", "prefect.resource.role": "flow"},
+            {
+                "prefect.resource.id": "prefect.deployment.d",
+                "prefect.resource.role": "deployment",
+                "prefect.resource.name": deployment,
+            },
+        ]
+        return _event(
+            f"prefect.flow-run.{state}", {"prefect.resource.id": "prefect.flow-run.x"}, related
+        )
+
+    nightly_late = run_event("Late", "nightly")
+    assert trigger.covers(nightly_late)
+    assert trigger.starts_after(nightly_late.event)
+    assert trigger.covers(run_event("Pending", "nightly"))
+    assert not trigger.covers(run_event("Pending", "inbox"))  # the inbox every 5 minutes
+    for org, covered in (("org_b", True), ("org_a", False)):
+        name = oncall.NIGHT_COMPLETED
+        resource = {"prefect.resource.id": f"fundpipe.night.{org}"}
+        done = _event(name, resource, oncall.related_of(name))
+        assert trigger.covers(done) is covered, org
+        assert trigger.expects(done.event)
+    failed = oncall.failed_event("org_b", "Beta Fund", "down", "api.example.com", "retry")
+    assert trigger.covers(_event(failed[0], failed[1], oncall.related_of(failed[0])))
+    assert trigger.bucketing_key(nightly_late) == trigger.bucketing_key(
+        _event(failed[0], failed[1], oncall.related_of(failed[0]))
+    )
+    body = _render(
+        missed.actions[0].body,
+        flow_run={"id": "r-9", "name": "nightly-2026-11-27", "state": {"name": "Late"}},
+    )
+    assert body.startswith("No fundpipe night completed for Beta Fund (org_b) by 06:00")
+    assert "is Late: nothing took it" in body
+    assert body.endswith("Open the run: http://ui.example/runs/flow-run/r-9")
 
 
 def test_alerts_need_a_prefect_server(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,3 +284,82 @@ def test_alerts_list_shows_what_is_installed(monkeypatch: pytest.MonkeyPatch) ->
     assert "send-notification" in result.output
     monkeypatch.setattr(alerts, "installed", lambda: [])
     assert "no fundpipe alerts installed" in runner.invoke(app, ["alerts", "list"]).output
+
+
+class _FakeServer:
+    """The few automation calls `alerts._install` makes, on a dict (no Prefect server)."""
+
+    def __init__(self, names: list[str]) -> None:
+        from types import SimpleNamespace
+        from uuid import uuid4
+
+        self.automations = {n: SimpleNamespace(id=uuid4(), name=n) for n in names}
+        self.deleted: list[str] = []
+
+    async def __aenter__(self) -> _FakeServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def read_deployment_by_name(self, name: str) -> Any:
+        raise ValueError(f"no deployment {name}")
+
+    async def read_automations_by_name(self, name: str) -> list[Any]:
+        return [a for a in self.automations.values() if a.name == name]
+
+    async def create_automation(self, automation: Any) -> None:
+        from uuid import uuid4
+
+        from prefect.events.schemas.automations import Automation
+
+        stored = Automation(**automation.model_dump(), id=uuid4())
+        self.automations[automation.name] = stored
+
+    async def update_automation(self, automation_id: Any, automation: Any) -> None:
+        from prefect.events.schemas.automations import Automation
+
+        stored = Automation(**automation.model_dump(), id=automation_id)
+        self.automations[automation.name] = stored
+
+    async def delete_automation(self, automation_id: Any) -> None:
+        gone = [n for n, a in self.automations.items() if getattr(a, "id", None) == automation_id]
+        for name in gone:
+            self.deleted.append(self.automations.pop(name).name)
+
+    async def read_automations(self) -> list[Any]:
+        return list(self.automations.values())
+
+
+def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_trial_cron(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The old night-check alert is deleted; a nightly every minute (the README's trial) has no
+    night to miss by an hour: installing says so instead of failing."""
+    import prefect.client.orchestration
+
+    server = _FakeServer(["fundpipe: no night completed", "someone else's automation"])
+    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: server)
+
+    async def block(webhook: str) -> tuple[str, alerts.Installed]:
+        return BLOCK, alerts.Installed(alerts.BLOCK_NAME, "unchanged")
+
+    monkeypatch.setattr(alerts, "_block", block)
+    night = alerts.Night(ORGS, "06:00", "America/New_York", "* * * * *")
+    done, notes = alerts.install("http://127.0.0.1:1/hook", night)
+    assert server.deleted == ["fundpipe: no night completed"]
+    assert "someone else's automation" in server.automations
+    assert not [n for n in server.automations if n.startswith("fundpipe: no night completed")]
+    (note,) = notes
+    assert "not once a day" in note
+    assert "missed-night alerts are not installed" in note
+    assert ("fundpipe: no night completed", "deleted") in [(d.name, d.outcome) for d in done]
+    daily = alerts.Night(ORGS, "06:00", "America/New_York", "30 1 * * *")
+    done, notes = alerts.install("http://127.0.0.1:1/hook", daily)
+    assert notes == []
+    created = [d.name for d in done if d.outcome == "created"]
+    assert created == [f"fundpipe: no night completed for {name}" for _, name in ORGS[:2]] + [
+        'fundpipe: no night completed for Société "Gamma" (%'
+    ]
+    again, _ = alerts.install("http://127.0.0.1:1/hook", daily)
+    assert {d.outcome for d in again} == {"unchanged"}  # installing twice changes nothing

@@ -136,9 +136,22 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     now = datetime(2026, 11, 23, tzinfo=UTC)
     synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
     assert oncall.sync_line(synced) == "sync: 3 distributions"
-    assert oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW])).startswith(
-        "reconcile: 1 exception(s) (1 file_rejected)"
+    line = oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW]))
+    assert line.startswith("reconcile: 1 exception(s) (1 Sheet file rejected)")
+    assert "vehicles short of funds by $" in line
+
+
+def test_no_internal_word_reaches_the_on_call_without_what_it_means() -> None:
+    said = oncall.plain(
+        "ConnectError on GET /v1/vehicles, 9 attempts; ConnectError again; raise "
+        "FUNDPIPE_RETRY_DEADLINE_S; 1 file_rejected"
     )
+    assert said == (
+        "ConnectError (the service could not be reached) on GET /v1/vehicles, 9 attempts; "
+        "ConnectError again; raise FUNDPIPE_RETRY_DEADLINE_S (how long fundpipe keeps retrying "
+        "the service); 1 Sheet file rejected"
+    )
+    assert oncall.plain(said) == said  # explained once, however often it passes
 
 
 def test_exception_ids_are_stable_and_the_columns_plain(tmp_path: Path) -> None:
@@ -251,7 +264,12 @@ def test_the_console_level_never_changes_what_reaches_the_server(
         assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL"] == console_level
 
 
-def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None:
+def test_a_report_is_a_link_only_where_a_browser_opens_it(tmp_path: Path) -> None:
+    """An http(s) reports location links; a folder or s3:// location is text (shared: no host),
+    or a link under FUNDPIPE_REPORTS_PUBLIC_URL; a report that stayed on the worker is its path
+    and the worker's name."""
+    import socket
+
     from fundpipe.app.prefect.artifacts import summary_with_links
     from fundpipe.config import Settings
 
@@ -264,15 +282,48 @@ def test_the_summary_links_every_report_and_error_report(tmp_path: Path) -> None
     )
     summary = OrgNight("org_x", date(2026, 11, 23), files=(rejected,), workbook=workbook)
     local = summary_with_links(summary, Settings(data_dir=tmp_path))
-    # without FUNDPIPE_REPORTS_URL: no dead file:// link to the worker's disk, but where they are
+    # without FUNDPIPE_REPORTS_URL: no dead link to the worker's disk, but where they are
     assert "file://" not in local
-    assert "set FUNDPIPE_REPORTS_URL" in local
-    assert str(workbook.parent) in local
-    assert "q4_typo.csv.errors.csv: not published" in local
+    assert "](" not in local  # not one markdown link
+    assert f"- workbook: `{workbook}` on host `{socket.gethostname()}`" in local
+    assert "set FUNDPIPE_REPORTS_URL to an http(s) location" in local
+    assert f"- q4_typo.csv.errors.csv: `{moved}.errors.csv` on host" in local
+    # a folder every machine mounts: its path as text, the same on every machine
+    folder = summary_with_links(summary, Settings(data_dir=tmp_path, reports_url="/mnt/share/fp"))
+    assert "](" not in folder
+    assert (
+        "- workbook: `/mnt/share/fp/2026-11-23/reconciliation.xlsx` (the shared reports location)"
+    ) in folder
+    # served over http(s): links that open
     shared = summary_with_links(
         summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
     )
     assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared
+    assert "set FUNDPIPE_REPORTS_URL" not in shared
+    public = summary_with_links(
+        summary,
+        Settings(
+            data_dir=tmp_path,
+            reports_url="s3://fp-reports/fp",
+            reports_public_url="https://cdn.example/fp",
+        ),
+    )
+    assert "[workbook](https://cdn.example/fp/2026-11-23/reconciliation.xlsx)" in public
+
+
+def test_openable_maps_the_reports_location_onto_its_public_address() -> None:
+    from fundpipe.app.prefect.links import openable, where
+
+    assert openable("https://x.example/a.xlsx", None, None) == "https://x.example/a.xlsx"
+    assert openable("s3://b/r/org_a/a.xlsx", "s3://b/r", None) is None
+    assert openable("s3://b/r/org_a/a.xlsx", "s3://b/r/", "https://cdn.example/r") == (
+        "https://cdn.example/r/org_a/a.xlsx"
+    )
+    assert openable("/elsewhere/a.xlsx", "s3://b/r", "https://cdn.example/r") is None
+    assert where(None, "/srv/r/a.xlsx", None, None, host="night-1").text() == (
+        "/srv/r/a.xlsx on host night-1"
+    )
+    assert where(None, None, None, None) is None
 
 
 def test_the_summary_says_the_service_mode_in_words() -> None:

@@ -131,6 +131,8 @@ class Settings(
         }
         if self.reports_url:
             update["reports_url"] = f"{self.reports_url.rstrip('/')}/{org.folder}"
+        if self.reports_public_url:
+            update["reports_public_url"] = f"{self.reports_public_url.rstrip('/')}/{org.folder}"
         if org.base_url:
             update["base_url"] = org.base_url
         if org.client_id:

@@ -29,6 +29,13 @@ class LocalPathSettings(BaseModel):
         "(<url>/<org>/...), the nightly run builds the morning view across organizations from "
         "them (<url>/morning/<date>/), and run artifacts link them there.",
     )
+    reports_public_url: str | None = Field(
+        default=None,
+        description="The http(s) address FUNDPIPE_REPORTS_URL is served under (a web server "
+        "over the folder, the bucket's public or CDN URL): report links in the Prefect UI open "
+        "there. Without it, only an http(s) FUNDPIPE_REPORTS_URL gives links; other reports are "
+        "shown as a path and the machine it is on.",
+    )
 
     @property
     def warehouse_file(self) -> Path:

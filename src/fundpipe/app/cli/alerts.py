@@ -46,8 +46,10 @@ def install_command(
         str | None,
         typer.Option(
             "--complete-by",
-            help="Hour (HH:MM, the nightly cron's zone) by which a night must have completed; "
-            "default FUNDPIPE_COMPLETE_BY (06:00), when the night-check deployment runs.",
+            help="Hour (HH:MM, the nightly cron's zone) by which each organization's night "
+            "must have completed; default FUNDPIPE_COMPLETE_BY (06:00). The Prefect server "
+            "itself checks it, counting from the nightly deployment's scheduled run: no worker "
+            "needed.",
         ),
     ] = None,
 ) -> None:
@@ -67,17 +69,26 @@ def install_command(
             deadline = time.fromisoformat(hh_mm(complete_by))
         except ValueError as exc:
             raise InputError(f"--complete-by {complete_by!r}: {exc}") from None
-        from fundpipe.app.prefect.alerts import install
+        from fundpipe.app.prefect.alerts import Night, install
+        from fundpipe.app.prefect.deadline import organizations_named
 
-        for item in install(webhook, deadline):
+        night = Night(
+            organizations=organizations_named(settings),
+            complete_by=deadline.strftime("%H:%M"),
+            zone=settings.nightly_timezone,
+            nightly_cron=settings.nightly_cron,
+        )
+        done, notes = install(webhook, night)
+        for item in done:
             console.print(f"{item.outcome:>9}  {item.name}  [dim]{item.detail}[/]")
+        for note in notes:
+            err_console.print(f"note: {note}", soft_wrap=True)
         wanted = deadline.strftime("%H:%M")
         if wanted != settings.complete_by:
-            # the alert only describes the deadline: the night-check deployment keeps it
+            # the night-check deployment's record keeps FUNDPIPE_COMPLETE_BY
             err_console.print(
-                f"note: the night check runs at FUNDPIPE_COMPLETE_BY ({settings.complete_by}), "
-                f"not {wanted}: set FUNDPIPE_COMPLETE_BY={wanted} where `fundpipe serve` or the "
-                "deployments run, or the alert names an hour the check does not keep",
+                f"note: the night-check run records missed nights at FUNDPIPE_COMPLETE_BY "
+                f"({settings.complete_by}), not {wanted}; the alert keeps {wanted}",
                 soft_wrap=True,
             )
 

@@ -2,61 +2,101 @@
 
 On the server named by `PREFECT_API_URL`, one webhook notification block
 (:data:`BLOCK_NAME`, a `CustomWebhookNotificationBlock` that POSTs ``{"subject", "text"}`` as
-JSON; the URL is kept among the block's secret values) and one automation per alert, each
-sending a notification through that block:
+JSON; the URL is kept among the block's secret values) and the automations below, each sending
+one notification through that block. One incident is one alert: every subject names the
+organization by its name, every text links to the run in the Prefect UI (`{{ flow_run|ui_url }}`,
+the server's UI URL) and says what to do next.
 
 | automation | fires when | says |
 |---|---|---|
-| ``fundpipe: a run failed or crashed`` | a fundpipe flow run ends Failed or Crashed (a deployment's, or a plain `fundpipe run`'s) | flow, deployment if any, run, plain reason |
-| ``fundpipe: no night completed`` | ``fundpipe.night.missed``: the `night-check` run at the deadline found no completed night for an organization (`fundpipe.app.prefect.deadline` says why not a proactive trigger) | the organization, the deadline, where to look |
-| ``fundpipe: a file was rejected`` | ``fundpipe.file.rejected`` | file, reason, error report |
-| ``fundpipe: an exception opened`` | ``fundpipe.exception.opened`` | exception id, what, amount, what to do |
+| ``fundpipe: a run crashed`` | a fundpipe run ends Crashed (its process died) | flow, organization, reason, next step, link |
+| ``fundpipe: a run failed`` | a fundpipe run ends Failed — but the flows of :data:`NIGHTS_TOLD_BY_EVENT`, whose failed nights the next line tells, once per organization | flow, organization, reason, next step, link |
+| ``fundpipe: a night failed`` | ``fundpipe.night.failed``: one organization's night failed | the organization, why, the service host, what to do, link |
+| ``fundpipe: no night completed for <name>`` | one per organization, *proactive*, evaluated by the server alone: the nightly's scheduled run was due (Pending, or Late with nothing to take it) and no night completed (nor failed) for it by the deadline (`fundpipe.app.prefect.deadline`) | the organization, the deadline, the nightly run's state, link |
+| ``fundpipe: a file was rejected`` | ``fundpipe.file.rejected`` (the exception it opens is this alert's, not one more) | file, organization, reason, error report, link |
+| ``fundpipe: an exception opened`` | ``fundpipe.exception.opened``, of an exception no file's alert told | exception, organization, what, amount, what to do, link |
 
 Installing is idempotent: automations are matched by name; one that already says the same is
-left alone, one that differs is updated, duplicates are deleted.
+left alone, one that differs is updated, duplicates and fundpipe automations no longer wanted
+(an organization gone, an alert renamed) are deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import time, timedelta
+from datetime import timedelta
 from typing import Any
 
-from fundpipe.app.prefect.deadline import MISSED
-from fundpipe.app.prefect.oncall import EXCEPTION_OPENED, FILE_REJECTED
+from fundpipe.app.prefect.deadline import ORDERING_DELAY, missed_night_automation
+from fundpipe.app.prefect.oncall import (
+    EXCEPTION_OPENED,
+    FILE_REJECTED,
+    NIGHT_FAILED,
+    NIGHTLY,
+    PREFIX,
+    RUN_LINK,
+)
 
 #: The notification block's name on the server.
 BLOCK_NAME = "fundpipe-alerts"
-#: Every fundpipe automation's name starts with this.
-PREFIX = "fundpipe: "
 #: The flows whose deployments' runs are watched for Failed / Crashed.
 FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "night-check"]
+#: The flows whose Failed runs are told per organization by `fundpipe.night.failed` instead of
+#: as a run (one alert per incident): ``["nightly", "org-night"]`` once the night shells emit it
+#: for every organization whose night failed (`tell.tell_night_failed`); until then a night's
+#: Failed run is alerted as a run, so that no failure waits for the deadline's alert.
+NIGHTS_TOLD_BY_EVENT: list[str] = []
+
+
+def _names(organizations: Sequence[tuple[str, str]]) -> str:
+    """A Jinja statement setting ``names``: organization id → the name people know it by."""
+    mapping = json.dumps(dict(organizations), sort_keys=True, ensure_ascii=False)
+    return "{% set names = " + mapping.replace("{%", "{ %").replace("%}", "% }") + " %}"
+
+
+def _name_of(expr: str) -> str:
+    """The name of the organization whose id ``expr`` gives (its id when not configured)."""
+    return "{{ names.get(" + expr + ", " + expr + ") }}"
+
 
 #: "flow/deployment", or the flow alone for a run outside a deployment (`fundpipe run`).
 _WHICH = "{{ flow.name }}{% if deployment %}/{{ deployment.name }}{% endif %}"
+_RUN_ORG = (
+    "{% if flow_run.parameters.org %}"
+    + _name_of("flow_run.parameters.org")
+    + "{% else %}every organization{% endif %}"
+)
 _FAILED_BODY = (
-    "{% if deployment %}Deployment{% else %}Flow{% endif %} " + _WHICH + ": run "
-    "{{ flow_run.name }} ended {{ flow_run.state.name }}: {{ flow_run.state.message }}\n"
-    "Flow run id: {{ flow_run.id }}. The run's Logs tab in the Prefect UI tells the night."
+    "{% if deployment %}Deployment{% else %}Flow{% endif %} "
+    + _WHICH
+    + " ("
+    + _RUN_ORG
+    + "): run {{ flow_run.name }} ended {{ flow_run.state.name }}: "
+    "{{ flow_run.state.message }}\n"
+    "Next step: read the run's Logs tab, fix what it names, and run it again." + RUN_LINK
 )
-_MISSED_BODY = (
-    "No fundpipe night completed for {{ event.payload.organization }} by "
-    "{{ event.payload.complete_by }} ({{ event.payload.timezone }}): none since "
-    "{{ event.payload.since }}. Look at its org-night runs and at the worker of its queue."
+_NIGHT_FAILED_BODY = (
+    "The night of {{ event.payload.name }} failed: {{ event.payload.why }}"
+    "{% if event.payload.host %} (service {{ event.payload.host }}){% endif %}.\n"
+    "Next step: {{ event.payload.what_to_do }}" + RUN_LINK
 )
-# every optional field is left out when empty, never printed as a blank
 _REJECTED_BODY = (
-    "{{ event.payload.file }} was rejected ({{ event.payload.organization }}, "
-    "{{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
-    "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}. "
-    "{% endif %}Correct the file and drop it again."
+    "{{ event.payload.file }} was rejected ("
+    + _name_of("event.payload.organization")
+    + ", {{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
+    "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}.\n"
+    "{% endif %}Next step: correct the file and drop it again; until a corrected file carries "
+    "its distributions it stays an open exception." + RUN_LINK
 )
 _OPENED_BODY = (
-    "Exception {{ event.payload.id }} opened ({{ event.payload.organization }}): "
-    "{{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
-    "{% endif %}.{% if event.payload.what_to_do %}\nTo do: {{ event.payload.what_to_do }}"
-    "{% endif %}"
+    "Exception {{ event.payload.id }} opened ("
+    + _name_of("event.payload.organization")
+    + "): {{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
+    "{% endif %}.{% if event.payload.what_to_do %}\nNext step: {{ event.payload.what_to_do }}"
+    "{% endif %}" + RUN_LINK
 )
 
 
@@ -65,72 +105,118 @@ class Installed:
     """One automation (or the block) and what installing did to it."""
 
     name: str
-    outcome: str  # created, updated, unchanged
+    outcome: str  # created, updated, unchanged, deleted
     detail: str = ""
 
 
-def automations(block_id: Any, complete_by: str) -> list[Any]:
-    """The four automations (Prefect `AutomationCore`), each notifying through ``block_id``."""
+def automations(
+    block_id: Any,
+    complete_by: str,
+    organizations: Sequence[tuple[str, str]] = (),
+    window: timedelta = timedelta(hours=4, minutes=30),
+    zone: str = "America/New_York",
+    told_by_event: Sequence[str] = tuple(NIGHTS_TOLD_BY_EVENT),
+) -> list[Any]:
+    """The automations (Prefect `AutomationCore`), each notifying through ``block_id``; one
+    missed-night automation per organization of ``organizations`` ((id, name) pairs). The
+    Failed runs of the flows ``told_by_event`` are not alerted as runs (see
+    :data:`NIGHTS_TOLD_BY_EVENT`)."""
     from prefect.events.actions import SendNotification
     from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
 
-    def notify(subject: str, body: str) -> list[Any]:
-        return [SendNotification(block_document_id=block_id, subject=subject, body=body)]
+    names = _names(organizations)
 
-    def _on_each(name: str, description: str, event: str, resource: str, actions: list[Any]) -> Any:
-        """An automation that fires on every `event` of a resource matching `resource`."""
+    def notify(subject: str, body: str) -> list[Any]:
+        return [
+            SendNotification(block_document_id=block_id, subject=names + subject, body=names + body)
+        ]
+
+    def _on_each(
+        name: str, description: str, event: str, match: dict[str, Any], actions: list[Any]
+    ) -> Any:
+        """An automation that fires on every `event` of a resource matching `match`."""
         trigger = EventTrigger(
             expect={event},
-            match={"prefect.resource.id": resource},
+            match=match,
             posture=Posture.Reactive,
             threshold=1,
             within=timedelta(0),
         )
         return AutomationCore(name=name, description=description, trigger=trigger, actions=actions)
 
-    return [
-        AutomationCore(
-            name=f"{PREFIX}a run failed or crashed",
-            description="A fundpipe flow run ended Failed or Crashed (a deployment's, or a "
-            "plain `fundpipe run`'s).",
+    def _run_ended(states: set[str], flows: list[str], description: str, name: str) -> Any:
+        return AutomationCore(
+            name=name,
+            description=description,
             trigger=EventTrigger(
-                expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed"},
+                expect=states,
                 match={"prefect.resource.id": "prefect.flow-run.*"},
-                match_related={"prefect.resource.role": "flow", "prefect.resource.name": FLOWS},
+                match_related={"prefect.resource.role": "flow", "prefect.resource.name": flows},
                 posture=Posture.Reactive,
                 threshold=1,
                 within=timedelta(0),
             ),
             actions=notify(
-                "fundpipe: " + _WHICH + " {{ flow_run.state.name }}",
+                "fundpipe: " + _WHICH + " {{ flow_run.state.name }} (" + _RUN_ORG + ")",
                 _FAILED_BODY,
             ),
+        )
+
+    others = [f for f in FLOWS if f not in told_by_event]
+    return [
+        _run_ended(
+            {"prefect.flow-run.Crashed"},
+            FLOWS,
+            "A fundpipe flow run crashed (its process died).",
+            f"{PREFIX}a run crashed",
+        ),
+        _run_ended(
+            {"prefect.flow-run.Failed"},
+            others,
+            "A fundpipe run ended Failed"
+            + (
+                f" ({', '.join(told_by_event)}: told per organization, fundpipe.night.failed)."
+                if told_by_event
+                else "."
+            ),
+            f"{PREFIX}a run failed",
         ),
         _on_each(
-            f"{PREFIX}no night completed",
-            f"An organization had no completed night by {complete_by}: the night-check "
-            "deployment, scheduled then, emitted fundpipe.night.missed for it.",
-            MISSED,
-            "fundpipe.night.*",
-            notify(
-                "fundpipe: no night completed for {{ event.payload.organization }} by "
-                "{{ event.payload.complete_by }}",
-                _MISSED_BODY,
-            ),
+            f"{PREFIX}a night failed",
+            "One organization's night failed (fundpipe.night.failed): its name, why, the "
+            "service host, what to do.",
+            NIGHT_FAILED,
+            {"prefect.resource.id": "fundpipe.night.*"},
+            notify("fundpipe: the night of {{ event.payload.name }} failed", _NIGHT_FAILED_BODY),
         ),
         _on_each(
             f"{PREFIX}a file was rejected",
-            "A dropped file was rejected (fundpipe.file.rejected).",
+            "A dropped file was rejected (fundpipe.file.rejected); the exception it opens is "
+            "told here, not once more.",
             FILE_REJECTED,
-            "fundpipe.file.*",
-            notify("fundpipe: {{ event.payload.file }} rejected", _REJECTED_BODY),
+            {"prefect.resource.id": "fundpipe.file.*"},
+            notify(
+                "fundpipe: {{ event.payload.file }} rejected ("
+                + _name_of("event.payload.organization")
+                + ")",
+                _REJECTED_BODY,
+            ),
         ),
         _on_each(
             f"{PREFIX}an exception opened",
-            "Reconciliation opened an exception (fundpipe.exception.opened).",
+            "Reconciliation opened an exception no file's alert told (fundpipe.exception.opened).",
             EXCEPTION_OPENED,
-            "fundpipe.exception.*",
-            notify("fundpipe: exception {{ event.payload.id }} opened", _OPENED_BODY),
+            {"prefect.resource.id": "fundpipe.exception.*", "fundpipe.exception.alert": "own"},
+            notify(
+                "fundpipe: exception {{ event.payload.id }} opened ("
+                + _name_of("event.payload.organization")
+                + ")",
+                _OPENED_BODY,
+            ),
+        ),
+        *(
+            missed_night_automation(block_id, org, name, complete_by, window, zone)
+            for org, name in organizations
         ),
     ]
 
@@ -180,13 +266,60 @@ async def _block(webhook: str) -> tuple[Any, Installed]:
     return block_id, Installed(BLOCK_NAME, outcome, "webhook block")
 
 
-async def _install(webhook: str, complete_by: str) -> list[Installed]:
+@dataclass(frozen=True)
+class Night:
+    """What the missed-night alerts watch: the organizations ((id, name) pairs), the deadline
+    (HH:MM) and the zone both the deadline and the nightly's cron are read in, and the nightly's
+    cron (its scheduled run opens each night's window)."""
+
+    organizations: Sequence[tuple[str, str]]
+    complete_by: str
+    zone: str
+    nightly_cron: str
+
+
+async def _nightly_cron(client: Any, default: str) -> tuple[str, str | None]:
+    """The cron of the `nightly` deployment's active schedule on the server (and a note when it
+    is not the configured one); ``default`` when it is not deployed (yet)."""
+    try:
+        deployment = await client.read_deployment_by_name(f"{NIGHTLY}/{NIGHTLY}")
+    except Exception:  # not deployed yet: the configured cron is the one it will get
+        return default, None
+    crons = [
+        str(s.schedule.cron)
+        for s in deployment.schedules or []
+        if s.active and getattr(s.schedule, "cron", None)
+    ]
+    if not crons or default in crons:
+        return default, None
+    return crons[0], f"the nightly deployment runs at '{crons[0]}', not '{default}': using it"
+
+
+async def _install(webhook: str, night: Night) -> tuple[list[Installed], list[str]]:
     from prefect.client.orchestration import get_client
+
+    from fundpipe.app.prefect.deadline import night_window
+    from fundpipe.errors import InputError
 
     block_id, done = await _block(webhook)
     report = [done]
+    notes: list[str] = []
     async with get_client() as client:
-        for wanted in automations(block_id, complete_by):
+        cron, note = await _nightly_cron(client, night.nightly_cron)
+        notes += [note] if note else []
+        organizations = night.organizations
+        try:
+            window = night_window(cron, night.complete_by)
+        except InputError as exc:  # a trial's "* * * * *": no night to miss by an hour
+            notes.append(f"{exc}; the missed-night alerts are not installed")
+            window, organizations = timedelta(hours=24), ()
+        if window < ORDERING_DELAY:
+            notes.append(
+                f"the nightly runs {window} before the deadline: the server may see its "
+                "scheduled run come due up to 15 minutes late, and the alert with it"
+            )
+        wanted_all = automations(block_id, night.complete_by, organizations, window, night.zone)
+        for wanted in wanted_all:
             existing = await client.read_automations_by_name(wanted.name)
             for extra in existing[1:]:
                 await client.delete_automation(extra.id)
@@ -199,15 +332,19 @@ async def _install(webhook: str, complete_by: str) -> list[Installed]:
             else:
                 outcome = "unchanged"
             report.append(Installed(wanted.name, outcome, wanted.description))
-    return report
+        names = {w.name for w in wanted_all}
+        for stale in await client.read_automations():
+            if stale.name.startswith(PREFIX) and stale.name not in names:
+                await client.delete_automation(stale.id)
+                report.append(Installed(stale.name, "deleted", "no longer a fundpipe alert"))
+    return report, notes
 
 
-def install(webhook: str, complete_by: time) -> list[Installed]:
-    """Create or update the webhook block and the automations; report what each became.
-
-    `complete_by` is the deadline the missed-night automation's description names; the check
-    itself runs on the `night-check` deployment's schedule (`fundpipe.app.prefect.deadline`)."""
-    return asyncio.run(_install(webhook, complete_by.strftime("%H:%M")))
+def install(webhook: str, night: Night) -> tuple[list[Installed], list[str]]:
+    """Create or update the webhook block and the automations; report what each became, and
+    notes for the person installing (the nightly deployment's cron, when it differs from the
+    configured one: the missed-night window counts from the deployed one)."""
+    return asyncio.run(_install(webhook, night))
 
 
 async def _list() -> list[dict[str, Any]]:

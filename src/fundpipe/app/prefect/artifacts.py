@@ -3,11 +3,11 @@
 Every key ends in the organization's id (``fundpipe-exceptions-org-demo``), so the latest
 artifact of a key is that organization's.
 
-- ``fundpipe-run-summary``: markdown, linking every report (and each rejected file's error
-  report) where the night published it under ``FUNDPIPE_REPORTS_URL``
-  (`fundpipe.app.prefect.sharing`); without it, saying the reports stayed on the worker (a ``file://``
-  path there is dead in a browser);
-- ``fundpipe-workbook``: a link to the published workbook (only with ``FUNDPIPE_REPORTS_URL``);
+- ``fundpipe-run-summary``: markdown, with every report (and each rejected file's error
+  report) as a link where a browser can open it (`fundpipe.app.prefect.links`: an ``http(s)``
+  ``FUNDPIPE_REPORTS_URL``, or ``FUNDPIPE_REPORTS_PUBLIC_URL``), else as its path and the
+  machine it is on — never a dead link;
+- ``fundpipe-workbook``: a link to the published workbook (only where it opens);
 - ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
 - ``fundpipe-exceptions``: the exceptions, with the labels a person reads (Exception, State,
   Age (days), What, Amount, What to do).
@@ -25,7 +25,7 @@ from prefect.artifacts import (
     create_table_artifact,
 )
 
-from fundpipe.app.prefect import oncall
+from fundpipe.app.prefect import links, oncall
 from fundpipe.app.prefect.uiview import org_key, plain_exceptions
 from fundpipe.config import Settings
 
@@ -33,20 +33,26 @@ if TYPE_CHECKING:
     from fundpipe.nights import OrgNight
 
 
-def _link(settings: Settings, path: Path | str | None, night: OrgNight) -> str | None:
-    """The published URL of a report (None: not published; a worker's path is no link)."""
+def _where(settings: Settings, path: Path | str | None, night: OrgNight) -> links.Where | None:
+    """Where a report is for a person: a link that opens, or its path and machine."""
     if not path:
         return None
-    return night.url_of(path) or oncall.report_url(
+    published = night.url_of(path) or oncall.report_url(
         settings.reports_url, path, settings.reports_folder
     )
+    return links.where(published, path, settings.reports_url, settings.reports_public_url)
 
 
-#: Said instead of a link when the reports were not published (a file:// path on the worker's
-#: disk is dead in a browser).
-NOT_PUBLISHED = (
-    "The reports stayed on the worker that ran this night ({where}): set FUNDPIPE_REPORTS_URL "
-    "to publish them where the Prefect UI can link them."
+def _link(settings: Settings, path: Path | str | None, night: OrgNight) -> str | None:
+    """The URL of a report a browser opens (None: no link would open)."""
+    place = _where(settings, path, night)
+    return place.url if place else None
+
+
+#: Said under the reports when none of them is a link that opens.
+NO_LINKS = (
+    "No report here opens in a browser: set FUNDPIPE_REPORTS_URL to an http(s) location, or "
+    "FUNDPIPE_REPORTS_PUBLIC_URL to the address the reports location is served at."
 )
 
 
@@ -86,24 +92,23 @@ def summary_markdown(night: OrgNight) -> str:
 
 
 def summary_with_links(night: OrgNight, settings: Settings) -> str:
-    """The run summary's markdown with every report as a link a person can open."""
-    reports = night.reports
-    links = {name: _link(settings, path, night) for name, path in reports.items()}
+    """The run summary's markdown with every report as a link that opens, or as its path and
+    the machine it is on."""
+    places = {name: _where(settings, path, night) for name, path in night.reports.items()}
     text = summary_markdown(night).rstrip("\n")
-    lines = [text, ""] + [f"- [{name}]({url})" for name, url in links.items() if url]
-    if reports and not any(links.values()):
-        where = f"`{night.workbook.parent}`" if night.workbook else "its reports folder"
-        lines.append(NOT_PUBLISHED.format(where=where))
+    lines = [text, ""] + [links.markdown(name, place) for name, place in places.items()]
+    if places and not any(p and p.url for p in places.values()):
+        lines += ["", NO_LINKS]
     errors = [
-        (Path(f.source_file).name, _link(settings, oncall.error_report_of(f), night))
+        (
+            f"{Path(f.source_file).name}.errors.csv",
+            _where(settings, oncall.error_report_of(f), night),
+        )
         for f in night.rejected
     ]
     if errors:
         lines += ["", "## Error reports", ""]
-        lines += [
-            f"- [{name}.errors.csv]({url})" if url else f"- {name}.errors.csv: not published"
-            for name, url in errors
-        ]
+        lines += [links.markdown(name, place) for name, place in errors]
     return "\n".join(lines) + "\n"
 
 

@@ -1,20 +1,31 @@
-"""The late-night alert: fundpipe checks, at the deadline, which organizations have no completed
-night, and says so with one `fundpipe.night.missed` event each.
+"""The late-night alert: "no night completed for <organization> by 06:00", heard even when the
+machine that runs the nights is down.
 
-Why a check of our own and not a Prefect proactive trigger: a proactive trigger ("expect
-`fundpipe.night.completed` within W") evaluates back-to-back windows of W counted from the
-automation's creation, not from the clock. Installed at 12:32 with a 35 h window, its first
-alert could come only ~35 h later, later ones at window ends; a window longer than a day can
-hold a completed night and a missed one; and one organization's completed night satisfies it
-for all. Prefect's triggers cannot say "by 07:00 every day, per organization".
+**The server's own watch.** The alert is a Prefect *proactive* automation per organization
+(`fundpipe alerts install`, :func:`missed_night_automation`),
+evaluated by the Prefect server alone — no worker, no `fundpipe serve`, no run of ours:
 
-So the `night-check` deployment is scheduled at the deadline (a cron at `--complete-by`, in the
-nightly's timezone). Its run takes its own scheduled time as the deadline, reads the
-`fundpipe.night.completed` events of the day before it from the Prefect server, and emits
-`fundpipe.night.missed` (resource `fundpipe.night.<org>`) for every configured organization
-without one. The automation "fundpipe: no night completed" (`fundpipe alerts install`) turns
-each into a notification naming the organization: one per organization per missed night, none
-on a night it completed, within a minute or so of the deadline (the scheduler, a worker's poll).
+- *the window opens* when the `nightly` deployment's scheduled run is due: a worker or `fundpipe
+  serve` moves it to Pending, or — nothing there to take it — the server's late-runs service marks
+  it Late ~15 s after its time. Either is an event the server emits itself
+  (`prefect.flow-run.Pending` / `prefect.flow-run.Late`, related to the deployment `nightly`);
+- *it expects*, within :func:`night_window` (the deadline minus the nightly's hour: 01:30 → 06:00
+  is 4 h 30 min), the organization's `fundpipe.night.completed` — or its `fundpipe.night.failed`,
+  whose own alert already told that night;
+- *it fires* at the window's end when neither came, naming the organization by name, the
+  deadline and the nightly run (its UI link, its state: Late says nothing took it).
+
+Why anchored on the nightly's run and not a bare proactive window: a trigger without an `after`
+event counts back-to-back windows from the automation's creation, not from the clock, and one
+organization's night would satisfy it for all. Its `for_each` names a label no event carries: every
+event falls in one bucket, and — unlike a trigger without `for_each`, which Prefect opens by itself
+every window — the bucket opens only on the nightly's run. A nightly started by hand opens a window
+too (it says when a night is expected, then). The window is a fixed length: across a DST change the
+alert comes an hour early or late that one night.
+
+**The check on the worker.** The `night-check` deployment, scheduled at the deadline, still records
+in its run which organizations had no completed night (`fundpipe.night.missed`, one event each);
+it sends no alert of its own (the automation above does, once).
 """
 
 from __future__ import annotations
@@ -27,12 +38,29 @@ from zoneinfo import ZoneInfo
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed
 
-from fundpipe.app.prefect.oncall import NIGHT_COMPLETED
+from fundpipe.app.prefect.oncall import (
+    NIGHT_COMPLETED,
+    NIGHT_FAILED,
+    NIGHT_WINDOW,
+    NIGHTLY,
+    PREFIX,
+    RUN_LINK,
+)
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
 
-__all__ = ["CHECK_FLOW", "MISSED", "deadline_of", "missed", "missed_event", "night_check"]
+__all__ = [
+    "CHECK_FLOW",
+    "MISSED",
+    "deadline_of",
+    "missed",
+    "missed_event",
+    "missed_night_automation",
+    "night_check",
+    "night_window",
+    "organizations_named",
+]
 
 #: The event of an organization without a completed night at the deadline.
 MISSED = "fundpipe.night.missed"
@@ -40,9 +68,102 @@ MISSED = "fundpipe.night.missed"
 CHECK_FLOW = "night-check"
 
 
+#: The name of the missed-night automation of one organization: this, then its name.
+MISSED_PREFIX = f"{PREFIX}no night completed for "
+#: The events of a nightly's scheduled run that say it was due: taken (Pending), or left (Late).
+NIGHT_DUE = {"prefect.flow-run.Pending", "prefect.flow-run.Late"}
+#: How late the server may see a scheduler-made run's first state event (its causal ordering
+#: waits that long for the Scheduled event the scheduler never emits).
+ORDERING_DELAY = timedelta(minutes=16)
+#: A label no event carries: the missed-night trigger's one bucket (see `deadline`).
+_ONE_BUCKET = "fundpipe.night-window"
+
+
+def _missed_body(org: str, name: str, complete_by: str, zone: str) -> str:
+    """What the missed-night alert of one organization says (the nightly run is the one whose
+    being due opened the window)."""
+    who = name if name == org else f"{name} ({org})"
+    return (
+        f"No fundpipe night completed for {who} by {complete_by} ({zone}).\n"
+        "{% if flow_run %}Tonight's nightly run {{ flow_run.name }} is {{ flow_run.state.name }}"
+        "{% if flow_run.state.name == 'Late' %}: nothing took it — no worker of its work pool "
+        "and no `fundpipe serve` is running (the machine that runs the nights may be down)"
+        "{% elif flow_run.state.message %}: {{ flow_run.state.message }}{% endif %}.\n"
+        "{% endif %}Next step: start the worker (or `fundpipe serve`) on the machine that runs the nights, "
+        "then run the nightly again for this organization." + RUN_LINK
+    )
+
+
+def missed_night_automation(
+    block_id: Any, org: str, name: str, complete_by: str, window: timedelta, zone: str
+) -> Any:
+    """The proactive automation that says "no night completed for <name> by <complete_by>"
+    (see `fundpipe.app.prefect.deadline`): opened by the nightly deployment's run being due,
+    satisfied by the organization's completed (or failed, already told) night within
+    ``window``."""
+    from prefect.events.actions import SendNotification
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+
+    safe = name.replace("{", "(").replace("}", ")")
+    trigger = EventTrigger(
+        after=NIGHT_DUE,
+        expect={NIGHT_COMPLETED, NIGHT_FAILED},
+        match={"prefect.resource.id": ["prefect.flow-run.*", f"fundpipe.night.{org}"]},
+        # the nightly deployment's run, or a night's event (oncall.NIGHT_WINDOW)
+        match_related={
+            "prefect.resource.role": ["deployment", NIGHT_WINDOW["prefect.resource.role"]],
+            "prefect.resource.name": NIGHTLY,
+        },
+        for_each={_ONE_BUCKET},
+        posture=Posture.Proactive,
+        threshold=1,
+        within=window,
+    )
+    return AutomationCore(
+        name=f"{MISSED_PREFIX}{safe}",
+        description=f"No night completed for {safe} by {complete_by} ({zone}): checked by the "
+        f"Prefect server itself, {window} after the nightly deployment's run was due.",
+        trigger=trigger,
+        actions=[
+            SendNotification(
+                block_document_id=block_id,
+                subject=f"fundpipe: no night completed for {safe} by {complete_by}",
+                body=_missed_body(org, safe, complete_by, zone),
+            )
+        ],
+    )
+
+
 def deadline_of(scheduled: datetime, zone: str) -> datetime:
     """The deadline a check scheduled at ``scheduled`` stands for: that minute, in ``zone``."""
     return scheduled.astimezone(ZoneInfo(zone)).replace(second=0, microsecond=0)
+
+
+def night_window(nightly_cron: str, complete_by: str) -> timedelta:
+    """How long after the nightly's scheduled run a night may take: from the cron's hour to
+    ``complete_by`` (HH:MM, the same zone), across midnight when it must. A cron that is not
+    once a day at a fixed minute (``30 1 * * *``) is an :class:`InputError`."""
+    from fundpipe.errors import InputError
+
+    fields = nightly_cron.split()
+    if len(fields) != 5 or not all(f.isdigit() for f in fields[:2]) or fields[2:] != ["*"] * 3:
+        raise InputError(
+            f"the nightly's cron {nightly_cron!r} is not once a day at a fixed time (like "
+            "'30 1 * * *'): the missed-night alert counts its window from that time"
+        )
+    start = int(fields[1]) * 60 + int(fields[0])
+    hour, minute = (int(part) for part in complete_by.split(":"))
+    minutes = (hour * 60 + minute - start) % (24 * 60)
+    return timedelta(minutes=minutes or 24 * 60)
+
+
+def organizations_named(settings: Settings) -> list[tuple[str, str]]:
+    """Every organization the night check looks for (:func:`organizations_to_check`), each with
+    the name people know it by (its configured name, else its id)."""
+    from fundpipe.orgs import configured_organizations
+
+    names = {o.folder: o.name for o in configured_organizations(settings) or []}
+    return [(org, names.get(org) or org) for org in organizations_to_check(settings)]
 
 
 def missed(organizations: Iterable[str], completed: Iterable[str]) -> list[str]:

@@ -10,6 +10,13 @@ events the alerts (`fundpipe.app.prefect.alerts`) react to:
 | ``fundpipe.file.rejected`` | ``fundpipe.file.<name>`` | a file was rejected |
 | ``fundpipe.exception.opened`` | ``fundpipe.exception.<id>`` | an exception opened tonight |
 | ``fundpipe.night.completed`` | ``fundpipe.night.<organization>`` | a nightly run finished its steps |
+| ``fundpipe.night.failed`` | ``fundpipe.night.<organization>`` | an organization's night failed |
+
+The two ``fundpipe.night.*`` events carry the related resource :data:`NIGHT_WINDOW`: the
+missed-night automation (`fundpipe.app.prefect.alerts`) watches them beside the nightly
+deployment's own run events, and a trigger's filter applies to both. An exception's resource
+says who alerts about it (``fundpipe.exception.alert``): its own alert, or its file's — a
+rejected file is one alert, not one for the file and one for the exception it opens.
 
 Every line and payload goes through :func:`plain`: secrets redacted, long digit runs (account
 numbers) cut to their last four. Payloads carry the organization, counts, names and ids —
@@ -36,6 +43,24 @@ if TYPE_CHECKING:
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
 NIGHT_COMPLETED = "fundpipe.night.completed"
+NIGHT_FAILED = "fundpipe.night.failed"
+#: Every fundpipe automation's name (and alert subject) starts with this.
+PREFIX = "fundpipe: "
+#: The deployment whose scheduled run opens each night's window (the missed-night alert).
+NIGHTLY = "nightly"
+#: The related resource of every ``fundpipe.night.*`` event: "this belongs to the nightly's
+#: window", with the role and name the missed-night trigger's filter accepts beside the nightly
+#: deployment's own (role ``deployment``, name ``nightly``).
+NIGHT_WINDOW = {
+    "prefect.resource.id": "fundpipe.night-window",
+    "prefect.resource.role": "night-window",
+    "prefect.resource.name": NIGHTLY,
+}
+#: The link to the run an alert is about, when the server knows its UI's address.
+RUN_LINK = "{% if flow_run %}\nOpen the run: {{ flow_run|ui_url }}{% endif %}"
+
+#: Exception kinds whose alert is the one of the file that opened them.
+TOLD_BY_FILE = frozenset({"file_rejected"})
 
 #: A run of 9+ digits standing alone: an account number, whatever column it came from.
 _LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
@@ -43,14 +68,47 @@ _LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
 Emit = Callable[[str, dict[str, str], dict[str, Any]], object]
 
 
-def plain(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` safe for a log line or an event: secrets redacted, long numbers masked (the
-    one masking function, `fundpipe.sensitive.mask`)."""
+#: Words from inside fundpipe and its libraries, and what they mean to a person: a line that
+#: names one says what it means beside it (the word stays: it is what a search finds).
+GLOSSARY = {
+    "ConnectError": "the service could not be reached",
+    "ConnectTimeout": "the service took too long to accept a connection",
+    "ReadTimeout": "the service took too long to answer",
+    "Idempotency-Key": "the key that lets a request be sent again without acting twice",
+    "FUNDPIPE_RETRY_DEADLINE_S": "how long fundpipe keeps retrying the service",
+}
+_GLOSSED = re.compile(r"\b(" + "|".join(re.escape(w) for w in GLOSSARY) + r")\b(?! \()")
+
+
+def in_words(text: str) -> str:
+    """``text`` with each internal word followed by what it means, once
+    (``ConnectError`` → ``ConnectError (the service could not be reached)``); an exception kind
+    (``file_rejected``) becomes its plain words (``Sheet file rejected``)."""
+    from fundpipe.reports.headers import KIND_WORDS
+
+    seen = {word for word, meaning in GLOSSARY.items() if f"{word} ({meaning})" in text}
+
+    def gloss(match: re.Match[str]) -> str:
+        word = match.group(1)
+        if word in seen:
+            return word
+        seen.add(word)
+        return f"{word} ({GLOSSARY[word]})"
+
+    text = _GLOSSED.sub(gloss, text)
+    kinds = [k for k in KIND_WORDS if "_" in k]
+    return re.sub(r"\b(" + "|".join(kinds) + r")\b", lambda m: KIND_WORDS[m.group(1)], text)
+
+
+def plain(text: str, secrets: Iterable[str | None] = (), *, words: bool = True) -> str:
+    """``text`` safe for a log line or an event, in words a person reads: secrets redacted,
+    long numbers masked (the one masking function, `fundpipe.sensitive.mask`), internal words explained (:func:`in_words`; ``words=False``: not, for
+    a value a machine matches, such as a resource label or an exception's kind)."""
     from fundpipe.client import redact
     from fundpipe.sensitive import mask
 
-    masked = _LONG_NUMBER.sub(lambda m: mask(m.group(0)), str(text))
-    return str(redact(masked, list(secrets)))
+    masked = str(redact(_LONG_NUMBER.sub(lambda m: mask(m.group(0)), str(text)), list(secrets)))
+    return in_words(masked) if words else masked
 
 
 def report_url(base: str | None, path: str | Path | None, reports: Path) -> str | None:
@@ -129,13 +187,15 @@ def sync_line(synced: SyncResult) -> str:
 
 def reconcile_line(reconciled: ReconcileResult) -> str:
     """The reconcile step in one line: exceptions by kind, and the funding position."""
+    from fundpipe.reports.headers import kind_words
+
     summary = reconciled.summary
-    by_kind = ", ".join(f"{n} {k}" for k, n in summary.exception_counts.items())
+    by_kind = ", ".join(f"{n} {kind_words(k)}" for k, n in summary.exception_counts.items())
     return (
         f"reconcile: {summary.exceptions} exception(s)"
         + (f" ({by_kind})" if by_kind else "")
         + f"; depository available {format_cents(summary.available_cents)}, "
-        f"shortfall {format_cents(summary.shortfall_cents)}"
+        f"vehicles short of funds by {format_cents(summary.shortfall_cents)} in all"
     )
 
 
@@ -156,9 +216,10 @@ def opened(exceptions: Iterable[NightException]) -> list[NightException]:
     return [e for e in exceptions if e.opened]
 
 
-def reports_line(out_dir: Path | str | None, url: str | None) -> str:
-    """Where tonight's reports are (and their published URL, when there is one)."""
-    line = f"reports: {out_dir}"
+def reports_line(out_dir: Path | str | None, url: str | None, host: str | None = None) -> str:
+    """Where tonight's reports are — on which machine — and where they were published (a URL
+    that opens, or the shared location), when they were."""
+    line = f"reports: {out_dir}" + (f" on host {host}" if host else "")
     return f"{line} (published at {url})" if url else line
 
 
@@ -189,6 +250,7 @@ def opened_event(
         {
             "prefect.resource.id": f"fundpipe.exception.{exception.id}",
             "prefect.resource.name": exception.id,
+            "fundpipe.exception.alert": "file" if exception.kind in TOLD_BY_FILE else "own",
         },
         {
             "organization": organization,
@@ -229,23 +291,50 @@ def night_event(night: OrgNight, organization: str) -> tuple[str, dict[str, str]
     )
 
 
+def failed_event(
+    organization: str, name: str, why: str, host: str | None, what_to_do: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The ``fundpipe.night.failed`` event of one organization whose night failed: its name, why
+    in plain words, the service host it could not reach (if that was why), and what to do."""
+    return (
+        NIGHT_FAILED,
+        {
+            "prefect.resource.id": f"fundpipe.night.{organization}",
+            "prefect.resource.name": f"fundpipe night of {name}",
+        },
+        {
+            "organization": organization,
+            "name": name,
+            "why": why,
+            "host": host or "",
+            "what_to_do": what_to_do,
+        },
+    )
+
+
+def related_of(event_name: str) -> list[dict[str, str]]:
+    """The related resources an event is emitted with (:data:`NIGHT_WINDOW` for a night's)."""
+    return [dict(NIGHT_WINDOW)] if event_name in {NIGHT_COMPLETED, NIGHT_FAILED} else []
+
+
 def safe_event(
     event: tuple[str, dict[str, str], dict[str, Any]], secrets: Iterable[str | None]
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """An event whose text values went through :func:`plain`."""
     known = list(secrets)
 
-    def scrub(value: Any) -> Any:
+    def scrub(value: Any, words: bool = True) -> Any:
         if isinstance(value, str):
-            return plain(value, known)
+            return plain(value, known, words=words)
         if isinstance(value, dict):
-            return {k: scrub(v) for k, v in value.items()}
+            return {k: scrub(v, words and k != "kind") for k, v in value.items()}
         if isinstance(value, list):
-            return [scrub(v) for v in value]
+            return [scrub(v, words) for v in value]
         return value
 
     name, resource, payload = event
-    return name, {k: plain(v, known) for k, v in resource.items()}, scrub(payload)
+    labels = {k: plain(v, known, words=False) for k, v in resource.items()}
+    return name, labels, scrub(payload)
 
 
 def error_rows(file: FileOutcome, limit: int = 200) -> list[dict[str, str]]:

@@ -5,17 +5,25 @@ Prefect starts for a plain flow call has no scheduler and no automations: a serv
 would never fire. So `fundpipe serve` starts the real thing (`prefect server start`, SQLite in
 `PREFECT_HOME`) on loopback as a child process, waits until it answers, and stops it (by its
 pid) when serving ends. With `PREFECT_API_URL` set, the configured server is used instead.
+
+SIGTERM — what systemd and container runtimes send — stops `fundpipe serve` as Ctrl-C does,
+from its first instant: Prefect's serve loop installs its own SIGTERM handler only once it starts,
+and a SIGTERM before that would kill the process at once, leaving the server it started behind.
+The server is stopped as a process group (its own session), and only once it no longer answers
+does `fundpipe serve` exit.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from fundpipe.config import Settings
@@ -84,19 +92,51 @@ def local_prefect_server(port: int, log_path: Path) -> Iterator[str]:
             time.sleep(0.5)
         yield api_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop_group(process, port)
+
+
+def _stop_group(process: subprocess.Popen[bytes], port: int, timeout_s: float = 20.0) -> None:
+    """Stop the server started in its own session: SIGTERM to its process group, SIGKILL if it
+    has not exited (and let go of ``port``) within ``timeout_s``."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    try:
+        process.wait(timeout=timeout_s)
+        while not port_is_free(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    except subprocess.TimeoutExpired:
+        pass
+    if process.poll() is None or not port_is_free(port):
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _sigterm_stops_like_ctrl_c() -> None:
+    """Until Prefect's serve loop installs its own handler, SIGTERM raises KeyboardInterrupt in
+    the main thread (the way Ctrl-C stops `fundpipe serve`, cleanly)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 def serve(settings: Settings, say: Callable[[str], object]) -> None:
     """`fundpipe serve`: the deployments and the inbox watcher, on the configured Prefect
     server or on one started here (stopped when serving ends)."""
+    _sigterm_stops_like_ctrl_c()
     # how often the served deployments look for runs to start (Prefect's default is 10 s)
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
+    try:
+        _serve(settings, say)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the serve loop took it over
+        say("stopped")
+
+
+def _serve(settings: Settings, say: Callable[[str], object]) -> None:
     with ExitStack() as stack:
         if not os.environ.get("PREFECT_API_URL"):
             log = settings.data_dir / "prefect-server.log"

@@ -37,7 +37,7 @@ def _say(settings: Settings, lines: list[str]) -> None:
 
 def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]]) -> None:
     name, resource, payload = oncall.safe_event(event, _secrets(settings))
-    emit_event(event=name, resource=resource, payload=payload)
+    emit_event(event=name, resource=resource, payload=payload, related=oncall.related_of(name))
 
 
 def organization(settings: Settings) -> str:
@@ -71,10 +71,25 @@ def tell_reconcile(
         _emit(settings, oncall.opened_event(exception, organization(settings)))
 
 
+def tell_night_failed(
+    org: str, name: str, why: str, host: str | None, what_to_do: str, settings: Settings
+) -> None:
+    """One organization's night failed: say it, and emit `fundpipe.night.failed` (its one
+    alert, and the missed-night alert's sign that this night was told already)."""
+    _say(settings, [f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")])
+    _emit(settings, oncall.failed_event(org, name, why, host, what_to_do))
+
+
 def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:
     """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
     counts read from the typed `night`)."""
-    url = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
+    import socket
+
+    from fundpipe.app.prefect.links import openable
+
+    published = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
+    url = openable(published, settings.reports_url, settings.reports_public_url) or published
     reports_dir = night.workbook.parent if night.workbook else settings.reports_folder
-    _say(settings, [oncall.reports_line(reports_dir, url), sentence])
+    line = oncall.reports_line(reports_dir, url, socket.gethostname())
+    _say(settings, [line, sentence])
     _emit(settings, oncall.night_event(night, organization(settings)))

@@ -1,0 +1,292 @@
+"""A night's verdict as the Prefect UI shows it: the run's state, the first artifact a person
+reads, the health page across nights, and run names that tell runs apart.
+
+Each organization's night ends in one of three verdicts (:class:`VerdictLine`, built by the shell
+from the library's per-organization verdict):
+
+- **OK** — nothing for a person;
+- **NEEDS A PERSON** — what, how much, by when (a rejected file, a conflict, a new or worsened
+  exception, open exceptions still due);
+- **FAILED** — why in plain words, on which host, what to do next.
+
+The state (:func:`night_state`). Prefect colours a run by its state *type*, not its name: a
+COMPLETED state named "Needs review" is as green as a clean night, and the dashboard counts it
+nowhere. A night that needs a person gets a **FAILED**-type state named
+:data:`NEEDS_A_PERSON` ("Needs a person"): red in the runs list, the graph and the timeline, and
+counted by the dashboard's "failed or crashed runs" — read as not fine at a glance, with the name
+on the badge saying it is not an outage. Retries do not fire for it: Prefect retries a Failed run
+only when the flow or deployment sets `retries`, and fundpipe's night flows set none (one retry
+layer: the service client's). The other types were weighed: CANCELLED is grey and reads as
+"someone stopped it"; CRASHED says the process died (and its alert says so); PAUSED is not
+terminal (the run waits to be resumed). A failed night is a plain FAILED state; an OK night
+COMPLETED. The run's alerts are the incident's own (a rejected file, an exception, a failed
+night: `fundpipe.app.prefect.alerts`), not one more for the red run.
+
+Only the shells import this module; it holds no I/O but the artifact calls of `publish_*`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+
+from fundpipe.cents import format_cents
+
+__all__ = [
+    "HEALTH_KEY",
+    "NEEDS_A_PERSON",
+    "VERDICT_KEY",
+    "Verdict",
+    "VerdictLine",
+    "health_rows",
+    "night_state",
+    "unique_run_name",
+    "verdict_markdown",
+    "verdict_table",
+]
+
+#: The state name of a night that needs a person (state type FAILED: see the module docstring).
+NEEDS_A_PERSON = "Needs a person"
+#: The key of the verdict artifact (the first a run shows) and of the health page.
+VERDICT_KEY = "fundpipe-verdict"
+HEALTH_KEY = "fundpipe-health"
+
+
+class Verdict(StrEnum):
+    """An organization's night in one word."""
+
+    OK = "OK"
+    NEEDS_A_PERSON = "NEEDS A PERSON"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True)
+class VerdictLine:
+    """One organization's verdict, in the words a person reads.
+
+    ``name`` is how people know the organization (its id when it has no name). For NEEDS A
+    PERSON: ``what``, ``amount_cents`` (None: no amount), ``due`` (None: no date). For FAILED:
+    ``why`` in plain words and ``host`` (the machine or service it failed on). ``next_step`` for
+    either.
+    """
+
+    organization: str
+    name: str
+    verdict: Verdict
+    what: str = ""
+    amount_cents: int | None = None
+    due: date | None = None
+    why: str = ""
+    host: str = ""
+    next_step: str = ""
+
+    @property
+    def how_much(self) -> str:
+        """The amount as dollars text, empty when there is none."""
+        return "" if self.amount_cents is None else format_cents(self.amount_cents)
+
+    @property
+    def by_when(self) -> str:
+        """``by 2026-11-30``, empty when there is no date."""
+        return f"by {self.due.isoformat()}" if self.due else ""
+
+    def sentence(self) -> str:
+        """The verdict in one line: ``Alpha Fund: NEEDS A PERSON: a shortfall, $4,500.00, by
+        2026-11-30 — fund the vehicle``."""
+        if self.verdict is Verdict.OK:
+            return f"{self.name}: OK"
+        if self.verdict is Verdict.NEEDS_A_PERSON:
+            parts = [p for p in (self.what, self.how_much, self.by_when) if p]
+        else:
+            parts = [self.why or "see the run's logs"] + ([f"on {self.host}"] if self.host else [])
+        text = f"{self.name}: {self.verdict.value}: {', '.join(parts)}"
+        return f"{text} — {self.next_step}" if self.next_step else text
+
+
+def night_state(lines: Sequence[VerdictLine]) -> Any:
+    """The Prefect state of a night over ``lines``: COMPLETED when every organization is OK;
+    FAILED named "Needs a person" when one needs a person and none failed; a plain FAILED when
+    one failed. Its message is the verdict lines, worst first, one per organization."""
+    from prefect.states import Completed, Failed
+
+    ordered = sorted(lines, key=_worst_first)
+    message = "; ".join(line.sentence() for line in ordered) or "no organization ran"
+    verdicts = {line.verdict for line in lines}
+    if Verdict.FAILED in verdicts:
+        return Failed(message=message)
+    if Verdict.NEEDS_A_PERSON in verdicts:
+        return Failed(name=NEEDS_A_PERSON, message=message)
+    return Completed(message=message)
+
+
+def _worst_first(line: VerdictLine) -> tuple[int, str]:
+    rank = {Verdict.FAILED: 0, Verdict.NEEDS_A_PERSON: 1, Verdict.OK: 2}
+    return rank[line.verdict], line.name.lower()
+
+
+def _cell(text: str) -> str:
+    """Text safe in a markdown table cell."""
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def verdict_markdown(lines: Sequence[VerdictLine], night: date, links: dict[str, str]) -> str:
+    """The first artifact of a night's run: a title counting the verdicts, then one line per
+    organization by name, worst first. ``links`` (organization id → a URL that opens, or a
+    path and the machine it is on as text) adds where its report is."""
+    ordered = sorted(lines, key=_worst_first)
+    words = {Verdict.FAILED: "failed", Verdict.NEEDS_A_PERSON: "need a person", Verdict.OK: "OK"}
+    counts = [
+        f"{sum(line.verdict is v for line in lines)} {said}"
+        for v, said in words.items()
+        if any(line.verdict is v for line in lines)
+    ]
+    out = [f"# Night of {night.isoformat()}: {', '.join(counts) or 'no organization ran'}", ""]
+    for line in ordered:
+        where = links.get(line.organization)
+        report = f" ([report]({where}))" if where and _is_url(where) else ""
+        verdict, _, rest = line.sentence().split(": ", 1)[1].partition(": ")
+        text = f"- **{line.name}**: **{verdict}**" + (f": {rest}" if rest else "") + report
+        out.append(text)
+        if where and not _is_url(where):
+            out.append(f"  - report: {where}")
+    return "\n".join(out) + "\n"
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def verdict_table(lines: Sequence[VerdictLine]) -> list[dict[str, str]]:
+    """The verdicts as a table, columns in words, worst first."""
+    return [
+        {
+            "Organization": line.name,
+            "Verdict": line.verdict.value,
+            "What": line.what or line.why,
+            "How much": line.how_much,
+            "By when": line.due.isoformat() if line.due else "",
+            "On which host": line.host,
+            "Next step": line.next_step,
+        }
+        for line in sorted(lines, key=_worst_first)
+    ]
+
+
+#: The health page's "Last good night" of an organization that has had none.
+NONE_YET = "none yet"
+#: The health page's columns, in words.
+HEALTH_COLUMNS = (
+    "Organization",
+    "Verdict",
+    "Nights behind",
+    "Last good night",
+    "Latest night",
+    "What",
+)
+
+
+def health_rows(
+    previous: Iterable[dict[str, Any]], tonight: Sequence[VerdictLine], night: date
+) -> list[dict[str, Any]]:
+    """The health page after ``night``: every organization's latest verdict and its last good
+    (OK) night, from the page before (``previous``, its rows as published) and tonight's lines.
+    Organizations not in tonight's lines keep their row; behind ones come first.
+
+    "Nights behind" counts the nights since the last good one (0: tonight was good; blank: none
+    good yet)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for row in previous:
+        name = str(row.get("Organization") or "")
+        if name:
+            rows[name] = dict(row)
+    for line in tonight:
+        row = rows.get(line.name, {"Organization": line.name, "Last good night": ""})
+        row["Latest night"] = night.isoformat()
+        row["Verdict"] = line.verdict.value
+        row["What"] = line.sentence().split(": ", 2)[2] if line.verdict is not Verdict.OK else ""
+        if line.verdict is Verdict.OK:
+            row["Last good night"] = night.isoformat()
+        rows[line.name] = row
+    for row in rows.values():
+        good = str(row.get("Last good night") or "")
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", good):
+            good = ""
+            row["Last good night"] = NONE_YET
+        row["Nights behind"] = (night - date.fromisoformat(good)).days if good else ""
+    ordered = sorted(
+        rows.values(),
+        key=lambda r: (
+            r["Nights behind"] == 0,
+            -(r["Nights behind"] if r["Nights behind"] != "" else 10**6),
+            str(r["Organization"]).lower(),
+        ),
+    )
+    return [{column: row.get(column, "") for column in HEALTH_COLUMNS} for row in ordered]
+
+
+def unique_run_name(flow: str, scheduled: datetime, run_id: str, *parts: str) -> str:
+    """A run name unique within a day: ``nightly-2026-11-27-0130-1a2b3c4d`` — the flow, any
+    ``parts`` (an organization), the scheduled date and time, and the run id's first 8 hex
+    digits (two runs scheduled the same minute still differ)."""
+    short = re.sub(r"[^0-9a-f]", "", str(run_id).lower())[:8] or "00000000"
+    words = [re.sub(r"[^A-Za-z0-9_.]+", "-", p).strip("-") for p in (flow, *parts) if p]
+    return "-".join([*words, f"{scheduled:%Y-%m-%d-%H%M}", short])
+
+
+def publish_verdict(
+    lines: Sequence[VerdictLine], night: date, links: dict[str, str] | None = None
+) -> None:
+    """Attach the verdict (markdown, key :data:`VERDICT_KEY`) to the current run — call it
+    before any other artifact, so it is the first a person sees."""
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(
+        markdown=verdict_markdown(lines, night, links or {}),
+        key=VERDICT_KEY,
+        description="Tonight, one line per organization: OK, needs a person, or failed",
+    )
+
+
+async def _latest_health() -> list[dict[str, Any]]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactCollectionFilter,
+        ArtifactCollectionFilterKey,
+    )
+
+    async with get_client() as client:
+        found = await client.read_latest_artifacts(
+            artifact_filter=ArtifactCollectionFilter(
+                key=ArtifactCollectionFilterKey(any_=[HEALTH_KEY])
+            )
+        )
+    data = found[0].data if found else None
+    if isinstance(data, str):  # the server keeps a table as its JSON text
+        data = json.loads(data)
+    if not isinstance(data, list):
+        return []
+    return [row for row in data if isinstance(row, dict)]
+
+
+def publish_health(lines: Sequence[VerdictLine], night: date) -> None:
+    """Update the health page (table, key :data:`HEALTH_KEY`) with tonight's verdicts; the page
+    before is read from the server (its latest version)."""
+    import asyncio
+
+    from prefect.artifacts import create_table_artifact
+
+    try:
+        previous = asyncio.run(_latest_health())
+    except Exception:  # no page yet, or the server does not answer: tonight's rows alone
+        previous = []
+    create_table_artifact(
+        table=health_rows(previous, lines, night),
+        key=HEALTH_KEY,
+        description="Which organizations are behind: each one's latest verdict and its last "
+        "good night",
+    )

@@ -1,0 +1,117 @@
+"""A night's verdict as the Prefect UI shows it (fundpipe.app.prefect.verdict_state)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+from fundpipe.app.prefect.verdict_state import (
+    NEEDS_A_PERSON,
+    Verdict,
+    VerdictLine,
+    health_rows,
+    night_state,
+    unique_run_name,
+    verdict_markdown,
+    verdict_table,
+)
+
+OK = VerdictLine("org_a", "Alpha Fund", Verdict.OK)
+SHORT = VerdictLine(
+    "org_b",
+    "Beta Fund",
+    Verdict.NEEDS_A_PERSON,
+    what="Vehicle short of funds",
+    amount_cents=450_000,
+    due=date(2026, 11, 30),
+    next_step="fund the vehicle's account",
+)
+DOWN = VerdictLine(
+    "org_c",
+    "Gamma Fund",
+    Verdict.FAILED,
+    why="the service did not answer for 15 minutes",
+    host="api.example.com",
+    next_step="check the service, then run the night again",
+)
+
+
+def test_a_night_that_needs_a_person_is_not_green_and_is_not_retried() -> None:
+    """Prefect colours by state type: needs a person is FAILED (red, counted), named so; a clean
+    night COMPLETED; a failure a plain Failed. None carries data the engine would raise."""
+    assert night_state([OK]).type.value == "COMPLETED"
+    needs = night_state([OK, SHORT])
+    assert needs.type.value == "FAILED"
+    assert needs.name == NEEDS_A_PERSON
+    failed = night_state([OK, SHORT, DOWN])
+    assert (failed.type.value, failed.name) == ("FAILED", "Failed")
+    # worst first, one line per organization by name
+    assert failed.message == (
+        "Gamma Fund: FAILED: the service did not answer for 15 minutes, on api.example.com — "
+        "check the service, then run the night again; "
+        "Beta Fund: NEEDS A PERSON: Vehicle short of funds, $4,500.00, by 2026-11-30 — "
+        "fund the vehicle's account; Alpha Fund: OK"
+    )
+
+
+def test_the_verdict_artifact_is_one_line_per_organization_with_links_that_open() -> None:
+    text = verdict_markdown(
+        [OK, SHORT, DOWN],
+        date(2026, 11, 27),
+        {
+            "org_a": "https://reports.example/org_a/2026-11-27/reconciliation.xlsx",
+            "org_b": "/srv/fundpipe/reports/org_b/2026-11-27 on host night-1",
+        },
+    )
+    lines = text.splitlines()
+    assert lines[0] == "# Night of 2026-11-27: 1 failed, 1 need a person, 1 OK"
+    assert lines[2].startswith("- **Gamma Fund**: **FAILED**: the service did not answer")
+    assert lines[3].startswith("- **Beta Fund**: **NEEDS A PERSON**: Vehicle short of funds")
+    # a path is text with its machine, never a link that opens the UI's 404 page
+    assert lines[4] == "  - report: /srv/fundpipe/reports/org_b/2026-11-27 on host night-1"
+    assert lines[5] == (
+        "- **Alpha Fund**: **OK** "
+        "([report](https://reports.example/org_a/2026-11-27/reconciliation.xlsx))"
+    )
+    assert list(verdict_table([OK, DOWN])[0]) == [
+        "Organization",
+        "Verdict",
+        "What",
+        "How much",
+        "By when",
+        "On which host",
+        "Next step",
+    ]
+
+
+def test_the_health_page_says_which_organizations_are_behind() -> None:
+    first = health_rows([], [OK, SHORT], date(2026, 11, 26))
+    assert [r["Organization"] for r in first] == ["Beta Fund", "Alpha Fund"]
+    assert first[0]["Last good night"] == "none yet"
+    then = health_rows(first, [OK, DOWN], date(2026, 11, 27))
+    by_name = {r["Organization"]: r for r in then}
+    assert by_name["Alpha Fund"]["Nights behind"] == 0
+    assert by_name["Alpha Fund"]["Last good night"] == "2026-11-27"
+    # Beta Fund did not run tonight: it keeps its row, its latest night the one before
+    assert by_name["Beta Fund"]["Latest night"] == "2026-11-26"
+    assert by_name["Beta Fund"]["Verdict"] == "NEEDS A PERSON"
+    assert by_name["Gamma Fund"]["Verdict"] == "FAILED"
+    assert by_name["Gamma Fund"]["What"].startswith("the service did not answer")
+    assert then[-1]["Organization"] == "Alpha Fund"  # the good ones last
+    recovered = health_rows(
+        then, [VerdictLine("org_b", "Beta Fund", Verdict.OK)], date(2026, 11, 28)
+    )
+    by_name = {r["Organization"]: r for r in recovered}
+    assert by_name["Beta Fund"]["Nights behind"] == 0
+    assert by_name["Alpha Fund"]["Nights behind"] == 1
+
+
+def test_run_names_are_unique_within_a_day() -> None:
+    at = datetime(2026, 11, 27, 1, 30, tzinfo=ZoneInfo("America/New_York"))
+    first = unique_run_name("nightly", at, "1a2b3c4d-0000-4000-8000-000000000000")
+    second = unique_run_name("nightly", at, "9f8e7d6c-0000-4000-8000-000000000000")
+    assert first == "nightly-2026-11-27-0130-1a2b3c4d"
+    assert first != second
+    assert (
+        unique_run_name("org-night", at, "ab-cd", "org_a") == "org-night-org_a-2026-11-27-0130-abcd"
+    )
