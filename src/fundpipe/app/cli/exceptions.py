@@ -48,6 +48,7 @@ def _person_act(
     import getpass
 
     from fundpipe.reconcile.lifecycle import ExceptionNotFoundError
+    from fundpipe.record import decision_sink
     from fundpipe.warehouse.file import Warehouse
 
     settings = local_org_settings(data_dir, org)
@@ -57,6 +58,7 @@ def _person_act(
             exception_id,
             by=by or getpass.getuser(),
             now=datetime.now(UTC),
+            record=decision_sink(settings),
             **fields,
         )
     except (ExceptionNotFoundError, ValueError) as exc:
