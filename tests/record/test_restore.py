@@ -1,0 +1,147 @@
+"""The record outlives the machine: after a short history, the organization's whole data folder is
+lost; `fundpipe restore` rebuilds it from the durable record — a plain folder, or an S3-compatible
+server on loopback — and every past as-of, every decision and the closed month are as they were;
+the next night creates nothing at the service."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import pandas as pd
+import pytest
+from history import LATER, as_of_views, decisions_seen, org_settings, run_history, wipe
+from typer.testing import CliRunner
+
+from fundpipe.app.cli import app
+from fundpipe.night import night
+from fundpipe.record import Record, list_snapshots, read_decisions
+from worlds.submit import World
+
+runner = CliRunner()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on loopback, for the whole module."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["folder", "s3"])
+def record_url(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The durable record: a folder on other storage, or a bucket of an S3-compatible server."""
+    if request.param == "folder":
+        return str(tmp_path / "other-disk" / "record")
+    endpoint = request.getfixturevalue("s3_endpoint")
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    # what FSSPEC_S3_ENDPOINT_URL sets for an operator (read when fsspec is imported)
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": endpoint})
+    bucket = f"record-{tmp_path.name.lower().replace('_', '-')[-40:]}"
+    fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+    return f"s3://{bucket}/fundpipe"
+
+
+def _requests(world: World) -> list[str]:
+    return [r["operation"] for r in world.control("GET", "request_log")["requests"]]
+
+
+def test_a_lost_data_folder_is_restored_from_the_record_whole(
+    world: World, record_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = org_settings(world, record_url)
+    done = run_history(world, settings, tmp_path)
+    days = sorted(done.issued)
+    before = {d: as_of_views(settings, d, tmp_path / "before" / str(d)) for d in days}
+    seen = decisions_seen(settings)
+    assert seen["december"].reviewed_by == "ben"
+    closed = settings.reports_folder / "closed" / "2026-12"
+    package = {p.name: p.read_bytes() for p in closed.iterdir() if p.is_file()}
+    record = Record(settings.record_location)
+    assert [d.decision for d in read_decisions(record)] == [
+        "acknowledged",
+        "assigned",
+        *["acknowledged"] * (len(read_decisions(record)) - 4),
+        "closed",
+        "reviewed",
+    ]
+    assert len(list_snapshots(record)) == len(days)
+
+    # the disk is lost: the organization's state and reports, all of data/
+    wipe(world.settings.data_dir)
+    monkeypatch.setenv("FUNDPIPE_RECORD_URL", record_url)
+    data = ["--data-dir", str(world.settings.data_dir)]
+    restored = runner.invoke(app, ["restore", "--org", "org_demo", *data, "--json"])
+    assert restored.exit_code == 0, restored.output
+    said = json.loads(restored.output)
+    assert said["files"] == ["ledger.binding.json", "ledger.duckdb", "warehouse.duckdb"]
+    # the assignment, the last acknowledgements, the close and the review came after the last
+    # snapshot: replayed from their decisions, with the closed month's files
+    assert said["decisions_replayed"] >= 4
+    assert said["files_put_back"] == len(package)
+
+    # every past day's as-of is what it was, and what was issued that day
+    for day in days:
+        after = as_of_views(settings, day, tmp_path / "after" / str(day))
+        assert after.keys() == before[day].keys()
+        for name, frame in after.items():
+            pd.testing.assert_frame_equal(frame, before[day][name], obj=f"{name} as of {day}")
+            pd.testing.assert_frame_equal(frame, done.issued[day][name], obj=f"{name} issued {day}")
+    # every acknowledgement, the assignment, the close and its review
+    assert decisions_seen(settings) == seen
+    assert {p.name: p.read_bytes() for p in closed.iterdir() if p.is_file()} == package
+    verified = runner.invoke(app, ["close", "--verify", "2026-12", "--org", "org_demo", *data])
+    assert verified.exit_code == 0, verified.output
+    checked = runner.invoke(app, ["backup", "--verify", "--org", "org_demo", *data])
+    assert checked.exit_code == 0, checked.output
+    assert "match their SHA-256" in checked.output
+
+    # the next night creates nothing at the service
+    world.control("DELETE", "request_log")
+    again = night(settings, transport=world.transport, as_of=LATER.date())
+    assert again.distributions_created == 0
+    assert [op for op in _requests(world) if op.startswith("POST /v1")] == []
+    assert decisions_seen(settings)["december"] == seen["december"]
+
+
+def test_a_night_on_a_machine_without_the_state_restores_first(
+    world: World, tmp_path: Path
+) -> None:
+    """Any worker can run any organization: no local state, a record → restored, then run."""
+    settings = org_settings(world, str(tmp_path / "shared" / "record"))
+    (settings.data_dir / "inbox").mkdir(parents=True)
+    first = night(settings, transport=world.transport, as_of=dt.date(2026, 12, 1))
+    assert first.distributions_created == 0
+    wipe(settings.data_dir)
+    world.control("DELETE", "request_log")
+    second = night(settings, transport=world.transport, as_of=dt.date(2026, 12, 2))
+    assert [op for op in _requests(world) if op.startswith("POST /v1")] == []
+    assert second.sync.counts
+    assert settings.warehouse_file.exists()
+    record = Record(settings.record_location)
+    assert len(list_snapshots(record)) == 2
+    assert not record.exists("lock.json")  # released
