@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode
+from fundpipe.record.restore import in_durable_record
 
 if TYPE_CHECKING:
     import httpx
@@ -245,6 +246,7 @@ class NightResult(NightReading):
         return len(self.in_state("rejected"))
 
 
+@in_durable_record  # one machine at a time; restored first when this one has no state; snapshot
 def night(
     settings: Settings,
     *,
@@ -261,28 +263,20 @@ def night(
     ``transport`` replaces the network (tests pass the sandbox's ASGI app); ``around_submit``
     and ``around_cells`` are the entry point's process-wide choices around sending and around
     an XLSX sheet's cells (see ``fundpipe.submit.ingest``).
-    The night holds the organization's lock in its durable record, restores from it first when
-    this machine has no state for the organization, and snapshots into it after
-    (``fundpipe.record.durable_night``).
-    Failures raise the error trees' exceptions (a locked inbox, the service down, the
-    organization running on another machine).
+    Failures raise the error trees' exceptions (a locked inbox, the service down).
     """
     from fundpipe.reconcile.views import reconcile
-    from fundpipe.record import durable_night
     from fundpipe.submit.ingest import ingest
     from fundpipe.sync.pull import sync
 
-    # the durable record: one machine at a time, restored first when this one has no state,
-    # snapshot after (fundpipe.record.restore)
-    with durable_night(settings, as_of=as_of):
-        ingested = ingest(
-            settings,
-            None,
-            transport=transport,
-            progress=progress,
-            around_submit=around_submit,
-            around_cells=around_cells,
-        )
-        synced = sync(settings, transport=transport, progress=progress)
-        reconciled = reconcile(settings, as_of=as_of)
+    ingested = ingest(
+        settings,
+        None,
+        transport=transport,
+        progress=progress,
+        around_submit=around_submit,
+        around_cells=around_cells,
+    )
+    synced = sync(settings, transport=transport, progress=progress)
+    reconciled = reconcile(settings, as_of=as_of)
     return NightResult.of(settings.org_id, ingested, synced, reconciled)

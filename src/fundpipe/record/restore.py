@@ -13,6 +13,7 @@ takes the night's snapshot when the night ends without an error.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from fundpipe.record.decisions import read_decisions, replay, restore_files
 from fundpipe.record.lock import OrgLock
@@ -31,7 +32,10 @@ from fundpipe.record.store import Record, RecordError
 if TYPE_CHECKING:
     from fundpipe.config import Settings
 
-__all__ = ["RestoreResult", "durable_night", "has_local_state", "restore"]
+__all__ = ["RestoreResult", "durable_night", "has_local_state", "in_durable_record", "restore"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,3 +169,19 @@ def durable_night(
             restored = restore(settings, clock=clock)
         yield restored
         take_snapshot(settings, as_of=as_of, clock=clock)
+
+
+def in_durable_record(
+    run: Callable[Concatenate[Settings, _P], _R],
+) -> Callable[Concatenate[Settings, _P], _R]:
+    """Run a night (``run(settings, ..., as_of=...)``) inside :func:`durable_night` for its
+    settings: the decorator of `fundpipe.night.night`, so the night's own steps stay as they
+    are."""
+
+    @functools.wraps(run)
+    def within(settings: Settings, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        as_of: Any = kwargs.get("as_of")
+        with durable_night(settings, as_of=as_of):
+            return run(settings, *args, **kwargs)
+
+    return within
