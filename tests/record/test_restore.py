@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
 from fundpipe.night import night
-from fundpipe.record import Record, list_snapshots, read_decisions
+from fundpipe.record import OrgLock, Record, RecordLockedError, list_snapshots, read_decisions
 from worlds.submit import World
 
 runner = CliRunner()
@@ -162,3 +162,17 @@ def test_a_night_on_a_machine_without_the_state_restores_first(
     record = Record(settings.record_location)
     assert len(list_snapshots(record)) == 2
     assert not record.exists("lock.json")  # released
+
+
+def test_on_s3_one_machine_at_a_time_holds_the_organization(s3_record: str) -> None:
+    """The lock is S3's own conditional write (If-None-Match: *): the second machine is told
+    who holds it; once released, it takes it."""
+    record = Record(f"{s3_record}/org_demo")
+    first = OrgLock(record, expiry_s=3600)
+    second = OrgLock(record, expiry_s=3600)
+    held = pytest.raises(RecordLockedError, match=r"lock.json: night of this organization runs")
+    with first, held:
+        second.acquire()
+    with second:
+        assert record.exists("lock.json")
+    assert not record.exists("lock.json")

@@ -65,22 +65,33 @@ class Record:
 
     def create(self, name: str, data: bytes) -> None:
         """Write ``data`` as the new object ``name``; RecordExistsError when one has that name
-        (never overwritten)."""
-        self._parent(name)
+        (never overwritten), RecordError when the record cannot be written."""
         try:
+            self._parent(name)
             with self._fs.open(self._path(name), "xb") as handle:
                 handle.write(data)
         except FileExistsError:
             raise RecordExistsError(f"{self.url(name)} is in the record already") from None
+        except OSError as error:
+            raise self._unwritable(name, error) from None
 
     def create_from(self, name: str, source: Path) -> None:
         """Copy the local file ``source`` as the new object ``name`` (an exclusive create)."""
-        self._parent(name)
         try:
+            self._parent(name)
             with source.open("rb") as src, self._fs.open(self._path(name), "xb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except FileExistsError:
             raise RecordExistsError(f"{self.url(name)} is in the record already") from None
+        except OSError as error:
+            raise self._unwritable(name, error) from None
+
+    def _unwritable(self, name: str, error: OSError) -> RecordError:
+        reason = error.strerror or type(error).__name__
+        return RecordError(
+            f"the durable record {self.location} could not be written ({self.url(name)}: "
+            f"{reason}); check FUNDPIPE_RECORD_URL, the storage and its credentials"
+        )
 
     def read(self, name: str) -> bytes:
         """The object ``name``'s bytes; RecordError when it is missing."""

@@ -31,7 +31,7 @@ from fundpipe.app.cli.common import (
     user_errors,
 )
 from fundpipe.app.cli.exceptions import exceptions_app
-from fundpipe.app.cli.record import backup_command, restore_command
+from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
 from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
 
@@ -310,6 +310,7 @@ def run_command(
             from fundpipe.app.cli.render import render_run_summary
 
             render_run_summary(summary, console)
+            console.print(where_the_record_is(settings_for(data_dir)), markup=False)
         raise typer.Exit(summary.exit_code)
 
 

@@ -21,6 +21,7 @@ from fundpipe.app.cli.common import (
 )
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
+from fundpipe.record import decision_sink  # each person's act goes to the durable record too
 
 if TYPE_CHECKING:
     from fundpipe.reconcile.lifecycle import TrackedException
@@ -48,7 +49,6 @@ def _person_act(
     import getpass
 
     from fundpipe.reconcile.lifecycle import ExceptionNotFoundError
-    from fundpipe.record import decision_sink
     from fundpipe.warehouse.file import Warehouse
 
     settings = local_org_settings(data_dir, org)

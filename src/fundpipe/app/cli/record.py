@@ -15,7 +15,7 @@ from fundpipe.errors import InputError
 if TYPE_CHECKING:
     from fundpipe.config import Settings
 
-__all__ = ["backup_command", "restore_command"]
+__all__ = ["backup_command", "restore_command", "where_the_record_is"]
 
 
 def _org_settings(data_dir: Path | None, org: str | None) -> Settings:
@@ -27,6 +27,16 @@ def _org_settings(data_dir: Path | None, org: str | None) -> Settings:
     return org_settings(
         settings, org or settings.org_id, among=Among.CONFIGURED, load_secret=None
     ).settings
+
+
+def where_the_record_is(settings: Settings) -> str:
+    """One line saying where the organizations' durable record is (`fundpipe run` ends with
+    it)."""
+    base = (settings.record_url or str(settings.data_dir / "record")).rstrip("/")
+    return (
+        f"durable record: {base}/<org>/ (decisions when made, a snapshot after each night; "
+        "FUNDPIPE_RECORD_URL moves it, fundpipe backup --org ORG shows it)"
+    )
 
 
 def _parse_at(text: str | None) -> datetime | None:
