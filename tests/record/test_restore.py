@@ -19,9 +19,19 @@ from history import LATER, as_of_views, decisions_seen, org_settings, run_histor
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
+from fundpipe.errors import ExitCode
 from fundpipe.night import night
-from fundpipe.record import OrgLock, Record, RecordLockedError, list_snapshots, read_decisions
-from worlds.submit import World
+from fundpipe.reconcile.lifecycle import acknowledge, list_exceptions
+from fundpipe.record import (
+    OrgLock,
+    Record,
+    RecordLockedError,
+    decision_sink,
+    list_snapshots,
+    read_decisions,
+)
+from fundpipe.warehouse.file import Warehouse
+from worlds.submit import World, write_sheet
 
 runner = CliRunner()
 
@@ -145,21 +155,44 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     assert decisions_seen(settings)["december"] == seen["december"]
 
 
-def test_a_night_on_a_machine_without_the_state_restores_first(
+def test_any_machine_runs_the_organization_from_the_shared_record_one_at_a_time(
     world: World, tmp_path: Path
 ) -> None:
-    """Any worker can run any organization: no local state, a record → restored, then run."""
-    settings = org_settings(world, str(tmp_path / "shared" / "record"))
-    (settings.data_dir / "inbox").mkdir(parents=True)
-    first = night(settings, transport=world.transport, as_of=dt.date(2026, 12, 1))
-    assert first.distributions_created == 0
-    wipe(settings.data_dir)
+    """Two machines, each its own data folder, one shared record: machine A runs the first
+    night and an analyst acknowledges on it; machine B, holding nothing of the organization,
+    runs the next night — restored from the record first, nothing created twice, the
+    acknowledgement there. While one machine holds the organization the other does nothing."""
+    shared = str(tmp_path / "shared" / "record")
+    machine_a = org_settings(world, shared)
+    top_b = world.settings.model_copy(update={"data_dir": tmp_path / "machine-b"})
+    machine_b = org_settings(World(top_b, world.transport), shared)
+    assert machine_b.data_dir != machine_a.data_dir
+    (machine_a.data_dir / "inbox").mkdir(parents=True)
+    write_sheet(machine_a.data_dir / "inbox" / "dec.csv", [("S1", "veh_demo3", [80_000_000])])
+    first = night(machine_a, transport=world.transport, as_of=dt.date(2026, 12, 1))
+    assert first.distributions_created == 1
+    short = [e for e in first.exceptions if e.kind == "shortfall"]
+    assert short
+    acknowledge(
+        Warehouse(machine_a.warehouse_file), short[0].id, note="capital call", by="ana",
+        now=dt.datetime(2026, 12, 1, 15, tzinfo=dt.UTC), record=decision_sink(machine_a),
+    )  # fmt: skip
+
+    # while machine A holds the organization, machine B's night does nothing
     world.control("DELETE", "request_log")
-    second = night(settings, transport=world.transport, as_of=dt.date(2026, 12, 2))
+    record = Record(machine_b.record_location)
+    with OrgLock(record, expiry_s=3600), pytest.raises(RecordLockedError) as held:
+        night(machine_b, transport=world.transport, as_of=dt.date(2026, 12, 2))
+    assert held.value.exit_code == ExitCode.LOCKED
+    assert _requests(world) == []
+    assert not machine_b.warehouse_file.exists()
+
+    second = night(machine_b, transport=world.transport, as_of=dt.date(2026, 12, 2))
     assert [op for op in _requests(world) if op.startswith("POST /v1")] == []
-    assert second.sync.counts
-    assert settings.warehouse_file.exists()
-    record = Record(settings.record_location)
+    assert world.references().keys() == {"S1"}  # once
+    assert second.exceptions_open == 0
+    on_b = {e.id: e for e in list_exceptions(Warehouse(machine_b.warehouse_file))}
+    assert (on_b[short[0].id].state, on_b[short[0].id].acknowledged_by) == ("acknowledged", "ana")
     assert len(list_snapshots(record)) == 2
     assert not record.exists("lock.json")  # released
 
