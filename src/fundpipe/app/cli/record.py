@@ -75,10 +75,14 @@ def restore_command(
     Example: fundpipe restore --org org_demo (or --at 2026-12-03T06:00:00+00:00)
     """
     with user_errors(data_dir):
-        from fundpipe.record import restore
+        from fundpipe.record import OrgLock, Record, restore
 
         settings = _org_settings(data_dir, org)
-        done = restore(settings, at=_parse_at(at))
+        moment = _parse_at(at)
+        # no night of the organization runs meanwhile, here or on another machine
+        record = Record(settings.record_location)
+        with OrgLock(record, expiry_s=settings.record_lock_expiry_s, what="restore"):
+            done = restore(settings, at=moment)
         if json_out:
             print(
                 json.dumps(
