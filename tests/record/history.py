@@ -74,12 +74,11 @@ def _day(month: int, day: int, hour: int = 12) -> dt.datetime:
 
 
 def run_history(world: World, settings: Settings, tmp_path: Path) -> History:
-    """December: two distributions (one short of funds), acknowledgements, an assignment; a
-    payment changed at the service; January: December closed by ana, reviewed by ben (each
-    decision made after that day's report, on a day without a night: the report issued that day
-    is the day's as-of). The
-    assignment, the last acknowledgement, the close and the review come after the last
-    snapshot: only the decisions in the record carry them."""
+    """December: two distributions (one short of funds), an acknowledgement, a payment changed
+    at the service, an assignment; January: acknowledgements, December closed by ana and
+    reviewed by ben. Three nights (1 and 21 December, 2 January), each decision on a day
+    without a night, so the report issued on a night's day is that day's as-of. The January
+    decisions come after the last snapshot: only their objects in the record carry them."""
     nights = Nights(world, settings)
     done = History(settings)
     record = decision_sink(settings)
@@ -92,16 +91,13 @@ def run_history(world: World, settings: Settings, tmp_path: Path) -> History:
         [("D1", "veh_demo1", [100_000, 200_000]), ("D2", "veh_demo3", [50_000_000, 30_000_000])],
         date="2026-12-20 09:00",
     )
-    first = nights.night(_day(12, 1))
-    done.keep(first)
+    done.keep(nights.night(_day(12, 1)))
     short = [e for e in list_exceptions(wh, state="open") if e.kind == "shortfall"]
     assert short, "the history needs an exception to acknowledge"
     acknowledge(
         wh, short[0].id, note="capital call due on the 10th", by="ana", now=_day(12, 2, 9),
         record=record,
     )  # fmt: skip
-    second = nights.night(_day(12, 2))
-    done.keep(second)
     payment = next(
         p
         for d, ps in world.distributions()
@@ -109,15 +105,11 @@ def run_history(world: World, settings: Settings, tmp_path: Path) -> History:
         if d.external_reference == "D1" and p.amount == 100_000
     )
     world.control("PATCH", f"distribution_payments/{payment.id}", {"amount": 90_000})
-    third = nights.night(_day(12, 3))
-    done.keep(third)
+    done.keep(nights.night(_day(12, 21)))
     mismatch = [e for e in list_exceptions(wh, state="open") if e.kind == "amount_mismatch"]
     assert mismatch, "the changed payment is an exception"
-    assign(wh, mismatch[0].id, to="carl", by="ana", now=_day(12, 4, 9), record=record)
-    fourth = nights.night(_day(12, 21))
-    done.keep(fourth)
-    january = nights.night(_day(1, 2))
-    done.keep(january)
+    assign(wh, mismatch[0].id, to="carl", by="ana", now=_day(12, 22, 9), record=record)
+    done.keep(nights.night(_day(1, 2)))
     for open_one in list_exceptions(wh, state="open"):
         acknowledge(
             wh, open_one.id, note="explained in the December file", by="ana",
