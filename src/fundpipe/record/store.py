@@ -74,6 +74,8 @@ class Record:
             raise RecordExistsError(f"{self.url(name)} is in the record already") from None
         except OSError as error:
             raise self._unwritable(name, error) from None
+        except (ValueError, NotImplementedError):
+            raise self._no_exclusive_create() from None
 
     def create_from(self, name: str, source: Path) -> None:
         """Copy the local file ``source`` as the new object ``name`` (an exclusive create)."""
@@ -85,6 +87,15 @@ class Record:
             raise RecordExistsError(f"{self.url(name)} is in the record already") from None
         except OSError as error:
             raise self._unwritable(name, error) from None
+        except (ValueError, NotImplementedError):
+            raise self._no_exclusive_create() from None
+
+    def _no_exclusive_create(self) -> RecordError:
+        return RecordError(
+            f"the durable record {self.location} cannot create an object only if it is absent "
+            "(fsspec mode 'xb'), which keeps decisions from being overwritten and two machines "
+            "from one organization: use a folder or S3, or a newer driver for this store"
+        )
 
     def _unwritable(self, name: str, error: OSError) -> RecordError:
         reason = error.strerror or type(error).__name__
