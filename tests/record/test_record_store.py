@@ -116,6 +116,24 @@ def test_two_machines_never_hold_one_organization_and_a_dead_ones_lock_expires(
     assert not record.exists("lock.json")
 
 
+def test_a_second_night_of_the_organization_waits_for_the_first_when_told_to(
+    org: Settings,
+) -> None:
+    record = Record(org.record_location)
+    first = OrgLock(record, expiry_s=3600)
+    first.acquire()
+    waited: list[float] = []
+
+    def meanwhile(seconds: float) -> None:  # the first night ends while the second waits
+        waited.append(seconds)
+        first.release()
+
+    second = OrgLock(record, expiry_s=3600, wait_s=60, sleep=meanwhile)
+    second.acquire()
+    assert len(waited) == 1
+    second.release()
+
+
 def test_retention_keeps_the_last_nights_and_the_snapshot_at_each_close(org: Settings) -> None:
     keep_two = org.model_copy(update={"record_keep_nights": 2})
     take_snapshot(keep_two, clock=lambda: _at(1))

@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -40,13 +41,19 @@ class OrgLock:
         *,
         expiry_s: float,
         what: str = "night",
+        wait_s: float = 0.0,
         clock: Callable[[], datetime] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        """Prepare the lock (nothing is taken yet); it expires ``expiry_s`` after it is taken."""
+        """Prepare the lock (nothing is taken yet); it expires ``expiry_s`` after it is taken;
+        ``acquire`` waits up to ``wait_s`` for another holder (0: fail at once, as the inbox
+        lock does: ``Settings.inbox_lock_wait_s``)."""
         self.record = record
         self.expiry_s = expiry_s
         self.what = what
+        self.wait_s = wait_s
         self._clock = clock or (lambda: datetime.now(UTC))
+        self._sleep = sleep
         self._token: str | None = None
 
     def _body(self, token: str) -> bytes:
@@ -72,7 +79,17 @@ class OrgLock:
         return found if isinstance(found, dict) else {}
 
     def acquire(self) -> None:
-        """Take the lock; RecordLockedError naming the holder while another holds it."""
+        """Take the lock, waiting up to ``wait_s``; else RecordLockedError naming the holder."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                return self._try_acquire()
+            except RecordLockedError:
+                if time.monotonic() >= deadline:
+                    raise
+                self._sleep(min(2.0, max(deadline - time.monotonic(), 0.01)))
+
+    def _try_acquire(self) -> None:
         token = secrets.token_hex(8)
         for _ in range(2):
             try:

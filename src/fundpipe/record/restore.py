@@ -163,7 +163,13 @@ def durable_night(
     a restore first when there is no local state but a snapshot (yielded; None otherwise), the
     snapshot after the block when it raised nothing."""
     record = Record(settings.record_location)
-    with OrgLock(record, expiry_s=settings.record_lock_expiry_s, clock=clock):
+    lock = OrgLock(
+        record,
+        expiry_s=settings.record_lock_expiry_s,
+        wait_s=settings.inbox_lock_wait_s,  # the flows wait: a nightly and an inbox run may meet
+        clock=clock,
+    )
+    with lock:
         restored = None
         if not has_local_state(settings) and list_snapshots(record):
             restored = restore(settings, clock=clock)
