@@ -19,6 +19,7 @@ from fundpipe.record import (
     RecordError,
     RecordLockedError,
     list_snapshots,
+    read_decisions,
     record_decision,
     restore,
     take_snapshot,
@@ -200,3 +201,21 @@ def test_a_restore_at_a_time_takes_the_record_as_it_was_then(org: Settings) -> N
 
     with pytest.raises(RecordError, match="holds no snapshot taken by"):
         restore(org, at=_at(0.5))
+
+
+def test_an_acknowledgement_at_the_command_line_is_in_the_record_when_made(
+    org: Settings,
+) -> None:
+    said = runner.invoke(
+        app,
+        ["exceptions", "ack", "EX-1", "--note", "paid by wire", "--by", "bo", "--org", "org_a"],
+        env={
+            "FUNDPIPE_DATA_DIR": str(org.data_dir.parents[1]),
+            "FUNDPIPE_RECORD_URL": str(Path(org.record_location).parent),
+        },
+    )
+    assert said.exit_code == 0, said.output
+    (decision,) = read_decisions(Record(org.record_location))
+    assert decision.decision == "acknowledged"
+    (row,) = decision.rows["exception_events"]
+    assert (row["exception_id"], row["by_name"], row["note"]) == ("EX-1", "bo", "paid by wire")
