@@ -15,7 +15,7 @@ from typing import Any
 import fsspec
 import pandas as pd
 import pytest
-from history import LATER, as_of_views, decisions_seen, org_settings, run_history, wipe
+from record_history import LATER, as_of_views, decisions_seen, org_settings, run_history, wipe
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
