@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode
+from fundpipe.record.restore import in_durable_record
 
 if TYPE_CHECKING:
     import httpx
@@ -273,6 +274,7 @@ class NightResult:
         return len(self.in_state("rejected"))
 
 
+@in_durable_record  # one machine at a time; restored first when this one has no state; snapshot
 def night(
     settings: Settings,
     *,

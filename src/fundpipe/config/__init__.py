@@ -109,8 +109,9 @@ class Settings(
 
     def for_org(self, org: Organization, *, several: bool) -> Settings:
         """The settings of one organization: its own X-Organization-Id, service URL, client id
-        and secret block when it names them, its state in `<data_dir>/orgs/<org>/` and its
-        reports in `<data_dir>/reports/<org>/`. Entry points call `fundpipe.orgs.org_settings`,
+        and secret block when it names them, its state in `<data_dir>/orgs/<org>/`, its
+        reports in `<data_dir>/reports/<org>/` and its durable record in
+        `<FUNDPIPE_RECORD_URL or data_dir/record>/<org>`. Entry points call `fundpipe.orgs.org_settings`,
         which finds the organization, calls this and loads the secret.
 
         `several`: more than one organization runs. Explicit `FUNDPIPE_LEDGER_PATH` /
@@ -133,6 +134,8 @@ class Settings(
             update["reports_url"] = f"{self.reports_url.rstrip('/')}/{org.folder}"
         if self.reports_public_url:
             update["reports_public_url"] = f"{self.reports_public_url.rstrip('/')}/{org.folder}"
+        record = self.record_url or str(self.data_dir / "record")
+        update["record_url"] = f"{record.rstrip('/')}/{org.folder}"
         if org.base_url:
             update["base_url"] = org.base_url
         if org.client_id:

@@ -37,6 +37,32 @@ class LocalPathSettings(BaseModel):
         "shown as a path and the machine it is on.",
     )
 
+    record_url: str | None = Field(
+        default=None,
+        description="The durable record (a folder on other storage, or an fsspec URL such as "
+        "s3://bucket/record, az://…, gs://…): each organization's decisions, written when made, "
+        "and a verified snapshot after each night (<url>/<org>/...), from which `fundpipe "
+        "restore` rebuilds its ledger and warehouse. Default <data_dir>/record/<org>.",
+    )
+    record_keep_nights: int = Field(
+        default=14,
+        ge=1,
+        description="Nightly snapshots kept in the durable record (the newest ones); the "
+        "snapshot at each close is kept forever.",
+    )
+    record_lock_expiry_s: float = Field(
+        default=6 * 3600.0,
+        gt=0,
+        description="Seconds after which an organization's lock in the durable record (one "
+        "machine runs its night at a time) is taken over: a machine that died holding it.",
+    )
+
+    @property
+    def record_location(self) -> str:
+        """The organization's durable record: `record_url` (`Settings.for_org` makes it
+        `<url>/<org>`, by default `<data_dir>/record/<org>`), else `<data_dir>/record`."""
+        return self.record_url or str(self.data_dir / "record")
+
     @property
     def warehouse_file(self) -> Path:
         """The DuckDB warehouse file."""

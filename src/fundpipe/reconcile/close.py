@@ -6,7 +6,9 @@ books as fundpipe knew them at the end of that day in the reporting timezone) in
 from, who prepared it and when, and the exceptions still open — and records the close in the
 warehouse's append-only `period_events` (migration 011). The files are made read-only and
 nothing rewrites them: closing again changes nothing, `review_period` records the review as
-another event (by another person), and `verify_period` re-hashes the files.
+another event (by another person), and `verify_period` re-hashes the files. Each close and
+review is also written to the organization's durable record when made
+(`fundpipe.record.record_decision`, with the close's files).
 
 A fact learned after the close that belongs to a closed month (a November payment changed in
 December) is an **after-close adjustment**: the view `after_close_adjustments` lists it in the
@@ -35,7 +37,8 @@ from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import os_user
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state, period_states
 from fundpipe.reconcile.views import reconcile
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.record import record_decision
+from fundpipe.warehouse.file import Warehouse, records
 
 __all__ = [
     "CloseError",
@@ -257,23 +260,20 @@ def close_period(
     cutoff = datetime.combine(
         date.fromordinal(last_day.toordinal() + 1), datetime.min.time(), ZoneInfo(zone)
     )
+    event = {
+        "period": period,
+        "event": "closed",
+        "event_at": now,
+        "by_name": prepared_by.strip(),
+        "os_user": user if user is not None else os_user(),
+        "manifest_sha256": manifest_hash,
+        "sync_id": result.summary.last_sync_id,
+        "as_of": last_day,
+        "cutoff": cutoff,
+        "folder": str(folder),
+    }
     with warehouse.write() as con:
-        con.execute(
-            "INSERT INTO period_events (period, event, event_at, by_name, os_user, "
-            "manifest_sha256, sync_id, as_of, cutoff, folder) "
-            "VALUES (?, 'closed', ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                period,
-                now,
-                prepared_by.strip(),
-                user if user is not None else os_user(),
-                manifest_hash,
-                result.summary.last_sync_id,
-                last_day,
-                cutoff,
-                str(folder),
-            ],
-        )
+        _insert(con, "period_events", event)
         # each account's closing balance in the closed report: the next month's roll-forward
         # opens at it (migration 022)
         con.execute(
@@ -283,8 +283,24 @@ def close_period(
             "FROM read_parquet(?) WHERE period = ?",
             [period, now, str(folder / result.parquet["rollforward"].relative_to(staging)), period],
         )
+        balances = records(con, "SELECT * FROM period_closing_balances WHERE period = ?", [period])
         state = period_state(con, period)
+    record_decision(
+        settings,
+        "closed",
+        {"period_events": [event], "period_closing_balances": balances},
+        at=now,
+        files=sorted(p for p in folder.rglob("*") if p.is_file()),
+    )
     return CloseResult(state=state, changed=True, folder=folder, open_exceptions=still_open)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
+    """One row of a period table (the same dict is what the durable record keeps)."""
+    con.execute(
+        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+        list(row.values()),
+    )
 
 
 def review_period(
@@ -313,12 +329,17 @@ def review_period(
             return CloseResult(state=state, changed=False, folder=folder)
         if name.casefold() == (state.prepared_by or "").strip().casefold():
             raise CloseError(f"{name} prepared {period}: the review must be by another person")
-        con.execute(
-            "INSERT INTO period_events (period, event, event_at, by_name, os_user, "
-            "manifest_sha256) VALUES (?, 'reviewed', ?, ?, ?, ?)",
-            [period, now, name, user if user is not None else os_user(), state.manifest_sha256],
-        )
+        event = {
+            "period": period,
+            "event": "reviewed",
+            "event_at": now,
+            "by_name": name,
+            "os_user": user if user is not None else os_user(),
+            "manifest_sha256": state.manifest_sha256,
+        }
+        _insert(con, "period_events", event)
         state = period_state(con, period)
+    record_decision(settings, "reviewed", {"period_events": [event]}, at=now)
     return CloseResult(state=state, changed=True, folder=folder)
 
 

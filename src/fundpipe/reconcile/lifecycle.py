@@ -31,11 +31,14 @@ import getpass
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 
 from fundpipe.warehouse.file import Warehouse, records
+
+if TYPE_CHECKING:
+    from fundpipe.record.decisions import DecisionSink
 
 __all__ = [
     "EVENTS",
@@ -393,24 +396,27 @@ def _person_event(
     note: str | None,
     assignee: str | None = None,
     user: str | None = None,
+    record: DecisionSink | None = None,
 ) -> TrackedException:
     with warehouse.write() as con:
         _, amount = _current_state(con, exception_id)
+        row = {
+            "exception_id": exception_id,
+            "event": event,
+            "event_at": now,
+            "as_of": now.astimezone(UTC).date(),
+            "by_name": by,
+            "os_user": user if user is not None else os_user(),
+            "amount_cents": amount,
+            "note": note,
+            "assignee": assignee,
+        }
         con.execute(
-            "INSERT INTO exception_events (exception_id, event, event_at, as_of, by_name, os_user, "
-            "amount_cents, note, assignee) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                exception_id,
-                event,
-                now,
-                now.astimezone(UTC).date(),
-                by,
-                user if user is not None else os_user(),
-                amount,
-                note,
-                assignee,
-            ],
+            f"INSERT INTO exception_events ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
         )
+        if record is not None:  # the durable record (fundpipe.record.record_decision)
+            record(event, {"exception_events": [row]}, now)
         as_of = _last_run(con) or now.astimezone(UTC).date()
         return _rows(con, "id = ?", [exception_id], as_of)[0]
 
@@ -423,12 +429,14 @@ def acknowledge(
     by: str,
     now: datetime,
     user: str | None = None,
+    record: DecisionSink | None = None,
 ) -> TrackedException:
     """Record that `by` dealt with an open (or acknowledged) exception at `now`, with `note`.
 
     The acknowledgement covers the exception's amount at that moment: if it later worsens, the
-    reconciliation reopens it. Acknowledging again is a second event (the first stays). Raises
-    :class:`ExceptionNotFoundError` for an unknown or resolved id, ValueError for an empty note.
+    reconciliation reopens it. Acknowledging again is a second event (the first stays).
+    ``record``, when given, also writes the decision to the durable record
+    (``fundpipe.record.decision_sink``). Raises :class:`ExceptionNotFoundError` for an unknown or resolved id, ValueError for an empty note.
     """
     if not note.strip():
         raise ValueError("an acknowledgement needs a note saying what was done")
@@ -442,6 +450,7 @@ def acknowledge(
         now=now,
         note=note.strip(),
         user=user,
+        record=record,
     )
 
 
@@ -454,8 +463,10 @@ def assign(
     now: datetime,
     note: str | None = None,
     user: str | None = None,
+    record: DecisionSink | None = None,
 ) -> TrackedException:
-    """Make `to` the owner of an unresolved exception (an `assigned` event by `by` at `now`)."""
+    """Make `to` the owner of an unresolved exception (an `assigned` event by `by` at `now`).
+    ``record``, when given, also writes the decision to the durable record."""
     if not to.strip():
         raise ValueError("an assignment needs the owner's name")
     return _person_event(
@@ -467,6 +478,7 @@ def assign(
         note=(note or "").strip() or None,
         assignee=to.strip(),
         user=user,
+        record=record,
     )
 
 

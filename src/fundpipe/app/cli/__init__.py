@@ -1,5 +1,6 @@
 """The command-line shell: typer commands that parse arguments, call library functions and
-render results (`commands`, `common`, `alerts`, `exceptions`, `sandbox`, `render`, `process`).
+render results (`commands`, `common`, `alerts`, `exceptions`, `sandbox`, `render`, `process`,
+`record`: restore and backup).
 
 `fundpipe.app.cli:main` is the `fundpipe` console script.
 """

@@ -31,6 +31,7 @@ from fundpipe.app.cli.common import (
     user_errors,
 )
 from fundpipe.app.cli.exceptions import exceptions_app
+from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
 from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
 
@@ -50,6 +51,8 @@ app = typer.Typer(
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
 app.command("close")(close_command)
+app.command("restore")(restore_command)
+app.command("backup")(backup_command)
 app.command("sandbox")(sandbox_command)
 
 
@@ -308,6 +311,7 @@ def run_command(
             from fundpipe.app.cli.render import render_run_summary
 
             render_run_summary(summary, console)
+            console.print(where_the_record_is(settings_for(data_dir)), markup=False)
         raise typer.Exit(summary.exit_code)
 
 

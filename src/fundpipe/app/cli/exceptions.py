@@ -21,6 +21,7 @@ from fundpipe.app.cli.common import (
 )
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
+from fundpipe.record import decision_sink  # each person's act goes to the durable record too
 
 if TYPE_CHECKING:
     from fundpipe.reconcile.lifecycle import TrackedException
@@ -63,6 +64,7 @@ def _person_act(
             exception_id,
             by=by or getpass.getuser(),
             now=datetime.now(UTC),
+            record=decision_sink(settings),
             **fields,
         )
     except ExceptionNotFoundError as exc:

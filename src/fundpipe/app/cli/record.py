@@ -1,0 +1,205 @@
+"""`fundpipe restore` and `fundpipe backup`: the durable record, over `fundpipe.record`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fundpipe.app.cli.common import DataDirOption, JsonOption, console, settings_for, user_errors
+from fundpipe.errors import InputError
+
+if TYPE_CHECKING:
+    from fundpipe.config import Settings
+
+__all__ = ["backup_command", "restore_command", "where_the_record_is"]
+
+
+def _org_settings(data_dir: Path | None, org: str | None) -> Settings:
+    """The organization's settings without asking the service or reading its local folders
+    (they may be gone): the configured list, else the organization named."""
+    from fundpipe.orgs import Among, org_settings
+
+    settings = settings_for(data_dir)
+    return org_settings(
+        settings, org or settings.org_id, among=Among.CONFIGURED, load_secret=None
+    ).settings
+
+
+def where_the_record_is(settings: Settings) -> str:
+    """One line saying where the organizations' durable record is (`fundpipe run` ends with
+    it)."""
+    base = (settings.record_url or str(settings.data_dir / "record")).rstrip("/")
+    return (
+        f"durable record: {base}/<org>/ (decisions when made, a snapshot after each night; "
+        "FUNDPIPE_RECORD_URL moves it, fundpipe backup --org ORG shows it)"
+    )
+
+
+def _parse_at(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(
+            f"--at {text!r} is not a time: write it ISO, e.g. 2026-12-03T06:00:00+00:00 "
+            "(no offset: UTC)"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def restore_command(
+    org: Annotated[
+        str | None,
+        typer.Option("--org", help="The organization to restore (its id)."),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="Restore the record as it was at this time (ISO; no offset: UTC): the last "
+            "snapshot taken by then and the decisions recorded by then.",
+        ),
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Rebuild an organization's ledger and warehouse from its durable record: the newest
+    snapshot (its SHA-256s checked), then every decision recorded after it, and the closed
+    months' files. Local files found are set aside (*.before-restore-<time>), never deleted.
+
+    Example: fundpipe restore --org org_demo (or --at 2026-12-03T06:00:00+00:00)
+    """
+    with user_errors(data_dir):
+        from fundpipe.record import OrgLock, Record, restore
+
+        settings = _org_settings(data_dir, org)
+        moment = _parse_at(at)
+        # no night of the organization runs meanwhile, here or on another machine
+        record = Record(settings.record_location)
+        with OrgLock(record, expiry_s=settings.record_lock_expiry_s, what="restore"):
+            done = restore(settings, at=moment)
+        if json_out:
+            print(
+                json.dumps(
+                    {
+                        "record": done.location,
+                        "snapshot": done.snapshot,
+                        "taken_at": done.taken_at.isoformat(),
+                        "files": done.files,
+                        "decisions_replayed": done.decisions_replayed,
+                        "files_put_back": done.files_put_back,
+                        "set_aside": [str(p) for p in done.set_aside],
+                    },
+                    indent=2,
+                )
+            )
+            return
+        lines = [
+            f"restored {settings.org_id or 'the organization'} from {done.snapshot} "
+            f"(taken {done.taken_at:%Y-%m-%d %H:%M} UTC; hashes checked: {', '.join(done.files)})",
+            f"decisions replayed after it: {done.decisions_replayed}; "
+            f"closed files put back: {done.files_put_back}",
+            *(f"set aside: {p}" for p in done.set_aside),
+        ]
+        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
+def backup_command(
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Re-hash the record: every snapshot against its manifest, every decision and "
+            "filed file against its SHA-256 (exit 1 when one differs).",
+        ),
+    ] = False,
+    snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--now", help="Take a snapshot of the local ledger and warehouse now (as a night does)."
+        ),
+    ] = False,
+    org: Annotated[
+        str | None,
+        typer.Option("--org", help="The organization (needed when several are configured)."),
+    ] = None,
+    data_dir: DataDirOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Show where the organization's durable record is and what it holds; --now takes a
+    snapshot, --verify re-hashes it.
+
+    Example: fundpipe backup --verify --org org_demo
+    """
+    with user_errors(data_dir):
+        from fundpipe.record import Record, list_snapshots, read_decisions, take_snapshot
+        from fundpipe.record import verify_record as verify_all
+
+        settings = _org_settings(data_dir, org)
+        if snapshot:
+            taken = take_snapshot(settings)
+            if taken is None:
+                raise InputError(f"no ledger or warehouse in {settings.data_dir} to snapshot")
+            console.print(f"snapshot {taken.url}", markup=False, highlight=False)
+        if verify:
+            check = verify_all(settings)
+            if json_out:
+                print(
+                    json.dumps(
+                        {
+                            "record": check.location,
+                            "ok": check.ok,
+                            "snapshots": check.snapshots,
+                            "decisions": check.decisions,
+                            "files": check.files,
+                            "problems": check.problems,
+                        },
+                        indent=2,
+                    )
+                )
+            elif check.ok:
+                console.print(
+                    f"{check.location}: {check.snapshots} snapshot(s), {check.decisions} "
+                    f"decision(s) and {check.files} filed file(s) match their SHA-256",
+                    markup=False,
+                    highlight=False,
+                )
+            else:
+                for problem in check.problems:
+                    console.print(problem, markup=False, highlight=False, soft_wrap=True)
+            if not check.ok:
+                raise typer.Exit(1)
+            return
+        record = Record(settings.record_location)
+        snapshots = list_snapshots(record)
+        decisions = read_decisions(record)
+        if json_out:
+            print(
+                json.dumps(
+                    {
+                        "record": record.location,
+                        "snapshots": [
+                            {"url": s.url, "taken_at": s.taken_at.isoformat(), **s.manifest}
+                            for s in snapshots
+                        ],
+                        "decisions": len(decisions),
+                    },
+                    indent=2,
+                )
+            )
+            return
+        newest = (
+            f", the newest taken {snapshots[-1].taken_at:%Y-%m-%d %H:%M} UTC" if snapshots else ""
+        )
+        console.print(
+            f"durable record: {record.location}\n"
+            f"{len(snapshots)} snapshot(s){newest}; {len(decisions)} decision(s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
