@@ -14,7 +14,10 @@ organization's night ran on its machine and left its ledger, warehouse and repor
 nowhere else; no more than `FUNDPIPE_ORG_CONCURRENCY` organizations talked to the service at
 once while all three child runs were running; each distribution exists once; the parent's
 cross-organization table adds up; each night published its reports to one shared folder
-(`FUNDPIPE_REPORTS_URL`) and the parent's morning view there adds up. Every process (PostgreSQL included) is stopped by its pid.
+(`FUNDPIPE_REPORTS_URL`) and the parent's morning view there adds up. Then machine A is lost
+(worker stopped, data folder deleted): the next night of its organizations runs on machine B
+from the shared durable record (`FUNDPIPE_RECORD_URL`) — restored first, nothing created twice,
+each organization's whole history in B's warehouse. Every process (PostgreSQL included) is stopped by its pid.
 """
 
 from __future__ import annotations
@@ -123,6 +126,7 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
         org: fill_inbox(roots[machine], org) for machine, orgs in MACHINES.items() for org in orgs
     }
     shared = tmp_path / "shared-reports"
+    record = tmp_path / "shared-record"
     queue_of = {org: machine for machine, orgs in MACHINES.items() for org in orgs}
     env = base_env(tmp_path / "controller-home", api_url, tmp_path / "controller" / "data")
     env.update(
@@ -136,6 +140,9 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
             "FUNDPIPE_INBOX_SETTLE_S": "0",
             # the one folder both machines and the controller see
             "FUNDPIPE_REPORTS_URL": str(shared),
+            # the durable record both machines reach: a lost machine's organizations run on
+            # the other, restored from it
+            "FUNDPIPE_RECORD_URL": str(record),
         }
     )
     # PostgreSQL runs as a user of its own when the test runs as root: its data directory sits
@@ -176,11 +183,12 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
             ],
             env,
         )
+        workers = {}
         for machine, root in roots.items():
             queues = ["--work-queue", machine]
             if machine == "machine-a":
                 queues += ["--work-queue", "default"]  # the nightly run's queue
-            procs.start(
+            workers[machine] = procs.start(
                 machine,
                 [PREFECT, "worker", "start", "--pool", "fundpipe", "--name", machine, *queues],
                 {
@@ -277,7 +285,55 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
             summary = api.artifacts(child["id"])[key]["data"]
             assert "file://" not in summary
             assert f"]({shared}/" in summary
-        for name in (*MACHINES, "server", "sandbox"):
+
+        # machine A is lost (its worker stopped, its disk gone): machine B runs the next night
+        # of every organization, A's restored from the shared record first
+        os.killpg(workers["machine-a"].pid, signal.SIGTERM)
+        workers["machine-a"].wait(timeout=30)
+        shutil.rmtree(roots["machine-a"].parent)
+        machine_b = roots["machine-b"]
+        procs.start(
+            "machine-b-takes-a",
+            [
+                *(PREFECT, "worker", "start", "--pool", "fundpipe", "--name", "machine-b-takes-a"),
+                *("--work-queue", "machine-a", "--work-queue", "default"),
+            ],
+            {
+                **env,
+                "FUNDPIPE_DATA_DIR": str(machine_b),
+                "PREFECT_HOME": str(machine_b.parent / "prefect-home-2"),
+                "PREFECT_WORKER_QUERY_SECONDS": "1",
+            },
+        )
+        run_cli([PREFECT, "deployment", "run", "nightly/nightly"], env)
+
+        def second_finished() -> dict[str, Any] | None:
+            runs = [r for r in api.flow_runs("nightly/nightly") if r["id"] != parent["id"]]
+            done = [r for r in runs if (r.get("state") or {}).get("type") in _FINAL]
+            return done[0] if done else None
+
+        again = wait_for("the next nightly run to finish", second_finished, 300, step=1)
+        stage("next night finished on machine B")
+        assert again["state"]["type"] == "COMPLETED", (again["state"], _tails(procs))
+        import duckdb
+
+        for org in ORGS:
+            # nothing twice at the service, and each organization's whole history on B
+            held = held_distributions(sandbox_url, org)
+            assert held == dict.fromkeys(expected[org], 1), f"{org}: not each distribution once"
+            warehouse = machine_b / "orgs" / org / "warehouse.duckdb"
+            con = duckdb.connect(str(warehouse), read_only=True)
+            try:
+                syncs = con.execute("SELECT count(*) FROM syncs").fetchone()
+                rows = con.execute("SELECT external_reference FROM distributions").fetchall()
+            finally:
+                con.close()
+            assert syncs == (2,), (org, syncs)  # the first night's (restored for A's) and B's
+            assert set(expected[org]) <= {r for (r,) in rows}, org
+            snapshots = [p for p in (record / org / "snapshots").iterdir() if p.is_dir()]
+            assert len(snapshots) == 2, org
+            assert not (record / org / "lock.json").exists()
+        for name in (*MACHINES, "machine-b-takes-a", "server", "sandbox"):
             assert unexpected_tracebacks(procs.log(name)) == [], name
     print(f"PostgreSQL, two machines, three organizations: {time.monotonic() - began:.0f} s")
 
