@@ -37,6 +37,11 @@ _SECRET_KEYS = frozenset(
         "intermediary_swift_code",
         "beneficiary_address",
         "originator_to_beneficiary",
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
         "cookie",
         "set_cookie",
     }
@@ -47,7 +52,7 @@ _ALLOWED_KEYS = frozenset({"account_number_last_four", "token_type"})
 _KEY_ALTERNATION = (
     r"authorization|access_token|refresh_token|id_token|client_secret|password|"
     r"account_number(?!_last_four)|swift_code|intermediary_bank_name|beneficiary_address|"
-    r"originator_to_beneficiary"
+    r"intermediary_party_name|originator_to_beneficiary(?:_instructions_line\d)?"
 )
 # "key": "value" (JSON), key=value (forms, query strings), key: value (headers, reprs).
 _JSON_PAIR = re.compile(

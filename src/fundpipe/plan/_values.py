@@ -24,6 +24,12 @@ SENSITIVE_KEYS = frozenset(
         "intermediary_swift_code",
         "beneficiary_address",
         "originator_to_beneficiary",
+        # the public description's names (the address is not a secret: shown as written)
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
     }
 )
 
