@@ -221,6 +221,11 @@ def test_older_wire_columns_are_read_into_the_public_fields(tmp_path: Path) -> N
     assert [(i.column, i.check) for i in report.errors] == [
         ("originator_to_beneficiary", "wire_lines")
     ]
+    long_line = row.replace("Alpine fund", "x" * 36)
+    (report,) = validate_files([_roster(tmp_path, long_line, header=header)])
+    assert [(i.column, i.check) for i in report.errors] == [
+        ("originator_to_beneficiary", "wire_lines")
+    ]
 
 
 def test_a_line_longer_than_35_characters_is_a_row_error(tmp_path: Path) -> None:

@@ -153,11 +153,17 @@ def _check_wires(out: pd.DataFrame, has_payment: pd.Series, issues: IssueCollect
         "a domestic wire takes no SWIFT code (its bank is named by the routing number); "
         "leave it empty or make the row an international_wire",
     )
+    filled = out[[*WIRE_COLUMNS, *_OLDER]].notna()
+    if not filled.to_numpy().any():  # a roster of ach instructions only: nothing more to check
+        for column, what in _ADDRESS_REQUIRED:
+            issues.add(international, column, None, "address_complete", _address_needs(what))
+        return
+    ach = has_payment & kind.eq("ach")
     for column in (*WIRE_COLUMNS, *_OLDER):
         if column == "beneficiary_address":
             continue  # refused on every row below
         issues.add(
-            has_payment & kind.eq("ach") & out[column].notna(),
+            ach & filled[column],
             column,
             None,
             "wire_fields",
@@ -177,38 +183,52 @@ def _check_wires(out: pd.DataFrame, has_payment: pd.Series, issues: IssueCollect
     _check_address(out, international, issues)
 
 
+_ADDRESS_REQUIRED = (
+    ("beneficiary_street1", "street"),
+    ("beneficiary_city", "city"),
+    ("beneficiary_country_code", "country code"),
+)
+
+
+def _address_needs(what: str) -> str:
+    return f"a wire's address needs its {what} (street 1, city and country code are required)"
+
+
 def _check_lines(out: pd.DataFrame, issues: IssueCollector) -> None:
     """Lines 1-3 of 35 characters; the older `;`-separated column split into them."""
     older = out["originator_to_beneficiary"]
-    both = older.notna() & out[list(OBI_LINES)].notna().any(axis=1)
-    issues.add(
-        both,
-        "originator_to_beneficiary",
-        None,
-        "wire_lines",
-        "fill either the originator-to-beneficiary lines 1-3 or the older one-cell column, "
-        "not both",
-    )
-    parts = older.fillna("").str.split(";")
-    too_many = older.notna() & parts.map(len).gt(len(OBI_LINES))
-    issues.add(
-        too_many,
-        "originator_to_beneficiary",
-        None,
-        "wire_lines",
-        f"at most {len(OBI_LINES)} originator-to-beneficiary lines, separated by ';'",
-    )
-    split = older.notna() & ~both & ~too_many
-    for n, column in enumerate(OBI_LINES):
-        line = parts.map(lambda p, n=n: p[n].strip() if n < len(p) else "")
-        take = split & line.ne("")
-        out.loc[take, column] = line[take]
+    split = pd.Series(False, index=out.index)
+    if older.notna().any():  # the usual roster has no older one-cell column to split
+        both = older.notna() & out[list(OBI_LINES)].notna().any(axis=1)
+        issues.add(
+            both,
+            "originator_to_beneficiary",
+            None,
+            "wire_lines",
+            "fill either the originator-to-beneficiary lines 1-3 or the older one-cell column, "
+            "not both",
+        )
+        parts = older.fillna("").str.split(";")
+        too_many = older.notna() & parts.map(len).gt(len(OBI_LINES))
+        issues.add(
+            too_many,
+            "originator_to_beneficiary",
+            None,
+            "wire_lines",
+            f"at most {len(OBI_LINES)} originator-to-beneficiary lines, separated by ';'",
+        )
+        split = older.notna() & ~both & ~too_many
+        for n, column in enumerate(OBI_LINES):
+            line = parts.map(lambda p, n=n: p[n].strip() if n < len(p) else "")
+            take = split & line.ne("")
+            out.loc[take, column] = line[take]
+        out["originator_to_beneficiary"] = pd.Series(pd.NA, index=out.index, dtype="string")
+    reason = f"an originator-to-beneficiary line is at most {_OBI_WIDTH} characters"
+    for column in OBI_LINES:
         too_long = out[column].notna() & out[column].str.len().gt(_OBI_WIDTH)
-        reason = f"an originator-to-beneficiary line is at most {_OBI_WIDTH} characters"
         # the error names the column the analyst wrote the line in
         issues.add(too_long & split, "originator_to_beneficiary", None, "wire_lines", reason)
         issues.add(too_long & ~split, column, None, "wire_lines", reason)
-    out["originator_to_beneficiary"] = pd.Series(pd.NA, index=out.index, dtype="string")
 
 
 def _check_address(out: pd.DataFrame, international: pd.Series, issues: IssueCollector) -> None:
@@ -224,17 +244,13 @@ def _check_address(out: pd.DataFrame, international: pd.Series, issues: IssueCol
         f"columns {_ADDRESS_HEADERS} and leave this column empty",
     )
     has_address = out[list(ADDRESS_COLUMNS)].notna().any(axis=1)
-    for column, what in (
-        ("beneficiary_street1", "street"),
-        ("beneficiary_city", "city"),
-        ("beneficiary_country_code", "country code"),
-    ):
+    for column, what in _ADDRESS_REQUIRED:
         issues.add(
             (has_address | (international & one_line.isna())) & out[column].isna(),
             column,
             None,
             "address_complete",
-            f"a wire's address needs its {what} (street 1, city and country code are required)",
+            _address_needs(what),
         )
     country = out["beneficiary_country_code"]
     issues.add(
