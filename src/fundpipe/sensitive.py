@@ -10,15 +10,21 @@ from __future__ import annotations
 __all__ = ["SENSITIVE_FIELDS", "mask"]
 
 #: Payment-instruction fields whose values are secrets wherever they appear: the account
-#: number and the wire details (as sensitive as the account number).
+#: number and the wire details (as sensitive as the account number). An address is not a
+#: secret: a retired one-line address is shown as written in the error that refuses it.
 SENSITIVE_FIELDS = frozenset(
     {
         "account_number",
         "swift_code",
         "intermediary_bank_name",
         "intermediary_swift_code",
-        "beneficiary_address",
         "originator_to_beneficiary",
+        # the public description's wire names (the address object is not a secret)
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
     }
 )
 

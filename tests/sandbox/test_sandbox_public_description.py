@@ -240,3 +240,111 @@ async def test_item2_the_default_form_agrees_with_the_public_records():
         assert array.json()["data"][0]["external_references"] == ["A-1"]
     finally:
         await client.aclose()
+
+
+ADDRESS = {"street1": "12 Quai du Mont-Blanc", "city": "Geneva", "country_code": "CH"}
+LINES = {
+    "originator_to_beneficiary_instructions_line1": "Q4 distribution",
+    "originator_to_beneficiary_instructions_line2": "Alpine fund",
+    "originator_to_beneficiary_instructions_line3": "Ref 7",
+}
+PUBLIC_WIRES = [
+    {
+        "type": "domestic_wire",
+        "account_number": "000123456789",
+        "routing_number": "021000021",
+        "intermediary_party_name": "Example Correspondent",
+        "intermediary_party_swift_code": "CHASUS33",
+        "address": {**ADDRESS, "street2": "Suite 5", "state": "GE", "postal_code": "1201"},
+        **LINES,
+    },
+    {
+        "type": "international_wire",
+        "account_number": "CH9300762011623852957",
+        "swift_code": "DEUTDEFF500",
+        "intermediary_party_name": "Example Correspondent",
+        "intermediary_party_swift_code": "CHASUS33",
+        "address": ADDRESS,
+        **LINES,
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"public_forms": True},
+        {"strict_interface": True},
+        {"strict_interface": True, "public_forms": True, "reject_unknown_fields": True},
+    ],
+    ids=["default", "public", "strict", "rehearsal"],
+)
+async def test_every_form_takes_the_public_wire_fields(config):
+    client, headers = await _client(**config)
+    try:
+        response = await client.post(
+            "/v1/payment_instructions",
+            headers=headers,
+            json=[{"entity": "ent_demo3", "payment_instructions": PUBLIC_WIRES}],
+        )
+        assert response.status_code == 201, response.text
+        assert len(response.json()["data"][0]["payment_instructions"]["data"]) == 2
+        assert "DEUTDEFF500" not in response.text  # nothing of the wire is echoed
+        assert "623852957" not in response.text
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("instruction", "param", "code"),
+    [
+        (
+            {"type": "international_wire", "beneficiary_address": "12 Quai"},
+            "beneficiary_address",
+            "parameter_unknown",
+        ),
+        (
+            {"type": "domestic_wire", "intermediary_bank_name": "X"},
+            "intermediary_bank_name",
+            "parameter_unknown",
+        ),
+        (
+            {"type": "domestic_wire", "originator_to_beneficiary": "X"},
+            "originator_to_beneficiary",
+            "parameter_unknown",
+        ),
+        ({"type": "ach", "address": ADDRESS}, "address", "parameter_unknown"),
+        ({"type": "domestic_wire", "swift_code": "DEUTDEFF"}, "swift_code", "parameter_unknown"),
+        (
+            {"type": "international_wire", "routing_number": "021000021"},
+            "routing_number",
+            "parameter_unknown",
+        ),
+        ({"type": "domestic_wire", "address": "12 Quai, Geneva"}, "address", "parameter_invalid"),
+        (
+            {"type": "domestic_wire", "address": {"street1": "1 Main", "city": "Boston"}},
+            "address.country_code",
+            "parameter_missing",
+        ),
+        (
+            {"type": "domestic_wire", "address": {**ADDRESS, "zip": "1201"}},
+            "address.zip",
+            "parameter_unknown",
+        ),
+    ],
+)
+async def test_rehearsal_refuses_what_the_public_wire_inputs_do_not_have(
+    rehearsal, instruction, param, code
+):
+    client, headers = rehearsal
+    response = await client.post(
+        "/v1/payment_instructions",
+        headers=headers,
+        json=[{"entity": "ent_demo2", "payment_instructions": [instruction]}],
+    )
+    body = assert_error(response, 400, code)
+    # an unknown field in the public form (`param`), a bad value in the interface's
+    # (`invalid-params`)
+    named = body["param"] if code == "parameter_unknown" else body["invalid-params"][0]["name"]
+    assert named == f"body.[0].payment_instructions.[0].{param}"

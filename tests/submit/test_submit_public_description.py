@@ -66,3 +66,58 @@ def test_the_samples_pass_a_proxy_refusing_what_the_public_description_forbids(
         )
     assert json.loads(kept["contacts"]) == ["NEW-C1", "NEW-C2", "NEW-C3", "NEW-C4"]
     assert json.loads(kept["payment_instructions"]) == ["NEW-P1", "NEW-P2", "NEW-P3"]
+
+
+WIRE_ROSTER = (
+    "Legal Name,Entity Type,Entity Reference,Payment Type,Routing Number,Account Number,"
+    "SWIFT Code,Intermediary Party Name,Intermediary Party SWIFT Code,Beneficiary Street 1,"
+    "Beneficiary Street 2,Beneficiary City,Beneficiary State,Beneficiary Postal Code,"
+    "Beneficiary Country Code,OBI Line 1,OBI Line 2,OBI Line 3,Instruction Reference\n"
+    "Harbor Wire Trust,trust,NEW-DW1,domestic_wire,021000021,000123456789,,"
+    "Example Correspondent,CHASUS33,100 Main St,Suite 5,Boston,MA,02110,US,"
+    "Q4 distribution,Harbor fund,,NEW-DWP1\n"
+    "Alpine Holdings,corporation,NEW-IW1,international_wire,,CH9300762011623852957,"
+    "DEUTDEFF500,Example Correspondent,CHASUS33,12 Quai du Mont-Blanc,,Geneva,,1201,CH,"
+    "Q4 distribution,Alpine fund,Ref 7,NEW-IWP1\n"
+)
+
+
+@pytest.mark.parametrize("public_forms", [False, True], ids=["default-forms", "public-forms"])
+def test_a_roster_of_wires_passes_the_proxy_with_the_public_wire_fields(
+    tmp_path: Path, public_forms: bool
+) -> None:
+    world = sandbox_world(tmp_path / "data", strict_interface=True, public_forms=public_forms)
+    proxy = PublicDescriptionProxy(world.transport)
+    (world.inbox / "wires.csv").write_text(WIRE_ROSTER, encoding="utf-8")
+    result = ingest(world.settings, transport=proxy, settle_s=0)
+
+    assert [f.state for f in result.files] == ["processed"], result.files
+    assert proxy.checked["/v1/payment_instructions"] == 1
+    # the instructions were never refused: only the entities' documented-first form was
+    assert [r.path for r in proxy.refused] == ["/v1/entities"], proxy.refused
+    with duckdb.connect(str(world.settings.ledger_file), read_only=True) as con:
+        (body,) = con.execute(
+            "SELECT body FROM ledger_requests WHERE phase = 'payment_instructions'"
+        ).fetchone() or ("",)
+    sent = {i["type"]: i for element in json.loads(body) for i in element["payment_instructions"]}
+    assert sent["domestic_wire"]["address"] == {
+        "street1": "100 Main St",
+        "street2": "Suite 5",
+        "city": "Boston",
+        "state": "MA",
+        "postal_code": "02110",
+        "country_code": "US",
+    }
+    assert sent["international_wire"]["address"]["country_code"] == "CH"
+    assert set(sent["international_wire"]) == {
+        "type",
+        "account_number",
+        "swift_code",
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
+        "address",
+    }
+    assert "DEUTDEFF500" not in body  # the ledger keeps the sensitive fields masked

@@ -266,7 +266,8 @@ def _association_requests(
     return out
 
 
-# instruction field → the frame columns it may come from (roster spelling first)
+# instruction field → the frame columns it may come from (roster spelling first); the names
+# are the public description's (its ach / domestic_wire / international_wire inputs)
 _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
     "type": ("payment_type", "type"),
     "beneficiary_name": ("beneficiary_name",),
@@ -276,11 +277,58 @@ _INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
     "branch_code": ("branch_code",),
     # wires (DESIGN: intermediary, SWIFT and address fields)
     "swift_code": ("swift_code",),
-    "intermediary_bank_name": ("intermediary_bank_name",),
-    "intermediary_swift_code": ("intermediary_swift_code",),
-    "beneficiary_address": ("beneficiary_address",),
-    "originator_to_beneficiary": ("originator_to_beneficiary",),
+    "intermediary_party_name": ("intermediary_party_name",),
+    "intermediary_party_swift_code": ("intermediary_party_swift_code",),
+    "originator_to_beneficiary_instructions_line1": (
+        "originator_to_beneficiary_instructions_line1",
+    ),
+    "originator_to_beneficiary_instructions_line2": (
+        "originator_to_beneficiary_instructions_line2",
+    ),
+    "originator_to_beneficiary_instructions_line3": (
+        "originator_to_beneficiary_instructions_line3",
+    ),
 }
+# the wire's `address` object (public `WireAddress`) → the roster columns of its parts
+_ADDRESS_FIELDS = {
+    "street1": "beneficiary_street1",
+    "street2": "beneficiary_street2",
+    "city": "beneficiary_city",
+    "state": "beneficiary_state",
+    "postal_code": "beneficiary_postal_code",
+    "country_code": "beneficiary_country_code",
+}
+_ACH_FIELDS = frozenset(
+    {"type", "beneficiary_name", "account_number", "bank_name", "branch_code", "routing_number"}
+)
+_WIRE_FIELDS = frozenset(
+    {
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
+        "address",
+    }
+)
+#: The fields each public instruction input allows (no other: `additionalProperties: false`).
+PUBLIC_FIELDS_BY_TYPE: dict[str, frozenset[str]] = {
+    "ach": _ACH_FIELDS,
+    "domestic_wire": _ACH_FIELDS | _WIRE_FIELDS,
+    "international_wire": (_ACH_FIELDS - {"routing_number"}) | _WIRE_FIELDS | {"swift_code"},
+}
+
+
+def _instruction(p: dict[str, Any]) -> dict[str, Any]:
+    """The instruction to send for one roster row: public field names only, the address as an
+    object, and only the fields its type's public input allows."""
+    instruction: dict[str, Any] = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
+    address = {k: _pick(p, column) for k, column in _ADDRESS_FIELDS.items()}
+    instruction["address"] = {k: v for k, v in address.items() if v is not None} or None
+    allowed = PUBLIC_FIELDS_BY_TYPE.get(str(instruction.get("type")))
+    return {
+        k: v for k, v in instruction.items() if v is not None and (allowed is None or k in allowed)
+    }
 
 
 def _roster_instructions(
@@ -294,8 +342,7 @@ def _roster_instructions(
             if not entity or entity in held:
                 continue
             entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
-            instruction = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
-            instruction = {k: v for k, v in instruction.items() if v is not None}
+            instruction = _instruction(p)
             if not instruction:
                 continue  # a roster row carrying only entity or contact columns
             yield f, p, entity, entity_id, instruction

@@ -54,8 +54,12 @@ leave out a `distribution_date_override` they do not have. An amount of
 **Reject unknown fields** (`reject_unknown_fields`, `--reject-unknown-fields`): a rehearsal for
 a strict real service. Create bodies with properties the public description does not allow —
 an entity's `external_type` and payment instructions included, whose public inputs (ach, domestic and international wire) have
-no `external_reference` (`PUBLIC_INSTRUCTION_FIELDS`) — are refused with 400
-`parameter_unknown` in the public error form: the field in `param`, no `invalid-params`.
+no `external_reference` and only their type's fields (`PUBLIC_INSTRUCTION_FIELDS_BY_TYPE`: a
+wire's `intermediary_party_name`, `intermediary_party_swift_code`,
+`originator_to_beneficiary_instructions_line1`…`3` and `address` object, an international
+wire's `swift_code`) — are refused with 400 `parameter_unknown` in the public error form: the
+field in `param`, no `invalid-params`. A wire `address` that is not an object of the public
+`WireAddress` parts with `street1`, `city` and `country_code` is `parameter_invalid`.
 
 **Legacy pagination** (`legacy_pagination`, `--legacy-pagination`, or `PUT /_sandbox/settings
 {"legacy_pagination": true}`): every list envelope, nested ones too, in the older form with
@@ -85,23 +89,34 @@ OUR_ROUTES = frozenset(
     }
 )
 
-#: What the public description allows in one payment instruction (ach, domestic and
-#: international wire inputs; no additional properties, no `external_reference`).
-PUBLIC_INSTRUCTION_FIELDS = frozenset(
+#: What the public description allows in one payment instruction, by its `type` (the ach,
+#: domestic wire and international wire inputs; no additional properties, no
+#: `external_reference`). A wire's `address` is an object of `PUBLIC_ADDRESS_FIELDS`.
+_ACH_FIELDS = frozenset(
+    {"type", "beneficiary_name", "account_number", "routing_number", "bank_name", "branch_code"}
+)
+_WIRE_FIELDS = frozenset(
     {
-        "type",
-        "beneficiary_name",
-        "account_number",
-        "routing_number",
-        "bank_name",
-        "branch_code",
-        "swift_code",
-        "intermediary_bank_name",
-        "intermediary_swift_code",
-        "beneficiary_address",
-        "originator_to_beneficiary",
+        "intermediary_party_name",
+        "intermediary_party_swift_code",
+        "originator_to_beneficiary_instructions_line1",
+        "originator_to_beneficiary_instructions_line2",
+        "originator_to_beneficiary_instructions_line3",
+        "address",
     }
 )
+PUBLIC_INSTRUCTION_FIELDS_BY_TYPE: dict[str, frozenset[str]] = {
+    "ach": _ACH_FIELDS,
+    "domestic_wire": _ACH_FIELDS | _WIRE_FIELDS,
+    "international_wire": (_ACH_FIELDS - {"routing_number"}) | _WIRE_FIELDS | {"swift_code"},
+}
+#: Every field some public instruction input allows (the check when the `type` is unknown).
+PUBLIC_INSTRUCTION_FIELDS = frozenset().union(*PUBLIC_INSTRUCTION_FIELDS_BY_TYPE.values())
+#: The public `WireAddress`: these parts, `street1`, `city` and `country_code` required.
+PUBLIC_ADDRESS_FIELDS = frozenset(
+    {"street1", "street2", "city", "state", "postal_code", "country_code"}
+)
+PUBLIC_ADDRESS_REQUIRED = ("street1", "city", "country_code")
 
 #: Record `object` → the fields only our decisions add (left out in strict mode).
 OUR_FIELDS: dict[str, tuple[str, ...]] = {

@@ -13,7 +13,12 @@ from typing import Any
 from fundpipe import enums
 from fundpipe.sandbox._checks import MAX_ELEMENTS, Checker, Lookup, body_array
 from fundpipe.sandbox._errors import InvalidParam, param
-from fundpipe.sandbox._modes import PUBLIC_INSTRUCTION_FIELDS
+from fundpipe.sandbox._modes import (
+    PUBLIC_ADDRESS_FIELDS,
+    PUBLIC_ADDRESS_REQUIRED,
+    PUBLIC_INSTRUCTION_FIELDS,
+    PUBLIC_INSTRUCTION_FIELDS_BY_TYPE,
+)
 
 #: Entity `type` values (interface, "Entity"): the one list, `fundpipe.enums` (tested against
 #: schemas/openapi.yaml by tests/test_enums.py).
@@ -173,7 +178,8 @@ def validate_payment_instructions(
     Only the shape and the entity reference are checked: the instructions themselves are taken
     as given (partial instructions accepted; the interface says no input validation). `public`:
     an empty `payment_instructions` list is taken too; `reject_unknown`: an instruction field
-    outside `PUBLIC_INSTRUCTION_FIELDS` is `parameter_unknown`.
+    its type's public input does not have (`PUBLIC_INSTRUCTION_FIELDS_BY_TYPE`) is
+    `parameter_unknown`, an `address` not in the public `WireAddress` form `parameter_invalid`.
     """
     checker = Checker()
     clean: list[dict[str, Any]] = []
@@ -202,15 +208,7 @@ def validate_payment_instructions(
                 )
                 continue
             if reject_unknown:
-                for name in item:
-                    if name not in PUBLIC_INSTRUCTION_FIELDS:
-                        checker.add(
-                            param(
-                                f"{path}.payment_instructions.[{j}].{name}",
-                                "parameter_unknown",
-                                f"unknown field {name}",
-                            )
-                        )
+                _public_instruction(checker, item, f"{path}.payment_instructions.[{j}]")
             record = {name: _text(item.get(name)) for name in _INSTRUCTION_FIELDS}
             digits = re.sub(r"\D", "", _text(item.get("account_number")) or "")
             record["last_four"] = digits[-4:] if digits else None
@@ -218,3 +216,31 @@ def validate_payment_instructions(
         clean.append({"entity": entity, "payment_instructions": instructions})
     checker.resolve_refs(lookup)
     return clean, checker.problems
+
+
+def _public_instruction(checker: Checker, item: dict[str, Any], path: str) -> None:
+    """Refuse what the public input of the instruction's type does not allow: fields it does not
+    have, and an `address` that is not a `WireAddress` (an object of string parts, `street1`,
+    `city` and `country_code` present, no other part)."""
+    allowed = PUBLIC_INSTRUCTION_FIELDS_BY_TYPE.get(
+        str(item.get("type")), PUBLIC_INSTRUCTION_FIELDS
+    )
+    for name in item:
+        if name not in allowed:
+            checker.add(param(f"{path}.{name}", "parameter_unknown", f"unknown field {name}"))
+    if "address" not in item or "address" not in allowed:
+        return
+    address = item["address"]
+    if not isinstance(address, dict):
+        checker.add(param(f"{path}.address", "parameter_invalid", "must be an object"))
+        return
+    for name, value in address.items():
+        if name not in PUBLIC_ADDRESS_FIELDS:
+            checker.add(
+                param(f"{path}.address.{name}", "parameter_unknown", f"unknown field {name}")
+            )
+        elif not isinstance(value, str):
+            checker.add(param(f"{path}.address.{name}", "parameter_invalid", "must be a string"))
+    for name in PUBLIC_ADDRESS_REQUIRED:
+        if name not in address:
+            checker.add(param(f"{path}.address.{name}", "parameter_missing", f"{name} is required"))
