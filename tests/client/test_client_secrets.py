@@ -200,3 +200,19 @@ def test_redact_scrubs_headers_mappings_and_text():
     assert '"token_type": "Bearer"' in out
     assert redact("plain words stay", [TOKEN]) == "plain words stay"
     assert redact(f"literal {ACCOUNT_NUMBER}", [ACCOUNT_NUMBER]) == f"literal {REDACTED}"
+
+
+def test_redact_hides_a_quoted_secret_value_whole_spaces_and_all():
+    """A wire memo or an account number written with spaces is redacted to its closing quote:
+    no word of it survives in a log line (it did: `"********** distribution"`)."""
+    text = (
+        '{"originator_to_beneficiary_instructions_line1": "Q4 distribution", '
+        '"account_number": "1234 5678", "name": "Ada Lovelace"}'
+    )
+    scrubbed = redact(text)
+    assert "distribution" not in scrubbed
+    assert "5678" not in scrubbed
+    assert '"Ada Lovelace"' in scrubbed
+    assert redact("originator_to_beneficiary='Q4 memo' next") == (
+        f"originator_to_beneficiary='{REDACTED}' next"
+    )

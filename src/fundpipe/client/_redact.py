@@ -50,9 +50,11 @@ _KEY_ALTERNATION = "|".join(
         r"account_number(?!_last_four)",
     ]
 )
-# "key": "value" (JSON), key=value (forms, query strings), key: value (headers, reprs).
+# "key": "value" (JSON), key=value (forms, query strings), key: value (headers, reprs). A quoted
+# value is redacted to its closing quote, spaces and all ("Q4 distribution", "1234 5678").
 _JSON_PAIR = re.compile(
-    r'(?P<k>["\']?(?:' + _KEY_ALTERNATION + r')["\']?\s*[:=]\s*)(?P<q>["\']?)(?P<v>[^"\'&,}\s]+)',
+    r'(?P<k>["\']?(?:' + _KEY_ALTERNATION + r')["\']?\s*[:=]\s*)'
+    r'(?:(?P<q>["\'])(?:\\.|(?!(?P=q)).)*(?P=q)|[^"\'&,}\s]+)',
     re.IGNORECASE,
 )
 _SCHEME = re.compile(r"\b(?P<s>Bearer|Basic)\s+[A-Za-z0-9\-._~+/=]+", re.IGNORECASE)
@@ -72,7 +74,9 @@ def _redact_text(text: str, secrets: tuple[str, ...]) -> str:
         if secret:
             text = text.replace(secret, REDACTED)
     text = _SCHEME.sub(lambda m: f"{m.group('s')} {REDACTED}", text)
-    return _JSON_PAIR.sub(lambda m: f"{m.group('k')}{m.group('q')}{REDACTED}", text)
+    return _JSON_PAIR.sub(
+        lambda m: f"{m.group('k')}{m.group('q') or ''}{REDACTED}{m.group('q') or ''}", text
+    )
 
 
 def redact(value: Any, secrets: Iterable[str | None] = ()) -> Any:
