@@ -2031,3 +2031,58 @@ JOIN rollforward_periods r
 LEFT JOIN distributions d ON d.id = m.distribution_id
 LEFT JOIN financial_accounts fa ON fa.id = m.financial_account
 LEFT JOIN vehicles v ON v.id = r.vehicle;
+
+-- migration: 026 a returned payment is a return
+-- A payment that failed after it was disbursed is a `returned` movement of its account in the
+-- month it failed: the money came back. The service may give no `failed_at` (ours, not the
+-- interface's) nor `disbursed_at`: then the time fundpipe learned it is used — the sync that first
+-- saw the payment failed (disbursed), from `status_history` — so the return explains the credit
+-- instead of leaving it unexplained. A payment that failed without ever being disbursed (no
+-- `disbursed_at` and never seen disbursed) moved no money and is neither.
+CREATE OR REPLACE VIEW rollforward_movement_lines AS
+WITH debited AS (
+    SELECT id AS financial_account, vehicle
+    FROM financial_accounts
+    WHERE type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY vehicle ORDER BY created_at, id) = 1
+), learned AS (
+    SELECT id,
+           min(seen_at) FILTER (WHERE status = 'disbursed') AS disbursed_seen_at,
+           min(seen_at) FILTER (WHERE status = 'failed') AS failed_seen_at
+    FROM status_history
+    WHERE object = 'distribution_payment' AND seen_at < reconcile_cutoff()
+    GROUP BY id
+), timed AS (
+    SELECT p.vehicle, p.distribution, p.amount_cents, p.status,
+           coalesce(p.disbursed_at, l.disbursed_seen_at) AS disbursed_at,
+           CASE WHEN p.status = 'failed' THEN coalesce(p.failed_at, l.failed_seen_at) END
+               AS failed_at
+    FROM payments_effective p
+    LEFT JOIN learned l ON l.id = p.id
+    WHERE p.status IN ('disbursed', 'failed')
+), per AS (
+    SELECT s.financial_account, s.period, p.distribution,
+           CAST(-coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at), 0) AS BIGINT)
+               AS disbursed_cents,
+           count(*) FILTER (WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at)
+               AS disbursed_payments,
+           CAST(coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.failed_at >= s.period_start AND p.failed_at <= s.seen_at), 0) AS BIGINT)
+               AS returned_cents,
+           count(*) FILTER (WHERE p.failed_at >= s.period_start AND p.failed_at <= s.seen_at)
+               AS returned_payments
+    FROM rollforward_snapshots s
+    JOIN debited d ON d.financial_account = s.financial_account
+    JOIN timed p
+      ON p.vehicle = d.vehicle AND p.disbursed_at IS NOT NULL
+     AND p.disbursed_at <= s.seen_at
+     AND (p.disbursed_at >= s.period_start OR p.failed_at >= s.period_start)
+    GROUP BY s.financial_account, s.period, p.distribution
+)
+SELECT financial_account, period, 'disbursed' AS kind, distribution AS distribution_id,
+       disbursed_payments AS payments, disbursed_cents AS cents
+FROM per WHERE disbursed_payments > 0
+UNION ALL
+SELECT financial_account, period, 'returned', distribution, returned_payments, returned_cents
+FROM per WHERE returned_payments > 0;
