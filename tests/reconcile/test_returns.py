@@ -11,6 +11,7 @@ from fundpipe.reconcile.views import reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from worlds.submit import sandbox_world, write_sheet
+from worlds.summary import assert_summary_is_its_tabs
 
 BASE = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC)
 RETURNED = 875_025  # $8,750.25
@@ -68,3 +69,4 @@ def test_a_payment_returned_after_disbursal_is_a_return_and_one_exception(
     assert len(about) == 1, exceptions[["kind", "object_id", "what"]].to_string()
     assert len(exceptions) == 1, exceptions[["kind", "object_id", "what"]].to_string()
     assert result.summary.unexplained_cents == 0
+    assert_summary_is_its_tabs(result)

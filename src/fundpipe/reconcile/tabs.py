@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fundpipe.reports.headers import KIND_WORDS
+from fundpipe.reports.headers import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS
 from fundpipe.reports.workbook import TieOutLine
 
 __all__ = ["SHEETS", "SHEET_LAYOUT", "tie_out_lines"]
@@ -48,7 +48,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "details_after": 11,
         "last_columns": ("object_type", "object_id", "file_hash"),
         "hidden_columns": ("reason",),
-        "words": {"kind": KIND_WORDS},
+        "words": {"kind": KIND_WORDS, "object_type": OBJECT_WORDS},
         "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
     },
     "rollforward": {
@@ -114,7 +114,8 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         ),
         "details_after": 12,
         "hidden_columns": ("file_hash",),
-        "wrap": {"reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
+        "words": {"match": MATCH_WORDS},
+        "wrap": {"match": 22.0, "reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
     },
 }
 

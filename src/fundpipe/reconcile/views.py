@@ -85,8 +85,8 @@ class ReconcileSummary:
     tie_out: dict[str, tuple[int, int]] = field(default_factory=dict)
     distributions: int = 0
     distributions_not_tying: int = 0
-    #: Reconciling items open (depository accounts, this month's and carried) and their dollars
-    #: (the sum of their absolute values).
+    #: Reconciling items open (depository accounts, this month's and carried) and their dollars,
+    #: as the Roll-forward lists and totals them.
     reconciling_items: int = 0
     reconciling_cents: int = 0
     #: The zone the as-of date is read in (the books at the end of `as_of` there).
@@ -187,11 +187,14 @@ def summarise(
             "count(*) FILTER (WHERE state = 'acknowledged') "
             f"FROM read_parquet('{_q(str(parquet['exceptions']))}')"
         )
-        (unexplained,) = one(
-            # only depository movements are a payment matter (brokerage moves with the market)
-            "SELECT sum(abs(unexplained_cents)) "
-            f"FROM read_parquet('{_q(str(parquet['balance_movement']))}') "
-            "WHERE type = 'depository'"
+        # the Roll-forward's own totals: this month's unexplained (only depository accounts
+        # have any: brokerage moves with the market) and the reconciling items open, carried
+        # ones included — the figures of its Total row, and the items it lists
+        unexplained, reconciling, reconciling_cents = one(
+            "SELECT sum(unexplained_cents), "
+            "count(*) FILTER (WHERE unexplained_cents <> 0) + coalesce(sum(carried_items), 0), "
+            "sum(reconciling_items_cents) "
+            f"FROM read_parquet('{_q(str(parquet['rollforward']))}')"
         )
         sheet_rows, service_payments, ok = one(
             "SELECT count(*) FILTER (WHERE match <> 'extra'), "
@@ -208,11 +211,6 @@ def summarise(
         tie_out = {p: (total[2 * i], total[2 * i + 1]) for i, p in enumerate(parts)}
         distributions, not_tying = one(
             f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
-        )
-        reconciling, reconciling_cents = one(
-            "SELECT count(*), sum(abs(amount_cents)) "
-            f"FROM read_parquet('{_q(str(parquet['exceptions']))}') "
-            "WHERE kind = 'unexplained_balance'"
         )
         counts = {
             str(kind): int(n)
@@ -298,8 +296,8 @@ def workbook_summary(
             ("Failed payments still owed", summary.failed_owed_cents),
             ("Staged payments past due", summary.past_due_cents),
             ("Shortfall", summary.shortfall_cents),
-            ("Unexplained balance movement (abs)", summary.unexplained_cents),
-            ("Reconciling items open, incl. carried (abs)", summary.reconciling_cents),
+            ("Unexplained this month (Roll-forward)", summary.unexplained_cents),
+            ("Reconciling items open, incl. carried (Roll-forward)", summary.reconciling_cents),
         ],
         counts=[
             ("Vehicles", summary.vehicles),
@@ -314,9 +312,13 @@ def workbook_summary(
         ],
         notes=[
             "Notes on figures that are not what their name may suggest:",
-            "Unexplained balance movement counts depository accounts only: brokerage accounts "
-            "move with the market, so their differences are listed on the Balances sheet "
-            "(column Unexplained (USD)) but are not unexplained payments.",
+            "Every figure above is the total of the sheet it summarizes: the unexplained and "
+            "the reconciling items are the Roll-forward's Total row (credits positive, debits "
+            "negative; Reconciling items open counts them), the money of funding the Funding "
+            "sheet's, the tie-out the Tie-out's. Only depository accounts have unexplained "
+            "differences: brokerage accounts move with the market (the Roll-forward's Market "
+            "movement; the Balances sheet lists every account's difference from the service's "
+            "month-end total).",
             "Open obligations are service payments not yet disbursed, failed or cancelled, "
             "whatever their date. Failed payments still owed are failed payments not cancelled "
             "or paid again (a later payment of the same amount to the same investor from the "
