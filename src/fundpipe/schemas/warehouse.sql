@@ -2086,3 +2086,75 @@ FROM per WHERE disbursed_payments > 0
 UNION ALL
 SELECT financial_account, period, 'returned', distribution, returned_payments, returned_cents
 FROM per WHERE returned_payments > 0;
+
+-- migration: 027 an after-close adjustment is the one exception of a late change
+-- A late change to a closed month's payment is one exception, the after-close adjustment, and
+-- only a person clears it: it is listed from the month it was learned in until someone
+-- acknowledges it (and, acknowledged, stays listed so what it explains stays explained). The
+-- payment's other symptoms point to it instead of opening their own: its amount difference or
+-- status on the Payments sheet, its distribution's tie-out when the adjustments are the whole
+-- difference, and the closed month's reconciling item when they are the whole item.
+CREATE VIEW adjusted_payments AS
+WITH listed AS (
+    SELECT payment_id, vehicle, distribution_id, period, change_cents,
+           'EX-' || upper(left(md5('after_close_adjustment|distribution_payment|' || payment_id), 10))
+               AS exception_id
+    FROM after_close_adjustments
+), kept AS (
+    -- learned in an earlier month and not resolved by a person's acknowledgement since
+    SELECT s.object_id AS payment_id, s.vehicle, p.distribution AS distribution_id,
+           strftime(p.effective_date, '%Y-%m') AS period, s.amount_cents AS change_cents,
+           s.id AS exception_id
+    FROM exception_states(reconcile_cutoff()) s
+    LEFT JOIN payments_effective p ON p.id = s.object_id
+    WHERE s.kind = 'after_close_adjustment' AND s.state IN ('open', 'acknowledged')
+      AND s.object_id NOT IN (SELECT payment_id FROM listed)
+)
+SELECT *, false AS kept FROM listed
+UNION ALL
+SELECT *, true FROM kept;
+
+ALTER VIEW exceptions RENAME TO exceptions_before_027;
+
+CREATE VIEW exceptions AS
+WITH adj AS (SELECT * FROM adjusted_payments),
+per_distribution AS (
+    SELECT distribution_id, CAST(sum(change_cents) AS BIGINT) AS change_cents,
+           min(exception_id) AS exception_id
+    FROM adj GROUP BY distribution_id
+), per_month AS (
+    SELECT vehicle, period, CAST(sum(change_cents) AS BIGINT) AS change_cents
+    FROM adj GROUP BY vehicle, period
+), pointing AS (
+    SELECT x.exception_id
+    FROM exceptions_before_027 x
+    WHERE (x.kind IN ('amount_mismatch', 'status_mismatch')
+           AND x.object_id IN (SELECT payment_id FROM adj))
+       OR (x.kind = 'distribution_tie_out' AND EXISTS (
+               SELECT 1 FROM per_distribution d
+               WHERE d.distribution_id = x.object_id AND d.change_cents = x.amount_cents))
+       OR (x.kind = 'unexplained_balance' AND x.exception_id IN (
+               SELECT i.item_id FROM reconciling_items i
+               JOIN per_month m ON m.vehicle = i.vehicle AND m.period = i.period
+               WHERE i.unexplained_cents = m.change_cents))
+)
+SELECT x.* REPLACE (
+    CASE WHEN x.kind = 'after_close_adjustment'
+         THEN x.action || '; the payment''s difference on the Payments, Tie-out and '
+              || 'Roll-forward sheets is this adjustment' ELSE x.action END AS action)
+FROM exceptions_before_027 x
+WHERE x.exception_id NOT IN (SELECT exception_id FROM pointing)
+UNION ALL BY NAME
+SELECT
+    'after_close_adjustment' AS kind, s.vehicle, 'distribution_payment' AS object_type,
+    s.object_id, NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
+    s.amount_cents, s.what AS reason, s.id AS exception_id, v.name AS vehicle_name,
+    p.distribution_name, p.distribution_external_reference, p.entity,
+    e.name AS investor_name, e.external_reference AS investor_reference,
+    s.action,  -- as recorded when it was learned
+    NULL::VARCHAR AS file_location, s.what
+FROM exception_states(reconcile_cutoff()) s
+JOIN adjusted_payments a ON a.exception_id = s.id AND a.kept
+LEFT JOIN payments_effective p ON p.id = s.object_id
+LEFT JOIN vehicles v ON v.id = s.vehicle
+LEFT JOIN entities e ON e.id = p.entity;
