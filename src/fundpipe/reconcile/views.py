@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
@@ -91,6 +92,8 @@ class ReconcileSummary:
     reconciling_cents: int = 0
     #: The zone the as-of date is read in (the books at the end of `as_of` there).
     reporting_timezone: str = "UTC"
+    #: Reconciling items smaller than this (absolute cents) are listed but open no exception.
+    materiality_cents: int = 0
     #: True for an as-of before the run's own date: the run only read (the exception log as of
     #: that day, nothing changed).
     historical: bool = False
@@ -129,12 +132,19 @@ class ReconcileResult:
 
 
 def export_views(
-    con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, *, timezone: str = "UTC"
+    con: duckdb.DuckDBPyConnection,
+    as_of: date,
+    out_dir: Path,
+    *,
+    timezone: str = "UTC",
+    materiality_cents: int = 0,
 ) -> dict[str, int]:
     """Stream every view for `as_of` (the end of that day in `timezone`) into
-    `out_dir/<view>.parquet`; return rows per view."""
+    `out_dir/<view>.parquet`; return rows per view. A reconciling item smaller than
+    `materiality_cents` is listed on the roll-forward but is no exception."""
     con.execute("SET VARIABLE as_of = ?", [as_of])
     con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
+    con.execute("SET VARIABLE materiality_cents = ?", [materiality_cents])
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
@@ -272,6 +282,13 @@ def workbook_summary(
         run_facts=[
             ("As of", summary.as_of.isoformat()),
             ("Reporting timezone", summary.reporting_timezone),
+            (
+                "Materiality",
+                f"{format_cents(summary.materiality_cents)}: a reconciling item below it is "
+                "listed on the Roll-forward but opens no exception"
+                if summary.materiality_cents
+                else "$0.00: every reconciling item is an exception",
+            ),
             (
                 "Period",
                 f"{summary.period.period}: {summary.period.describe()}"
@@ -452,7 +469,9 @@ def reconcile(
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
-        rows = export_views(con, as_of, out_dir, timezone=zone)
+        rows = export_views(
+            con, as_of, out_dir, timezone=zone, materiality_cents=settings.materiality
+        )
         last_sync = _last_sync(con, as_of, zone)
         period = period_state(con, period_of(as_of))
         organization = organization or _organization(con, settings)
@@ -475,6 +494,7 @@ def reconcile(
             parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
         ),
         reporting_timezone=zone,
+        materiality_cents=settings.materiality,
         historical=historical,
         period=closing if closing is not None else period,
     )

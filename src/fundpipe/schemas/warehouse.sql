@@ -2158,3 +2158,15 @@ JOIN adjusted_payments a ON a.exception_id = s.id AND a.kept
 LEFT JOIN payments_effective p ON p.id = s.object_id
 LEFT JOIN vehicles v ON v.id = s.vehicle
 LEFT JOIN entities e ON e.id = p.entity;
+
+-- migration: 028 materiality
+-- An organization's materiality (session variable `materiality_cents`, default 0; the setting
+-- FUNDPIPE_MATERIALITY): a reconciling item smaller than it (in absolute value) is listed on the
+-- Roll-forward as every item is, but opens no exception.
+CREATE MACRO materiality_cents() AS coalesce(TRY_CAST(getvariable('materiality_cents') AS BIGINT), 0);
+
+ALTER VIEW exceptions RENAME TO exceptions_before_028;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_028
+WHERE NOT (kind = 'unexplained_balance' AND abs(coalesce(amount_cents, 0)) < materiality_cents());
