@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import openpyxl
+
 from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
 from fundpipe.reconcile.views import ReconcileResult, reconcile
@@ -66,6 +68,8 @@ def test_a_late_change_is_one_exception_open_until_a_person_acknowledges_it(
     roll = learned.frame("rollforward").set_index("financial_account").loc["fa_demo1dep"]
     assert roll.carried_cents == LATE
     assert learned.summary.exceptions == 1
+    kinds = openpyxl.load_workbook(learned.workbook, read_only=True)["Exceptions"]
+    assert kinds["H2"].value == "After-close adjustment (closed month changed)"  # in words
     assert_summary_is_its_tabs(learned)
 
     # a new month does not clear it: nobody has acknowledged it

@@ -52,6 +52,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
     },
     "rollforward": {
+        "totals": True,
         "first_columns": (
             "vehicle_name",
             "account_name",
@@ -75,6 +76,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "opening_source": 16.0},
     },
     "rollforward_movements": {
+        "totals": True,
         "first_columns": (
             "vehicle_name",
             "account_name",
@@ -91,6 +93,9 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         },
         "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "distribution_name": 24.0},
     },
+    # every tab of money foots: a Total row under its figures
+    "funding": {"totals": True},
+    "balance_movement": {"totals": True},
     "distribution_tieout": {
         "total_rows": "is_total",
         "last_columns": ("vehicle", "difference_payments", "distribution_id"),
@@ -98,6 +103,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"distribution_name": 24.0, "vehicle_name": 16.0},
     },
     "sheet_vs_service": {
+        "totals": True,
         "first_columns": (
             "match",
             "reason",

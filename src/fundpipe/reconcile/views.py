@@ -104,6 +104,9 @@ class ReconcileSummary:
     past_due_cents: int = 0
     #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest).
     period: PeriodState | None = None
+    #: The organization's name (its FUNDPIPE_ORGS `name` or the service's organization read);
+    #: None: only its id (`organization`) is known.
+    organization_name: str | None = None
 
     @property
     def exceptions(self) -> int:
@@ -274,12 +277,19 @@ def workbook_summary(
     """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
     its sign-off block (None: a blank line to sign on)."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
+    named = summary.organization_name or summary.organization
+    ids = (
+        [("Organization id", summary.organization)]
+        if summary.organization and summary.organization != named
+        else []
+    )
     return WorkbookSummary(
-        organization=summary.organization,
+        organization=named,
         as_of=summary.as_of.isoformat(),
         prepared_by=prepared_by,
         reviewed_by=reviewed_by,
         run_facts=[
+            *ids,
             ("As of", summary.as_of.isoformat()),
             ("Reporting timezone", summary.reporting_timezone),
             (
@@ -495,6 +505,7 @@ def reconcile(
         ),
         reporting_timezone=zone,
         materiality_cents=settings.materiality,
+        organization_name=settings.org_name,
         historical=historical,
         period=closing if closing is not None else period,
     )

@@ -26,6 +26,7 @@ repeated; nothing is truncated.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -107,7 +108,9 @@ class SheetSource:
     their text. `details_after` (a count): the columns after the first that many are grouped
     and collapsed — on screen behind the outline's "+" button, and left off the printed page so
     that what prints one page wide stays legible. `total_rows` names a boolean column (hidden
-    too) marking total rows: they print bold, their figures under a rule.
+    too) marking total rows: they print bold, their figures under a rule. `totals`: a last row
+    "Total" is added, the sum of every money column and of every count of payments, items or
+    distributions, so the sheet foots on paper (the Parquet file has no such row).
     """
 
     name: str
@@ -119,6 +122,7 @@ class SheetSource:
     wrap: Mapping[str, float] = field(default_factory=dict)
     details_after: int | None = None
     total_rows: str | None = None
+    totals: bool = False
 
     def shown(self, schema: pa.Schema) -> list[str]:
         """The columns of `schema` this sheet shows, in the order it shows them."""
@@ -250,21 +254,72 @@ def _write_source(
             c.kind,
             c.fmt._get_xf_index(),
             int(c.width) if c.fmt is formats.wrap else None,
-            formats.total_of(c.kind)._get_xf_index() if source.total_rows else None,
+            formats.total_of(c.kind)._get_xf_index()
+            if source.total_rows or source.totals
+            else None,
         )
         for i, c in enumerate(columns)
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
     flag = source.total_rows if source.total_rows in pf.schema_arrow.names else None
-    rows = _SheetRows(pf, names, per_sheet, source.words, flag)
+    appended = _totals_batch(pf, names, columns, flag) if source.totals else None
+    if appended is not None:
+        total += 1
+        sheet_count = max(1, -(-total // per_sheet))
+        sheet_names = [
+            source.name if i == 0 else f"{source.name} ({i + 1})" for i in range(sheet_count)
+        ]
+        flag = flag or _TOTAL_FLAG
+    rows = _SheetRows(pf, names, per_sheet, source.words, flag, appended)
     fills: dict[str, tuple[RowSource, str]] = {}
     for i, name in enumerate(sheet_names):
         ws = workbook.add_worksheet(name)
         data_rows = min(per_sheet, total - i * per_sheet)
-        _start_sheet(ws, name, columns, formats, data_rows, page)
+        # the filter (and so a sort) covers the data rows, never the Total under them
+        filtered = data_rows - (1 if appended is not None and i == sheet_count - 1 else 0)
+        _start_sheet(ws, name, columns, formats, filtered, page)
         member = f"xl/worksheets/sheet{len(workbook.worksheets())}.xml"
         fills[member] = (partial(rows.sheet, i, xml_columns), f"A1:{last}{data_rows + 1}")
     return sheet_names, fills
+
+
+#: The flag column of the row `SheetSource.totals` adds (in no Parquet file).
+_TOTAL_FLAG = "__fundpipe_total__"
+#: Count columns a totals row sums besides money: payments, items, distributions.
+_SUMMED_COUNTS = ("payments", "_items", "_distributions")
+
+
+def _totals_batch(
+    pf: pq.ParquetFile, names: Sequence[str], columns: Sequence[_Column], flag: str | None
+) -> pa.RecordBatch:
+    """One row: "Total" in the first text column, the sum of each money and count column, the
+    rest blank; its total-row flag set (rows flagged in the file itself are left out)."""
+    summed = [
+        n
+        for n, c in zip(names, columns, strict=True)
+        if c.kind == "money" or (c.kind == "number" and n.endswith(_SUMMED_COUNTS))
+    ]
+    sums = dict.fromkeys(summed, 0)
+    read = [*summed, flag] if flag else summed
+    if summed:
+        for batch in pf.iter_batches(batch_size=65_536, columns=read):
+            if flag:
+                batch = batch.filter(pc.invert(pc.fill_null(batch.column(flag), False)))
+            for name in summed:
+                sums[name] += pc.sum(batch.column(name)).as_py() or 0
+    schema = pf.schema_arrow
+    label = next((n for n, c in zip(names, columns, strict=True) if c.kind == "text"), None)
+    arrays: list[pa.Array] = []
+    for name in names:
+        type_ = schema.field(name).type
+        if name in sums:
+            arrays.append(pa.array([sums[name]], type_))
+        elif name == label:
+            arrays.append(pa.array(["Total"], pa.string()).cast(type_))
+        else:
+            arrays.append(pa.nulls(1, type_))
+    arrays.append(pa.array([True]))
+    return pa.RecordBatch.from_arrays(arrays, names=[*names, flag or _TOTAL_FLAG])
 
 
 def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> pa.RecordBatch:
@@ -291,11 +346,17 @@ class _SheetRows:
         per_sheet: int,
         words: Mapping[str, Mapping[str, str]],
         total_rows: str | None = None,
+        appended: pa.RecordBatch | None = None,
     ) -> None:
         # 16k rows: the rows XML of a batch is ~20 MB; 64k rows held ~160 MB more at the peak
         self._names, self._total_rows = names, total_rows
-        read = [*names, total_rows] if total_rows else names
-        batches = pf.iter_batches(batch_size=16_384, columns=read)
+        in_file = total_rows if total_rows in pf.schema_arrow.names else None
+        read = [*names, in_file] if in_file else names
+        batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=16_384, columns=read)
+        if total_rows and not in_file:  # only the appended row is a total
+            batches = (b.append_column(total_rows, pa.array([False] * b.num_rows)) for b in batches)
+        if appended is not None:
+            batches = itertools.chain(batches, [appended])
         if any(name in words for name in names):
             batches = (_in_words(batch, words) for batch in batches)
         self._batches = self._cut(batches, per_sheet)
