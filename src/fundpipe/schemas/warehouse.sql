@@ -2170,3 +2170,17 @@ ALTER VIEW exceptions RENAME TO exceptions_before_028;
 CREATE VIEW exceptions AS
 SELECT * FROM exceptions_before_028
 WHERE NOT (kind = 'unexplained_balance' AND abs(coalesce(amount_cents, 0)) < materiality_cents());
+
+-- migration: 029 a person settles a rejected file
+-- A rejected file never changes, so once a person has acknowledged its exception (the corrected
+-- sheet went in under another name, or the file was not needed) there is nothing left to watch:
+-- it is no longer listed, and the next reconciliation resolves it. (A file dropped again under
+-- the same name, or one holding any of its distributions, still supersedes it by itself.)
+ALTER VIEW exceptions RENAME TO exceptions_before_029;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_029 x
+WHERE NOT (x.kind = 'file_rejected' AND EXISTS (
+    SELECT 1 FROM exception_events ev
+    WHERE ev.exception_id = x.exception_id AND ev.event = 'acknowledged'
+      AND ev.event_at < reconcile_cutoff()));
