@@ -2101,26 +2101,26 @@ WITH listed AS (
                AS exception_id
     FROM after_close_adjustments
 ), kept AS (
-    -- learned in an earlier month and not resolved by a person's acknowledgement since
+    -- learned in an earlier month, still open or acknowledged (never resolved by itself)
     SELECT s.object_id AS payment_id, s.vehicle, p.distribution AS distribution_id,
            strftime(p.effective_date, '%Y-%m') AS period, s.amount_cents AS change_cents,
-           s.id AS exception_id
+           s.id AS exception_id, s.what, s.action, p.distribution_name,
+           p.distribution_external_reference, p.entity
     FROM exception_states(reconcile_cutoff()) s
     LEFT JOIN payments_effective p ON p.id = s.object_id
     WHERE s.kind = 'after_close_adjustment' AND s.state IN ('open', 'acknowledged')
       AND s.object_id NOT IN (SELECT payment_id FROM listed)
 )
 SELECT *, false AS kept FROM listed
-UNION ALL
-SELECT *, true FROM kept;
+UNION ALL BY NAME
+SELECT *, true AS kept FROM kept;
 
 ALTER VIEW exceptions RENAME TO exceptions_before_027;
 
 CREATE VIEW exceptions AS
 WITH adj AS (SELECT * FROM adjusted_payments),
 per_distribution AS (
-    SELECT distribution_id, CAST(sum(change_cents) AS BIGINT) AS change_cents,
-           min(exception_id) AS exception_id
+    SELECT distribution_id, CAST(sum(change_cents) AS BIGINT) AS change_cents
     FROM adj GROUP BY distribution_id
 ), per_month AS (
     SELECT vehicle, period, CAST(sum(change_cents) AS BIGINT) AS change_cents
@@ -2146,18 +2146,17 @@ FROM exceptions_before_027 x
 WHERE x.exception_id NOT IN (SELECT exception_id FROM pointing)
 UNION ALL BY NAME
 SELECT
-    'after_close_adjustment' AS kind, s.vehicle, 'distribution_payment' AS object_type,
-    s.object_id, NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet, NULL::INTEGER AS "row",
-    s.amount_cents, s.what AS reason, s.id AS exception_id, v.name AS vehicle_name,
-    p.distribution_name, p.distribution_external_reference, p.entity,
+    'after_close_adjustment' AS kind, a.vehicle, 'distribution_payment' AS object_type,
+    a.payment_id AS object_id, NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet,
+    NULL::INTEGER AS "row", a.change_cents AS amount_cents, a.what AS reason, a.exception_id,
+    v.name AS vehicle_name, a.distribution_name, a.distribution_external_reference, a.entity,
     e.name AS investor_name, e.external_reference AS investor_reference,
-    s.action,  -- as recorded when it was learned
-    NULL::VARCHAR AS file_location, s.what
-FROM exception_states(reconcile_cutoff()) s
-JOIN adjusted_payments a ON a.exception_id = s.id AND a.kept
-LEFT JOIN payments_effective p ON p.id = s.object_id
-LEFT JOIN vehicles v ON v.id = s.vehicle
-LEFT JOIN entities e ON e.id = p.entity;
+    a.action,  -- as recorded when it was learned
+    NULL::VARCHAR AS file_location, a.what
+FROM adj a
+LEFT JOIN vehicles v ON v.id = a.vehicle
+LEFT JOIN entities e ON e.id = a.entity
+WHERE a.kept;
 
 -- migration: 028 materiality
 -- An organization's materiality (session variable `materiality_cents`, default 0; the setting
