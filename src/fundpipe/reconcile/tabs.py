@@ -91,7 +91,14 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "words": {
             "kind": {"disbursed": "Disbursed", "returned": "Returned (failed after disbursal)"}
         },
-        "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "distribution_name": 24.0},
+        # the kind's width is its words' ("Returned (failed after disbursal)"), not the
+        # machine value the column is sized from
+        "wrap": {
+            "vehicle_name": 18.0,
+            "account_name": 18.0,
+            "kind": 20.0,
+            "distribution_name": 24.0,
+        },
     },
     # every tab of money foots: a Total row under its figures
     "funding": {"totals": True},
