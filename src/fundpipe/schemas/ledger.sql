@@ -57,3 +57,12 @@ CREATE TABLE IF NOT EXISTS ledger_requests (
     intent_at TIMESTAMPTZ,
     outcome_at TIMESTAMPTZ
 );
+
+-- migration: 002 a rejected file's distributions
+-- The distribution references a rejected file names (where they could be read): nothing of it
+-- reaches ledger_payments, yet a later file carrying all of them is its correction.
+CREATE TABLE IF NOT EXISTS ledger_file_distributions (
+    file_hash VARCHAR,
+    distribution_external_reference VARCHAR,
+    PRIMARY KEY (file_hash, distribution_external_reference)
+);

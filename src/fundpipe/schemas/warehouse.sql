@@ -2183,3 +2183,35 @@ WHERE NOT (x.kind = 'file_rejected' AND EXISTS (
     SELECT 1 FROM exception_events ev
     WHERE ev.exception_id = x.exception_id AND ev.event = 'acknowledged'
       AND ev.event_at < reconcile_cutoff()));
+
+-- migration: 030 a corrected file supersedes the rejected one
+-- The distribution references each rejected file names (the ledger's copy, replaced wholesale by
+-- each sync, as ledger_files is). A rejected file stops being an exception once a later file
+-- that carries all of them was processed — the corrected sheet dropped under a new name —
+-- besides the cases of migration 007 (the same name, or a file holding any of its distributions
+-- in the ledger's rows).
+CREATE TABLE ledger_file_distributions (
+    file_hash VARCHAR,
+    distribution_external_reference VARCHAR
+);
+
+CREATE OR REPLACE VIEW superseded_files AS
+SELECT DISTINCT f.file_hash
+FROM as_of_ledger_files f
+JOIN as_of_ledger_files g
+  ON g.state = 'processed' AND g.file_hash <> f.file_hash
+ AND g.received_at >= f.received_at
+WHERE f.state IN ('rejected', 'conflict')
+  AND (g.source_file = f.source_file
+       OR EXISTS (SELECT 1 FROM as_of_ledger_payments lf JOIN as_of_ledger_payments lg
+                    ON lg.distribution_external_reference = lf.distribution_external_reference
+                   WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash)
+       OR (f.state = 'rejected'
+           AND EXISTS (SELECT 1 FROM ledger_file_distributions r WHERE r.file_hash = f.file_hash)
+           AND NOT EXISTS (
+               SELECT 1 FROM ledger_file_distributions r
+               WHERE r.file_hash = f.file_hash
+                 AND r.distribution_external_reference NOT IN (
+                     SELECT lg.distribution_external_reference FROM as_of_ledger_payments lg
+                     WHERE lg.file_hash = g.file_hash
+                       AND lg.distribution_external_reference IS NOT NULL))));
