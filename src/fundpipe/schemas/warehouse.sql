@@ -2143,7 +2143,7 @@ SELECT x.* REPLACE (
          THEN x.action || '; the payment''s difference on the Payments, Tie-out and '
               || 'Roll-forward sheets is this adjustment' ELSE x.action END AS action)
 FROM exceptions_before_027 x
-WHERE x.exception_id NOT IN (SELECT exception_id FROM pointing)
+WHERE x.exception_id NOT IN (SELECT exception_id FROM pointing WHERE exception_id IS NOT NULL)
 UNION ALL BY NAME
 SELECT
     'after_close_adjustment' AS kind, a.vehicle, 'distribution_payment' AS object_type,
