@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import openpyxl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from fundpipe.config import Settings
 from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reports.headers import KIND_WORDS
+from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
 from fundpipe.warehouse.file import Warehouse
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)  # the known world's as-of (tests/conftest.py)
@@ -106,3 +110,19 @@ def test_the_organization_prints_by_its_name(named: ReconcileResult) -> None:
     for ws in wb.worksheets:
         assert "Acme Capital Partners" in ws.oddHeader.left.text, ws.title
         assert "org_acme" not in ws.oddHeader.left.text, ws.title
+
+
+def test_a_kind_no_table_knows_yet_still_prints_in_words(tmp_path: Path) -> None:
+    source = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"kind": ["amount_mismatch", "period_not_certified"]}), source)
+    path = tmp_path / "w.xlsx"
+    write_workbook(
+        path,
+        WorkbookSummary(organization="Acme"),
+        [SheetSource("Exceptions", source, words={"kind": KIND_WORDS})],
+    )
+    ws = openpyxl.load_workbook(path)["Exceptions"]
+    assert [c.value for c in ws["A"][1:]] == [
+        "Amount differs (sheet vs service)",
+        "Period not certified",
+    ]

@@ -56,7 +56,9 @@ def totals_batch(
 
 
 def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> pa.RecordBatch:
-    """`batch` with each column of `words` shown in its plain words (unknown values as they are)."""
+    """`batch` with each column of `words` shown in its plain words; a value the table does not
+    know is still shown in words, its underscores as spaces and its first letter capitalized
+    (`file_refused` → "File refused", as `fundpipe.reports.headers.kind_words` says it)."""
     arrays = []
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         table = words.get(name)
@@ -64,7 +66,10 @@ def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> 
             text = column.cast(pa.string())
             index = pc.index_in(text, value_set=pa.array(list(table), pa.string()))
             plain = pc.take(pa.array(list(table.values()), pa.string()), index)
-            column = pc.coalesce(plain, text)
+            spaced = pc.utf8_trim_whitespace(pc.replace_substring(text, "_", " "))
+            first = pc.utf8_upper(pc.utf8_slice_codeunits(spaced, 0, 1))
+            said = pc.binary_join_element_wise(first, pc.utf8_slice_codeunits(spaced, 1), "")
+            column = pc.coalesce(plain, said)
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
