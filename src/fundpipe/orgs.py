@@ -53,7 +53,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_KEYS = ("id", "name", "base_url", "client_id", "secret_block", "work_queue")
+_KEYS = ("id", "name", "base_url", "client_id", "secret_block", "work_queue", "materiality")
 #: What an organization id may look like: it names folders under data/orgs/ and reports/.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -72,6 +72,8 @@ def _entry(raw: Any, where: str) -> Organization:
     values = {}
     for key in _KEYS:
         value = raw.get(key)
+        if key == "materiality" and isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)  # dollars written as a number
         if value is not None and not isinstance(value, str):
             raise ConfigurationError(f"{where}: {key} must be text, not {value!r}")
         values[key] = value.strip() if isinstance(value, str) and value.strip() else None
@@ -92,7 +94,20 @@ def _entry(raw: Any, where: str) -> Organization:
         client_id=values["client_id"],
         secret_block=values["secret_block"],
         work_queue=values["work_queue"],
+        materiality=_materiality(values["materiality"], f"{where} ({org_id})"),
     )
+
+
+def _materiality(text: str | None, where: str) -> int | None:
+    """An entry's `materiality` dollars as cents (None when it gives none)."""
+    from fundpipe.config.local import dollars_to_cents
+
+    if text is None:
+        return None
+    try:
+        return dollars_to_cents(text)
+    except ValueError as error:
+        raise ConfigurationError(f"{where}: materiality: {error}") from None
 
 
 def _checked(entries: Sequence[Any], source: str) -> list[Organization]:

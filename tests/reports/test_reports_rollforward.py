@@ -191,7 +191,10 @@ def test_disbursed_movements_per_distribution_foot_to_the_account(
     header = [c.value for c in detail[1]]
     assert header[:4] == ["Vehicle", "Account", "Month", "Kind"]
     rows = list(detail.iter_rows(min_row=2, values_only=True))
+    total = rows.pop()  # the last row foots the sheet
     amount = header.index("Amount (USD)")
+    assert total[0] == "Total"
+    assert total[amount] == sum(r[amount] for r in rows)
     shown = sum(r[amount] for r in rows if r[header.index("Account")] == "A dep")
     assert shown == -500
     assert {r[header.index("Kind")] for r in rows} <= {

@@ -32,6 +32,7 @@ from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import DEMO_STATE, World, write_sheet
+from worlds.summary import assert_summary_is_its_tabs
 
 START = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC)
 FINAL = ("disbursed", "failed", "cancelled")
@@ -299,6 +300,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
             clock=lambda now=now: now,
         )
         service = month.payments()
+        assert_summary_is_its_tabs(result)  # every Summary figure is its tab's total
 
         # each service payment once, and nothing else
         con = duckdb.connect()

@@ -30,6 +30,7 @@ from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, sandbox_world, write_sheet
+from worlds.summary import assert_summary_is_its_tabs
 
 BASE = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
 CREDIT = 1_000_000  # $10,000.00
@@ -203,6 +204,7 @@ def test_a_credit_found_in_november_is_carried_into_december_until_acknowledged(
             acked_on = today
 
         _check_tie_out(result, books.tie_out(today))
+        assert_summary_is_its_tabs(result)
         if today == dt.date(2026, 12, 4):  # B1's other payment went out on 12-03
             b1 = (
                 result.frame("distribution_tieout")

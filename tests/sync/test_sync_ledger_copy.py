@@ -59,9 +59,17 @@ def test_the_warehouse_copy_of_the_ledger_matches_the_ledger_ddl(
         in_warehouse = {
             row for row in wcon.execute(query).fetchall() if row[0] != "ledger_requests"
         }
-    assert {t for t, _c, _d in in_warehouse} == {"ledger_files", "ledger_payments"}
+    assert {t for t, _c, _d in in_warehouse} == {
+        "ledger_files",
+        "ledger_payments",
+        "ledger_file_distributions",
+    }
     assert in_warehouse <= in_ledger
-    assert migrations == [(1, "ledger tables"), (2, "own references")]
+    assert migrations == [
+        (1, "ledger tables"),
+        (2, "own references"),
+        (3, "a rejected file's distributions"),
+    ]
 
 
 def test_a_ledger_is_migrated_once_and_keeps_its_rows(tmp_path: Path) -> None:

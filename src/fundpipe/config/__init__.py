@@ -127,6 +127,7 @@ class Settings(
             )
         update: dict[str, Any] = {
             "org_id": org.id,
+            "org_name": org.name or self.org_name,
             "data_dir": self.data_dir / "orgs" / org.folder,
             "reports_dir": self.reports_folder / org.folder,
         }
@@ -142,6 +143,8 @@ class Settings(
             update["client_id"] = org.client_id
         if org.secret_block:
             update.update(client_secret=None, client_secret_block=org.secret_block)
+        if org.materiality is not None:
+            update["materiality"] = org.materiality
         return self.model_copy(update=update)
 
     def redacted(self) -> dict[str, Any]:

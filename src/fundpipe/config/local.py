@@ -94,6 +94,14 @@ class PipelineSettings(BaseModel):
         description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
         "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
     )
+    materiality: int = Field(
+        default=0,
+        ge=0,
+        description="Dollars (e.g. 250 or 250.00; held as cents) below which an unexplained "
+        "balance difference is listed on the Roll-forward but opens no exception "
+        "(FUNDPIPE_MATERIALITY; an organization's `materiality` in FUNDPIPE_ORGS wins). "
+        "0: every difference is an exception.",
+    )
     full_sync_days: float = Field(
         default=7.0,
         gt=0,
@@ -132,6 +140,11 @@ class PipelineSettings(BaseModel):
             return value or None
         return value
 
+    @field_validator("materiality", mode="before")
+    @classmethod
+    def _materiality_in_cents(cls, value: Any) -> Any:
+        return dollars_to_cents(value) if isinstance(value, str) else value
+
     @field_validator("reporting_timezone", mode="after")
     @classmethod
     def _known_zone(cls, value: str) -> str:
@@ -147,3 +160,19 @@ def iana_zone(value: str) -> str:
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError("expected an IANA time zone, e.g. America/New_York") from None
     return value
+
+
+def dollars_to_cents(text: str) -> int:
+    """Dollars written by a person (``250``, ``250.00``, ``$1,000.50``) as integer cents;
+    ValueError saying what is expected otherwise (a negative, a third decimal, not a number)."""
+    from decimal import Decimal, InvalidOperation
+
+    cleaned = text.strip().replace(",", "").removeprefix("$").strip() or "0"
+    try:
+        amount = Decimal(cleaned)
+    except InvalidOperation:
+        raise ValueError(f"expected dollars such as 250 or 250.00, not {text!r}") from None
+    cents = amount * 100
+    if not amount.is_finite() or amount < 0 or cents != cents.to_integral_value():
+        raise ValueError(f"expected dollars (0 or more, at most 2 decimals), not {text!r}")
+    return int(cents)

@@ -28,6 +28,8 @@ class Organization:
     client_id: str | None = None
     secret_block: str | None = None
     work_queue: str | None = None
+    #: Its materiality in cents (the `materiality` dollars of its entry; None: the setting's).
+    materiality: int | None = None
 
     @property
     def folder(self) -> str:

@@ -54,6 +54,11 @@ class ServiceSettings(BaseModel):
         "FUNDPIPE_CLIENT_SECRET is unset (see fundpipe.app.prefect.secrets.with_secret_block).",
     )
     org_id: str | None = Field(default=None, description="X-Organization-Id to act for.")
+    org_name: str | None = Field(
+        default=None,
+        description="The organization's name in reports (set per organization from its "
+        "FUNDPIPE_ORGS `name` or the service's organization read; unset: its id).",
+    )
     orgs: str | None = Field(
         default=None,
         description='The organizations to run for: a JSON list of objects ({"id", "name", '

@@ -15,7 +15,9 @@ Only a reconciliation for today changes the history, with :func:`track`:
 - an open or acknowledged id whose amount changed gets an **amount_changed** event; an
   acknowledged one whose amount grew beyond the amount acknowledged is **reopened**, saying why
   (an acknowledgement covers the amount acknowledged);
-- an open or acknowledged id no longer in the view is **resolved** on the as-of date.
+- an open or acknowledged id no longer in the view is **resolved** on the as-of date (an
+  after-close adjustment never leaves the view by itself: it is listed until a person
+  acknowledges it — `schemas/warehouse.sql`, migration 027).
 
 A person acts with :func:`acknowledge` (a second acknowledgement is a second event) and
 :func:`assign` (the owner); :func:`history` reads an exception's events and

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fundpipe.reports.headers import KIND_WORDS
+from fundpipe.reports.headers import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS
 from fundpipe.reports.workbook import TieOutLine
 
 __all__ = ["SHEETS", "SHEET_LAYOUT", "tie_out_lines"]
@@ -48,10 +48,11 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "details_after": 11,
         "last_columns": ("object_type", "object_id", "file_hash"),
         "hidden_columns": ("reason",),
-        "words": {"kind": KIND_WORDS},
+        "words": {"kind": KIND_WORDS, "object_type": OBJECT_WORDS},
         "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
     },
     "rollforward": {
+        "totals": True,
         "first_columns": (
             "vehicle_name",
             "account_name",
@@ -75,6 +76,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "opening_source": 16.0},
     },
     "rollforward_movements": {
+        "totals": True,
         "first_columns": (
             "vehicle_name",
             "account_name",
@@ -89,8 +91,18 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "words": {
             "kind": {"disbursed": "Disbursed", "returned": "Returned (failed after disbursal)"}
         },
-        "wrap": {"vehicle_name": 18.0, "account_name": 18.0, "distribution_name": 24.0},
+        # the kind's width is its words' ("Returned (failed after disbursal)"), not the
+        # machine value the column is sized from
+        "wrap": {
+            "vehicle_name": 18.0,
+            "account_name": 18.0,
+            "kind": 20.0,
+            "distribution_name": 24.0,
+        },
     },
+    # every tab of money foots: a Total row under its figures
+    "funding": {"totals": True},
+    "balance_movement": {"totals": True},
     "distribution_tieout": {
         "total_rows": "is_total",
         "last_columns": ("vehicle", "difference_payments", "distribution_id"),
@@ -98,6 +110,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "wrap": {"distribution_name": 24.0, "vehicle_name": 16.0},
     },
     "sheet_vs_service": {
+        "totals": True,
         "first_columns": (
             "match",
             "reason",
@@ -114,7 +127,8 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         ),
         "details_after": 12,
         "hidden_columns": ("file_hash",),
-        "wrap": {"reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
+        "words": {"match": MATCH_WORDS},
+        "wrap": {"match": 22.0, "reason": 36.0, "distribution_name": 20.0, "investor_name": 20.0},
     },
 }
 

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
@@ -85,12 +86,14 @@ class ReconcileSummary:
     tie_out: dict[str, tuple[int, int]] = field(default_factory=dict)
     distributions: int = 0
     distributions_not_tying: int = 0
-    #: Reconciling items open (depository accounts, this month's and carried) and their dollars
-    #: (the sum of their absolute values).
+    #: Reconciling items open (depository accounts, this month's and carried) and their dollars,
+    #: as the Roll-forward lists and totals them.
     reconciling_items: int = 0
     reconciling_cents: int = 0
     #: The zone the as-of date is read in (the books at the end of `as_of` there).
     reporting_timezone: str = "UTC"
+    #: Reconciling items smaller than this (absolute cents) are listed but open no exception.
+    materiality_cents: int = 0
     #: True for an as-of before the run's own date: the run only read (the exception log as of
     #: that day, nothing changed).
     historical: bool = False
@@ -101,6 +104,9 @@ class ReconcileSummary:
     past_due_cents: int = 0
     #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest).
     period: PeriodState | None = None
+    #: The organization's name (its FUNDPIPE_ORGS `name` or the service's organization read);
+    #: None: only its id (`organization`) is known.
+    organization_name: str | None = None
 
     @property
     def exceptions(self) -> int:
@@ -129,12 +135,19 @@ class ReconcileResult:
 
 
 def export_views(
-    con: duckdb.DuckDBPyConnection, as_of: date, out_dir: Path, *, timezone: str = "UTC"
+    con: duckdb.DuckDBPyConnection,
+    as_of: date,
+    out_dir: Path,
+    *,
+    timezone: str = "UTC",
+    materiality_cents: int = 0,
 ) -> dict[str, int]:
     """Stream every view for `as_of` (the end of that day in `timezone`) into
-    `out_dir/<view>.parquet`; return rows per view."""
+    `out_dir/<view>.parquet`; return rows per view. A reconciling item smaller than
+    `materiality_cents` is listed on the roll-forward but is no exception."""
     con.execute("SET VARIABLE as_of = ?", [as_of])
     con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
+    con.execute("SET VARIABLE materiality_cents = ?", [materiality_cents])
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
@@ -187,11 +200,14 @@ def summarise(
             "count(*) FILTER (WHERE state = 'acknowledged') "
             f"FROM read_parquet('{_q(str(parquet['exceptions']))}')"
         )
-        (unexplained,) = one(
-            # only depository movements are a payment matter (brokerage moves with the market)
-            "SELECT sum(abs(unexplained_cents)) "
-            f"FROM read_parquet('{_q(str(parquet['balance_movement']))}') "
-            "WHERE type = 'depository'"
+        # the Roll-forward's own totals: this month's unexplained (only depository accounts
+        # have any: brokerage moves with the market) and the reconciling items open, carried
+        # ones included — the figures of its Total row, and the items it lists
+        unexplained, reconciling, reconciling_cents = one(
+            "SELECT sum(unexplained_cents), "
+            "count(*) FILTER (WHERE unexplained_cents <> 0) + coalesce(sum(carried_items), 0), "
+            "sum(reconciling_items_cents) "
+            f"FROM read_parquet('{_q(str(parquet['rollforward']))}')"
         )
         sheet_rows, service_payments, ok = one(
             "SELECT count(*) FILTER (WHERE match <> 'extra'), "
@@ -208,11 +224,6 @@ def summarise(
         tie_out = {p: (total[2 * i], total[2 * i + 1]) for i, p in enumerate(parts)}
         distributions, not_tying = one(
             f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
-        )
-        reconciling, reconciling_cents = one(
-            "SELECT count(*), sum(abs(amount_cents)) "
-            f"FROM read_parquet('{_q(str(parquet['exceptions']))}') "
-            "WHERE kind = 'unexplained_balance'"
         )
         counts = {
             str(kind): int(n)
@@ -266,14 +277,28 @@ def workbook_summary(
     """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
     its sign-off block (None: a blank line to sign on)."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
+    named = summary.organization_name or summary.organization
+    ids = (
+        [("Organization id", summary.organization)]
+        if summary.organization and summary.organization != named
+        else []
+    )
     return WorkbookSummary(
-        organization=summary.organization,
+        organization=named,
         as_of=summary.as_of.isoformat(),
         prepared_by=prepared_by,
         reviewed_by=reviewed_by,
         run_facts=[
+            *ids,
             ("As of", summary.as_of.isoformat()),
             ("Reporting timezone", summary.reporting_timezone),
+            (
+                "Materiality",
+                f"{format_cents(summary.materiality_cents)}: a reconciling item below it is "
+                "listed on the Roll-forward but opens no exception"
+                if summary.materiality_cents
+                else "$0.00: every reconciling item is an exception",
+            ),
             (
                 "Period",
                 f"{summary.period.period}: {summary.period.describe()}"
@@ -298,8 +323,8 @@ def workbook_summary(
             ("Failed payments still owed", summary.failed_owed_cents),
             ("Staged payments past due", summary.past_due_cents),
             ("Shortfall", summary.shortfall_cents),
-            ("Unexplained balance movement (abs)", summary.unexplained_cents),
-            ("Reconciling items open, incl. carried (abs)", summary.reconciling_cents),
+            ("Unexplained this month (Roll-forward)", summary.unexplained_cents),
+            ("Reconciling items open, incl. carried (Roll-forward)", summary.reconciling_cents),
         ],
         counts=[
             ("Vehicles", summary.vehicles),
@@ -314,9 +339,13 @@ def workbook_summary(
         ],
         notes=[
             "Notes on figures that are not what their name may suggest:",
-            "Unexplained balance movement counts depository accounts only: brokerage accounts "
-            "move with the market, so their differences are listed on the Balances sheet "
-            "(column Unexplained (USD)) but are not unexplained payments.",
+            "Every figure above is the total of the sheet it summarizes: the unexplained and "
+            "the reconciling items are the Roll-forward's Total row (credits positive, debits "
+            "negative; Reconciling items open counts them), the money of funding the Funding "
+            "sheet's, the tie-out the Tie-out's. Only depository accounts have unexplained "
+            "differences: brokerage accounts move with the market (the Roll-forward's Market "
+            "movement; the Balances sheet lists every account's difference from the service's "
+            "month-end total).",
             "Open obligations are service payments not yet disbursed, failed or cancelled, "
             "whatever their date. Failed payments still owed are failed payments not cancelled "
             "or paid again (a later payment of the same amount to the same investor from the "
@@ -450,7 +479,9 @@ def reconcile(
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
     with warehouse.read() as con:
-        rows = export_views(con, as_of, out_dir, timezone=zone)
+        rows = export_views(
+            con, as_of, out_dir, timezone=zone, materiality_cents=settings.materiality
+        )
         last_sync = _last_sync(con, as_of, zone)
         period = period_state(con, period_of(as_of))
         organization = organization or _organization(con, settings)
@@ -473,6 +504,8 @@ def reconcile(
             parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
         ),
         reporting_timezone=zone,
+        materiality_cents=settings.materiality,
+        organization_name=settings.org_name,
         historical=historical,
         period=closing if closing is not None else period,
     )

@@ -7,7 +7,7 @@ money in dollars "(USD)", instants "(UTC)", calendar dates of a distribution "(l
 
 from __future__ import annotations
 
-__all__ = ["KIND_WORDS", "WORDS", "header_for", "kind_words"]
+__all__ = ["KIND_WORDS", "MATCH_WORDS", "OBJECT_WORDS", "WORDS", "header_for", "kind_words"]
 
 #: Names whose plain words are not just the name with spaces.
 WORDS: dict[str, str] = {
@@ -79,6 +79,26 @@ KIND_WORDS: dict[str, str] = {
     "distribution_tie_out": "Distribution does not tie out",
     "file_rejected": "Sheet file rejected",
     "file_conflict": "Sheet file conflicts with the service",
+    "file_refused": "Sheet file refused",
+    "after_close_adjustment": "After-close adjustment (closed month changed)",
+}
+
+#: What an exception is about, in words (the Exceptions sheet's Object type).
+OBJECT_WORDS: dict[str, str] = {
+    "vehicle": "Vehicle",
+    "financial_account": "Account",
+    "distribution": "Distribution",
+    "distribution_payment": "Payment",
+    "ledger_file": "Sheet file",
+}
+
+#: The Payments sheet's Match column in words (sheet row against the service's payment).
+MATCH_WORDS: dict[str, str] = {
+    "ok": "Matches",
+    "missing": "Sheet row not at the service",
+    "extra": "Service payment in no sheet",
+    "amount_mismatch": "Amount differs (sheet vs service)",
+    "status_mismatch": "Payment failed, cancelled or not confirmed",
 }
 
 

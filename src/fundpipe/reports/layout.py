@@ -17,6 +17,9 @@ from xlsxwriter.worksheet import Worksheet
 __all__ = ["CURRENCY", "Formats", "PageHeader", "set_page"]
 
 CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
+#: Every data cell of a row sits at its top: a wrapped name and its figures read on one line
+#: (figures at the bottom of a tall row lined up with the next row's name).
+_TOP: dict[str, object] = {"valign": "top"}
 #: Excel allows 255 characters in a header or footer, codes included.
 _HEADER_LIMIT = 255
 
@@ -31,17 +34,21 @@ class Formats:
         self.title = workbook.add_format({"bold": True, "font_size": 14})
         self.subtitle = workbook.add_format({"bold": True, "font_size": 11})
         self.bold = workbook.add_format({"bold": True})
-        self.money = workbook.add_format({"num_format": CURRENCY})
-        self.money_bold = workbook.add_format({"num_format": CURRENCY, "bold": True, "top": 1})
-        self.integer_bold = workbook.add_format({"num_format": "#,##0", "bold": True, "top": 1})
-        self.instant = workbook.add_format({"num_format": "yyyy-mm-dd hh:mm:ss"})
-        self.date = workbook.add_format({"num_format": "yyyy-mm-dd"})
-        self.integer = workbook.add_format({"num_format": "#,##0"})
+        self.money = workbook.add_format({"num_format": CURRENCY, **_TOP})
+        self.money_bold = workbook.add_format(
+            {"num_format": CURRENCY, "bold": True, "top": 1, **_TOP}
+        )
+        self.integer_bold = workbook.add_format(
+            {"num_format": "#,##0", "bold": True, "top": 1, **_TOP}
+        )
+        self.instant = workbook.add_format({"num_format": "yyyy-mm-dd hh:mm:ss", **_TOP})
+        self.date = workbook.add_format({"num_format": "yyyy-mm-dd", **_TOP})
+        self.integer = workbook.add_format({"num_format": "#,##0", **_TOP})
         # a true/false cell reads TRUE or FALSE in every spreadsheet (LibreOffice would show a
         # general-format boolean as 1 in some rows)
-        self.boolean = workbook.add_format({"num_format": '"TRUE";"TRUE";"FALSE"'})
-        self.plain = workbook.add_format({})
-        self.wrap = workbook.add_format({"text_wrap": True, "valign": "top"})
+        self.boolean = workbook.add_format({"num_format": '"TRUE";"TRUE";"FALSE"', **_TOP})
+        self.plain = workbook.add_format(dict(_TOP))
+        self.wrap = workbook.add_format({"text_wrap": True, **_TOP})
         self.signature = workbook.add_format({"bottom": 1})
         self.warning = workbook.add_format({"bold": True, "font_color": "#C00000"})
         self._workbook = workbook
@@ -58,7 +65,7 @@ class Formats:
                 "date": "yyyy-mm-dd",
                 "instant": "yyyy-mm-dd hh:mm:ss",
             }.get(kind)
-            spec: dict[str, object] = {"bold": True}
+            spec: dict[str, object] = {"bold": True, **_TOP}
             if number is not None:
                 spec.update(num_format=number, top=1)
             self._totals[kind] = self._workbook.add_format(spec)

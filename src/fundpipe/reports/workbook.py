@@ -26,7 +26,7 @@ repeated; nothing is truncated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,7 +44,8 @@ from fundpipe.reports import summarysheet
 from fundpipe.reports.cells import INJECTION_PREFIXES, neutralise
 from fundpipe.reports.headers import header_for
 from fundpipe.reports.layout import Formats, PageHeader, set_page
-from fundpipe.reports.sheetxml import RowSource, XmlColumn, rows_xml, splice_rows
+from fundpipe.reports.sheetrows import TOTAL_FLAG, SheetRows, totals_batch
+from fundpipe.reports.sheetxml import RowSource, XmlColumn, splice_rows
 from fundpipe.reports.summarysheet import TieOutLine, WorkbookSummary
 from fundpipe.warehouse.integrity import writing
 
@@ -108,7 +109,9 @@ class SheetSource:
     their text. `details_after` (a count): the columns after the first that many are grouped
     and collapsed — on screen behind the outline's "+" button, and left off the printed page so
     that what prints one page wide stays legible. `total_rows` names a boolean column (hidden
-    too) marking total rows: they print bold, their figures under a rule.
+    too) marking total rows: they print bold, their figures under a rule. `totals`: a last row
+    "Total" is added, the sum of every money column and of every count of payments, items or
+    distributions, so the sheet foots on paper (the Parquet file has no such row).
     """
 
     name: str
@@ -120,6 +123,7 @@ class SheetSource:
     wrap: Mapping[str, float] = field(default_factory=dict)
     details_after: int | None = None
     total_rows: str | None = None
+    totals: bool = False
 
     def shown(self, schema: pa.Schema) -> list[str]:
         """The columns of `schema` this sheet shows, in the order it shows them."""
@@ -251,90 +255,33 @@ def _write_source(
             c.kind,
             c.fmt._get_xf_index(),
             int(c.width) if c.fmt is formats.wrap else None,
-            formats.total_of(c.kind)._get_xf_index() if source.total_rows else None,
+            formats.total_of(c.kind)._get_xf_index()
+            if source.total_rows or source.totals
+            else None,
         )
         for i, c in enumerate(columns)
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
     flag = source.total_rows if source.total_rows in pf.schema_arrow.names else None
-    rows = _SheetRows(pf, names, per_sheet, source.words, flag)
+    appended = totals_batch(pf, names, [c.kind for c in columns], flag) if source.totals else None
+    if appended is not None:
+        total += 1
+        sheet_count = max(1, -(-total // per_sheet))
+        sheet_names = [
+            source.name if i == 0 else f"{source.name} ({i + 1})" for i in range(sheet_count)
+        ]
+        flag = flag or TOTAL_FLAG
+    rows = SheetRows(pf, names, per_sheet, source.words, flag, appended)
     fills: dict[str, tuple[RowSource, str]] = {}
     for i, name in enumerate(sheet_names):
         ws = workbook.add_worksheet(name)
         data_rows = min(per_sheet, total - i * per_sheet)
-        _start_sheet(ws, name, columns, formats, data_rows, page)
+        # the filter (and so a sort) covers the data rows, never the Total under them
+        filtered = data_rows - (1 if appended is not None and i == sheet_count - 1 else 0)
+        _start_sheet(ws, name, columns, formats, filtered, page)
         member = f"xl/worksheets/sheet{len(workbook.worksheets())}.xml"
         fills[member] = (partial(rows.sheet, i, xml_columns), f"A1:{last}{data_rows + 1}")
     return sheet_names, fills
-
-
-def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> pa.RecordBatch:
-    """`batch` with each column of `words` shown in its plain words (unknown values as they are)."""
-    arrays = []
-    for name, column in zip(batch.schema.names, batch.columns, strict=True):
-        table = words.get(name)
-        if table:
-            text = column.cast(pa.string())
-            index = pc.index_in(text, value_set=pa.array(list(table), pa.string()))
-            plain = pc.take(pa.array(list(table.values()), pa.string()), index)
-            column = pc.coalesce(plain, text)
-        arrays.append(column)
-    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
-
-
-class _SheetRows:
-    """A source's Parquet rows cut into sheets of `per_sheet` rows, read once, in order."""
-
-    def __init__(
-        self,
-        pf: pq.ParquetFile,
-        names: list[str],
-        per_sheet: int,
-        words: Mapping[str, Mapping[str, str]],
-        total_rows: str | None = None,
-    ) -> None:
-        # 16k rows: the rows XML of a batch is ~20 MB; 64k rows held ~160 MB more at the peak
-        self._names, self._total_rows = names, total_rows
-        read = [*names, total_rows] if total_rows else names
-        batches = pf.iter_batches(batch_size=16_384, columns=read)
-        if any(name in words for name in names):
-            batches = (_in_words(batch, words) for batch in batches)
-        self._batches = self._cut(batches, per_sheet)
-        self._head: tuple[int, pa.RecordBatch] | None = None
-
-    @staticmethod
-    def _cut(
-        batches: Iterator[pa.RecordBatch], per_sheet: int
-    ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        sheet, room = 0, per_sheet
-        for batch in batches:
-            start = 0
-            while start < batch.num_rows:
-                if room == 0:
-                    sheet, room = sheet + 1, per_sheet
-                take = min(room, batch.num_rows - start)
-                yield sheet, batch.slice(start, take)
-                room -= take
-                start += take
-
-    def sheet(self, index: int, columns: Sequence[XmlColumn]) -> Iterator[pa.StringArray]:
-        """Sheet `index`'s rows as XML, numbered from 2 (under the header)."""
-        row = 2
-        while True:
-            if self._head is None:
-                self._head = next(self._batches, None)
-                if self._head is None:
-                    return
-            sheet, batch = self._head
-            if sheet != index:
-                return
-            self._head = None
-            totals = None
-            if self._total_rows:
-                totals = batch.column(self._total_rows)
-                batch = batch.select(self._names)
-            yield from rows_xml(columns, batch, row, totals)
-            row += batch.num_rows
 
 
 def write_workbook(

@@ -63,3 +63,12 @@ CREATE TABLE IF NOT EXISTS ledger_requests (
 -- sending them one: contacts and payment instructions, whose public inputs have no
 -- `external_reference` (the roster's reference is kept here, beside the ids in service_ids).
 ALTER TABLE ledger_requests ADD COLUMN IF NOT EXISTS own_references VARCHAR;
+
+-- migration: 003 a rejected file's distributions
+-- The distribution references a rejected file names (where they could be read): nothing of it
+-- reaches ledger_payments, yet a later file carrying all of them is its correction.
+CREATE TABLE IF NOT EXISTS ledger_file_distributions (
+    file_hash VARCHAR,
+    distribution_external_reference VARCHAR,
+    PRIMARY KEY (file_hash, distribution_external_reference)
+);

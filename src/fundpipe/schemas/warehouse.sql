@@ -2031,3 +2031,187 @@ JOIN rollforward_periods r
 LEFT JOIN distributions d ON d.id = m.distribution_id
 LEFT JOIN financial_accounts fa ON fa.id = m.financial_account
 LEFT JOIN vehicles v ON v.id = r.vehicle;
+
+-- migration: 026 a returned payment is a return
+-- A payment that failed after it was disbursed is a `returned` movement of its account in the
+-- month it failed: the money came back. The service may give no `failed_at` (ours, not the
+-- interface's) nor `disbursed_at`: then the time fundpipe learned it is used — the sync that first
+-- saw the payment failed (disbursed), from `status_history` — so the return explains the credit
+-- instead of leaving it unexplained. A payment that failed without ever being disbursed (no
+-- `disbursed_at` and never seen disbursed) moved no money and is neither.
+CREATE OR REPLACE VIEW rollforward_movement_lines AS
+WITH debited AS (
+    SELECT id AS financial_account, vehicle
+    FROM financial_accounts
+    WHERE type = 'depository'
+    QUALIFY row_number() OVER (PARTITION BY vehicle ORDER BY created_at, id) = 1
+), learned AS (
+    SELECT id,
+           min(seen_at) FILTER (WHERE status = 'disbursed') AS disbursed_seen_at,
+           min(seen_at) FILTER (WHERE status = 'failed') AS failed_seen_at
+    FROM status_history
+    WHERE object = 'distribution_payment' AND seen_at < reconcile_cutoff()
+    GROUP BY id
+), timed AS (
+    SELECT p.vehicle, p.distribution, p.amount_cents, p.status,
+           coalesce(p.disbursed_at, l.disbursed_seen_at) AS disbursed_at,
+           CASE WHEN p.status = 'failed' THEN coalesce(p.failed_at, l.failed_seen_at) END
+               AS failed_at
+    FROM payments_effective p
+    LEFT JOIN learned l ON l.id = p.id
+    WHERE p.status IN ('disbursed', 'failed')
+), per AS (
+    SELECT s.financial_account, s.period, p.distribution,
+           CAST(-coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at), 0) AS BIGINT)
+               AS disbursed_cents,
+           count(*) FILTER (WHERE p.disbursed_at >= s.period_start AND p.disbursed_at <= s.seen_at)
+               AS disbursed_payments,
+           CAST(coalesce(sum(p.amount_cents) FILTER (
+               WHERE p.failed_at >= s.period_start AND p.failed_at <= s.seen_at), 0) AS BIGINT)
+               AS returned_cents,
+           count(*) FILTER (WHERE p.failed_at >= s.period_start AND p.failed_at <= s.seen_at)
+               AS returned_payments
+    FROM rollforward_snapshots s
+    JOIN debited d ON d.financial_account = s.financial_account
+    JOIN timed p
+      ON p.vehicle = d.vehicle AND p.disbursed_at IS NOT NULL
+     AND p.disbursed_at <= s.seen_at
+     AND (p.disbursed_at >= s.period_start OR p.failed_at >= s.period_start)
+    GROUP BY s.financial_account, s.period, p.distribution
+)
+SELECT financial_account, period, 'disbursed' AS kind, distribution AS distribution_id,
+       disbursed_payments AS payments, disbursed_cents AS cents
+FROM per WHERE disbursed_payments > 0
+UNION ALL
+SELECT financial_account, period, 'returned', distribution, returned_payments, returned_cents
+FROM per WHERE returned_payments > 0;
+
+-- migration: 027 an after-close adjustment is the one exception of a late change
+-- A late change to a closed month's payment is one exception, the after-close adjustment, and
+-- only a person clears it: it is listed from the month it was learned in until someone
+-- acknowledges it (and, acknowledged, stays listed so what it explains stays explained). The
+-- payment's other symptoms point to it instead of opening their own: its amount difference or
+-- status on the Payments sheet, its distribution's tie-out when the adjustments are the whole
+-- difference, and the closed month's reconciling item when they are the whole item.
+CREATE VIEW adjusted_payments AS
+WITH listed AS (
+    SELECT payment_id, vehicle, distribution_id, period, change_cents,
+           'EX-' || upper(left(md5('after_close_adjustment|distribution_payment|' || payment_id), 10))
+               AS exception_id
+    FROM after_close_adjustments
+), kept AS (
+    -- learned in an earlier month, still open or acknowledged (never resolved by itself)
+    SELECT s.object_id AS payment_id, s.vehicle, p.distribution AS distribution_id,
+           strftime(p.effective_date, '%Y-%m') AS period, s.amount_cents AS change_cents,
+           s.id AS exception_id, s.what, s.action, p.distribution_name,
+           p.distribution_external_reference, p.entity
+    FROM exception_states(reconcile_cutoff()) s
+    LEFT JOIN payments_effective p ON p.id = s.object_id
+    WHERE s.kind = 'after_close_adjustment' AND s.state IN ('open', 'acknowledged')
+      AND s.object_id NOT IN (SELECT payment_id FROM listed)
+)
+SELECT *, false AS kept FROM listed
+UNION ALL BY NAME
+SELECT *, true AS kept FROM kept;
+
+ALTER VIEW exceptions RENAME TO exceptions_before_027;
+
+CREATE VIEW exceptions AS
+WITH adj AS (SELECT * FROM adjusted_payments),
+per_distribution AS (
+    SELECT distribution_id, CAST(sum(change_cents) AS BIGINT) AS change_cents
+    FROM adj GROUP BY distribution_id
+), per_month AS (
+    SELECT vehicle, period, CAST(sum(change_cents) AS BIGINT) AS change_cents
+    FROM adj GROUP BY vehicle, period
+), pointing AS (
+    SELECT x.exception_id
+    FROM exceptions_before_027 x
+    WHERE (x.kind IN ('amount_mismatch', 'status_mismatch')
+           AND x.object_id IN (SELECT payment_id FROM adj))
+       OR (x.kind = 'distribution_tie_out' AND EXISTS (
+               SELECT 1 FROM per_distribution d
+               WHERE d.distribution_id = x.object_id AND d.change_cents = x.amount_cents))
+       OR (x.kind = 'unexplained_balance' AND x.exception_id IN (
+               SELECT i.item_id FROM reconciling_items i
+               JOIN per_month m ON m.vehicle = i.vehicle AND m.period = i.period
+               WHERE i.unexplained_cents = m.change_cents))
+)
+SELECT x.* REPLACE (
+    CASE WHEN x.kind = 'after_close_adjustment'
+         THEN x.action || '; the payment''s difference on the Payments, Tie-out and '
+              || 'Roll-forward sheets is this adjustment' ELSE x.action END AS action)
+FROM exceptions_before_027 x
+WHERE x.exception_id NOT IN (SELECT exception_id FROM pointing WHERE exception_id IS NOT NULL)
+UNION ALL BY NAME
+SELECT
+    'after_close_adjustment' AS kind, a.vehicle, 'distribution_payment' AS object_type,
+    a.payment_id AS object_id, NULL::VARCHAR AS source_file, NULL::VARCHAR AS sheet,
+    NULL::INTEGER AS "row", a.change_cents AS amount_cents, a.what AS reason, a.exception_id,
+    v.name AS vehicle_name, a.distribution_name, a.distribution_external_reference, a.entity,
+    e.name AS investor_name, e.external_reference AS investor_reference,
+    a.action,  -- as recorded when it was learned
+    NULL::VARCHAR AS file_location, a.what
+FROM adj a
+LEFT JOIN vehicles v ON v.id = a.vehicle
+LEFT JOIN entities e ON e.id = a.entity
+WHERE a.kept;
+
+-- migration: 028 materiality
+-- An organization's materiality (session variable `materiality_cents`, default 0; the setting
+-- FUNDPIPE_MATERIALITY): a reconciling item smaller than it (in absolute value) is listed on the
+-- Roll-forward as every item is, but opens no exception.
+CREATE MACRO materiality_cents() AS coalesce(TRY_CAST(getvariable('materiality_cents') AS BIGINT), 0);
+
+ALTER VIEW exceptions RENAME TO exceptions_before_028;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_028
+WHERE NOT (kind = 'unexplained_balance' AND abs(coalesce(amount_cents, 0)) < materiality_cents());
+
+-- migration: 029 a person settles a rejected file
+-- A rejected file never changes, so once a person has acknowledged its exception (the corrected
+-- sheet went in under another name, or the file was not needed) there is nothing left to watch:
+-- it is no longer listed, and the next reconciliation resolves it. (A file dropped again under
+-- the same name, or one holding any of its distributions, still supersedes it by itself.)
+ALTER VIEW exceptions RENAME TO exceptions_before_029;
+
+CREATE VIEW exceptions AS
+SELECT * FROM exceptions_before_029 x
+WHERE NOT (x.kind = 'file_rejected' AND EXISTS (
+    SELECT 1 FROM exception_events ev
+    WHERE ev.exception_id = x.exception_id AND ev.event = 'acknowledged'
+      AND ev.event_at < reconcile_cutoff()));
+
+-- migration: 030 a corrected file supersedes the rejected one
+-- The distribution references each rejected file names (the ledger's copy, replaced wholesale by
+-- each sync, as ledger_files is). A rejected file stops being an exception once a later file
+-- that carries all of them was processed — the corrected sheet dropped under a new name —
+-- besides the cases of migration 007 (the same name, or a file holding any of its distributions
+-- in the ledger's rows).
+CREATE TABLE ledger_file_distributions (
+    file_hash VARCHAR,
+    distribution_external_reference VARCHAR
+);
+
+CREATE OR REPLACE VIEW superseded_files AS
+SELECT DISTINCT f.file_hash
+FROM as_of_ledger_files f
+JOIN as_of_ledger_files g
+  ON g.state = 'processed' AND g.file_hash <> f.file_hash
+ AND g.received_at >= f.received_at
+WHERE f.state IN ('rejected', 'conflict')
+  AND (g.source_file = f.source_file
+       OR EXISTS (SELECT 1 FROM as_of_ledger_payments lf JOIN as_of_ledger_payments lg
+                    ON lg.distribution_external_reference = lf.distribution_external_reference
+                   WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash)
+       OR (f.state = 'rejected'
+           AND EXISTS (SELECT 1 FROM ledger_file_distributions r WHERE r.file_hash = f.file_hash)
+           AND NOT EXISTS (
+               SELECT 1 FROM ledger_file_distributions r
+               WHERE r.file_hash = f.file_hash
+                 AND r.distribution_external_reference NOT IN (
+                     SELECT lg.distribution_external_reference FROM as_of_ledger_payments lg
+                     WHERE lg.file_hash = g.file_hash
+                       AND lg.distribution_external_reference IS NOT NULL))));

@@ -332,6 +332,7 @@ class _Run:
                 total_cents=report.read_cents,
                 message=outcome.message,
             )
+            self.ledger.record_references(c.file_hash, report.references)
         self.finish(c, outcome, self.dirs.rejected)
         if outcome.moved_to is not None:
             outcome.error_reports = tuple(write_report(report, outcome.moved_to))

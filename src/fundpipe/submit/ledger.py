@@ -200,6 +200,14 @@ class Ledger:
             ],
         )
 
+    def record_references(self, file_hash: str, references: Iterable[str]) -> None:
+        """Record the distribution references a rejected file names (once each)."""
+        rows = [(file_hash, ref) for ref in sorted(set(references))]
+        if rows:
+            self._con.executemany(
+                "INSERT INTO ledger_file_distributions VALUES (?, ?) ON CONFLICT DO NOTHING", rows
+            )
+
     def files(self) -> list[dict[str, Any]]:
         """Every file row, oldest first."""
         cur = self._con.execute("SELECT * FROM ledger_files ORDER BY received_at, file_hash")

@@ -88,6 +88,19 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> str:
     return ", ".join('"' + str(name).replace('"', '""') + '"' for (name,) in rows)
 
 
+def _ledger_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The ledger tables the warehouse copies that the attached ledger has (a ledger written
+    before `ledger_file_distributions` existed has none of it until it is next written)."""
+    wanted = ("ledger_payments", "ledger_files", "ledger_file_distributions")
+    present = {
+        str(name)
+        for (name,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'ledger'"
+        ).fetchall()
+    }
+    return [table for table in wanted if table in present]
+
+
 def _attach_ledger(con: duckdb.DuckDBPyConnection, ledger_file: Path, timeout_s: float) -> None:
     path = str(ledger_file).replace("'", "''")
     deadline = time.monotonic() + timeout_s
@@ -140,8 +153,9 @@ def _copy_ledger(
         try:
             con.execute("DELETE FROM ledger_payments")
             con.execute("DELETE FROM ledger_files")
+            con.execute("DELETE FROM ledger_file_distributions")
             if found:
-                for table in ("ledger_payments", "ledger_files"):
+                for table in _ledger_tables(con):
                     columns = _columns(con, table)
                     con.execute(
                         f"INSERT INTO {table} ({columns}) SELECT {columns} FROM ledger.{table}"

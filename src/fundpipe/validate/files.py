@@ -257,6 +257,9 @@ def _validate_sheet(
         if len(amounts):  # no amount could be read: no total, rather than a misleading $0.00
             report.read_cents = (report.read_cents or 0) + int(amounts.sum())
     if found:
+        if match.template.name == "distribution" and "external_reference" in parsed:
+            read = parsed["external_reference"].dropna().astype(str).str.strip()
+            report.references = sorted({*report.references, *(r for r in read if r)})
         if match.template.name == "distribution":
             # the file is rejected, but its entity references are still checked, so that every
             # error is reported at once (the frame is dropped once they are)

@@ -105,6 +105,9 @@ class FileReport:
     #: distribution sheet was read, or none of its amounts could be): a rejected file's total,
     #: for its exception
     read_cents: int | None = None
+    #: the distribution references a rejected distribution sheet names (where they could be
+    #: read): a later file that carries all of them is its correction
+    references: list[str] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return (

@@ -145,7 +145,7 @@ def backup_command(
             taken = take_snapshot(settings)
             if taken is None:
                 raise InputError(f"no ledger or warehouse in {settings.data_dir} to snapshot")
-            console.print(f"snapshot {taken.url}", markup=False, highlight=False)
+            console.print(f"snapshot {taken.url}", markup=False, highlight=False, soft_wrap=True)
         if verify:
             check = verify_all(settings)
             if json_out:
@@ -168,6 +168,7 @@ def backup_command(
                     f"decision(s) and {check.files} filed file(s) match their SHA-256",
                     markup=False,
                     highlight=False,
+                    soft_wrap=True,  # a path is never broken across lines
                 )
             else:
                 for problem in check.problems:

@@ -66,9 +66,7 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
         "Shortfall",
         f"[{short_style}]{format_cents(s.shortfall_cents)}[/] ({s.vehicles_short:,} vehicles)",
     )
-    table.add_row(
-        "Unexplained balance movement (depository only)", format_cents(s.unexplained_cents)
-    )
+    table.add_row("Unexplained this month (Roll-forward)", format_cents(s.unexplained_cents))
     table.add_row("Sheet rows / service payments", f"{s.sheet_rows:,} / {s.service_payments:,}")
     table.add_row("Payments matching", f"{s.payments_ok:,}")
     console.print(table)
