@@ -45,10 +45,12 @@ BLOCK_NAME = "fundpipe-alerts"
 #: The flows whose deployments' runs are watched for Failed / Crashed.
 FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "night-check"]
 #: The flows whose Failed runs are told per organization by `fundpipe.night.failed` instead of
-#: as a run (one alert per incident): ``["nightly", "org-night"]`` once the night shells emit it
-#: for every organization whose night failed (`tell.tell_night_failed`); until then a night's
-#: Failed run is alerted as a run, so that no failure waits for the deadline's alert.
-NIGHTS_TOLD_BY_EVENT: list[str] = []
+#: as a run (one alert per incident): the night shells emit it for every organization whose
+#: night failed (`tell.tell_night_failed`: the nightly run for its children, an `org-night` run
+#: on its own for itself, a nightly run that failed before any child for "every
+#: organization"); their "Needs a person" runs (FAILED type) are told by the file and exception
+#: alerts.
+NIGHTS_TOLD_BY_EVENT: list[str] = ["nightly", "org-night"]
 
 
 def _names(organizations: Sequence[tuple[str, str]]) -> str:

@@ -117,7 +117,32 @@ def nightly(
     `fundpipe.app.prefect.fanout`."""
     from fundpipe.app.prefect.fanout import run_night
 
-    return _guard(run_night, samples, as_of, data_dir, fan_out)
+    final = _guard(run_night, samples, as_of, data_dir, fan_out)
+    _tell_if_no_night_ran(final, data_dir)
+    return final
+
+
+def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
+    """A nightly run that failed before any organization's night (its configuration, the
+    org-night deployment missing, a bug): one `fundpipe.night.failed` alert for every
+    organization (the Failed run itself is not alerted: `alerts.NIGHTS_TOLD_BY_EVENT`)."""
+    from fundpipe.app.prefect.tell import tell_night_failed
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state, next_step_for
+    from fundpipe.errors import FundpipeError
+    from fundpipe.nights import NightsFailed
+
+    if not final.is_failed() or needs_a_person_state(final):
+        return
+    error = final.data
+    if isinstance(error, NightsFailed):  # each organization's failure was told already
+        return
+    code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
+    try:
+        settings = _settings(data_dir)
+    except Exception:  # settings that cannot be read: the message says so, no secret to hide
+        settings = Settings.model_construct()
+    why = final.message or "the nightly run failed"
+    tell_night_failed("all", "every organization", why, None, next_step_for(code), settings)
 
 
 def _ingest_flow(data_dir: str | None, path: str | None, org: str | None) -> State[Any]:
