@@ -136,8 +136,8 @@ def test_each_organization_s_row_reads_as_its_verdict_line_and_the_night_s_state
     )
     lines = [line_of(r) for r in rows]
     assert [line.sentence() for line in lines] == [
-        "Alpha Fund: OK",
-        "Beta Fund: NEEDS A PERSON: vehicle short of funds: V-1, $4,500.00, "
+        "Alpha Fund (org_a): OK",
+        "Beta Fund (org_b): NEEDS A PERSON: vehicle short of funds: V-1, $4,500.00, "
         "today (new or worse tonight)",
         "org_c: FAILED: no answer, on api.example.com — check that the service at "
         "api.example.com answers and that our credentials are accepted, then run the night again",

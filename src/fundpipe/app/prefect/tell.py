@@ -8,6 +8,7 @@ the server, whatever the console shows).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
@@ -29,10 +30,16 @@ def _secrets(settings: Settings) -> list[str | None]:
     return [secret.get_secret_value() if secret is not None else None]
 
 
+#: The organization a run over several organizations is telling of (its label), so that each
+#: of its lines names it; None in a run of one organization.
+TELLING_OF: ContextVar[str | None] = ContextVar("fundpipe_telling_of", default=None)
+
+
 def _say(settings: Settings, lines: list[str]) -> None:
     logger = get_run_logger()
+    of = TELLING_OF.get()
     for line in lines:
-        logger.info(oncall.plain(line, _secrets(settings)))
+        logger.info(oncall.plain(f"{of}: {line}" if of else line, _secrets(settings)))
 
 
 def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]]) -> None:

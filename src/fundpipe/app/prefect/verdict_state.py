@@ -186,7 +186,7 @@ def line_of(row: OrgRow) -> VerdictLine:
     failed, on which host, and what to do next."""
     from fundpipe.nights import Verdict as RowVerdict
 
-    name = row.name or row.organization
+    name = row.label  # its name, and its id people search the logs by
     if row.verdict is RowVerdict.OK:
         return VerdictLine(row.organization, name, Verdict.OK)
     if row.verdict is RowVerdict.NEEDS_A_PERSON:
