@@ -156,7 +156,7 @@ def test_two_organizations_each_end_as_they_would_alone(
     # org_demo's rejected sheet needs a person: a state not shown green (FAILED type), named so
     assert (state.type.value, state.name) == ("FAILED", "Needs a person"), state.message
     assert "(org_demo): NEEDS A PERSON: q4_typo.csv rejected" in (state.message or "")
-    assert "(org_demob): OK" in (state.message or "")
+    assert "org_demob: OK" in (state.message or "")
     summary = summary_of_run(state).as_json()  # what `fundpipe run --json` prints
     rows = summary["organizations"]
     assert list(rows) == list(ORGS)
@@ -210,7 +210,7 @@ def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
     state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
     assert state.is_failed(), state.message
     message = state.message or ""
-    assert "(org_demob): FAILED: " in message  # by name, why, on which host, what to do
+    assert "org_demob: FAILED: " in message  # by name, why, on which host, what to do
     assert "run the night again" in message
     assert "Traceback" not in message
     assert "Traceback" not in _run_log(state.state_details.flow_run_id)
@@ -334,7 +334,7 @@ def test_a_crash_in_a_child_or_the_parent_is_an_internal_error_with_its_tracebac
     assert row.exit_code == ExitCode.INTERNAL
     assert "internal error (RuntimeError: injected crash in a child)" in row.message
     assert summary.exit_code == ExitCode.INTERNAL
-    assert "(org_demob): FAILED: internal error" in (state.message or "")
+    assert "org_demob: FAILED: internal error" in (state.message or "")
     child = uuid.UUID(row.run.rsplit("/", 1)[-1])
     logged = _run_log(child)
     assert "Traceback (most recent call last)" in logged

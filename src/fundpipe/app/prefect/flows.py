@@ -21,7 +21,8 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 | fundpipe exit code | flow run state |
 |---|---|
-| 0 success, 1 a file rejected or a distribution needs a person | Completed |
+| 0 success, 1 a file rejected or a distribution needs a person | Completed (named Needs review for 1) |
+| `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state`) |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
 | 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
