@@ -115,17 +115,20 @@ def org_night(
     base_url: str | None = None,
     orgs_on_host: int = 1,
     several: bool = False,
+    name: str = "",
 ) -> State[Any]:
     """One organization's night: ingest its inbox, sync, reconcile, report.
 
     `org` is the organization's id ("" for the client's own, unnamed one); `base_url` is the
     embedded sandbox of the parent run (None with a configured service); `orgs_on_host` how
-    many organizations share its service host; `several` whether more than one runs.
+    many organizations share its service host; `several` whether more than one runs; `name`
+    the name people know it by, as the parent found it (the service's), for its verdict.
     """
     from fundpipe.app.prefect.steps import _guard
     from fundpipe.app.prefect.verdict_state import needs_a_person_state
 
     who: dict[str, Any] = {}
+    who["name"] = name
     final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several, who)
     if not final.is_completed() and not needs_a_person_state(final):
         _stopped(org, final, who)
@@ -135,7 +138,8 @@ def org_night(
 def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     """A child whose night did not complete: its verdict first (FAILED: why, on which host,
     what to do), its exit code for the parent last; and, run on its own (no nightly run above
-    it to tell it), its one `fundpipe.night.failed` alert."""
+    it to tell it) and failed (not stopped by another run holding its files), its one
+    `fundpipe.night.failed` alert."""
     from prefect.runtime import flow_run
 
     from fundpipe.app.prefect.tell import tell_night_failed
@@ -151,7 +155,8 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
     org: Organization | None = who.get("org")
     settings: Settings | None = who.get("settings")
-    name = (org.name if org is not None else "") or org_id or "the organization"
+    name = (org.name if org is not None else "") or who.get("name") or org_id or "its own"
+    name = f"{name} ({org_id})" if org_id and name != org_id else name
     host = urlsplit(settings.base_url or "").hostname or "" if settings is not None else ""
     line = VerdictLine(
         org_id,
@@ -163,7 +168,8 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     )
     try:
         publish_verdict([line], date.today())
-        if settings is not None and flow_run.get_parent_flow_run_id() is None:
+        alone = flow_run.get_parent_flow_run_id() is None
+        if settings is not None and final.is_failed() and alone:
             tell_night_failed(org_id, name, line.why, host, line.next_step, settings)
     finally:
         _leave_exit_code(final)
@@ -201,7 +207,7 @@ def _org_night(
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.links import openable
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import tell_night
+    from fundpipe.app.prefect.tell import NAMED, tell_night
     from fundpipe.app.prefect.verdict_state import (
         line_of,
         night_state,
@@ -214,7 +220,11 @@ def _org_night(
     if base_url and top.embedded:
         top = attach(top, base_url)
     org, settings = _org_settings(top, org_id, orgs_on_host, several)
+    if who.get("name") and not org.name:  # the name the parent found (the service's)
+        org = replace(org, name=who["name"])
     who.update(org=org, settings=settings)
+    if org.name:  # every event of this night names it (the alerts' subjects)
+        NAMED.set(org.name)
     get_run_logger().info(
         "organization %s: state in %s, reports in %s",
         org.label,
@@ -367,6 +377,7 @@ def fan_out(
             "base_url": base_url,
             "orgs_on_host": hosts[name],
             "several": len(orgs) > 1,
+            "name": org.name or "",
         }
         return _start(mode, org, params, urlsplit(url or "").hostname or "embedded")
 

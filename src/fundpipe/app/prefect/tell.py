@@ -42,8 +42,16 @@ def _say(settings: Settings, lines: list[str]) -> None:
         logger.info(oncall.plain(f"{of}: {line}" if of else line, _secrets(settings)))
 
 
+#: The name people know the organization of this night by (its run sets it), for the events'
+#: payloads: every alert's subject names it.
+NAMED: ContextVar[str | None] = ContextVar("fundpipe_named", default=None)
+
+
 def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]]) -> None:
     name, resource, payload = oncall.safe_event(event, _secrets(settings))
+    known = NAMED.get()
+    if known and "organization" in payload and "name" not in payload:
+        payload = {**payload, "name": known}
     emit_event(event=name, resource=resource, payload=payload, related=oncall.related_of(name))
 
 
