@@ -91,7 +91,8 @@ def tell_night_failed(
 ) -> None:
     """One organization's night failed: say it, and emit `fundpipe.night.failed` (its one
     alert, and the missed-night alert's sign that this night was told already)."""
-    _say(settings, [f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")])
+    line = f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")
+    get_run_logger().error(oncall.plain(line, _secrets(settings)))
     _emit(settings, oncall.failed_event(org, name, why, host, what_to_do))
 
 
