@@ -80,6 +80,9 @@ _log = logging.getLogger(__name__)
 #: The state name of a night that needs a person (state type COMPLETED): the badge the Prefect
 #: UI shows, and the label `fundpipe run` and the parent's artifact show for it.
 NEEDS_REVIEW = "Needs review"
+#: The state name of a night over one or every organization whose verdict is NEEDS_A_PERSON
+#: (the `org-night` and `nightly` runs' badge), and the label `fundpipe run` shows for it.
+NEEDS_A_PERSON_SHOWN = "Needs a person"
 
 #: How the service objects' mode reads to a person.
 _MODES = {"test": "test mode", "live": "live mode", "not seen": "none seen"}
@@ -371,9 +374,9 @@ class OrgRow:
 
     @property
     def state_shown(self) -> str:
-        """The state as the Prefect UI shows the child run: a completed night that needs a
-        person (exit code 1) is "Needs review", as its badge says."""
-        return NEEDS_REVIEW if self.completed and self.exit_code == 1 else self.state
+        """The state as the Prefect UI shows the child run: a completed night whose verdict is
+        NEEDS_A_PERSON is "Needs a person", as its badge says."""
+        return NEEDS_A_PERSON_SHOWN if self.verdict is Verdict.NEEDS_A_PERSON else self.state
 
     @property
     def total(self) -> str:

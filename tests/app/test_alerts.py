@@ -121,9 +121,11 @@ def test_an_outage_of_one_organization_is_one_alert_with_the_host_and_the_next_s
     assert night_flows.isdisjoint(watched["prefect.resource.name"])
     crashed = built["fundpipe: a run crashed"].trigger.match_related.root
     assert night_flows <= set(crashed["prefect.resource.name"])  # a dead process still alerts
-    # until the night shells emit fundpipe.night.failed, a night's Failed run is alerted as a run
-    unwired = _built()["fundpipe: a run failed"].trigger.match_related.root
-    assert night_flows <= set(unwired["prefect.resource.name"])
+    # the night shells emit fundpipe.night.failed for every failed night: by default, a
+    # night's Failed run is not alerted once more as a run
+    assert alerts.NIGHTS_TOLD_BY_EVENT == ["nightly", "org-night"]
+    wired = _built()["fundpipe: a run failed"].trigger.match_related.root
+    assert night_flows.isdisjoint(wired["prefect.resource.name"])
     # a night that needs a person (a Failed-type state named so: verdict_state) is told by its
     # file's and exceptions' alerts, not once more as a failed run: its event has its name
     from fundpipe.app.prefect.verdict_state import NEEDS_A_PERSON

@@ -17,7 +17,7 @@ from fundpipe.app.prefect.uiview import (
     step_run_name,
 )
 from fundpipe.night import NightException
-from fundpipe.nights import OrgRow
+from fundpipe.nights import Finding, OrgRow
 from fundpipe.submit.verdicts import FileOutcome
 
 
@@ -61,11 +61,18 @@ def test_keys_and_tags_carry_the_organization() -> None:
 
 
 def test_the_parent_names_what_needs_a_person_per_organization() -> None:
+    """The sentence reads the verdict's findings: a new shortfall (no file rejected) needs a
+    person as much as a rejected file; a clean or failed night is not in it."""
+    short = Finding("vehicle short of funds: V-1 — fund it", "$4,500.00", "today")
     rows = [
-        OrgRow("org_a", rejected_names=("q4.csv",), new_exceptions=("EX-1",)),
-        OrgRow("org_b"),
+        OrgRow("org_a", "Alpha", state="Completed", findings=(short,)),
+        OrgRow("org_b", state="Completed"),
+        OrgRow("org_c", state="Failed", findings=(short,)),
     ]
-    assert needs_a_person(rows) == ["org_a: rejected q4.csv, new exception(s) EX-1"]
+    assert needs_a_person(rows) == [
+        "Alpha: vehicle short of funds: V-1 — fund it ($4,500.00) — today"
+    ]
+    assert [r.state_shown for r in rows] == ["Needs a person", "Completed", "Failed"]
 
 
 def test_exceptions_read_with_plain_labels() -> None:

@@ -7,9 +7,12 @@ from zoneinfo import ZoneInfo
 
 from fundpipe.app.prefect.verdict_state import (
     NEEDS_A_PERSON,
+    NeedsAPerson,
     Verdict,
     VerdictLine,
     health_rows,
+    line_of,
+    needs_a_person_state,
     night_state,
     unique_run_name,
     verdict_markdown,
@@ -115,3 +118,36 @@ def test_run_names_are_unique_within_a_day() -> None:
     assert (
         unique_run_name("org-night", at, "ab-cd", "org_a") == "org-night-org_a-2026-11-27-0130-abcd"
     )
+
+
+def test_each_organization_s_row_reads_as_its_verdict_line_and_the_night_s_state() -> None:
+    """A new $4,500 shortfall with no file rejected needs a person (not a plain Completed); a
+    failed night says why, on which host and what to do; the state carries the night's result
+    in a plain error (Prefect reads a FAILED state's data as one), and pickles."""
+    import pickle
+
+    from fundpipe.nights import Finding, Nights, OrgRow
+
+    short = Finding("vehicle short of funds: V-1", "$4,500.00", "today (new or worse tonight)")
+    rows = (
+        OrgRow("org_a", "Alpha Fund", state="Completed"),
+        OrgRow("org_b", "Beta Fund", state="Completed", findings=(short,)),
+        OrgRow("org_c", state="Failed", exit_code=3, host="api.example.com", message="no answer"),
+    )
+    lines = [line_of(r) for r in rows]
+    assert [line.sentence() for line in lines] == [
+        "Alpha Fund (org_a): OK",
+        "Beta Fund (org_b): NEEDS A PERSON: vehicle short of funds: V-1, $4,500.00, "
+        "today (new or worse tonight)",
+        "org_c: FAILED: no answer, on api.example.com — check that the service at "
+        "api.example.com answers and that our credentials are accepted, then run the night again",
+    ]
+    night = Nights("2026-11-27", rows[:2])
+    needs = night_state(lines[:2], data=night)
+    assert (needs.type.value, needs.name) == ("FAILED", NEEDS_A_PERSON)
+    assert needs_a_person_state(needs)
+    carried = pickle.loads(pickle.dumps(needs.data))  # noqa: S301  # our own bytes
+    assert isinstance(carried, NeedsAPerson)
+    assert carried.exit_code == 1
+    assert carried.value == night
+    assert night_state(lines[:1], data=night).data is night  # a clean night's result as it is

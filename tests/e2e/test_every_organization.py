@@ -153,8 +153,11 @@ def test_two_organizations_each_end_as_they_would_alone(
     finally:
         client_log.removeHandler(lifted)
     assert lifted.seen >= 3, "org_demob's requests were answered 503 for a while"
-    assert state.is_completed(), state.message
-    summary = state.result().as_json()  # what `fundpipe run --json` prints
+    # org_demo's rejected sheet needs a person: a state not shown green (FAILED type), named so
+    assert (state.type.value, state.name) == ("FAILED", "Needs a person"), state.message
+    assert "(org_demo): NEEDS A PERSON: q4_typo.csv rejected" in (state.message or "")
+    assert "org_demob: OK" in (state.message or "")
+    summary = summary_of_run(state).as_json()  # what `fundpipe run --json` prints
     rows = summary["organizations"]
     assert list(rows) == list(ORGS)
 
@@ -190,10 +193,9 @@ def test_two_organizations_each_end_as_they_would_alone(
         assert totals[key] == sum(row[key] for row in rows.values()), key
     assert totals["total_cents"] == sum(sum(_expected(org).values()) for org in ORGS)
     assert (totals["organizations"], totals["failed"]) == (2, 0)
-    # each row links its child run, named after its organization
-    assert {_run_name(row["run"]) for row in rows.values()} == {
-        f"org-night-{o}-{tonight()}" for o in ORGS
-    }
+    # each row links its child run, named after its organization and unique within the day
+    names = {_run_name(row["run"]) for row in rows.values()}
+    assert {n.rsplit("-", 2)[0] for n in names} == {f"org-night-{o}-{tonight()}" for o in ORGS}
 
 
 def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
@@ -208,8 +210,10 @@ def test_one_organization_down_fails_only_itself_and_the_parent_says_which(
     state = night_flows.nightly(data_dir=str(two_orgs), return_state=True)
     assert state.is_failed(), state.message
     message = state.message or ""
-    assert "1 did not complete: org_demob failed:" in message
+    assert "org_demob: FAILED: " in message  # by name, why, on which host, what to do
+    assert "run the night again" in message
     assert "Traceback" not in message
+    assert "Traceback" not in _run_log(state.state_details.flow_run_id)
     # the failed parent's data is an exception a worker can read (never "Unexpected result for
     # failed state"), plain (a FundpipeError: no traceback in the run's log), with the summary
     with pytest.raises(NightsFailed):
@@ -330,7 +334,7 @@ def test_a_crash_in_a_child_or_the_parent_is_an_internal_error_with_its_tracebac
     assert row.exit_code == ExitCode.INTERNAL
     assert "internal error (RuntimeError: injected crash in a child)" in row.message
     assert summary.exit_code == ExitCode.INTERNAL
-    assert "org_demob failed: internal error" in (state.message or "")
+    assert "org_demob: FAILED: internal error" in (state.message or "")
     child = uuid.UUID(row.run.rsplit("/", 1)[-1])
     logged = _run_log(child)
     assert "Traceback (most recent call last)" in logged

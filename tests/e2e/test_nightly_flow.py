@@ -27,6 +27,7 @@ from prefect_processes import tonight
 
 from fundpipe.app.embedded import service
 from fundpipe.app.prefect import flows as night_flows
+from fundpipe.app.prefect.nightsummary import summary_of_run
 from fundpipe.config import Settings
 from fundpipe.validate.files import validate_files
 
@@ -54,8 +55,11 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> di
     inbox.mkdir(parents=True)
     shutil.copy2(BROKEN, inbox / "q4_typo.csv")  # keeps its mtime: a settled file
     flows = night_flows
-    # the flow's result is typed; its JSON form is what `fundpipe run --json` prints
-    summary = flows.nightly(samples=True, data_dir=str(data_dir)).as_json()
+    # the flow's result is typed; its JSON form is what `fundpipe run --json` prints; a night
+    # that needs a person (the broken sheet) is not green: a FAILED-type state named so
+    state = flows.nightly(samples=True, data_dir=str(data_dir), return_state=True)
+    assert (state.type.value, state.name) == ("FAILED", "Needs a person"), state.message
+    summary = summary_of_run(state).as_json()
     # the embedded sandbox's two demo organizations: org_demo's night is the one checked here
     return {
         "data_dir": data_dir,
@@ -181,10 +185,10 @@ def test_the_run_leaves_a_summary_and_an_exceptions_table_as_artifacts(
     text = str(organizations.data)
     rows = night["night"]["organizations"]
     assert any(row["rejected"] for row in rows.values())  # the night's broken sheet
-    for org, row in rows.items():
+    for row in rows.values():
         # a night with a rejected sheet reads as its run's badge does in the UI
-        shown = "Needs review" if row["rejected"] else "Completed"
-        assert f"| {org} | {shown} |" in text
+        shown = "Needs a person" if row["rejected"] else "Completed"
+        assert f"| {row['name'] or row['organization']} | {shown} |" in text
         assert row["run"].rsplit("/", 1)[-1] in text
 
 
@@ -364,7 +368,8 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
 
 
 def _newest_nightly_logs(run_name: str) -> list[str]:
-    """The logs of the newest flow run called `run_name` (org_demo's child of a nightly run)."""
+    """The logs of the newest flow run whose name starts with `run_name` (org_demo's child of a
+    nightly run)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowRunFilter,
@@ -377,7 +382,8 @@ def _newest_nightly_logs(run_name: str) -> list[str]:
     async def read() -> list[str]:
         async with get_client() as client:
             (run,) = await client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[run_name])),
+                # names are unique within a day: `<run_name>-<time>-<id>`
+                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=f"{run_name}-")),
                 sort=FlowRunSort.START_TIME_DESC,
                 limit=1,
             )

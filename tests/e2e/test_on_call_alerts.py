@@ -1,12 +1,14 @@
 """The on-call view end to end: a real `prefect server start`, the alerts installed with
 `fundpipe alerts install`, and a small HTTP receiver on loopback standing in for the webhook.
 
-Three nights, each as a person would run it: a clean night (`fundpipe run` against the server)
-sends nothing but the `fundpipe.night.completed` event; a night with a rejected file makes a
-POST arrive naming the file, and one naming the exception it opened; a night of the `nightly`
-deployment, run by a worker whose service is unreachable, ends Failed and a POST names the
-deployment and the plain reason. The runs' logs on the server tell each night at INFO, with no
-secret and no full account number. Installing the alerts twice leaves the same automations.
+Nights as a person would run them: a clean night (`fundpipe run` against the server) is OK and
+sends nothing but the `fundpipe.night.completed` event; a night with a rejected file, and one
+with a new $4,500 shortfall, each NEED A PERSON (a state not shown green) and make one POST
+arrive naming the organization and linking to the run; a night of the `nightly` deployment, run
+by a worker whose service is unreachable, FAILED, and one POST names the organization, the
+plain reason and the next step. The runs' logs on the server tell each night at INFO, with no
+traceback, no secret and no full account number. Installing the alerts twice leaves the same
+automations.
 """
 
 from __future__ import annotations
@@ -57,11 +59,11 @@ def _clean_samples() -> list[tuple[Path, str]]:
 
 
 def _latest_run_without_deployment(api: PrefectApi, name: str | None = None) -> dict[str, Any]:
-    """The newest run not started by a deployment; with `name`, the newest run so named (the
-    nightly run's child for one organization is `org-night-<org>`)."""
+    """The newest run not started by a deployment; with `name`, the newest run whose name starts
+    so (the nightly run's child for one organization is `org-night-<org>-<date>-<time>-<id>`)."""
     runs_filter: dict[str, Any] = {"deployment_id": {"is_null_": True}}
     if name is not None:
-        runs_filter["name"] = {"any_": [name]}
+        runs_filter["name"] = {"like_": f"{name}-"}
     runs = api.http.post(
         "/flow_runs/filter",
         json={"flow_runs": runs_filter, "sort": "START_TIME_DESC", "limit": 1},
@@ -148,6 +150,9 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         for step in ("ingest: 3 file(s) seen", "sync: ", "reconcile: 0 exception(s)", "reports: "):
             assert any(line.startswith(step) for line in logs), (step, logs)
         wait_for("fundpipe.night.completed", lambda: _events(api, "fundpipe.night.completed"), 90)
+        # the first thing the run shows: each organization's verdict, by name
+        verdict = api.artifacts(night["id"])["fundpipe-verdict"]["data"]
+        assert "- **Demo Fund Administration (org_demo)**: **OK**" in verdict
         time.sleep(QUIET_S)
         assert bodies == [], bodies
 
@@ -175,16 +180,16 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         wait_for("a POST naming the file", lambda: [b for b in bodies if "q4_typo.csv" in b], 60)
         time.sleep(QUIET_S)
         (rejected_post,) = bodies  # one incident, one alert: not one more for its exception
-        assert "q4_typo.csv rejected (" in rejected_post
+        assert "q4_typo.csv rejected (Demo Fund Administration" in rejected_post
         assert "/runs/flow-run/" in rejected_post  # a link to the run
-        # what the Prefect UI shows of a night that needs a person: not a plain green
-        # "Completed" (still of type COMPLETED: no failed run on the dashboard), on the child and
-        # on the parent, whose message names the rejected file and the new exception
-        assert (night["state"]["type"], night["state"]["name"]) == ("COMPLETED", "Needs review")
+        # what the Prefect UI shows of a night that needs a person: not green (a FAILED-type
+        # state named so: Prefect colours by type), on the child and on the parent, whose
+        # message is the verdict: by name, what, how much, by when
+        needs = ("FAILED", "Needs a person")
+        assert (night["state"]["type"], night["state"]["name"]) == needs
         parent = _latest_run_without_deployment(api, f"nightly-{day}")
-        assert (parent["state"]["type"], parent["state"]["name"]) == ("COMPLETED", "Needs review")
-        assert "q4_typo.csv" in parent["state"]["message"]
-        assert exception_id in parent["state"]["message"]
+        assert (parent["state"]["type"], parent["state"]["name"]) == needs
+        assert "(org_demo): NEEDS A PERSON: q4_typo.csv rejected" in parent["state"]["message"]
         # artifact keys per organization, with plain column labels
         artifacts = api.artifacts(night["id"])
         assert {
@@ -213,6 +218,36 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         # no artifact links a file on the worker's disk (dead in a browser)
         for artifact in [*artifacts.values(), *parents.values()]:
             assert "file://" not in json.dumps(artifact["data"]), artifact["key"]
+
+        # a night whose sheet leaves a vehicle $4,500 short of funds (no file rejected): it
+        # needs a person too, and one POST tells the exception, by organization, with a link
+        short = tmp_path / "short"
+        _inbox(short)
+        sheet = SAMPLES / "distributions_q4.csv"
+        header = sheet.read_text(encoding="utf-8").splitlines()[0]
+        row = "Q4 Real Assets III,veh_demo3,Q4-SHORT,2026-12-15 09:00,America/New_York,ent_demo1"
+        (short / "orgs" / "org_demo" / "inbox" / "short.csv").write_text(
+            f'{header}\n{row},"$754,500.00",USD,,investor1@example.com\n', encoding="utf-8"
+        )
+        before = len(bodies)
+        subprocess.run(
+            [FUNDPIPE, "run", "--data-dir", str(short)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            timeout=180,
+            check=False,
+        )
+        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        assert (night["state"]["type"], night["state"]["name"]) == needs
+        assert "$4,500.00" in night["state"]["message"]
+        _logs_tell_the_night(api.logs(night["id"]))
+        wait_for("a POST for the shortfall", lambda: bodies[before:], 60)
+        time.sleep(QUIET_S)
+        (short_post,) = bodies[before:]
+        assert "(Demo Fund Administration)" in short_post
+        assert "$4,500.00" in short_post
+        assert "/runs/flow-run/" in short_post
 
         # a deployment's night whose service is unreachable: Failed, and a POST says why
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)
@@ -263,14 +298,16 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         _logs_tell_the_night(failed_logs)
         assert any(line.startswith("could not reach the service") for line in failed_logs)
 
-        def failure_posted() -> list[str]:
-            return [
-                b
-                for b in bodies[before:]
-                if "nightly/nightly" in b and "could not reach the service" in b
-            ]
-
-        (posted,) = wait_for("a POST naming the deployment and the reason", failure_posted, 60)
+        # one POST for the outage (not one more for the parent, nor for its child run), naming
+        # the organization, the service host and the next step, with a link to the run
+        wait_for("a POST naming the organization", lambda: bodies[before:], 60)
+        time.sleep(QUIET_S)
+        (posted,) = bodies[before:]
+        assert "the night of org_night failed" in posted
+        assert "could not reach the service" in posted
+        assert "(service 127.0.0.1)" in posted
+        assert "Next step: check that the service at 127.0.0.1 answers" in posted
+        assert f"/runs/flow-run/{run['id']}" in posted
         assert SECRET_CANARY not in posted
 
         # a plain `fundpipe run` (cron, a shell) that fails alerts the on-call too
@@ -286,18 +323,12 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         )
         assert plain.returncode == 3, plain.stdout + plain.stderr
 
-        def plain_failure_posted() -> list[str]:
-            return [
-                b
-                for b in bodies[before:]
-                if "Flow nightly (" in b and "could not reach the service" in b
-            ]
-
-        (posted,) = wait_for("a POST for the failed fundpipe run", plain_failure_posted, 60)
+        wait_for("a POST for the failed fundpipe run", lambda: bodies[before:], 60)
+        time.sleep(QUIET_S)
+        (posted,) = bodies[before:]
+        assert "fundpipe: the night of org_night failed" in posted
+        assert "could not reach the service" in posted
         assert SECRET_CANARY not in posted
-        # no empty deployment field: the flow alone names it
-        assert "fundpipe: nightly Failed" in posted
-        assert "Deployment" not in posted
         # what the on-call received, for a person reading the test's output
         (tmp_path / "logs" / "webhook.jsonl").write_text("\n".join(bodies), encoding="utf-8")
         (tmp_path / "logs" / "night.log").write_text("\n".join(logs), encoding="utf-8")

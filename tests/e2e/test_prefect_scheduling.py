@@ -89,7 +89,8 @@ def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float
     (child,) = api.http.post(
         "/flow_runs/filter",
         json={
-            "flow_runs": {"name": {"any_": [f"org-night-org_demo-{tonight()}"]}},
+            # names unique within a day: `org-night-<org>-<date>-<time>-<id>`
+            "flow_runs": {"name": {"like_": f"org-night-org_demo-{tonight()}-"}},
             "sort": "START_TIME_DESC",
             "limit": 1,
         },

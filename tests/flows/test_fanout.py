@@ -97,10 +97,22 @@ def test_the_cross_organization_summary_adds_up() -> None:
     text = cross_markdown(summary)
     # a completed night with a rejected file reads as its run's badge in the UI does
     assert (
-        "| org_a | Needs review | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200" in text
+        "| Alder | Needs a person | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200"
+        in text
     )
     assert "| org_b | Failed | 0 | 0 | 0 | $0.00 | 0 | `2222` |" in text
     assert "- org_b (Failed): the service failed" in text
+    # the child's "Needs a person" state (FAILED type, not green) is a night that completed
+    needs = org_row(
+        Organization(id="org_a", name="Alder"),
+        Failed(name="Needs a person", message="Alder: NEEDS A PERSON: …"),
+        _child([("rejected", 0, 99)], 1),
+    )
+    assert (needs.state, needs.completed, needs.verdict) == (
+        "Completed",
+        True,
+        Verdict.NEEDS_A_PERSON,
+    )
 
 
 def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
@@ -268,5 +280,5 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     # org_a's night completed with a rejected file: the table says so as the UI's badge does,
     # while --json keeps the run's state type
     (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]
-    assert "Needs review" in org_a_line
+    assert "Needs a person" in org_a_line
     assert Nights.of([a, b], None).as_json()["organizations"]["org_a"]["state"] == "Completed"

@@ -45,10 +45,12 @@ BLOCK_NAME = "fundpipe-alerts"
 #: The flows whose deployments' runs are watched for Failed / Crashed.
 FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "night-check"]
 #: The flows whose Failed runs are told per organization by `fundpipe.night.failed` instead of
-#: as a run (one alert per incident): ``["nightly", "org-night"]`` once the night shells emit it
-#: for every organization whose night failed (`tell.tell_night_failed`); until then a night's
-#: Failed run is alerted as a run, so that no failure waits for the deadline's alert.
-NIGHTS_TOLD_BY_EVENT: list[str] = []
+#: as a run (one alert per incident): the night shells emit it for every organization whose
+#: night failed (`tell.tell_night_failed`: the nightly run for its children, an `org-night` run
+#: on its own for itself, a nightly run that failed before any child for "every
+#: organization"); their "Needs a person" runs (FAILED type) are told by the file and exception
+#: alerts.
+NIGHTS_TOLD_BY_EVENT: list[str] = ["nightly", "org-night"]
 
 
 def _names(organizations: Sequence[tuple[str, str]]) -> str:
@@ -62,6 +64,13 @@ def _name_of(expr: str) -> str:
     return "{{ names.get(" + expr + ", " + expr + ") }}"
 
 
+#: The organization of an event: the name its night knew it by (``event.payload.name``), else
+#: the name configured when the alerts were installed, else its id.
+_EVENT_ORG = (
+    "{% if event.payload.name %}{{ event.payload.name }}{% else %}"
+    + _name_of("event.payload.organization")
+    + "{% endif %}"
+)
 #: "flow/deployment", or the flow alone for a run outside a deployment (`fundpipe run`).
 _WHICH = "{{ flow.name }}{% if deployment %}/{{ deployment.name }}{% endif %}"
 _RUN_ORG = (
@@ -85,7 +94,7 @@ _NIGHT_FAILED_BODY = (
 )
 _REJECTED_BODY = (
     "{{ event.payload.file }} was rejected ("
-    + _name_of("event.payload.organization")
+    + _EVENT_ORG
     + ", {{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
     "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}.\n"
     "{% endif %}Next step: correct the file and drop it again; until a corrected file carries "
@@ -93,7 +102,7 @@ _REJECTED_BODY = (
 )
 _OPENED_BODY = (
     "Exception {{ event.payload.id }} opened ("
-    + _name_of("event.payload.organization")
+    + _EVENT_ORG
     + "): {{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
     "{% endif %}.{% if event.payload.what_to_do %}\nNext step: {{ event.payload.what_to_do }}"
     "{% endif %}" + RUN_LINK
@@ -196,9 +205,7 @@ def automations(
             FILE_REJECTED,
             {"prefect.resource.id": "fundpipe.file.*"},
             notify(
-                "fundpipe: {{ event.payload.file }} rejected ("
-                + _name_of("event.payload.organization")
-                + ")",
+                "fundpipe: {{ event.payload.file }} rejected (" + _EVENT_ORG + ")",
                 _REJECTED_BODY,
             ),
         ),
@@ -208,9 +215,7 @@ def automations(
             EXCEPTION_OPENED,
             {"prefect.resource.id": "fundpipe.exception.*", "fundpipe.exception.alert": "own"},
             notify(
-                "fundpipe: exception {{ event.payload.id }} opened ("
-                + _name_of("event.payload.organization")
-                + ")",
+                "fundpipe: exception {{ event.payload.id }} opened (" + _EVENT_ORG + ")",
                 _OPENED_BODY,
             ),
         ),

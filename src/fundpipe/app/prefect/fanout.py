@@ -41,13 +41,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from prefect import State, flow, get_run_logger
-from prefect.states import Completed, Failed
+from prefect.artifacts import create_markdown_artifact
+from prefect.states import Completed
 
 from fundpipe.app.prefect import handoff
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
-from fundpipe.app.prefect.nightsummary import cross_markdown, org_row, run_link
-from fundpipe.app.prefect.uiview import NEEDS_REVIEW, org_run_name, org_tag
+from fundpipe.app.prefect.nightsummary import carried, cross_markdown, org_row, run_link
+from fundpipe.app.prefect.uiview import org_run_name, org_tag
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ExitCode
 from fundpipe.nights import Nights, NightsFailed, OrgNight, OrgRow, nights
@@ -114,19 +115,64 @@ def org_night(
     base_url: str | None = None,
     orgs_on_host: int = 1,
     several: bool = False,
+    name: str = "",
 ) -> State[Any]:
     """One organization's night: ingest its inbox, sync, reconcile, report.
 
     `org` is the organization's id ("" for the client's own, unnamed one); `base_url` is the
     embedded sandbox of the parent run (None with a configured service); `orgs_on_host` how
-    many organizations share its service host; `several` whether more than one runs.
+    many organizations share its service host; `several` whether more than one runs; `name`
+    the name people know it by, as the parent found it (the service's), for its verdict.
     """
     from fundpipe.app.prefect.steps import _guard
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state
 
-    final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several)
-    if not final.is_completed():
-        _leave_exit_code(final)
+    who: dict[str, Any] = {}
+    who["name"] = name
+    final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several, who)
+    if not final.is_completed() and not needs_a_person_state(final):
+        _stopped(org, final, who)
     return final
+
+
+def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
+    """A child whose night did not complete: its verdict first (FAILED: why, on which host,
+    what to do), its exit code for the parent last; and, run on its own (no nightly run above
+    it to tell it) and failed (not stopped by another run holding its files), its one
+    `fundpipe.night.failed` alert."""
+    from prefect.runtime import flow_run
+
+    from fundpipe.app.prefect.tell import tell_night_failed
+    from fundpipe.app.prefect.verdict_state import (
+        Verdict,
+        VerdictLine,
+        next_step_for,
+        publish_verdict,
+    )
+    from fundpipe.errors import ExitCode, FundpipeError
+
+    error = final.data
+    code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
+    org: Organization | None = who.get("org")
+    settings: Settings | None = who.get("settings")
+    name = (org.name if org is not None else "") or who.get("name") or org_id or "its own"
+    name = f"{name} ({org_id})" if org_id and name != org_id else name
+    host = urlsplit(settings.base_url or "").hostname or "" if settings is not None else ""
+    line = VerdictLine(
+        org_id,
+        name,
+        Verdict.FAILED,
+        why=final.message or "the night did not complete",
+        host=host,
+        next_step=next_step_for(code, host),
+    )
+    try:
+        publish_verdict([line], date.today())
+        alone = flow_run.get_parent_flow_run_id() is None
+        if settings is not None and final.is_failed() and alone:
+            tell_night_failed(org_id, name, line.why, host, line.next_step, settings)
+    finally:
+        _leave_exit_code(final)
 
 
 def _org_settings(
@@ -155,17 +201,30 @@ def _org_night(
     base_url: str | None,
     orgs_on_host: int,
     several: bool,
+    who: dict[str, Any],
 ) -> State[Any]:
     from fundpipe.app.embedded import attach
     from fundpipe.app.prefect import steps
+    from fundpipe.app.prefect.links import openable
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import tell_night
+    from fundpipe.app.prefect.tell import NAMED, tell_night
+    from fundpipe.app.prefect.verdict_state import (
+        line_of,
+        night_state,
+        publish_health,
+        publish_verdict,
+    )
     from fundpipe.night import night as run_the_night
 
     top = steps._settings(data_dir)
     if base_url and top.embedded:
         top = attach(top, base_url)
     org, settings = _org_settings(top, org_id, orgs_on_host, several)
+    if who.get("name") and not org.name:  # the name the parent found (the service's)
+        org = replace(org, name=who["name"])
+    who.update(org=org, settings=settings)
+    if org.name:  # every event of this night names it (the alerts' subjects)
+        NAMED.set(org.name)
     get_run_logger().info(
         "organization %s: state in %s, reports in %s",
         org.label,
@@ -185,13 +244,23 @@ def _org_night(
         return stopped.state
     summary = OrgNight.of(org.folder, night)
     summary = replace(summary, published=publish_org(org, summary, settings))
+    # the verdict first (the first artifact a person sees), then the health page, the night's
+    # artifacts, and last the row the parent reads (internal)
+    row = org_row(org, Completed(), summary)
+    lines = [line_of(row)]
+    link = openable(
+        summary.url_of(summary.workbook), settings.reports_url, settings.reports_public_url
+    )
+    publish_verdict(lines, summary.as_of, {org.folder: link} if link else {})
+    publish_health(lines, summary.as_of)
     steps.publish(summary, settings)
     sentence = steps._sentence("nightly", night.files, summary.exceptions_found)
-    # the child's result: the small typed summary (the night's plan stays behind)
-    final = steps._finished(night.exit_code, sentence, summary)
-    tell_night(summary, settings, final.message or "")
+    tell_night(summary, settings, sentence)
+    # the child's result: the small typed summary (the night's plan stays behind), in a state
+    # that is not green when the night needs a person
+    final = night_state(lines, data=summary)
     _leave_row(org, summary, final)
-    return final
+    return final  # type: ignore[no-any-return]
 
 
 # --- the parent --------------------------------------------------------------------------------------
@@ -204,11 +273,11 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
 
     with tags(org_tag(org.folder)):
         state = org_night(**params, return_state=True)
-    data = state.result(raise_on_failure=False) if state.data is not None else None
+    data = carried(state.result(raise_on_failure=False) if state.data is not None else None)
     row = org_row(org, state, data if isinstance(data, OrgNight) else None)
     if isinstance(data, FundpipeError):
         row = replace(row, exit_code=int(data.exit_code))
-    elif not state.is_completed():  # crashed, or failed with no error of ours: a bug
+    elif not row.completed:  # crashed, or failed with no error of ours: a bug
         row = replace(row, exit_code=int(ExitCode.INTERNAL))
     return replace(row, run=run_link(state.state_details.flow_run_id))
 
@@ -227,10 +296,9 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
     )
     # the child's own row, as it left it (a stopped night left only its exit code)
     row = org_row(org, run.state, None).with_json(handoff.row_left_by(run.id))
-    completed = run.state is not None and run.state.is_completed()
+    completed = row.completed
     return replace(
         row,
-        state=run.state.type.value.title() if run.state is not None else "Failed",
         message=(run.state.message if run.state is not None else "") or "",
         # the child's own exit code, else 5: a run that crashed or left none is a bug's
         exit_code=row.exit_code if completed else (row.exit_code or int(ExitCode.INTERNAL)),
@@ -309,6 +377,7 @@ def fan_out(
             "base_url": base_url,
             "orgs_on_host": hosts[name],
             "several": len(orgs) > 1,
+            "name": org.name or "",
         }
         return _start(mode, org, params, urlsplit(url or "").hostname or "embedded")
 
@@ -319,8 +388,6 @@ def run_night(
     samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
 ) -> State[Any]:
     """The parent `nightly` run: every organization's night (see the module docstring)."""
-    from prefect.artifacts import create_markdown_artifact
-
     from fundpipe.app.embedded import every_org
     from fundpipe.app.prefect import steps
     from fundpipe.app.samples import copy_samples
@@ -349,35 +416,62 @@ def run_night(
             base_url=live.base_url if settings.embedded else None,
             mode=mode,
         )
-    from fundpipe.app.prefect.sharing import morning
+    return _the_night_told(settings, summary)
 
+
+def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
+    """The parent's end: the verdict (its first artifact), the health page, one
+    `fundpipe.night.failed` alert per organization whose night failed, the morning view, the
+    numbers; and its state, not green when a night needs a person (`night_state`)."""
+    from fundpipe.app.prefect.links import openable
+    from fundpipe.app.prefect.sharing import morning
+    from fundpipe.app.prefect.tell import tell_night_failed
+    from fundpipe.app.prefect.uiview import needs_a_person, night_date, open_exceptions_table
+    from fundpipe.app.prefect.verdict_state import (
+        line_of,
+        night_state,
+        publish_health,
+        publish_verdict,
+    )
+
+    logger = get_run_logger()
+    day = date.fromisoformat(night_date(summary.as_of, settings.nightly_timezone))
+    lines = [line_of(row) for row in summary.rows]
+    reports = {
+        row.organization: openable(
+            row.report_folder, settings.reports_url, settings.reports_public_url
+        )
+        for row in summary.rows
+    }
+    publish_verdict(lines, day, {org: url for org, url in reports.items() if url})
+    publish_health(lines, day)
+    for line in lines:
+        if line.verdict.value == "FAILED":
+            tell_night_failed(
+                line.organization, line.name, line.why, line.host, line.next_step, settings
+            )
     summary = replace(summary, morning=morning(settings, summary))
     create_markdown_artifact(
         markdown=cross_markdown(summary),
         key="fundpipe-organizations",
-        description="fundpipe: every organization's night",
+        description="fundpipe: every organization's night, in numbers",
     )
-    from fundpipe.app.prefect.uiview import needs_a_person, open_exceptions_table
-
     open_exceptions_table(summary.rows)
     t = summary.totals
-    line = (
-        f"nightly: {t.organizations} organization(s), {t.files} file(s), "
-        f"{t.distributions} distribution(s) ({t.total}), "
-        f"{t.open_exceptions} open exception(s)"
+    logger.info(
+        "nightly: %s organization(s), %s file(s), %s distribution(s) (%s), %s open exception(s)",
+        t.organizations,
+        t.files,
+        t.distributions,
+        t.total,
+        t.open_exceptions,
     )
-    needs = needs_a_person(summary.rows)
-    for sentence in needs:
-        logger.warning(sentence)
-    if needs:
-        line = f"{line} — needs a person: {'; '.join(needs)}"
-    # the flow's result is the typed summary (`summary_of_run`; `as_json` for `--json`)
-    if not summary.failed:
-        if needs:
-            return Completed(message=line, data=summary, name=NEEDS_REVIEW)
-        return Completed(message=line, data=summary)
-    why = "; ".join(f"{r.organization} {r.state.lower()}: {r.message}" for r in summary.failed)
-    message = f"{line} — {len(summary.failed)} did not complete: {why}"
-    # a Failed state's data is an exception (Prefect raises it when it reads the result; a
-    # worker does, and `_NoTracebackForPlainFailures` keeps that plain): it carries the summary
-    return Failed(message=message, data=NightsFailed(message, summary))
+    for sentence in needs_a_person(summary.rows):
+        logger.warning("needs a person: %s", sentence)
+    # the flow's result is the typed summary (`summary_of_run`; `as_json` for `--json`); a
+    # Failed state's data is an exception (Prefect raises it when it reads the result; a worker
+    # does, and `_NoTracebackForPlainFailures` keeps that plain): it carries the summary
+    state = night_state(lines, data=summary)
+    if summary.failed:
+        state.data = NightsFailed(state.message or "", summary)
+    return state  # type: ignore[no-any-return]

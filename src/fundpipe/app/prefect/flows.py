@@ -21,7 +21,8 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 | fundpipe exit code | flow run state |
 |---|---|
-| 0 success, 1 a file rejected or a distribution needs a person | Completed |
+| 0 success, 1 a file rejected or a distribution needs a person | Completed (named Needs review for 1) |
+| `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state`) |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
 | 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
@@ -34,6 +35,8 @@ An exception nobody expected, in any step, child or parent, is exit 5 "internal 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
 
 from prefect import State, flow, get_run_logger
 from prefect.states import Cancelled, Completed, Failed
@@ -51,10 +54,12 @@ from fundpipe.app.prefect.steps import (
     reconcile_step,
     sync_step,
 )
+from fundpipe.app.prefect.tell import TELLING_OF
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
     inbox_run_name,
     nightly_run_name,
+    org_tag,
     reconcile_run_name,
     sync_run_name,
 )
@@ -117,7 +122,50 @@ def nightly(
     `fundpipe.app.prefect.fanout`."""
     from fundpipe.app.prefect.fanout import run_night
 
-    return _guard(run_night, samples, as_of, data_dir, fan_out)
+    final = _guard(run_night, samples, as_of, data_dir, fan_out)
+    _tell_if_no_night_ran(final, data_dir)
+    return final
+
+
+def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
+    """A nightly run that failed before any organization's night (its configuration, the
+    org-night deployment missing, a bug): one `fundpipe.night.failed` alert for every
+    organization (the Failed run itself is not alerted: `alerts.NIGHTS_TOLD_BY_EVENT`)."""
+    from fundpipe.app.prefect.tell import tell_night_failed
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state, next_step_for
+    from fundpipe.errors import FundpipeError
+    from fundpipe.nights import NightsFailed
+
+    if not final.is_failed() or needs_a_person_state(final):
+        return
+    error = final.data
+    if isinstance(error, NightsFailed):  # each organization's failure was told already
+        return
+    code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
+    try:
+        settings = _settings(data_dir)
+    except Exception:  # settings that cannot be read: the message says so, no secret to hide
+        settings = Settings.model_construct()
+    why = final.message or "the nightly run failed"
+    host = urlsplit(settings.base_url or "").hostname if not settings.embedded else None
+    for org, name in _known_organizations(settings):
+        tell_night_failed(org, name, why, host, next_step_for(code, host or ""), settings)
+
+
+def _known_organizations(settings: Settings) -> list[tuple[str, str]]:
+    """The organizations a night was for, known without the service: (id, name) of the
+    configured ones, else FUNDPIPE_ORG_ID's, else "every organization"."""
+    from fundpipe.orgs import configured_organizations
+
+    try:
+        configured = configured_organizations(settings) or []
+    except Exception:  # a list that cannot be read is what failed: the message says so
+        configured = []
+    if configured:
+        return [(o.folder, o.name or o.folder) for o in configured]
+    if settings.org_id:
+        return [(settings.org_id, settings.org_id)]
+    return [("all", "every organization")]
 
 
 def _ingest_flow(data_dir: str | None, path: str | None, org: str | None) -> State[Any]:
@@ -127,14 +175,15 @@ def _ingest_flow(data_dir: str | None, path: str | None, org: str | None) -> Sta
         return _ingest_for(settings, path)
 
 
-def _ingest_for(settings: Settings, path: str | None) -> State[Any]:
+def _ingest_for(settings: Settings, path: str | None, org: str = "") -> State[Any]:
+    """Ingest `path`, or the inbox's drop; `org` (a run over several organizations) names the
+    organization in the task's name."""
     from fundpipe.app.outcomes import ingest_dict
     from fundpipe.app.prefect.tell import tell_ingest
 
+    drop = ingest_drop.with_options(name=f"ingest-inbox {org}") if org else ingest_drop
     step = (
-        ingest_one(settings, path, return_state=True)
-        if path
-        else ingest_drop(settings, return_state=True)
+        ingest_one(settings, path, return_state=True) if path else drop(settings, return_state=True)
     )
     result, stopped = _outcome(step)
     if stopped is not None:
@@ -155,26 +204,54 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     top = _settings(data_dir)
     with every_org(top, get_run_logger().warning) as (live, orgs):
         chosen = [pick_org(orgs, org or top.org_id)] if org or top.org_id else orgs
+        several = len(chosen) > 1
+        if several:
+            _tag_this_run([org_tag(o.folder) for o in chosen])
         states = []
         for one in chosen:
-            states.append(
-                _guard(
-                    lambda o=one: _ingest_for(
-                        org_settings(live, o, among=orgs, load_secret=with_secret_block).settings,
-                        None,
+            # a run over several organizations: each task and line names its organization
+            told = TELLING_OF.set(one.label if several else None)
+            try:
+                states.append(
+                    _guard(
+                        lambda o=one: _ingest_for(
+                            org_settings(
+                                live, o, among=orgs, load_secret=with_secret_block
+                            ).settings,
+                            None,
+                            o.label if several else "",
+                        )
                     )
                 )
-            )
+            finally:
+                TELLING_OF.reset(told)
     if len(states) == 1:
         return states[0]
     worst = next((st for st in states if not st.is_completed()), None)
-    message = "; ".join(f"{o.folder}: {st.message}" for o, st in zip(chosen, states, strict=True))
+    message = "; ".join(f"{o.label}: {st.message}" for o, st in zip(chosen, states, strict=True))
     if worst is None:
         # a completed step is clean (0) or needs review (1): so is the run over every inbox
         code = ExitCode.NEEDS_PERSON if any(st.name == NEEDS_REVIEW for st in states) else 0
         return _finished(ExitCode(code), message, {"exit_code": int(code)})
     final = Cancelled if worst.is_cancelled() else Failed
     return final(message=message, data=worst.data)
+
+
+def _tag_this_run(tags: list[str]) -> None:
+    """Add ``tags`` (each organization's) to the current flow run, so that a run over several
+    organizations is found by each one's tag; a server that refuses leaves the run untagged."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.id
+    if not run_id:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            run = client.read_flow_run(UUID(run_id))
+            client.update_flow_run(run.id, tags=sorted({*run.tags, *tags}))
+    except Exception as exc:  # the tags help a person filter runs; the inbox matters more
+        get_run_logger().warning("could not tag this run with its organizations: %s", exc)
 
 
 def _sync_flow(data_dir: str | None, org: str | None) -> State[Any]:

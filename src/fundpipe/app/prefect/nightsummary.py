@@ -20,13 +20,31 @@ if TYPE_CHECKING:
 __all__ = ["cross_markdown", "org_row", "run_link", "summary_of_run"]
 
 
+def state_word(state: State[Any] | None) -> str:
+    """A child run's state as its row says it: its type, titled ("Completed", "Failed", …);
+    a night that completed but needs a person ("Needs a person", of type FAILED so that it is
+    not green) is "Completed" (its verdict says the rest)."""
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state
+
+    if state is None:
+        return "Failed"
+    return "Completed" if needs_a_person_state(state) else state.type.value.title()
+
+
+def carried(data: Any) -> Any:
+    """A run's result, out of the "Needs a person" state's exception that carries it."""
+    from fundpipe.app.prefect.verdict_state import NeedsAPerson
+
+    return data.value if isinstance(data, NeedsAPerson) else data
+
+
 def org_row(
     org: Organization, state: State[Any] | None, night: OrgNight | None, host: str = ""
 ) -> OrgRow:
     """One organization's row from its child run's final state (None: it never started)."""
     return row_of(
         org,
-        state.type.value.title() if state is not None else "Failed",
+        state_word(state),
         (state.message if state is not None else None) or "",
         night,
         host,
@@ -44,17 +62,17 @@ def run_link(flow_run_id: Any) -> str:
 def cross_markdown(summary: Nights) -> str:
     """The parent run's artifact: one row per organization, and the totals."""
     lines = [
-        f"# fundpipe nightly run — {summary.as_of} — every organization",
+        f"# Every organization's night — {summary.as_of} — the numbers",
         "",
-        "| organization | state | files | rejected | distributions | total | open exceptions "
-        "| run |",
+        "| Organization | State | Files | Rejected | Distributions | Total | Open exceptions "
+        "| Run |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in summary.rows:
         run = row.run
         link = f"[{run.rsplit('/', 1)[-1]}]({run})" if run.startswith("http") else f"`{run}`"
         lines.append(
-            f"| {row.organization} | {row.state_shown} | {row.files} | {row.rejected} | "
+            f"| {row.name or row.organization} | {row.state_shown} | {row.files} | {row.rejected} | "
             f"{row.distributions} | {row.total} | {row.open_exceptions} | {link} |"
         )
     t = summary.totals
@@ -62,11 +80,13 @@ def cross_markdown(summary: Nights) -> str:
         f"| **all {t.organizations}** | {t.failed} failed | {t.files} | {t.rejected} "
         f"| {t.distributions} | {t.total} | {t.open_exceptions} | |"
     )
-    if summary.morning:
+    if summary.morning and summary.morning.startswith(("http://", "https://")):
         lines += ["", f"Morning view across organizations: [morning.xlsx]({summary.morning})"]
+    elif summary.morning:
+        lines += ["", f"Morning view across organizations: `{summary.morning}`"]
     if summary.failed:
         lines += ["", "## Did not complete", ""]
-        lines += [f"- {r.organization} ({r.state}): {r.message}" for r in summary.failed]
+        lines += [f"- {r.name or r.organization} ({r.state}): {r.message}" for r in summary.failed]
     return "\n".join(lines) + "\n"
 
 
@@ -90,7 +110,7 @@ def summary_of_run(state: Any) -> Nights:
         ServiceUnavailable,
     )
 
-    data = state.result(raise_on_failure=False) if state.data is not None else None
+    data = carried(state.result(raise_on_failure=False) if state.data is not None else None)
     if isinstance(data, Nights):
         return data
     if isinstance(data, NightsFailed):

@@ -46,14 +46,17 @@ def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Publi
 
 def morning(settings: Settings, nights: Nights) -> str | None:
     """Build the morning view from every organization's published night, write it to the
-    shared location, link it from the `fundpipe-morning` artifact; its workbook's URL (None
-    without `FUNDPIPE_REPORTS_URL`)."""
+    shared location, link it from the `fundpipe-morning` artifact where a browser can open it
+    (`links.openable`), else show its path as text; its workbook's URL, or its path when no
+    link opens (None without `FUNDPIPE_REPORTS_URL`)."""
     from datetime import datetime
     from zoneinfo import ZoneInfo
 
     from prefect import get_run_logger
-    from prefect.artifacts import create_link_artifact
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
+    from fundpipe.app.prefect.artifacts import NO_LINKS
+    from fundpipe.app.prefect.links import markdown, openable, where
     from fundpipe.reports.morning import build_morning_view, describe, write_morning_view
 
     if not settings.reports_url:
@@ -62,10 +65,23 @@ def morning(settings: Settings, nights: Nights) -> str | None:
     view = build_morning_view(day, nights.rows)
     written = write_morning_view(settings.reports_url, view)
     get_run_logger().info("%s; workbook: %s", describe(view), written.workbook)
-    create_link_artifact(
-        link=written.workbook,
-        link_text=f"Morning view {day}: every organization (morning.xlsx)",
+    title = f"Morning view {day}: every organization (morning.xlsx)"
+    url = openable(written.workbook, settings.reports_url, settings.reports_public_url)
+    if url:
+        create_link_artifact(
+            link=url,
+            link_text=title,
+            key=MORNING_KEY,
+            description=f"One row per organization; Parquet: {written.parquet}",
+        )
+        return url
+    # a folder or an s3:// URL opens nothing in a browser: the path as text, on the shared
+    # reports location (the same on every machine)
+    create_markdown_artifact(
+        markdown=f"# {title}\n\n"
+        + markdown("morning.xlsx", where(written.workbook, None, settings.reports_url, None))
+        + f"\n- Parquet: `{written.parquet}`\n\n{NO_LINKS}\n",
         key=MORNING_KEY,
-        description=f"One row per organization; Parquet: {written.parquet}",
+        description="One row per organization: where the morning view is",
     )
     return written.workbook

@@ -67,8 +67,23 @@ class _NoTracebackForPlainFailures(logging.Filter):
         return not isinstance(exc, FundpipeError)
 
 
-# the logger Prefect's engine reports a flow run's end on (`flow_run_logger`)
+class _OneLinePerFailedStep(logging.Filter):
+    """Drop the task engine's own ERROR lines about a step that returned a Failed state: every
+    fundpipe step runs under `_guard`, which has logged the plain sentence already, so
+    "Task run failed with state: Failed(message=…)" (with a "NoneType: None" where a traceback
+    would be) and "Finished in state Failed(…)" only repeat it in the run's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        text = str(record.msg)
+        repeats = text.startswith(("Task run failed with state:", "Finished in state Failed("))
+        return not (repeats and (record.exc_info is None or record.exc_info[1] is None))
+
+
+# the logger Prefect's engine reports a flow run's end on (`flow_run_logger`), and a task run's
 logging.getLogger("prefect.flow_runs").addFilter(_NoTracebackForPlainFailures())
+logging.getLogger("prefect.task_runs").addFilter(_OneLinePerFailedStep())
 
 
 def _refusal(exc: BaseException) -> State[Any]:

@@ -8,6 +8,7 @@ the server, whatever the console shows).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
@@ -29,14 +30,28 @@ def _secrets(settings: Settings) -> list[str | None]:
     return [secret.get_secret_value() if secret is not None else None]
 
 
+#: The organization a run over several organizations is telling of (its label), so that each
+#: of its lines names it; None in a run of one organization.
+TELLING_OF: ContextVar[str | None] = ContextVar("fundpipe_telling_of", default=None)
+
+
 def _say(settings: Settings, lines: list[str]) -> None:
     logger = get_run_logger()
+    of = TELLING_OF.get()
     for line in lines:
-        logger.info(oncall.plain(line, _secrets(settings)))
+        logger.info(oncall.plain(f"{of}: {line}" if of else line, _secrets(settings)))
+
+
+#: The name people know the organization of this night by (its run sets it), for the events'
+#: payloads: every alert's subject names it.
+NAMED: ContextVar[str | None] = ContextVar("fundpipe_named", default=None)
 
 
 def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]]) -> None:
     name, resource, payload = oncall.safe_event(event, _secrets(settings))
+    known = NAMED.get()
+    if known and "organization" in payload and "name" not in payload:
+        payload = {**payload, "name": known}
     emit_event(event=name, resource=resource, payload=payload, related=oncall.related_of(name))
 
 
@@ -76,7 +91,8 @@ def tell_night_failed(
 ) -> None:
     """One organization's night failed: say it, and emit `fundpipe.night.failed` (its one
     alert, and the missed-night alert's sign that this night was told already)."""
-    _say(settings, [f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")])
+    line = f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")
+    get_run_logger().error(oncall.plain(line, _secrets(settings)))
     _emit(settings, oncall.failed_event(org, name, why, host, what_to_do))
 
 

@@ -91,21 +91,34 @@ def _zone() -> str:
         return "UTC"
 
 
-def nightly_run_name() -> str:
-    """The `nightly` run's name: `nightly-<date>` (its `as_of`, else today in the nightly's
-    timezone)."""
+def _unique(flow: str, *parts: str) -> str:
+    """The current run's name, unique within a day (`verdict_state.unique_run_name`): the flow,
+    ``parts``, the night's date (its `as_of`, else the scheduled day in the nightly's
+    timezone), the scheduled time, the run id's first digits."""
     from prefect.runtime import flow_run
 
-    return f"nightly-{night_date(flow_run.parameters.get('as_of'), _zone())}"
+    from fundpipe.app.prefect.verdict_state import unique_run_name
+
+    when = flow_run.scheduled_start_time
+    zone = ZoneInfo(_zone())
+    start = when.astimezone(zone) if isinstance(when, datetime) else datetime.now(zone)
+    as_of = flow_run.parameters.get("as_of")
+    if as_of:
+        start = datetime.combine(date.fromisoformat(as_of), start.timetz())
+    return unique_run_name(flow, start, str(flow_run.id or ""), *parts)
+
+
+def nightly_run_name() -> str:
+    """The `nightly` run's name: `nightly-<date>-<HHMM>-<id>` (the night's date, the scheduled
+    time, the run id's first digits: unique within a day; `nightly-<date>` is its prefix)."""
+    return _unique("nightly")
 
 
 def org_run_name() -> str:
-    """An `org-night` run's name: `org-night-<org>-<date>`."""
+    """An `org-night` run's name: `org-night-<org>-<date>-<HHMM>-<id>` (unique within a day)."""
     from prefect.runtime import flow_run
 
-    params = flow_run.parameters
-    org = params.get("org") or "own"
-    return f"org-night-{org}-{night_date(params.get('as_of'), _zone())}"
+    return _unique("org-night", flow_run.parameters.get("org") or "own")
 
 
 def step_run_name(step: str, params: dict[str, Any], zone: str, now: datetime | None = None) -> str:
@@ -138,17 +151,16 @@ def reconcile_run_name() -> str:
 
 
 def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:
-    """One sentence per organization whose night needs a person: its rejected files and the
-    exceptions it opened tonight."""
+    """One sentence per organization whose night needs a person (its verdict's findings: a
+    rejected file, a new or worsened exception, an open exception still due), by name: what,
+    how much, by when; the first three, and how many more."""
     sentences = []
     for row in rows:
-        parts = []
-        if row.rejected_names:
-            parts.append(f"rejected {', '.join(row.rejected_names)}")
-        if row.new_exceptions:
-            parts.append(f"new exception(s) {', '.join(row.new_exceptions)}")
-        if parts:
-            sentences.append(f"{row.organization}: {', '.join(parts)}")
+        if row.verdict.value != "needs a person":
+            continue
+        found = [f.plain for f in row.findings]
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        sentences.append(f"{row.name or row.organization}: {'; '.join(found[:3])}{more}")
     return sentences
 
 

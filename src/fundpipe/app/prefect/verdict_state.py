@@ -33,17 +33,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
+from fundpipe.errors import ExitCode, FundpipeError
+from fundpipe.nights import NEEDS_A_PERSON_SHOWN
+
+if TYPE_CHECKING:
+    from fundpipe.nights import OrgRow
 
 __all__ = [
     "HEALTH_KEY",
     "NEEDS_A_PERSON",
     "VERDICT_KEY",
+    "NeedsAPerson",
     "Verdict",
     "VerdictLine",
     "health_rows",
+    "line_of",
+    "next_step_for",
     "night_state",
     "unique_run_name",
     "verdict_markdown",
@@ -51,7 +59,7 @@ __all__ = [
 ]
 
 #: The state name of a night that needs a person (state type FAILED: see the module docstring).
-NEEDS_A_PERSON = "Needs a person"
+NEEDS_A_PERSON = NEEDS_A_PERSON_SHOWN
 #: The key of the verdict artifact (the first a run shows) and of the health page.
 VERDICT_KEY = "fundpipe-verdict"
 HEALTH_KEY = "fundpipe-health"
@@ -84,16 +92,19 @@ class VerdictLine:
     why: str = ""
     host: str = ""
     next_step: str = ""
+    #: how much and by when as words, when not cents and a date ("3 row(s)", "today")
+    much: str = ""
+    when: str = ""
 
     @property
     def how_much(self) -> str:
-        """The amount as dollars text, empty when there is none."""
-        return "" if self.amount_cents is None else format_cents(self.amount_cents)
+        """The amount as dollars text (or its words), empty when there is none."""
+        return self.much if self.amount_cents is None else format_cents(self.amount_cents)
 
     @property
     def by_when(self) -> str:
-        """``by 2026-11-30``, empty when there is no date."""
-        return f"by {self.due.isoformat()}" if self.due else ""
+        """``by 2026-11-30`` (or its words), empty when there is no date."""
+        return f"by {self.due.isoformat()}" if self.due else self.when
 
     def sentence(self) -> str:
         """The verdict in one line: ``Alpha Fund: NEEDS A PERSON: a shortfall, $4,500.00, by
@@ -108,20 +119,100 @@ class VerdictLine:
         return f"{text} — {self.next_step}" if self.next_step else text
 
 
-def night_state(lines: Sequence[VerdictLine]) -> Any:
+class NeedsAPerson(FundpipeError):
+    """The data of a night's "Needs a person" state (of type FAILED, whose data Prefect reads
+    as an exception): the night's own result (``value``: an `OrgNight`, a `Nights`), exit code
+    1. A plain fundpipe error, so no traceback of it reaches a run's log."""
+
+    exit_code = ExitCode.NEEDS_PERSON
+
+    def __init__(self, message: str, value: Any) -> None:
+        """The state's message, and the night's result it carries."""
+        super().__init__(message)
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles with its value (a result a worker persists)."""
+        return (type(self), (str(self), self.value))
+
+
+def night_state(lines: Sequence[VerdictLine], data: Any = None, failed: Any = None) -> Any:
     """The Prefect state of a night over ``lines``: COMPLETED when every organization is OK;
     FAILED named "Needs a person" when one needs a person and none failed; a plain FAILED when
-    one failed. Its message is the verdict lines, worst first, one per organization."""
+    one failed. Its message is the verdict lines, worst first, one per organization.
+
+    ``data`` is the night's result: a COMPLETED state's data as it is, a "Needs a person"
+    state's inside :class:`NeedsAPerson`; a FAILED state's is ``failed`` (an exception carrying
+    it, e.g. `NightsFailed`), else ``data`` inside a `NeedsAPerson`-like plain error."""
     from prefect.states import Completed, Failed
 
     ordered = sorted(lines, key=_worst_first)
     message = "; ".join(line.sentence() for line in ordered) or "no organization ran"
     verdicts = {line.verdict for line in lines}
     if Verdict.FAILED in verdicts:
-        return Failed(message=message)
+        return Failed(message=message, data=failed)
     if Verdict.NEEDS_A_PERSON in verdicts:
-        return Failed(name=NEEDS_A_PERSON, message=message)
-    return Completed(message=message)
+        carried = NeedsAPerson(message, data) if data is not None else None
+        return Failed(name=NEEDS_A_PERSON, message=message, data=carried)
+    return Completed(message=message, data=data)
+
+
+def needs_a_person_state(state: Any) -> bool:
+    """``state`` is a night's "Needs a person" (FAILED type, but the night completed)."""
+    return state is not None and state.name == NEEDS_A_PERSON
+
+
+def next_step_for(exit_code: int, host: str = "") -> str:
+    """What to do next about a night that failed with ``exit_code``, in plain words."""
+    service = f"the service at {host}" if host and host != "embedded" else "the service"
+    steps = {
+        ExitCode.USAGE: "fix the setting or file the message names, then run the night again",
+        ExitCode.SERVICE: f"check that {service} answers and that our credentials are "
+        "accepted, then run the night again",
+        ExitCode.LOCKED: "another fundpipe run held this organization's files: let it finish, "
+        "then run the night again if it did not cover tonight",
+        ExitCode.MACHINE: "free the disk or restore the damaged file the message names "
+        "(fundpipe restore), then run the night again",
+    }
+    return steps.get(
+        ExitCode(exit_code) if exit_code in set(ExitCode) else ExitCode.INTERNAL,
+        "read the run's logs (an internal error: report it), then run the night again",
+    )
+
+
+def line_of(row: OrgRow) -> VerdictLine:
+    """One organization's verdict line from its row of the night (`fundpipe.nights.OrgRow`):
+    its findings (one: what, how much, by when; several: each in one sentence), or why it
+    failed, on which host, and what to do next."""
+    from fundpipe.nights import Verdict as RowVerdict
+
+    name = row.label  # its name, and its id people search the logs by
+    if row.verdict is RowVerdict.OK:
+        return VerdictLine(row.organization, name, Verdict.OK)
+    if row.verdict is RowVerdict.NEEDS_A_PERSON:
+        found = row.findings
+        if len(found) == 1:
+            (one,) = found
+            return VerdictLine(
+                row.organization,
+                name,
+                Verdict.NEEDS_A_PERSON,
+                what=one.what,
+                much=one.how_much,
+                when=one.by_when,
+            )
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        what = "; ".join(f.plain for f in found[:3]) + more
+        return VerdictLine(row.organization, name, Verdict.NEEDS_A_PERSON, what=what)
+    why = row.message or f"the night ended {row.state.lower()}"
+    return VerdictLine(
+        row.organization,
+        name,
+        Verdict.FAILED,
+        why=why,
+        host=row.host,
+        next_step=next_step_for(row.exit_code, row.host),
+    )
 
 
 def _worst_first(line: VerdictLine) -> tuple[int, str]:
