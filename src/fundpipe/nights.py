@@ -99,6 +99,10 @@ class Verdict(StrEnum):
     FAILED = "failed"
 
 
+#: Exceptions a file opens: on the night it opens them, the file's own finding says it.
+_FILE_KINDS = frozenset({"file_rejected", "file_conflict"})
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One thing a person must act on: what, how much (dollars or rows; "" when none) and by
@@ -277,6 +281,8 @@ class OrgNight:
             for f in self.in_state("rejected", "conflict", "refused")
         ]
         for e in self.open_exceptions:
+            if e.opened_tonight and e.kind in _FILE_KINDS and found:
+                continue  # tonight's file finding above is this exception: one line, not two
             kind = e.kind.replace("_", " ")
             what = e.what if e.what.startswith(kind) else f"{kind}: {e.what}"
             when = (
