@@ -14,6 +14,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -60,6 +61,11 @@ def _path_of(url: str) -> str:
     if url.startswith("/") and "%" not in url and "#" not in url:
         return url.partition("?")[0]
     return httpx.URL(url).path
+
+
+def _body_secrets(content: bytes) -> tuple[str, ...]:
+    """The account numbers and wire details of a JSON request body (for error messages)."""
+    return account_numbers(json.loads(content))
 
 
 class Requester:
@@ -364,7 +370,7 @@ class Requester:
             content=content,
             headers={"Content-Type": "application/json", "Idempotency-Key": key},
             # the body's account numbers, looked for only when an error message could show them
-            secrets=lambda: account_numbers(json.loads(content)),
+            secrets=partial(_body_secrets, content),
         )
         del content
         data = self._envelope(response, f"POST {path}")["data"]
