@@ -66,12 +66,27 @@ class ReadResult:
     sha256: str | None = None
 
 
-def clean_table(columns: list[Any], names: list[str]) -> pd.DataFrame:
-    """Trim cells and turn blanks into nulls in Arrow (cheap), then hand pandas the frame."""
+def clean_table(columns: pa.Table | list[Any], names: list[str] | None = None) -> pd.DataFrame:
+    """Trim cells and turn blanks into nulls in Arrow (cheap), then hand pandas the frame.
+
+    ``columns``: a table (its column names kept) or text columns named by ``names``. A column
+    with nothing to trim and no blank cell is kept as it is, not copied (the usual case: a
+    clean export of a million rows then costs no second copy of its text).
+    """
+    if isinstance(columns, pa.Table):
+        names = columns.column_names if names is None else names
+        columns = list(columns.columns)
     cleaned = []
     for column in columns:
         trimmed = pc.utf8_trim_whitespace(column)
-        cleaned.append(pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed))
+        blank = pc.equal(trimmed, "")
+        if pc.any(blank).as_py():
+            cleaned.append(pc.if_else(blank, pa.scalar(None, pa.string()), trimmed))
+        elif pc.all(pc.equal(trimmed, column)).as_py() is not False:
+            cleaned.append(column)  # the same cells: the trimmed copy is let go at once
+        else:
+            cleaned.append(trimmed)
+        del trimmed, blank
     frame: pd.DataFrame = pa.table(cleaned, names=names).to_pandas()
     frame.index = pd.RangeIndex(2, 2 + len(frame))
     frame.attrs["clean"] = True
