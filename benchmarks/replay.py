@@ -175,6 +175,8 @@ class Replay:
     cpu_s: float
     #: wall seconds of each step's requests (ingest, sync)
     step_seconds: list[float] = field(default_factory=list)
+    #: attempts sent again after a dropped connection or a 5xx
+    retried: int = 0
 
 
 class _Pacer:
@@ -194,9 +196,9 @@ class _Pacer:
 
 async def _replay(
     base_url: str, recording: Recording, rate: float, concurrency: int, steps: list[float]
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     ids: dict[str, str] = {}
-    limited = 0
+    limited = retried = 0
     async with httpx.AsyncClient(
         timeout=600, limits=httpx.Limits(max_connections=concurrency)
     ) as http:
@@ -214,7 +216,7 @@ async def _replay(
             return _ID.sub(lambda m: ids.get(m.group(0), m.group(0)), text) if ids else text
 
         async def one(entry: dict[str, Any]) -> None:
-            nonlocal limited
+            nonlocal limited, retried
             url = httpx.URL(entry["url"])
             target = f"{base_url}{mapped(url.raw_path.decode('ascii'))}"
             body = mapped(entry["body"]).encode("utf-8") if entry["body"] else None
@@ -225,15 +227,29 @@ async def _replay(
                 and (url.path != "/v1/contacts")
             )
             async with side if association else _null(), gate:
-                while True:
+                for attempt in range(1, 20):
                     await pacer.wait()
-                    answer = await http.request(
-                        entry["method"], target, content=body, headers=headers
-                    )
-                    if answer.status_code != 429:
-                        break
-                    limited += 1
-                    await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
+                    try:
+                        answer = await http.request(
+                            entry["method"], target, content=body, headers=headers
+                        )
+                    except httpx.TransportError:
+                        # a loaded machine drops a connection now and then: sent again, as
+                        # any client must (a create carries its Idempotency-Key)
+                        retried += 1
+                        await asyncio.sleep(0.1 * attempt)
+                        continue
+                    if answer.status_code == 429:
+                        limited += 1
+                        await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
+                        continue
+                    if answer.status_code in (500, 502, 503, 504):
+                        retried += 1
+                        await asyncio.sleep(0.1 * attempt)
+                        continue
+                    break
+                else:
+                    raise SystemExit(f"replay: {entry['method']} {url.path} failed 19 times")
             if answer.status_code >= 400 and answer.status_code != entry.get("status"):
                 raise SystemExit(
                     f"replay: {entry['method']} {url.path} answered {answer.status_code} "
@@ -256,7 +272,7 @@ async def _replay(
                 batch = [e for e in step if _level(e) == level]
                 await asyncio.gather(*(one(e) for e in batch))
             steps.append(time.perf_counter() - started)
-    return sum(map(len, recording.steps)), limited
+    return sum(map(len, recording.steps)), limited, retried
 
 
 class _null:
@@ -271,5 +287,7 @@ def replay(base_url: str, recording: Recording, rate: float, concurrency: int = 
     """Send the recorded requests with a bare httpx client; the wall time they took."""
     started, cpu = time.perf_counter(), time.process_time()
     steps: list[float] = []
-    sent, limited = asyncio.run(_replay(base_url, recording, rate, concurrency, steps))
-    return Replay(time.perf_counter() - started, sent, limited, time.process_time() - cpu, steps)
+    sent, limited, retried = asyncio.run(_replay(base_url, recording, rate, concurrency, steps))
+    return Replay(
+        time.perf_counter() - started, sent, limited, time.process_time() - cpu, steps, retried
+    )

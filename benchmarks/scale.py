@@ -510,7 +510,8 @@ def print_breakdown(results: list[Result], base: Baselines) -> None:
         print(
             f"{r.label}: first night {total:.1f} s vs replay floor {floor.seconds:.1f} s "
             f"({floor.requests:,} requests by a bare httpx client, 8 in flight, paced at R = "
-            f"{r.rate}; {floor.rate_limited} answered 429; its CPU {floor.cpu_s:.1f} s)"
+            f"{r.rate}; {floor.rate_limited} answered 429, {floor.retried} sent again; its CPU "
+            f"{floor.cpu_s:.1f} s)"
         )
         rows = [
             ("process start-ups (3 × fundpipe config)", 3 * base.startup_s),
