@@ -4,7 +4,8 @@
 The sandbox runs in a thread of this process (uvicorn on 127.0.0.1, SQLite file in WAL mode) and
 a sequential httpx client drives it, so client and server share the machine's cores — as they do
 when fundpipe runs against the embedded sandbox. Ends with `target …: met|short` lines, each
-the time of a request as a ratio to a small read (`GET /v1/vehicles`) measured in the same run.
+the CPU of a request (client and server) as a ratio to a small read's (`GET /v1/vehicles`)
+measured in the same run.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from fundpipe.sandbox import SandboxConfig, SandboxServer
 CREATES = 15
 PAGE_WALKS = 3
 SMALL_GETS = 200
-# Goals are ratios to the baseline measured in the same run: the time of a small authenticated
+# Goals are ratios to the baseline measured in the same run: the CPU of a small authenticated
 # read (`GET /v1/vehicles`, 3 vehicles) through the same client, server and process. A create
 # of 100 x 10 payments writes ~1,100 rows and answers them; a page serialises 100 accounts.
-GOAL_CREATE_VS_SMALL = 60.0
-GOAL_PAGE_VS_SMALL = 6.0
+GOAL_CREATE_VS_SMALL = 25.0
+GOAL_PAGE_VS_SMALL = 4.0
 
 
 def _batch(i: int) -> list[dict[str, Any]]:
@@ -68,13 +69,15 @@ def main() -> None:
 
             for _ in range(20):  # warm-up
                 http.get("/v1/vehicles", headers=headers).raise_for_status()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for _ in range(SMALL_GETS):
                 http.get("/v1/vehicles", headers=headers).raise_for_status()
             small_s = (time.perf_counter() - start) / SMALL_GETS
+            small_cpu_ms = (time.process_time() - cpu_start) / SMALL_GETS * 1000
             print(
                 f"baseline: small read GET /v1/vehicles {1 / small_s:.0f} requests/s "
-                f"({small_s * 1000:.1f} ms each, {SMALL_GETS} sequential)"
+                f"({small_s * 1000:.1f} ms each, {small_cpu_ms:.2f} ms CPU, {SMALL_GETS} "
+                "sequential)"
             )
 
             bodies = [_batch(i) for i in range(CREATES)]
@@ -119,13 +122,15 @@ def main() -> None:
                 f"{page_cpu_ms:.1f} ms CPU per page, client and server together)"
             )
 
-    for name, seconds, goal in (
-        ("create_100x10", 1 / creates_per_s, GOAL_CREATE_VS_SMALL),
-        ("page_100_accounts", 1 / pages_per_s, GOAL_PAGE_VS_SMALL),
+    # CPU, not wall: client and server share this process, and on a shared machine the wall
+    # time of a phase follows the other work more than this code
+    for name, cpu_ms, goal in (
+        ("create_100x10_cpu", create_cpu_ms, GOAL_CREATE_VS_SMALL),
+        ("page_100_accounts_cpu", page_cpu_ms, GOAL_PAGE_VS_SMALL),
     ):
         print(
             targets.ratio(
-                name, seconds * 1000, small_s * 1000, goal, against="a small read", unit=" ms"
+                name, cpu_ms, small_cpu_ms, goal, against="a small read's CPU", unit=" ms"
             )
         )
 
