@@ -289,7 +289,7 @@ def history() -> None:
             idle["seconds"],
             full["seconds"],
             0.1,
-            against="the first (full) sync",
+            against="the first, full sync",
             unit=" s",
             note=f"{HISTORY * HISTORY_PAYMENTS:,} payments of history",
         )
