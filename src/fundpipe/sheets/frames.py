@@ -4,6 +4,8 @@ body (trim cells, blanks → null, drop trailing empty columns/rows)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import os
 from collections.abc import Callable
@@ -142,6 +144,29 @@ def use_system_allocator() -> None:
     """
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc: nothing to call
+        return None
+    return trim
+
+
+def give_back_freed_memory() -> None:
+    """Hand the pages the C library's ``malloc`` holds free back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere).
+
+    Reading a large CSV frees a few hundred MiB at once (the file's bytes, Arrow's parse
+    buffers); ``malloc`` keeps them for later, so every step after the read would start from the
+    read's high-water mark and the process's peak would be the sum of both (measured on the
+    1,000,000-row benchmark sheet: 805 MiB peak without, 625 MiB with, 143 MiB before the file).
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def quiet_fastexcel() -> None:

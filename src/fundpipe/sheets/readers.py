@@ -30,6 +30,7 @@ from fundpipe.sheets.frames import (
     ReadResult,
     clean_table,
     finish_sheet,
+    give_back_freed_memory,
 )
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
@@ -170,6 +171,7 @@ def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
         header, table = fast
         body = clean_table(table)
         del table
+        give_back_freed_memory()
         _add_sheet(result, finish_sheet(None, header, body, excel=False, cell_errors=[]), limits)
         return
     text = _decode(data, result)
