@@ -10,8 +10,8 @@ Used by `scale.py` (not run on its own). Two steps:
    recorded run is not the measured one: the measured first night runs the plain CLI.
 2. **replay** (`replay`): after another reset, a bare `httpx.AsyncClient` sends the same
    requests in the same order, with the same concurrency (8 in flight, contact associations in
-   at most 4 of them, as the pipeline runs them), under the same rate limit R (paced at R
-   evenly, a 429 waits its Retry-After and is sent again). Ids the service made during the
+   at most 4 of them, as the pipeline runs them), under the same rate limit R (paced evenly
+   just under R, a 429 waits its Retry-After and is sent again). Ids the service made during the
    recorded run (entities, contacts) are mapped to the ids it makes during the replay, from
    the answers, so later requests name the right objects. A request is sent only after every
    request of an earlier phase (snapshot reads → entities → contacts → the rest) has its
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import subprocess
 import sys
@@ -180,10 +181,14 @@ class Replay:
 
 
 class _Pacer:
-    """At most `rate` sends per second, evenly spaced (slots on absolute time)."""
+    """Sends evenly spaced on absolute time, ceil(R) in every R-window stretched by 30 ms: the
+    least margin that keeps a fixed-window limit of R from answering 429 at a window's edge
+    (sent at exactly R, a replay drew dozens of 429s, each a second's pause, and its floor rose
+    above the rate-limit floor by a fifth)."""
 
     def __init__(self, rate: float) -> None:
-        self.interval = 1.0 / rate
+        n = math.ceil(rate)
+        self.interval = (n / rate + 0.03) / n
         self.next = 0.0
 
     async def wait(self) -> None:

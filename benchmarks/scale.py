@@ -509,7 +509,7 @@ def print_breakdown(results: list[Result], base: Baselines) -> None:
         ingest_floor, sync_floor = [*floor.step_seconds, 0.0, 0.0][:2]
         print(
             f"{r.label}: first night {total:.1f} s vs replay floor {floor.seconds:.1f} s "
-            f"({floor.requests:,} requests by a bare httpx client, 8 in flight, paced at R = "
+            f"({floor.requests:,} requests by a bare httpx client, 8 in flight, paced just under R = "
             f"{r.rate}; {floor.rate_limited} answered 429, {floor.retried} sent again; its CPU "
             f"{floor.cpu_s:.1f} s)"
         )
