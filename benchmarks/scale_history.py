@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import scale
+import targets
 
 CONSTANT = 40
 PAYMENTS_PER_NEW = 5
@@ -95,9 +96,13 @@ def main() -> None:
         f"({seconds / max(caught_s, 1e-9):.2f}×)"
     )
     print(
-        f"target history_night_requests: {requests:,} vs {goal:.0f} ({args.new:,} new / 100 + "
-        f"{opened} open + {CONSTANT}; {args.history:,} distributions of history) — "
-        f"{scale.verdict(ok and requests <= goal)}"
+        targets.count(
+            "history_night_requests",
+            requests if ok else float("inf"),
+            goal,
+            how=f"{args.new:,} new / 100 + {opened} open + {CONSTANT}; {args.history:,} "
+            "distributions of history",
+        )
     )
 
 

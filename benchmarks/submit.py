@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 import psutil
+import targets
 from pydantic import SecretStr
 
 from fundpipe.app.cli.process import frozen_gc
@@ -106,12 +107,6 @@ def _write_drop(inbox: Path, entities: list[str]) -> int:
                          f"{cents // 100}.{cents % 100:02d}", "USD"]
                     )  # fmt: skip
     return total
-
-
-def verdict(name: str, measured: float, goal: float) -> str:
-    """One `target` line."""
-    status = "met" if measured >= goal else "short"
-    return f"target {name}: {measured:.1f} vs {goal:.1f} — {status}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,7 +206,18 @@ def main(argv: list[str] | None = None) -> int:
         f"({(cpu_pipeline + cpu_sandbox) / wall:.2f} cores busy on average; "
         f"load average {load:.1f} on {psutil.cpu_count()} cores)"
     )
-    print(verdict("submission requests/s ≥ 90 % of R", per_s, 0.9 * rate))
+    print(
+        targets.ratio(
+            "submission_rate",
+            per_s,
+            rate,
+            0.9,
+            against="R",
+            unit="/s",
+            spec=".1f",
+            higher_is_better=True,
+        )
+    )
     return 0
 
 
@@ -285,8 +291,7 @@ def history_night(history: int, new: int) -> int:
     print(f"night: {new:,} new distributions, ingested in {wall:.2f} s (in-process sandbox)")
     print(f"requests: {sent} — " + ", ".join(f"{k} {v}" for k, v in sorted(counting.seen.items())))
     goal = new / 100 + 10
-    status = "met" if sent <= goal else "short"
-    print(f"target requests ≤ new/100 + open + 10: {sent} vs {goal:.0f} — {status}")
+    print(targets.count("night_requests", sent, goal, how=f"{new:,} new / 100 + 0 open + 10"))
     return 0
 
 

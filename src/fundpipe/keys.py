@@ -34,12 +34,35 @@ from pydantic import BaseModel
 KEY_PREFIX = "fp1_"
 
 
+#: Exact types returned as they are (the common leaves of a request body).
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
 def to_json_value(value: Any) -> Any:
     """Convert `value` to plain JSON data (dict/list/str/int/bool/None) for hashing and sending.
 
     Pydantic models are dumped in JSON mode without None fields; aware datetimes and dates become
     ISO 8601 strings; tuples become lists. Floats and other types raise `TypeError`.
     """
+    kind = type(value)
+    # Fast path for what request bodies are made of: plain dicts and lists of plain leaves
+    # (exact types only; anything else takes the general path below, with the same result).
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return _general(value)
+            out[key] = item if type(item) in _LEAVES else to_json_value(item)
+        return out
+    if kind is list:
+        return [item if type(item) in _LEAVES else to_json_value(item) for item in value]
+    return _general(value)
+
+
+def _general(value: Any) -> Any:
+    """`to_json_value` for every other type (models, dates, mappings, sequences)."""
     if isinstance(value, BaseModel):
         return to_json_value(value.model_dump(mode="json", exclude_none=True, by_alias=True))
     if value is None or isinstance(value, bool | int | str):

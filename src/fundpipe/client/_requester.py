@@ -14,6 +14,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -51,12 +52,20 @@ logger = logging.getLogger("fundpipe.client")
 
 M = TypeVar("M", bound=BaseModel)
 
+#: Literal secrets to scrub from an error's message, or a function that finds them on demand.
+Secrets = tuple[str, ...] | Callable[[], tuple[str, ...]]
+
 
 def _path_of(url: str) -> str:
     """The path of `url` for log lines; no URL parsing for the common plain relative path."""
     if url.startswith("/") and "%" not in url and "#" not in url:
         return url.partition("?")[0]
     return httpx.URL(url).path
+
+
+def _body_secrets(content: bytes) -> tuple[str, ...]:
+    """The account numbers and wire details of a JSON request body (for error messages)."""
+    return account_numbers(json.loads(content))
 
 
 class Requester:
@@ -165,7 +174,7 @@ class Requester:
         content: bytes | None,
         headers: Mapping[str, str],
         attempt: int,
-        secrets: tuple[str, ...],
+        secrets: Secrets,
         on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
         async with self.gate.slot():
@@ -215,8 +224,9 @@ class Requester:
         if response.is_success:
             return response
         retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+        known = secrets() if callable(secrets) else secrets
         error = error_from_response(
-            response, retry_after=retry_after, secrets=secrets + self.auth.known_secrets
+            response, retry_after=retry_after, secrets=known + self.auth.known_secrets
         )
         if isinstance(error, PermissionDeniedError):
             error = missing_scope_error(
@@ -254,12 +264,14 @@ class Requester:
         params: Mapping[str, Any] | None = None,
         content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
-        secrets: tuple[str, ...] = (),
+        secrets: Secrets = (),
         on_sent: Callable[[], None] | None = None,
     ) -> httpx.Response:
         """Send one request, retried as `fundpipe.client._retry.retrying` says (outages are
         recorded in `outages`); the successful response, or a typed error. `on_sent` is called
-        each time the request has been written to the connection."""
+        each time the request has been written to the connection. `secrets`: literal values
+        scrubbed from an error's message, or a function that finds them (called only when an
+        answer is an error, so a success never pays for the search)."""
         path = _path_of(url)
 
         def attempt(number: int) -> Awaitable[httpx.Response]:
@@ -351,14 +363,14 @@ class Requester:
             raise ValueError(msg)
         key = idempotency_key_ or idempotency_key(self.settings.org_id, "POST", path, json_body)
         content = dumps_plain(json_body).encode("ascii")
-        secrets = account_numbers(json_body)
         del json_body  # not held while the request is in flight (a big body is ~1 MB of objects)
         response = await self.send(
             "POST",
             path,
             content=content,
             headers={"Content-Type": "application/json", "Idempotency-Key": key},
-            secrets=secrets,
+            # the body's account numbers, looked for only when an error message could show them
+            secrets=partial(_body_secrets, content),
         )
         del content
         data = self._envelope(response, f"POST {path}")["data"]

@@ -9,6 +9,7 @@ memory.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import logging
@@ -31,6 +32,7 @@ from fundpipe.sheets.frames import (
     ReadResult,
     clean_table,
     finish_sheet,
+    give_back_freed_memory,
 )
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
@@ -114,6 +116,12 @@ def read_file(
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 13))
 
 
+def _looks_binary(head: bytes) -> bool:
+    """A NUL byte, or control bytes in more than 1 % of the file's first bytes."""
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return b"\x00" in head or controls > len(head) // 100
+
+
 def _decode(data: bytes, result: ReadResult) -> str | None:
     """Decode CSV bytes: UTF-8 (± BOM), UTF-16 with BOM, else cp1252 with a warning."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -124,9 +132,7 @@ def _decode(data: bytes, result: ReadResult) -> str | None:
                 ("file_encoding", "the file claims UTF-16 but is not valid UTF-16", None)
             )
             return None
-    head = data[:65536]
-    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
-    if b"\x00" in head or controls > len(head) // 100:
+    if _looks_binary(data[:65536]):
         result.errors.append(
             (
                 "file_not_text",
@@ -173,6 +179,18 @@ def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     if not data[:65536].strip() and not data.strip():
         result.errors.append(("file_empty", "the file is empty", None))
         return
+    fast = _csv_utf8(data)
+    if fast is not None:
+        # valid UTF-8 read straight from the bytes: no decoded copy of the whole file (up to
+        # four bytes a character in Python), and the bytes are let go before the cells are
+        # trimmed
+        del data
+        header, table = fast
+        body = clean_table(table)
+        del table
+        give_back_freed_memory()
+        _add_sheet(result, finish_sheet(None, header, body, excel=False, cell_errors=[]), limits)
+        return
     text = _decode(data, result)
     if text is None:
         return
@@ -190,11 +208,18 @@ def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
         if not result.warnings and not data.startswith((b"\xff\xfe", b"\xfe\xff"))
         else text.encode("utf-8")
     )
-    body = _csv_fast(raw, delimiter, len(header))
+    fast_body = _csv_fast(raw, delimiter, len(header))
     cell_errors: list[tuple[int, int, str, str]] = []
-    if body is None:
+    if fast_body is None:
         body, cell_errors = _csv_slow(text, delimiter, len(header))
-    sheet = finish_sheet(None, header, body, excel=False, cell_errors=cell_errors)
+    else:
+        body = fast_body
+    _add_sheet(
+        result, finish_sheet(None, header, body, excel=False, cell_errors=cell_errors), limits
+    )
+
+
+def _add_sheet(result: ReadResult, sheet: RawSheet, limits: ReadLimits) -> None:
     if len(sheet.body) > limits.max_rows:
         result.errors.append(
             (
@@ -205,6 +230,30 @@ def _read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
         )
         return
     result.sheets.append(sheet)
+
+
+def _csv_utf8(data: bytes) -> tuple[list[str], pa.Table] | None:
+    """The header and the Arrow table of a UTF-8 CSV (± BOM) read by pyarrow from the bytes,
+    without decoding the whole file; None for anything else (UTF-16, binary, another encoding,
+    a file the careful reader must read): the general path then reads it as before.
+
+    pyarrow checks every cell is valid UTF-8 (the body rows); the header row is decoded here.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or _looks_binary(data[:65536]):
+        return None
+    raw = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        start = codecs.getincrementaldecoder("utf-8")().decode(raw[: 4 * MiB])
+    except UnicodeDecodeError:
+        return None
+    start = start.removeprefix("\ufeff")
+    if not start[:65536].strip():
+        return None
+    end = start.find("\n")
+    delimiter = _sniff_delimiter(start if end < 0 else start[:end])
+    header = next(csv.reader(io.StringIO(start[:1_048_576]), delimiter=delimiter), [])
+    table = _csv_table(raw, delimiter, len(header))
+    return None if table is None else (header, table)
 
 
 _BLANK_LINE = re.compile(rb"\n[ \t]*\r?\n")
@@ -220,10 +269,18 @@ def _has_blank_line(data: bytes) -> bool:
 
 
 def _csv_fast(data: bytes, delimiter: str, width: int) -> pd.DataFrame | None:
-    """pyarrow's reader on UTF-8 bytes; None when the file needs the careful reader.
+    """pyarrow's reader on UTF-8 bytes, cells cleaned; None when the file needs the careful
+    reader (see `_csv_table`)."""
+    table = _csv_table(data, delimiter, width)
+    return None if table is None else clean_table(table)
+
+
+def _csv_table(data: bytes, delimiter: str, width: int) -> pa.Table | None:
+    """pyarrow's reader on UTF-8 bytes (columns ``c0…``, text); None when the file needs the
+    careful reader.
 
     The careful reader takes over for blank lines (pyarrow skips them, which would shift Excel
-    row numbers) and ragged rows (reported per row).
+    row numbers), ragged rows (reported per row) and cells that are not valid UTF-8.
     """
     if width == 0 or _has_blank_line(data):
         return None
@@ -244,7 +301,7 @@ def _csv_fast(data: bytes, delimiter: str, width: int) -> pd.DataFrame | None:
         )
     except (pa.ArrowInvalid, pa.ArrowException):
         return None
-    return clean_table(list(table.columns), names)
+    return table
 
 
 def _csv_slow(
