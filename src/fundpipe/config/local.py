@@ -61,6 +61,12 @@ class PipelineSettings(BaseModel):
         description="IANA zone the reconciliation's as-of dates are read in: `reconcile --as-of "
         "D` shows the books at the end of D there (FUNDPIPE_REPORTING_TIMEZONE).",
     )
+    one_person_close: bool = Field(
+        default=False,
+        description="Allow one person to prepare and review a month's close (the same name or "
+        "the same operating-system user); the review records that it was allowed. Default: "
+        "refused (FUNDPIPE_ONE_PERSON_CLOSE).",
+    )
     full_sync_days: float = Field(
         default=7.0,
         gt=0,
