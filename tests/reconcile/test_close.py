@@ -4,6 +4,7 @@ adjustment, as a line of its own and as an exception."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import hashlib
 import json
@@ -58,6 +59,7 @@ class Days:
 def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     days = Days(world)
     world.control("POST", "clock/set", {"now": "2026-12-01T12:00:00+00:00"})
     sheet = tmp_path / "dec.csv"
@@ -67,7 +69,8 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     days.night(dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC))
     days.night(dt.datetime(2026, 12, 21, 12, tzinfo=dt.UTC))  # both payments disbursed
     january = dt.datetime(2027, 1, 2, 12, tzinfo=dt.UTC)
-    days.night(january)
+    days.night(january)  # reads the service's month-end balance
+    january += dt.timedelta(hours=1)  # the close, after that night
 
     # a month cannot be closed before it ends, nor by nobody
     with pytest.raises(CloseError, match="has not ended"):
@@ -87,8 +90,9 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     assert "reconciliation.xlsx" in manifest["files"]
     assert manifest["as_of"] == "2026-12-31"
     assert manifest["prepared_by"]["name"] == "ana"
-    assert manifest["built_from_sync"]["sync_id"].startswith("sync_20261221T120000Z")
+    assert manifest["built_from_sync"]["sync_id"].startswith("sync_20270102T120000Z")
     assert manifest["open_exceptions"] == []
+    assert manifest["closing_balances"]["provisional"] is False
 
     # the review is by another person; a second close or review changes nothing
     with pytest.raises(CloseError, match="another person"):
@@ -179,6 +183,18 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
         out.output
     )
     assert "2027-01  open" in out.output
+    # the auditor's export: exception events, period events and syncs, Parquet and CSV
+    out = runner.invoke(
+        app,
+        ["audit", "export", "--from", "2026-12-01", "--to", "2027-01-03", "--out", "audit"],
+    )
+    assert out.exit_code == 0, out.output
+    assert "period_events: 2 row(s)" in out.output, out.output
+    with (Path("audit") / "period_events.csv").open(encoding="utf-8") as handle:
+        decisions = [(r["event"], r["by_name"]) for r in csv.DictReader(handle)]
+    assert decisions == [("closed", "ana"), ("reviewed", "ben")]
+    assert (Path("audit") / "syncs.parquet").is_file()
+    assert "events/exception_events.csv" in manifest["files"]  # and in the closed package
     workbook = folder / "reconciliation.xlsx"
     workbook.chmod(0o644)
     workbook.write_bytes(workbook.read_bytes() + b"x")
