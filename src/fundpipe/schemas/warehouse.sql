@@ -2195,7 +2195,7 @@ WHERE coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
 -- A sheet counts from the sync that first copied its file (as before); one first copied after
 -- D counts in a report of D only when its distributions existed at the service by then (a
 -- file dropped on the 1st for the new month is not in the closed report of the month before).
-CREATE VIEW ledger_files_existing AS
+CREATE VIEW sheet_files_existing AS
 SELECT l.file_hash
 FROM ledger_payments l
 JOIN distributions d ON d.id = l.distribution_id
@@ -2218,7 +2218,7 @@ SELECT f.* EXCLUDE (first_seen, state_then) REPLACE (coalesce(f.state_then, f.st
 FROM firsts f
 WHERE f.first_seen < seen_cutoff()
    OR (f.first_seen < reconcile_cutoff()
-       AND f.file_hash IN (SELECT file_hash FROM ledger_files_existing));
+       AND f.file_hash IN (SELECT file_hash FROM sheet_files_existing));
 
 CREATE OR REPLACE VIEW as_of_ledger_payments AS
 WITH seen AS (
@@ -2234,7 +2234,7 @@ SELECT l.* EXCLUDE (first_seen)
 FROM firsts l
 WHERE l.first_seen < seen_cutoff()
    OR (l.first_seen < reconcile_cutoff()
-       AND l.file_hash IN (SELECT file_hash FROM ledger_files_existing));
+       AND l.file_hash IN (SELECT file_hash FROM sheet_files_existing));
 
 -- Period decisions (fundpipe.reconcile.periods.record_decision): `closed` (a version of the
 -- package: `version`, `provisional` when the service's month-end balance was not yet known),
