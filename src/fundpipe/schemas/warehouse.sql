@@ -2109,29 +2109,41 @@ WITH old AS (
     UNION ALL BY NAME
     SELECT p.* FROM distribution_payments p ANTI JOIN old o ON o.id = p.id
 ), hist AS (
-    SELECT h.id, min(h.seen_at) AS first_seen,
-           arg_max(h.status, h.seen_at) FILTER (
-               WHERE h.seen_at < seen_cutoff()
-                  OR (h.seen_at < reconcile_cutoff()
-                      AND coalesce(CASE h.status
-                                       WHEN 'staged' THEN d.created_at
-                                       WHEN 'recipient_confirmed' THEN v.recipient_confirmed_at
-                                       WHEN 'verified' THEN v.verified_at
-                                       WHEN 'disbursed' THEN v.disbursed_at
-                                       WHEN 'failed' THEN v.failed_at
-                                       WHEN 'cancelled' THEN d.cancelled_at END,
-                                   h.seen_at) < valid_cutoff())) AS status_then
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < seen_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution_payment'
+    GROUP BY id
+), learned AS (
+    -- statuses seen after D (and by the knowledge time) that were so by the end of D; only a
+    -- report known after its day has any (the join stays empty otherwise)
+    SELECT h.id, arg_max(h.status, h.seen_at) AS status_then
     FROM status_history h
-    LEFT JOIN versions v ON v.id = h.id
+    JOIN distribution_payments v ON v.id = h.id
     LEFT JOIN distributions d ON d.id = v.distribution
     WHERE h.object = 'distribution_payment'
+      AND h.seen_at >= seen_cutoff() AND h.seen_at < reconcile_cutoff()
+      AND coalesce(CASE h.status
+                       WHEN 'staged' THEN d.created_at
+                       WHEN 'recipient_confirmed' THEN v.recipient_confirmed_at
+                       WHEN 'verified' THEN v.verified_at
+                       WHEN 'disbursed' THEN v.disbursed_at
+                       WHEN 'failed' THEN v.failed_at
+                       WHEN 'cancelled' THEN d.cancelled_at END,
+                   h.seen_at) < valid_cutoff()
     GROUP BY h.id
+), born AS (
+    -- payments first seen after D whose distribution existed by the end of D
+    SELECT h.id
+    FROM hist h
+    JOIN distribution_payments p ON p.id = h.id
+    JOIN distributions d ON d.id = p.distribution
+    WHERE h.first_seen >= seen_cutoff() AND h.first_seen < reconcile_cutoff()
+      AND d.created_at < valid_cutoff()
 ), later AS (
-    -- known after D: the service's times after D are not yet so
     SELECT reconcile_cutoff() > valid_cutoff() AS after_d
 )
 SELECT r.* REPLACE (
-    coalesce(h.status_then, r.status) AS status,
+    coalesce(l.status_then, h.status_then, r.status) AS status,
     CASE WHEN later.after_d AND r.recipient_confirmed_at >= valid_cutoff() THEN NULL
          ELSE r.recipient_confirmed_at END AS recipient_confirmed_at,
     CASE WHEN later.after_d AND r.verified_at >= valid_cutoff() THEN NULL
@@ -2145,10 +2157,9 @@ SELECT r.* REPLACE (
 FROM versions r
 CROSS JOIN later
 LEFT JOIN hist h ON h.id = r.id
-LEFT JOIN distributions d ON d.id = r.distribution
-WHERE coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
-  AND (coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
-       OR coalesce(d.created_at, h.first_seen, r.last_seen_at) < valid_cutoff());
+LEFT JOIN learned l ON l.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
+   OR r.id IN (SELECT id FROM born);
 
 CREATE OR REPLACE VIEW as_of_distributions AS
 WITH old AS (
@@ -2161,26 +2172,29 @@ WITH old AS (
     UNION ALL BY NAME
     SELECT d.* FROM distributions d ANTI JOIN old o ON o.id = d.id
 ), hist AS (
-    SELECT h.id, min(h.seen_at) AS first_seen,
-           arg_max(h.status, h.seen_at) FILTER (
-               WHERE h.seen_at < seen_cutoff()
-                  OR (h.seen_at < reconcile_cutoff()
-                      AND coalesce(CASE h.status
-                                       WHEN 'draft' THEN v.created_at
-                                       WHEN 'published' THEN v.published_at
-                                       WHEN 'approved' THEN v.approved_at
-                                       WHEN 'executed' THEN v.executed_at
-                                       WHEN 'cancelled' THEN v.cancelled_at END,
-                                   h.seen_at) < valid_cutoff())) AS status_then
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < seen_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution'
+    GROUP BY id
+), learned AS (
+    SELECT h.id, arg_max(h.status, h.seen_at) AS status_then
     FROM status_history h
-    LEFT JOIN versions v ON v.id = h.id
+    JOIN distributions v ON v.id = h.id
     WHERE h.object = 'distribution'
+      AND h.seen_at >= seen_cutoff() AND h.seen_at < reconcile_cutoff()
+      AND coalesce(CASE h.status
+                       WHEN 'draft' THEN v.created_at
+                       WHEN 'published' THEN v.published_at
+                       WHEN 'approved' THEN v.approved_at
+                       WHEN 'executed' THEN v.executed_at
+                       WHEN 'cancelled' THEN v.cancelled_at END,
+                   h.seen_at) < valid_cutoff()
     GROUP BY h.id
 ), later AS (
     SELECT reconcile_cutoff() > valid_cutoff() AS after_d
 )
 SELECT r.* REPLACE (
-    coalesce(h.status_then, r.status) AS status,
+    coalesce(l.status_then, h.status_then, r.status) AS status,
     CASE WHEN later.after_d AND r.executed_at >= valid_cutoff() THEN NULL
          ELSE r.executed_at END AS executed_at,
     CASE WHEN later.after_d AND r.cancelled_at >= valid_cutoff() THEN NULL
@@ -2188,16 +2202,22 @@ SELECT r.* REPLACE (
 FROM versions r
 CROSS JOIN later
 LEFT JOIN hist h ON h.id = r.id
-WHERE coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
-  AND (coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
-       OR coalesce(r.created_at, h.first_seen, r.last_seen_at) < valid_cutoff());
+LEFT JOIN learned l ON l.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
+   OR (coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
+       AND r.created_at < valid_cutoff());
 
 -- A sheet counts from the sync that first copied its file (as before); one first copied after
 -- D counts in a report of D only when its distributions existed at the service by then (a
 -- file dropped on the 1st for the new month is not in the closed report of the month before).
 CREATE VIEW sheet_files_existing AS
+WITH late AS (
+    SELECT file_hash FROM file_sightings GROUP BY file_hash
+    HAVING min(seen_at) >= seen_cutoff() AND min(seen_at) < reconcile_cutoff()
+)
 SELECT l.file_hash
-FROM ledger_payments l
+FROM late
+JOIN ledger_payments l ON l.file_hash = late.file_hash
 JOIN distributions d ON d.id = l.distribution_id
 GROUP BY l.file_hash
 HAVING max(d.created_at) < valid_cutoff();
@@ -2208,33 +2228,32 @@ WITH seen AS (
            arg_max(state, seen_at) FILTER (WHERE seen_at < reconcile_cutoff()) AS state_then
     FROM file_sightings
     GROUP BY file_hash
-), firsts AS (
-    SELECT f.*, coalesce(s.first_seen, f.received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
-               AS first_seen, s.state_then
-    FROM ledger_files f
-    LEFT JOIN seen s ON s.file_hash = f.file_hash
 )
-SELECT f.* EXCLUDE (first_seen, state_then) REPLACE (coalesce(f.state_then, f.state) AS state)
-FROM firsts f
-WHERE f.first_seen < seen_cutoff()
-   OR (f.first_seen < reconcile_cutoff()
-       AND f.file_hash IN (SELECT file_hash FROM sheet_files_existing));
+SELECT f.* REPLACE (coalesce(s.state_then, f.state) AS state)
+FROM ledger_files f
+LEFT JOIN seen s ON s.file_hash = f.file_hash
+WHERE coalesce(s.first_seen, f.received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < seen_cutoff()
+UNION ALL
+SELECT f.* REPLACE (coalesce(s.state_then, f.state) AS state)
+FROM ledger_files f
+JOIN sheet_files_existing x ON x.file_hash = f.file_hash
+LEFT JOIN seen s ON s.file_hash = f.file_hash;
 
 CREATE OR REPLACE VIEW as_of_ledger_payments AS
 WITH seen AS (
     SELECT file_hash, min(seen_at) AS first_seen FROM file_sightings GROUP BY file_hash
-), firsts AS (
-    SELECT l.*, coalesce(s.first_seen, f.received_at, l.updated_at,
-                         TIMESTAMPTZ '1970-01-01 00:00:00+00') AS first_seen
-    FROM ledger_payments l
-    LEFT JOIN seen s ON s.file_hash = l.file_hash
-    LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
 )
-SELECT l.* EXCLUDE (first_seen)
-FROM firsts l
-WHERE l.first_seen < seen_cutoff()
-   OR (l.first_seen < reconcile_cutoff()
-       AND l.file_hash IN (SELECT file_hash FROM sheet_files_existing));
+SELECT l.*
+FROM ledger_payments l
+LEFT JOIN seen s ON s.file_hash = l.file_hash
+LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
+WHERE coalesce(s.first_seen, f.received_at, l.updated_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < seen_cutoff()
+UNION ALL
+SELECT l.*
+FROM ledger_payments l
+JOIN sheet_files_existing x ON x.file_hash = l.file_hash;
 
 -- Period decisions (fundpipe.reconcile.periods.record_decision): `closed` (a version of the
 -- package: `version`, `provisional` when the service's month-end balance was not yet known),
