@@ -2057,29 +2057,30 @@ CREATE OR REPLACE MACRO seen_cutoff() AS least(valid_cutoff(), reconcile_cutoff(
 -- that ended by the end of D. Its `available` is the month's last snapshot's, moved by the same
 -- amount as the total; its `total_end_of_last_month` is that snapshot's (the month's opening).
 CREATE VIEW balance_points AS
-WITH firsts AS (
-    SELECT b.*, timezone('UTC', date_trunc('month', timezone('UTC', b.seen_at))) AS month_start
+WITH known AS (
+    SELECT b.*, date_trunc('month', timezone('UTC', b.seen_at)) AS month,
+           lag(b.seen_at) OVER w AS previous_seen_at,
+           lag(b.total_cents) OVER w AS previous_total_cents,
+           lag(b.available_cents) OVER w AS previous_available_cents,
+           lag(b.total_end_of_last_month_cents) OVER w AS previous_end_of_last_month_cents
     FROM balance_snapshots b
     WHERE b.seen_at < reconcile_cutoff()
-    QUALIFY row_number() OVER (
-        PARTITION BY b.financial_account, date_trunc('month', timezone('UTC', b.seen_at))
-        ORDER BY b.seen_at) = 1
-), ends AS (
-    SELECT f.sync_id, f.month_start - INTERVAL 1 MICROSECOND AS seen_at, f.financial_account,
-           f.vehicle, f.type, f.total_end_of_last_month_cents AS total_cents,
-           l.available_cents + (f.total_end_of_last_month_cents - l.total_cents) AS available_cents,
-           l.total_end_of_last_month_cents, f.currency, f.account_updated_at, TRUE AS month_end
-    FROM firsts f
-    JOIN balance_snapshots l
-      ON l.financial_account = f.financial_account
-     AND l.seen_at < f.month_start AND l.seen_at >= f.month_start - INTERVAL 1 MONTH
-    WHERE f.month_start <= valid_cutoff()
-    QUALIFY row_number() OVER (
-        PARTITION BY f.financial_account, f.month_start ORDER BY l.seen_at DESC) = 1
+    WINDOW w AS (PARTITION BY b.financial_account ORDER BY b.seen_at)
 )
-SELECT b.*, FALSE AS month_end FROM balance_snapshots b WHERE b.seen_at < seen_cutoff()
-UNION ALL BY NAME
-SELECT * FROM ends;
+SELECT sync_id, seen_at, financial_account, vehicle, type, total_cents, available_cents,
+       total_end_of_last_month_cents, currency, account_updated_at, FALSE AS month_end
+FROM known
+WHERE seen_at < seen_cutoff()
+UNION ALL
+-- the first snapshot of a month whose previous one is of the month before: that month's end
+SELECT sync_id, timezone('UTC', month) - INTERVAL 1 MICROSECOND, financial_account, vehicle,
+       type, total_end_of_last_month_cents,
+       previous_available_cents + (total_end_of_last_month_cents - previous_total_cents),
+       previous_end_of_last_month_cents, currency, account_updated_at, TRUE
+FROM known
+WHERE previous_seen_at IS NOT NULL
+  AND date_trunc('month', timezone('UTC', previous_seen_at)) = month - INTERVAL 1 MONTH
+  AND timezone('UTC', month) <= valid_cutoff();
 
 CREATE OR REPLACE VIEW balances_as_of AS
 SELECT * FROM balance_points
