@@ -2032,7 +2032,7 @@ LEFT JOIN distributions d ON d.id = m.distribution_id
 LEFT JOIN financial_accounts fa ON fa.id = m.financial_account
 LEFT JOIN vehicles v ON v.id = r.vehicle;
 
--- migration: 030 knowledge time; month-end balances; period versions and decisions
+-- migration: 040 knowledge time; month-end balances; period versions and decisions
 -- Two times (docs/architecture.md, "As issued"): the as-of date D is the valid time — the books
 -- at the end of D in the reporting timezone (`valid_cutoff()`) — and the session variable
 -- `known_at` (a TIMESTAMPTZ; unset: the end of D, as before) is the knowledge time: what this
