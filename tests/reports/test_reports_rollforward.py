@@ -146,7 +146,7 @@ def test_the_month_after_a_close_opens_at_the_closed_closing(
     )
     with wh.read() as con:
         recorded = con.execute(
-            "SELECT closing_cents FROM period_closing_balances "
+            "SELECT closing_cents FROM period_closing_records "
             "WHERE period = '2026-11' AND financial_account = 'fa_bdep'"
         ).fetchall()
     assert recorded == [(9_000 + CREDIT,)]

@@ -6,6 +6,13 @@ after every day checks: each service payment once in `sheet_vs_service`; the Sum
 and obligations equal the service's; the current exceptions are exactly the expected ones, with
 ids stable across days; resolved ones resolve on the day their condition went away.
 
+The month then crosses its end (issue 29): a distribution executes on 31 December after that
+day's sync, a person acknowledges every open exception on 1 January and December is closed on
+2 January. The closed report shows the payment disbursed and the items acknowledged, its
+balances are the service's month-end; January opens at that figure with no item and no
+after-close adjustment; a past as-of before the close shows December open, and the report of
+31 December as known when it was issued is reproduced exactly.
+
 At the month's end (issue 21) past days are re-run: each Summary figure and each payment's
 status equal that day's report, and the exception events are unchanged by the re-runs; an
 exception acknowledged twice keeps both acknowledgements, and an acknowledged one that worsens
@@ -18,6 +25,7 @@ and the first day of every other kind — the test asserts the sample covers eve
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +33,7 @@ from typing import Any
 import duckdb
 
 from fundpipe.keys import file_hash
+from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
 from fundpipe.reconcile.lifecycle import history as event_history
 from fundpipe.reconcile.views import reconcile
@@ -269,6 +278,15 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         month.twice = month.ids[("status_mismatch", p.id)]  # type: ignore[attr-defined]
         acknowledge(wh, month.twice, note="confirmed with the investor", by="ben", now=month.now)  # type: ignore[attr-defined]
 
+    @on(17, "file_processed")
+    def day17() -> None:  # pays on 31 December at 18:00 UTC, after that day's noon sync
+        assert (
+            month.drop(
+                "late", "late.csv", [("L1", "veh_demo1", [7_512_550])], date="2026-12-31 13:00"
+            )
+            == "processed"
+        )
+
     @on(16, "file_processed", "worsened")
     def day16() -> None:  # veh_demo3 owes $50,000 more: its acknowledged shortfall worsens
         assert (
@@ -367,6 +385,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         assert s.open_exceptions == len(expected) - acked, day
 
         days[day] = (now, _figures(s), _statuses(result))
+        issued_states = {str(r.exception_id): str(r.state) for r in frame.itertuples()}
         kinds[day] = set(calendar.get(day, ())) | _seen(result, days.get(day - 1), days[day])
         kinds[day] = kinds[day] or {"quiet"}  # nothing happened: a quiet day
 
@@ -434,6 +453,108 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
     assert result.lifecycle is not None
     conflict = next(t for t in result.lifecycle.still_open if t.kind == "file_conflict")
     assert conflict.age_days == 22
+
+    _across_the_month_end(month, tmp_path, days[30], issued_states)
+
+
+def _across_the_month_end(
+    month: Month,
+    tmp_path: Path,
+    issued: tuple[dt.datetime, tuple[Any, ...], dict[str, str]],
+    issued_states: dict[str, str],
+) -> None:
+    """31 December after its sync → 2 January: the close is the month as known at the close."""
+    world, settings = month.world, month.world.settings
+    wh = Warehouse(settings.warehouse_file)
+    late = month.payment("L1", 7_512_550)
+    assert late.status == "staged"  # the 31 December report showed it outstanding
+    world.control("POST", "clock/set", {"now": "2026-12-31T20:00:00+00:00"})
+    assert month.payment("L1", 7_512_550).status == "disbursed"  # after the day's last sync
+
+    def night(at: str) -> Any:
+        world.control("POST", "clock/set", {"now": at})
+        now = dt.datetime.fromisoformat(at)
+        sync(settings, transport=world.transport, clock=lambda: now)
+        return reconcile(
+            settings, as_of=now.date(), out_dir=tmp_path / "reports" / at[:10], clock=lambda: now
+        )
+
+    first = night("2027-01-01T12:00:00+00:00")
+    acked_at = dt.datetime(2027, 1, 1, 15, tzinfo=dt.UTC)
+    open_ = first.frame("exceptions")
+    open_ = open_[open_.state == "open"]
+    assert len(open_), "something to acknowledge on the 1st"
+    for exception_id in open_.exception_id:
+        acknowledge(wh, str(exception_id), note="checked at month end", by="ana", now=acked_at)
+    night("2027-01-02T12:00:00+00:00")
+    closed_at = dt.datetime(2027, 1, 2, 14, tzinfo=dt.UTC)
+    closed = close_period(
+        settings, "2026-12", prepared_by="Ana Lima", clock=lambda: closed_at, user="u-ana"
+    )
+    manifest = json.loads((closed.folder / "manifest.json").read_text())
+    assert manifest["open_exceptions"] == []  # acknowledged before the close: not open
+    month_end = world.control("PATCH", "financial_accounts/fa_demo1dep", {})["balance"]
+    balances = {a["financial_account"]: a for a in manifest["closing_balances"]["accounts"]}
+    assert manifest["closing_balances"]["provisional"] is False
+    assert balances["fa_demo1dep"]["closing_cents"] == month_end["total_end_of_last_month"]
+
+    # the closed report: the late payment disbursed, every item as acknowledged on the 1st
+    report = duckdb.connect()
+    try:
+        status = report.execute(
+            "SELECT service_status FROM read_parquet(?) WHERE payment_id = ?",
+            [str(closed.folder / "sheet_vs_service.parquet"), late.id],
+        ).fetchone()
+        states = report.execute(
+            f"SELECT DISTINCT state FROM read_parquet('{closed.folder / 'exceptions.parquet'}')"
+        ).fetchall()
+        account = report.execute(
+            "SELECT service_total_cents, unexplained_cents FROM read_parquet(?) "
+            "WHERE financial_account = 'fa_demo1dep'",
+            [str(closed.folder / "rollforward.parquet")],
+        ).fetchone()
+    finally:
+        report.close()
+    assert status == ("disbursed",)
+    assert states == [("acknowledged",)]
+    assert account == (month_end["total_end_of_last_month"], 0)
+
+    # January opens at the service's month-end: no item, no after-close adjustment
+    after = reconcile(
+        settings,
+        as_of=dt.date(2027, 1, 2),
+        out_dir=tmp_path / "after-close",
+        clock=lambda: closed_at + dt.timedelta(hours=1),
+    )
+    rollforward = after.frame("rollforward").set_index("financial_account").loc["fa_demo1dep"]
+    assert rollforward.opening_cents == month_end["total_end_of_last_month"]
+    assert rollforward.opening_source == "closed period 2026-12"
+    kinds = set(after.frame("exceptions").kind)
+    assert not kinds & {"unexplained_balance", "after_close_adjustment"}, kinds
+
+    # a past as-of before the close shows December open; the issued report is reproduced
+    before = reconcile(
+        settings,
+        as_of=dt.date(2026, 12, 31),
+        out_dir=tmp_path / "before-close",
+        clock=lambda: closed_at,
+        known_at=closed_at - dt.timedelta(hours=1),
+    )
+    assert before.summary.period is not None
+    assert not before.summary.period.closed
+    then, figures, statuses = issued
+    again = reconcile(
+        settings,
+        as_of=then.date(),
+        out_dir=tmp_path / "as-issued",
+        clock=lambda: closed_at,
+        known_at=then,
+    )
+    assert _figures(again.summary) == figures
+    assert _statuses(again) == statuses
+    assert {
+        str(r.exception_id): str(r.state) for r in again.frame("exceptions").itertuples()
+    } == issued_states
 
 
 def _seen(

@@ -102,6 +102,12 @@ class PipelineSettings(BaseModel):
         "(FUNDPIPE_MATERIALITY; an organization's `materiality` in FUNDPIPE_ORGS wins). "
         "0: every difference is an exception.",
     )
+    one_person_close: bool = Field(
+        default=False,
+        description="Allow one person to prepare and review a month's close (the same name or "
+        "the same operating-system user); the review records that it was allowed. Default: "
+        "refused (FUNDPIPE_ONE_PERSON_CLOSE).",
+    )
     full_sync_days: float = Field(
         default=7.0,
         gt=0,

@@ -1,18 +1,31 @@
-"""Period close: a month's final report, filed once, hashed, prepared and reviewed.
+"""Period close: a month's final report, filed once per version, hashed, prepared and reviewed
+by two different people, carrying its own evidence.
 
-`close_period` writes the month's reconciliation as of its last day (workbook + Parquet, the
-books as fundpipe knew them at the end of that day in the reporting timezone) into
-`<reports>/closed/YYYY-MM/` with a `manifest.json` — every file's SHA-256, the sync it was built
-from, who prepared it and when, and the exceptions still open — and records the close in the
-warehouse's append-only `period_events` (migration 011). The files are made read-only and
-nothing rewrites them: closing again changes nothing, `review_period` records the review as
-another event (by another person), and `verify_period` re-hashes the files. Each close and
-review is also written to the organization's durable record when made
-(`fundpipe.record.record_decision`, with the close's files).
+`close_period` writes the month's reconciliation as of its last day **as known at the close**
+(what was learned or decided before the close — a payment executed late on the last day, an
+acknowledgement on the 1st — counts in it; the valid time is the month, the knowledge time the
+close) into `<reports>/closed/YYYY-MM/` (version 1; a period reopened and closed again goes to
+`closed/YYYY-MM/v2/`, …) with a `manifest.json` — every file's SHA-256, the sync it was built
+from, who prepared it and when, the closing balance of every account and the exceptions still
+open — and the month's events (`events/`: exception events, period events, syncs). Each
+account's closing balance is the service's month-end figure (`total_end_of_last_month`, read by
+the first sync after the month); a close made before any sync read it says so and is
+*provisional* until that sync certifies it (`fundpipe.sync.monthend`). The files are made
+read-only and nothing rewrites them.
 
-A fact learned after the close that belongs to a closed month (a November payment changed in
-December) is an **after-close adjustment**: the view `after_close_adjustments` lists it in the
-reports of the month it was learned in, and the `exceptions` view makes it an exception.
+`review_period` / `reject_period` record the review of the version closed last — by another
+person (names compared normalized, and another operating-system user, unless the
+organization allows a one-person close) — in `review.json` beside the manifest (its hash kept
+in the warehouse); `reopen_period` opens a reviewed or rejected period again; `verify_period`
+re-hashes every version's files, manifest and review. Every decision is written through
+`fundpipe.reconcile.periods.record_decision`, then to the organization's durable record when
+made (`fundpipe.record.record_decision`, with the files it filed).
+
+A fact learned after the close that belongs to a closed month is an **after-close adjustment**
+(the view `after_close_adjustments`, in the reports of the month it was learned in).
+
+Longer than ~400 lines because the close, its review and its verification are one contract on
+one folder layout (versions, manifest, review) and must change together.
 """
 
 from __future__ import annotations
@@ -24,9 +37,10 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -34,13 +48,24 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from fundpipe.config import Settings
+from fundpipe.reconcile.audit import write_events
 from fundpipe.reconcile.lifecycle import os_user
-from fundpipe.reconcile.periods import PeriodState, period_of, period_state, period_states
-from fundpipe.reconcile.views import reconcile
-from fundpipe.record import record_decision
+from fundpipe.reconcile.periods import (
+    PeriodDecision,
+    PeriodState,
+    normalized_name,
+    period_of,
+    period_state,
+    period_states,
+    record_decision,
+)
+from fundpipe.reconcile.views import end_of_day, reconcile, set_point_in_time
+from fundpipe.record import record_decision as keep_in_record
 from fundpipe.warehouse.file import Warehouse, records
 
 __all__ = [
+    "MANIFEST",
+    "REVIEW",
     "CloseError",
     "CloseResult",
     "PeriodState",
@@ -50,14 +75,23 @@ __all__ = [
     "list_periods",
     "period_of",
     "period_state",
+    "reject_period",
+    "reopen_period",
     "review_period",
     "verify_period",
+    "version_folder",
 ]
 
 _PERIOD = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+_VERSION = re.compile(r"^v\d+$")
 
-#: The manifest's name in a closed period's folder.
+#: The manifest's name in a closed version's folder, and the review's beside it.
 MANIFEST = "manifest.json"
+REVIEW = "review.json"
+
+_READ_ONLY_DIR = (
+    stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+)
 
 
 class CloseError(ValueError):
@@ -66,7 +100,8 @@ class CloseError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CloseResult:
-    """What a close (or review) did: the period's state now and whether anything changed."""
+    """What a close (review, rejection, reopening) did: the period's state now and whether
+    anything changed."""
 
     state: PeriodState
     changed: bool
@@ -76,12 +111,13 @@ class CloseResult:
 
 @dataclass(frozen=True, slots=True)
 class VerifyResult:
-    """A closed period's files against its manifest."""
+    """A closed period's files (every version) against their manifests and reviews."""
 
     period: str
     ok: bool
     checked: int
     problems: list[str]
+    versions: int = 1
 
 
 def parse_period(text: str) -> tuple[date, date]:
@@ -94,8 +130,15 @@ def parse_period(text: str) -> tuple[date, date]:
 
 
 def closed_folder(settings: Settings, period: str) -> Path:
-    """`<reports>/closed/YYYY-MM`: where a closed period's files are."""
+    """`<reports>/closed/YYYY-MM`: where a closed period's files are (its first version)."""
     return settings.reports_folder / "closed" / period
+
+
+def version_folder(settings: Settings, period: str, version: int) -> Path:
+    """Where version `version` of a period's package is: v1 in `closed/YYYY-MM/`, a later one in
+    `closed/YYYY-MM/vN/`."""
+    folder = closed_folder(settings, period)
+    return folder if version <= 1 else folder / f"v{version}"
 
 
 def list_periods(
@@ -105,9 +148,9 @@ def list_periods(
     now = (clock or (lambda: datetime.now(UTC)))()
     today = now.astimezone(ZoneInfo(settings.reporting_timezone)).date()
     with Warehouse(settings.warehouse_file).read() as con:
-        closed = {s.period: s for s in period_states(con)}
+        decided = {s.period: s for s in period_states(con)}
         row = con.execute("SELECT min(started_at), max(started_at) FROM syncs").fetchone()
-    known = [date(int(p[:4]), int(p[5:]), 1) for p in closed]
+    known = [date(int(p[:4]), int(p[5:]), 1) for p in decided]
     zone = ZoneInfo(settings.reporting_timezone)
     if row and row[0]:
         known += [row[0].astimezone(zone).date(), row[1].astimezone(zone).date()]
@@ -117,7 +160,7 @@ def list_periods(
     cursor = start
     while cursor <= end:
         period = period_of(cursor)
-        out.append(closed.get(period, PeriodState(period=period, state="open")))
+        out.append(decided.get(period, PeriodState(period=period, state="open")))
         cursor = date(cursor.year + (cursor.month == 12), cursor.month % 12 + 1, 1)
     return out
 
@@ -136,16 +179,23 @@ def _freeze(folder: Path) -> None:
         if path.is_file():
             path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     for path in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
-        path.chmod(
-            stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
-        )
-    folder.chmod(
-        stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
-    )
+        path.chmod(_READ_ONLY_DIR)
+    folder.chmod(_READ_ONLY_DIR)
+
+
+@contextmanager
+def _adding_to(folder: Path) -> Iterator[Path]:
+    """Let one new entry be added to a frozen folder (a review file, a later version's folder);
+    its existing files stay as they are, and the folder is read-only again after."""
+    folder.chmod(_READ_ONLY_DIR | stat.S_IWUSR)
+    try:
+        yield folder
+    finally:
+        folder.chmod(_READ_ONLY_DIR)
 
 
 def _open_exceptions(exceptions: Path) -> list[dict[str, Any]]:
-    """The exceptions of an exported report that nobody acknowledged."""
+    """The exceptions of an exported report that nobody acknowledged (by its knowledge time)."""
     con = duckdb.connect()
     try:
         rows = con.execute(
@@ -168,6 +218,32 @@ def _open_exceptions(exceptions: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _closing_balances(
+    con: duckdb.DuckDBPyConnection, period: str, last_day: date, zone: str, known_at: datetime
+) -> list[dict[str, Any]]:
+    """Each account's closing balance of `period` as known at `known_at`: the service's
+    month-end figure (`month_end`) once a sync read it, else the month's last snapshot."""
+    set_point_in_time(con, last_day, timezone=zone, known_at=known_at)
+    return records(
+        con,
+        "SELECT financial_account, type, total_cents AS closing_cents, seen_at AS balance_seen_at, "
+        "month_end, sync_id FROM rollforward_snapshots WHERE period = ? "
+        "ORDER BY financial_account",
+        [period],
+    )
+
+
+def _user(user: str | None) -> str | None:
+    return user if user is not None else os_user()
+
+
+def _name(text: str, option: str) -> str:
+    name = " ".join(text.split())
+    if not name:
+        raise CloseError(f"a name is needed ({option})")
+    return name
+
+
 def close_period(
     settings: Settings,
     period: str,
@@ -177,16 +253,17 @@ def close_period(
     clock: Callable[[], datetime] | None = None,
     user: str | None = None,
 ) -> CloseResult:
-    """Close `period` (``YYYY-MM``): its final report, a manifest, an event; see the module.
+    """Close `period` (``YYYY-MM``): its final report as known now, a manifest, the month's
+    events, a `closed` decision; see the module.
 
-    Closing a closed period changes nothing (`changed` False). Raises CloseError when the month
-    has not ended, when the name is empty, or when exceptions are still open (unless
-    `with_open_exceptions`: they are then listed in the manifest).
+    Closing a closed period changes nothing (`changed` False); a reopened one is closed as a new
+    version beside the old. Raises CloseError when the month has not ended, when the name is
+    empty, or when exceptions are still open (unless `with_open_exceptions`: they are then
+    listed in the manifest).
     """
     first_day, last_day = parse_period(period)
     period = period_of(first_day)
-    if not prepared_by.strip():
-        raise CloseError("a close needs the preparer's name (--prepared-by)")
+    name = _name(prepared_by, "--prepared-by")
     now = (clock or (lambda: datetime.now(UTC)))()
     zone = settings.reporting_timezone
     today = now.astimezone(ZoneInfo(zone)).date()
@@ -196,17 +273,22 @@ def close_period(
             f"{date.fromordinal(last_day.toordinal() + 1)}"
         )
     warehouse = Warehouse(settings.warehouse_file)
-    folder = closed_folder(settings, period)
     with warehouse.read() as con:
         existing = period_state(con, period)
+        balances = _closing_balances(con, period, last_day, zone, now)
     if existing.closed:
+        folder = Path(existing.folder) if existing.folder else closed_folder(settings, period)
         return CloseResult(state=existing, changed=False, folder=folder)
+    version = (existing.version or 0) + 1
+    folder = version_folder(settings, period, version)
     if folder.exists():
         raise CloseError(
-            f"{folder} exists but the warehouse has no close of {period}: move it away first "
+            f"{folder} exists but the warehouse has no close of it: move it away first "
             "(nothing was changed)"
         )
-    staging = folder.parent / f".{period}.staging-{os.getpid()}"
+    provisional = any(not b["month_end"] for b in balances)
+    preparer_user = _user(user)
+    staging = closed_folder(settings, period).parent / f".{period}.v{version}.staging-{os.getpid()}"
     if staging.exists():
         shutil.rmtree(staging)
     result = reconcile(
@@ -215,8 +297,16 @@ def close_period(
         out_dir=staging,
         clock=lambda: now,
         warehouse=warehouse,
+        known_at=now,
         closing=PeriodState(
-            period=period, state="closed", prepared_by=prepared_by.strip(), prepared_at=now
+            period=period,
+            state="closed",
+            prepared_by=name,
+            prepared_at=now,
+            prepared_os_user=preparer_user,
+            folder=str(folder),
+            version=version,
+            provisional=provisional,
         ),
     )
     still_open = _open_exceptions(result.parquet["exceptions"])
@@ -229,6 +319,14 @@ def close_period(
             "Acknowledge them (fundpipe exceptions ack), or close with --with-open-exceptions "
             "to list them in the manifest"
         )
+    # the month's events, as known at the close, travel with the package
+    with warehouse.read() as con:
+        write_events(
+            con,
+            staging / "events",
+            start=end_of_day(first_day - timedelta(days=1), zone),
+            end=now + timedelta(microseconds=1),
+        )
     files = {
         str(path.relative_to(staging)): _sha256(path)
         for path in sorted(staging.rglob("*"))
@@ -236,7 +334,9 @@ def close_period(
     }
     manifest = {
         "period": period,
+        "version": version,
         "as_of": last_day.isoformat(),
+        "known_at": now.astimezone(UTC).isoformat(),
         "reporting_timezone": zone,
         "built_from_sync": {
             "sync_id": result.summary.last_sync_id,
@@ -245,62 +345,210 @@ def close_period(
             else None,
         },
         "prepared_by": {
-            "name": prepared_by.strip(),
-            "os_user": user if user is not None else os_user(),
+            "name": name,
+            "os_user": preparer_user,
             "at": now.astimezone(UTC).isoformat(),
+        },
+        "closing_balances": {
+            "provisional": provisional,
+            "note": "provisional: the service's month-end balance was not yet read; the first "
+            "sync that reads it certifies the close (fundpipe close --list)"
+            if provisional
+            else "the service's month-end balances (total_end_of_last_month)",
+            "accounts": [
+                {
+                    "financial_account": b["financial_account"],
+                    "type": b["type"],
+                    "closing_cents": int(b["closing_cents"]),
+                    "source": "month_end" if b["month_end"] else "last_snapshot",
+                    "sync_id": b["sync_id"],
+                }
+                for b in balances
+            ],
         },
         "files": files,
         "open_exceptions": still_open,
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     manifest_hash = _sha256(staging / MANIFEST)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging.rename(folder)
+    if version == 1:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(folder)
+    else:
+        with _adding_to(folder.parent):
+            staging.rename(folder)
     _freeze(folder)
-    cutoff = datetime.combine(
-        date.fromordinal(last_day.toordinal() + 1), datetime.min.time(), ZoneInfo(zone)
-    )
-    event = {
-        "period": period,
-        "event": "closed",
-        "event_at": now,
-        "by_name": prepared_by.strip(),
-        "os_user": user if user is not None else os_user(),
-        "manifest_sha256": manifest_hash,
-        "sync_id": result.summary.last_sync_id,
-        "as_of": last_day,
-        "cutoff": cutoff,
-        "folder": str(folder),
-    }
     with warehouse.write() as con:
-        _insert(con, "period_events", event)
-        # each account's closing balance in the closed report: the next month's roll-forward
-        # opens at it (migration 022)
-        con.execute(
-            "INSERT INTO period_closing_balances "
-            "(period, financial_account, closing_cents, balance_seen_at, recorded_at) "
-            "SELECT ?, financial_account, service_total_cents, balance_seen_at, ? "
-            "FROM read_parquet(?) WHERE period = ?",
-            [period, now, str(folder / result.parquet["rollforward"].relative_to(staging)), period],
-        )
-        balances = records(con, "SELECT * FROM period_closing_balances WHERE period = ?", [period])
+        con.execute("BEGIN TRANSACTION")
+        try:
+            closed = record_decision(
+                con,
+                PeriodDecision(
+                    period=period,
+                    event="closed",
+                    at=now,
+                    by=name,
+                    os_user=preparer_user,
+                    version=version,
+                    manifest_sha256=manifest_hash,
+                    sync_id=result.summary.last_sync_id,
+                    as_of=last_day,
+                    cutoff=now + timedelta(microseconds=1),
+                    folder=str(folder),
+                    provisional=provisional,
+                ),
+            )
+            # each account's closing balance: the next month's roll-forward opens at it
+            closing = [
+                {
+                    "period": period,
+                    "financial_account": b["financial_account"],
+                    "closing_cents": b["closing_cents"],
+                    "balance_seen_at": b["balance_seen_at"],
+                    "recorded_at": now,
+                    "version": version,
+                    "source": "month_end" if b["month_end"] else "provisional",
+                }
+                for b in balances
+            ]
+            if closing:
+                con.executemany(
+                    f"INSERT INTO period_closing_records ({', '.join(closing[0])}) "
+                    f"VALUES ({', '.join('?' * len(closing[0]))})",
+                    [list(row.values()) for row in closing],
+                )
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
         state = period_state(con, period)
-    record_decision(
+    # the decision and the package it filed, in the organization's durable record as made
+    keep_in_record(
         settings,
         "closed",
-        {"period_events": [event], "period_closing_balances": balances},
+        {"period_events": [closed], "period_closing_records": closing},
         at=now,
         files=sorted(p for p in folder.rglob("*") if p.is_file()),
     )
     return CloseResult(state=state, changed=True, folder=folder, open_exceptions=still_open)
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
-    """One row of a period table (the same dict is what the durable record keeps)."""
-    con.execute(
-        f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-        list(row.values()),
+def _two_people(
+    settings: Settings, state: PeriodState, name: str, reviewer_user: str | None
+) -> bool:
+    """Check the reviewer is not the preparer (names normalized; operating-system users);
+    True when they are one person and the organization allows it (the review says so)."""
+    same_name = normalized_name(name) == normalized_name(state.prepared_by or "")
+    same_user = reviewer_user is not None and reviewer_user == state.prepared_os_user
+    if not (same_name or same_user):
+        return False
+    if settings.one_person_close:
+        return True
+    if same_name:
+        raise CloseError(
+            f"{name} prepared {state.period} (as {state.prepared_by}; names are compared "
+            "ignoring case, spacing and Unicode forms): the review must be by another person"
+        )
+    raise CloseError(
+        f"the operating-system user {reviewer_user!r} prepared {state.period} (as "
+        f"{state.prepared_by}): the review must be by another person at their own login, "
+        "unless the organization allows a one-person close (FUNDPIPE_ONE_PERSON_CLOSE=true)"
     )
+
+
+def _decided(state: PeriodState) -> str:
+    if state.reviewed_by:
+        return f"reviewed by {state.reviewed_by} on {state.reviewed_at:%Y-%m-%d %H:%M %Z}"
+    return (
+        f"rejected by {state.rejected_by} on {state.rejected_at:%Y-%m-%d %H:%M %Z} "
+        f"({state.rejection_reason})"
+    )
+
+
+def _decide(
+    settings: Settings,
+    period: str,
+    decision: str,
+    by: str,
+    reason: str | None,
+    clock: Callable[[], datetime] | None,
+    user: str | None,
+) -> CloseResult:
+    """Record the review (`reviewed` / `rejected`) of the version closed last: review.json
+    beside its manifest, and the decision."""
+    first_day, _ = parse_period(period)
+    period = period_of(first_day)
+    option = "--reviewed-by" if decision == "reviewed" else "--rejected-by"
+    name = _name(by, option)
+    if decision == "rejected" and not (reason or "").strip():
+        raise CloseError("a rejection needs the reason (--reason TEXT)")
+    reason = " ".join((reason or "").split()) or None
+    now = (clock or (lambda: datetime.now(UTC)))()
+    reviewer_user = _user(user)
+    warehouse = Warehouse(settings.warehouse_file)
+    with warehouse.write() as con:
+        state = period_state(con, period)
+        if not state.closed:
+            raise CloseError(f"{period} is not closed: close it first (--prepared-by)")
+        folder = Path(state.folder) if state.folder else closed_folder(settings, period)
+        if state.decided:
+            same = (state.reviewed_by if decision == "reviewed" else state.rejected_by) or ""
+            if normalized_name(same) == normalized_name(name) and (
+                decision == "reviewed" or reason == state.rejection_reason
+            ):
+                return CloseResult(state=state, changed=False, folder=folder)
+            raise CloseError(
+                f"{period} (version {state.version}) was already {_decided(state)}; a review is "
+                f"made once. To change it, reopen the period (fundpipe close {period} --reopen "
+                "--by NAME --reason TEXT) and close it again: the new version is reviewed"
+            )
+        one_person = _two_people(settings, state, name, reviewer_user)
+        review_file = folder / REVIEW
+        if review_file.exists():
+            raise CloseError(
+                f"{review_file} exists but the warehouse has no review of it: move it away "
+                "first (nothing was changed)"
+            )
+        review = {
+            "period": period,
+            "version": state.version,
+            "decision": decision,
+            "by": name,
+            "os_user": reviewer_user,
+            "at": now.astimezone(UTC).isoformat(),
+            "reason": reason,
+            "manifest_sha256": state.manifest_sha256,
+            "prepared_by": {
+                "name": state.prepared_by,
+                "os_user": state.prepared_os_user,
+                "at": state.prepared_at.astimezone(UTC).isoformat() if state.prepared_at else None,
+            },
+            "one_person_close": one_person,
+        }
+        with _adding_to(folder):
+            review_file.write_text(json.dumps(review, indent=2) + "\n", encoding="utf-8")
+            review_file.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        decided = record_decision(
+            con,
+            PeriodDecision(
+                period=period,
+                event="reviewed" if decision == "reviewed" else "rejected",
+                at=now,
+                by=name,
+                os_user=reviewer_user,
+                version=state.version,
+                manifest_sha256=state.manifest_sha256,
+                review_sha256=_sha256(review_file),
+                reason=reason,
+                one_person=one_person,
+                folder=str(folder),
+            ),
+        )
+        state = period_state(con, period)
+    keep_in_record(
+        settings, str(decided["event"]), {"period_events": [decided]}, at=now, files=[review_file]
+    )
+    return CloseResult(state=state, changed=True, folder=folder)
 
 
 def review_period(
@@ -311,53 +559,80 @@ def review_period(
     clock: Callable[[], datetime] | None = None,
     user: str | None = None,
 ) -> CloseResult:
-    """Record that `reviewed_by` reviewed the closed `period` (not its preparer). A second
-    review changes nothing."""
+    """Record that `reviewed_by` reviewed the version of `period` closed last (another person
+    than its preparer, at another login). The same review again changes nothing; another one
+    is an error saying who decided and how to reopen."""
+    return _decide(settings, period, "reviewed", reviewed_by, None, clock, user)
+
+
+def reject_period(
+    settings: Settings,
+    period: str,
+    *,
+    rejected_by: str,
+    reason: str,
+    clock: Callable[[], datetime] | None = None,
+    user: str | None = None,
+) -> CloseResult:
+    """Record that `rejected_by` rejected the version of `period` closed last, with `reason`
+    (the reviewer's decision, under the same two-person rule as a review)."""
+    return _decide(settings, period, "rejected", rejected_by, reason, clock, user)
+
+
+def reopen_period(
+    settings: Settings,
+    period: str,
+    *,
+    by: str,
+    reason: str,
+    clock: Callable[[], datetime] | None = None,
+    user: str | None = None,
+) -> CloseResult:
+    """Open a reviewed or rejected `period` again, with `reason`. Its closed version stays as
+    filed; the next close is a new version beside it."""
     first_day, _ = parse_period(period)
     period = period_of(first_day)
-    name = reviewed_by.strip()
-    if not name:
-        raise CloseError("a review needs the reviewer's name (--reviewed-by)")
+    name = _name(by, "--by")
+    if not reason.strip():
+        raise CloseError("a reopening needs the reason (--reason TEXT)")
     now = (clock or (lambda: datetime.now(UTC)))()
-    warehouse = Warehouse(settings.warehouse_file)
-    folder = closed_folder(settings, period)
-    with warehouse.write() as con:
+    with Warehouse(settings.warehouse_file).write() as con:
         state = period_state(con, period)
         if not state.closed:
-            raise CloseError(f"{period} is not closed: close it first (--prepared-by)")
-        if state.reviewed_by is not None:
-            return CloseResult(state=state, changed=False, folder=folder)
-        if name.casefold() == (state.prepared_by or "").strip().casefold():
-            raise CloseError(f"{name} prepared {period}: the review must be by another person")
-        event = {
-            "period": period,
-            "event": "reviewed",
-            "event_at": now,
-            "by_name": name,
-            "os_user": user if user is not None else os_user(),
-            "manifest_sha256": state.manifest_sha256,
-        }
-        _insert(con, "period_events", event)
+            raise CloseError(f"{period} is not closed: there is nothing to reopen")
+        if not state.decided:
+            raise CloseError(
+                f"{period} (version {state.version}) is not yet reviewed: its reviewer rejects "
+                f"it first (fundpipe close {period} --rejected-by NAME --reason TEXT)"
+            )
+        reopened = record_decision(
+            con,
+            PeriodDecision(
+                period=period,
+                event="reopened",
+                at=now,
+                by=name,
+                os_user=_user(user),
+                version=state.version,
+                reason=" ".join(reason.split()),
+                folder=state.folder,
+            ),
+        )
         state = period_state(con, period)
-    record_decision(settings, "reviewed", {"period_events": [event]}, at=now)
+    keep_in_record(settings, "reopened", {"period_events": [reopened]}, at=now)
+    folder = Path(state.folder) if state.folder else closed_folder(settings, period)
     return CloseResult(state=state, changed=True, folder=folder)
 
 
-def verify_period(settings: Settings, period: str) -> VerifyResult:
-    """Re-hash a closed period's files against its manifest (and the manifest against the hash
-    the warehouse recorded at the close)."""
-    first_day, _ = parse_period(period)
-    period = period_of(first_day)
-    with Warehouse(settings.warehouse_file).read() as con:
-        state = period_state(con, period)
-    if not state.closed:
-        raise CloseError(f"{period} is not closed: nothing to verify")
-    folder = closed_folder(settings, period)
+def _check_version(
+    folder: Path, manifest_sha256: str | None, review_sha256: str | None
+) -> tuple[int, list[str]]:
+    """One version's folder against its manifest and the hashes the warehouse recorded."""
     manifest_path = folder / MANIFEST
-    problems: list[str] = []
     if not manifest_path.is_file():
-        return VerifyResult(period, False, 0, [f"{manifest_path} is missing"])
-    if _sha256(manifest_path) != state.manifest_sha256:
+        return 0, [f"{manifest_path} is missing"]
+    problems: list[str] = []
+    if _sha256(manifest_path) != manifest_sha256:
         problems.append(f"{MANIFEST} differs from the one recorded at the close")
     files: dict[str, str] = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
     for name, expected in files.items():
@@ -366,10 +641,52 @@ def verify_period(settings: Settings, period: str) -> VerifyResult:
             problems.append(f"{name} is missing")
         elif _sha256(path) != expected:
             problems.append(f"{name} changed (sha256 differs from the manifest)")
-    extra = sorted(
-        str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and p.name != MANIFEST and str(p.relative_to(folder)) not in files
-    )
-    problems.extend(f"{name} is not in the manifest" for name in extra)
-    return VerifyResult(period, not problems, len(files), problems)
+    review = folder / REVIEW
+    if review_sha256 is not None:
+        if not review.is_file():
+            problems.append(f"{REVIEW} is missing")
+        elif _sha256(review) != review_sha256:
+            problems.append(f"{REVIEW} differs from the one recorded at the review")
+    elif review.exists():
+        problems.append(f"{REVIEW} is not a review the warehouse recorded")
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if _VERSION.match(relative.parts[0]) and (folder / relative.parts[0]).is_dir():
+            continue  # a later version's folder: checked on its own
+        name = str(relative)
+        if path.is_file() and name not in files and name not in (MANIFEST, REVIEW):
+            problems.append(f"{name} is not in the manifest")
+    return len(files), problems
+
+
+def verify_period(settings: Settings, period: str) -> VerifyResult:
+    """Re-hash every version of a closed period: its files against its manifest, the manifest
+    and the review against the hashes the warehouse recorded."""
+    first_day, _ = parse_period(period)
+    period = period_of(first_day)
+    with Warehouse(settings.warehouse_file).read() as con:
+        events = records(
+            con,
+            "SELECT event, version, folder, manifest_sha256, review_sha256 FROM period_events "
+            "WHERE period = ? ORDER BY seq",
+            [period],
+        )
+    closes: list[dict[str, Any]] = []
+    for e in events:
+        if e["event"] == "closed":
+            closes.append({**e, "version": e["version"] or len(closes) + 1, "review": None})
+        elif e["event"] in ("reviewed", "rejected") and closes:
+            closes[-1]["review"] = e["review_sha256"]
+    if not closes:
+        raise CloseError(f"{period} is not closed: nothing to verify")
+    checked, problems = 0, []
+    for close in closes:
+        folder = (
+            Path(close["folder"])
+            if close["folder"]
+            else version_folder(settings, period, close["version"])
+        )
+        n, found = _check_version(folder, close["manifest_sha256"], close["review"])
+        checked += n
+        problems += [f"v{close['version']}: {p}" for p in found]
+    return VerifyResult(period, not problems, checked, problems, versions=len(closes))

@@ -13,11 +13,12 @@ Longer than ~400 lines because the run, its summary and where its reports are fi
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -102,11 +103,15 @@ class ReconcileSummary:
     #: Failed payments not cancelled or paid again (still owed), and staged ones past due.
     failed_owed_cents: int = 0
     past_due_cents: int = 0
-    #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest).
+    #: The as-of date's period (month): open, or closed (prepared by, reviewed by, manifest),
+    #: as it stood at the knowledge time.
     period: PeriodState | None = None
     #: The organization's name (its FUNDPIPE_ORGS `name` or the service's organization read);
     #: None: only its id (`organization`) is known.
     organization_name: str | None = None
+    #: The knowledge time: the report shows what fundpipe knew at this instant (a run for today:
+    #: its own clock; a past as-of: the end of that day; `--as-known-at`: the time given).
+    known_at: datetime | None = None
 
     @property
     def exceptions(self) -> int:
@@ -134,20 +139,46 @@ class ReconcileResult:
         return pd.read_parquet(self.parquet[view])
 
 
+def set_point_in_time(
+    con: duckdb.DuckDBPyConnection,
+    as_of: date,
+    *,
+    timezone: str = "UTC",
+    known_at: datetime | None = None,
+    materiality_cents: int | None = None,
+) -> None:
+    """Make `con`'s views show the books at the end of `as_of` in `timezone` (valid time) as
+    fundpipe knew them at `known_at`, everything recorded at that instant included (knowledge
+    time; None: the end of `as_of`). A reconciling item smaller than `materiality_cents` is
+    listed on the roll-forward but is no exception (None: as the connection has it)."""
+    con.execute("SET VARIABLE as_of = ?", [as_of])
+    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
+    if materiality_cents is not None:
+        con.execute("SET VARIABLE materiality_cents = ?", [materiality_cents])
+    knowledge = None if known_at is None else known_at + timedelta(microseconds=1)
+    con.execute("SET VARIABLE known_at = ?::TIMESTAMPTZ", [knowledge])
+
+
+def end_of_day(day: date, timezone: str) -> datetime:
+    """The first instant after `day` in `timezone`."""
+    return datetime.combine(day + timedelta(days=1), time(), ZoneInfo(timezone))
+
+
 def export_views(
     con: duckdb.DuckDBPyConnection,
     as_of: date,
     out_dir: Path,
     *,
     timezone: str = "UTC",
+    known_at: datetime | None = None,
     materiality_cents: int = 0,
 ) -> dict[str, int]:
-    """Stream every view for `as_of` (the end of that day in `timezone`) into
-    `out_dir/<view>.parquet`; return rows per view. A reconciling item smaller than
-    `materiality_cents` is listed on the roll-forward but is no exception."""
-    con.execute("SET VARIABLE as_of = ?", [as_of])
-    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
-    con.execute("SET VARIABLE materiality_cents = ?", [materiality_cents])
+    """Stream every view for `as_of` (the end of that day in `timezone`, as known at
+    `known_at`) into `out_dir/<view>.parquet`; return rows per view. A reconciling item
+    smaller than `materiality_cents` is listed on the roll-forward but is no exception."""
+    set_point_in_time(
+        con, as_of, timezone=timezone, known_at=known_at, materiality_cents=materiality_cents
+    )
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
@@ -159,11 +190,10 @@ def export_views(
 
 
 def _last_sync(
-    con: duckdb.DuckDBPyConnection, as_of: date, zone: str
+    con: duckdb.DuckDBPyConnection, as_of: date, zone: str, known_at: datetime | None = None
 ) -> tuple[str | None, datetime | None]:
-    """The last sync that started by the end of `as_of` in `zone` (the one the report reads)."""
-    con.execute("SET VARIABLE as_of = ?", [as_of])
-    con.execute("SET VARIABLE reporting_timezone = ?", [zone])
+    """The last sync that started by the knowledge time (the one the report reads)."""
+    set_point_in_time(con, as_of, timezone=zone, known_at=known_at)
     row = con.execute(
         "SELECT sync_id, finished_at FROM syncs WHERE finished_at IS NOT NULL "
         "AND started_at < reconcile_cutoff() ORDER BY finished_at DESC LIMIT 1"
@@ -275,7 +305,8 @@ def workbook_summary(
     reviewed_by: str | None = None,
 ) -> WorkbookSummary:
     """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
-    its sign-off block (None: a blank line to sign on)."""
+    its sign-off block (None: the period's, as it stood at the knowledge time; a blank line to
+    sign on when nobody did)."""
     sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
     named = summary.organization_name or summary.organization
     ids = (
@@ -283,11 +314,15 @@ def workbook_summary(
         if summary.organization and summary.organization != named
         else []
     )
+    period = summary.period
+    known = summary.known_at.astimezone(UTC).isoformat() if summary.known_at else "the as-of's end"
     return WorkbookSummary(
         organization=named,
         as_of=summary.as_of.isoformat(),
-        prepared_by=prepared_by,
-        reviewed_by=reviewed_by,
+        prepared_by=prepared_by or (period.prepared_by if period else None),
+        reviewed_by=reviewed_by or (period.reviewed_by if period else None),
+        prepared_on=_on(period.prepared_at if period else None),
+        reviewed_on=_on(period.reviewed_at if period else None),
         run_facts=[
             *ids,
             ("As of", summary.as_of.isoformat()),
@@ -307,12 +342,13 @@ def workbook_summary(
             ),
             (
                 "Point in time",
-                "a past as-of: the books as fundpipe knew them at the end of that day "
-                "(this run changed nothing)"
+                "a past as-of: the books at the end of that day as fundpipe knew them at the "
+                "knowledge time below (this run changed nothing)"
                 if summary.historical
                 else "today: this run updated the exception log",
             ),
             ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
+            ("Known at (UTC)", known),
             ("Last sync", summary.last_sync_id or "none"),
             ("Last sync finished (UTC)", sync_at),
             ("Parquet files", str(out_dir)),
@@ -374,15 +410,25 @@ def workbook_summary(
     )
 
 
+def _on(at: datetime | None) -> str | None:
+    """A sign-off date: the day (UTC) and time of a decision."""
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if at else None
+
+
 def with_states(
-    con: duckdb.DuckDBPyConnection, exceptions: Path, as_of: date, *, timezone: str = "UTC"
+    con: duckdb.DuckDBPyConnection,
+    exceptions: Path,
+    as_of: date,
+    *,
+    timezone: str = "UTC",
+    known_at: datetime | None = None,
 ) -> None:
-    """Rewrite the exported exceptions with their state at the end of `as_of` (from the events
-    recorded by then): state, first seen, age, who acknowledged, the note, the owner."""
+    """Rewrite the exported exceptions with their state at the knowledge time (from the events
+    recorded by then; default the end of `as_of`): state, first seen, age, who acknowledged, the
+    note, the owner."""
     staged = exceptions.with_suffix(".staged.parquet")
     source, target = _q(str(exceptions)), _q(str(staged))
-    con.execute("SET VARIABLE as_of = ?", [as_of])
-    con.execute("SET VARIABLE reporting_timezone = ?", [timezone])
+    set_point_in_time(con, as_of, timezone=timezone, known_at=known_at)
     con.execute(
         f"""
         COPY (
@@ -451,6 +497,7 @@ def reconcile(
     clock: Callable[[], datetime] | None = None,
     warehouse: Warehouse | None = None,
     closing: PeriodState | None = None,
+    known_at: datetime | None = None,
 ) -> ReconcileResult:
     """Run the views for `as_of` (default: today in the reporting timezone) and write Parquet +
     reconciliation.xlsx.
@@ -463,6 +510,11 @@ def reconcile(
     as-of only reads it, as it stood at the end of that day. `closing`: the period state the
     Summary states instead of the recorded one (the period close's own report).
 
+    `known_at`: reproduce the report issued at that instant — the books at the end of `as_of`
+    as fundpipe knew them then (the figures, the exception states, the period's state); such a
+    run only reads. Each report folder records its knowledge time (`report.json`, and the
+    Summary's "Known at").
+
     Reports go to `out_dir`, by default `<reports>/<as-of>/<run time>Z/` (one folder per run,
     never overwritten), with `<reports>/latest` pointing at the newest run of the newest as-of
     (never at a re-run of a past as-of); `<reports>` is `settings.reports_folder` (an
@@ -472,24 +524,36 @@ def reconcile(
     zone = settings.reporting_timezone
     today = run_at.astimezone(ZoneInfo(zone)).date()
     as_of = as_of or today
-    historical = as_of < today
+    historical = as_of < today or known_at is not None
     default = out_dir is None
     if out_dir is None:
         out_dir = run_folder(settings.reports_folder, as_of, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
     warehouse = warehouse or Warehouse(settings.warehouse_file)
+    # what the report knows: a run for today, everything up to its own clock; a past as-of,
+    # everything by the end of that day; else the time asked for
+    knowledge = known_at or (end_of_day(as_of, zone) if as_of < today else run_at)
     with warehouse.read() as con:
         rows = export_views(
-            con, as_of, out_dir, timezone=zone, materiality_cents=settings.materiality
+            con,
+            as_of,
+            out_dir,
+            timezone=zone,
+            known_at=known_at,
+            materiality_cents=settings.materiality,
         )
-        last_sync = _last_sync(con, as_of, zone)
-        period = period_state(con, period_of(as_of))
+        last_sync = _last_sync(con, as_of, zone, known_at)
+        period = period_state(
+            con,
+            period_of(as_of),
+            before=known_at + timedelta(microseconds=1) if known_at else end_of_day(as_of, zone),
+        )
         organization = organization or _organization(con, settings)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
     lifecycle: Lifecycle | None = None
-    if historical:  # a past as-of only reads
+    if historical:  # a past as-of (or a report as issued) only reads
         with warehouse.read() as con:
-            with_states(con, parquet["exceptions"], as_of, timezone=zone)
+            with_states(con, parquet["exceptions"], as_of, timezone=zone, known_at=known_at)
     else:
         with warehouse.write() as con:
             lifecycle = track(
@@ -508,16 +572,28 @@ def reconcile(
         organization_name=settings.org_name,
         historical=historical,
         period=closing if closing is not None else period,
+        known_at=knowledge,
+    )
+    (out_dir / "report.json").write_text(
+        json.dumps(
+            {
+                "as_of": as_of.isoformat(),
+                "known_at": knowledge.astimezone(UTC).isoformat(),
+                "reporting_timezone": zone,
+                "run_at": run_at.astimezone(UTC).isoformat(),
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
     )
     workbook = out_dir / "reconciliation.xlsx"
     sheets = write_workbook(
         workbook,
+        # the sign-off block: who closed the period, as the knowledge time knew it; a closing
+        # report names the folder its files are filed in (never the staging one)
         workbook_summary(
-            summary,
-            out_dir,
-            # the sign-off block: who closed the period, once it is closed
-            prepared_by=summary.period.prepared_by if summary.period else None,
-            reviewed_by=summary.period.reviewed_by if summary.period else None,
+            summary, Path(closing.folder) if closing is not None and closing.folder else out_dir
         ),
         [SheetSource(name, parquet[view], **SHEET_LAYOUT.get(view, {})) for name, view in SHEETS],
     )

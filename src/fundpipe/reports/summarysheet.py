@@ -57,6 +57,9 @@ class WorkbookSummary:
     #: Who prepared and who reviewed the period (None: a blank line to sign on).
     prepared_by: str | None = None
     reviewed_by: str | None = None
+    #: When they did (None: a blank date).
+    prepared_on: str | None = None
+    reviewed_on: str | None = None
     chart_sheet: str | None = "Funding"
     #: The chart's (label, value) columns of `chart_sheet`; rows with a value > 0 are charted,
     #: so the sheet must list them first (Funding is sorted by shortfall, largest first).
@@ -170,11 +173,14 @@ def write(
         row += 1
     row += 1
     block("Sign-off", "Name", "Date")
-    for role, name in (("Prepared by", summary.prepared_by), ("Reviewed by", summary.reviewed_by)):
+    for role, name, on in (
+        ("Prepared by", summary.prepared_by, summary.prepared_on),
+        ("Reviewed by", summary.reviewed_by, summary.reviewed_on),
+    ):
         ws.set_row(row, 24)
         ws.write_string(row, 0, role)
         ws.write_string(row, 1, neutralise(name or ""), formats.signature)
-        ws.write_string(row, 2, "", formats.signature)
+        ws.write_string(row, 2, neutralise(on or ""), formats.signature)
         row += 1
     if summary.notes:
         row += 1

@@ -2215,3 +2215,263 @@ WHERE f.state IN ('rejected', 'conflict')
                      SELECT lg.distribution_external_reference FROM as_of_ledger_payments lg
                      WHERE lg.file_hash = g.file_hash
                        AND lg.distribution_external_reference IS NOT NULL))));
+-- migration: 040 knowledge time; month-end balances; period versions and decisions
+-- Two times (docs/architecture.md, "As issued"): the as-of date D is the valid time — the books
+-- at the end of D in the reporting timezone (`valid_cutoff()`) — and the session variable
+-- `known_at` (a TIMESTAMPTZ; unset: the end of D, as before) is the knowledge time: what this
+-- warehouse had learned by then. `reconcile_cutoff()` is now the knowledge cutoff, so every view
+-- that asks "was this known by then" (first sightings, replaced rows, exception and period
+-- events) reads what was known at `known_at`; the views below also ask "was it so by the end of
+-- D": a status a sync saw after D counts only when the service's own time of that status
+-- (`disbursed_at`, `failed_at`, … — the sighting itself when the service gives none) is within
+-- D, and a balance is the month-end figure or a snapshot seen within D. A report as of a
+-- month's last day known after the month (a close on the 2nd) thus shows the payment executed
+-- late on the last day, and the acknowledgement of the 1st.
+CREATE OR REPLACE MACRO valid_cutoff() AS
+    timezone(reporting_timezone(), CAST(reconcile_as_of() + 1 AS TIMESTAMP));
+CREATE OR REPLACE MACRO reconcile_cutoff() AS
+    coalesce(TRY_CAST(getvariable('known_at') AS TIMESTAMPTZ), valid_cutoff());
+-- A sighting that is both so by the end of D and known by the knowledge time.
+CREATE OR REPLACE MACRO seen_cutoff() AS least(valid_cutoff(), reconcile_cutoff());
+
+-- Every balance a report may read: each snapshot seen by `seen_cutoff()`, plus each account's
+-- month-end figure — the `total_end_of_last_month` of its first snapshot of a UTC month, known
+-- by the knowledge time — placed at the month's last instant (`month_end`), for every month
+-- that ended by the end of D. Its `available` is the month's last snapshot's, moved by the same
+-- amount as the total; its `total_end_of_last_month` is that snapshot's (the month's opening).
+CREATE VIEW balance_points AS
+WITH known AS (
+    SELECT b.*, date_trunc('month', timezone('UTC', b.seen_at)) AS month,
+           lag(b.seen_at) OVER w AS previous_seen_at,
+           lag(b.total_cents) OVER w AS previous_total_cents,
+           lag(b.available_cents) OVER w AS previous_available_cents,
+           lag(b.total_end_of_last_month_cents) OVER w AS previous_end_of_last_month_cents
+    FROM balance_snapshots b
+    WHERE b.seen_at < reconcile_cutoff()
+    WINDOW w AS (PARTITION BY b.financial_account ORDER BY b.seen_at)
+)
+SELECT sync_id, seen_at, financial_account, vehicle, type, total_cents, available_cents,
+       total_end_of_last_month_cents, currency, account_updated_at, FALSE AS month_end
+FROM known
+WHERE seen_at < seen_cutoff()
+UNION ALL
+-- the first snapshot of a month whose previous one is of the month before: that month's end
+SELECT sync_id, timezone('UTC', month) - INTERVAL 1 MICROSECOND, financial_account, vehicle,
+       type, total_end_of_last_month_cents,
+       previous_available_cents + (total_end_of_last_month_cents - previous_total_cents),
+       previous_end_of_last_month_cents, currency, account_updated_at, TRUE
+FROM known
+WHERE previous_seen_at IS NOT NULL
+  AND date_trunc('month', timezone('UTC', previous_seen_at)) = month - INTERVAL 1 MONTH
+  AND timezone('UTC', month) <= valid_cutoff();
+
+CREATE OR REPLACE VIEW balances_as_of AS
+SELECT * FROM balance_points
+QUALIFY row_number() OVER (PARTITION BY financial_account ORDER BY seen_at DESC) = 1;
+
+-- Each account's closing balance per UTC month: the month-end figure once known, else the
+-- month's last snapshot (as in migration 022 otherwise).
+CREATE OR REPLACE VIEW rollforward_snapshots AS
+SELECT b.*, strftime(timezone('UTC', b.seen_at), '%Y-%m') AS period,
+       timezone('UTC', date_trunc('month', timezone('UTC', b.seen_at))) AS period_start
+FROM balance_points b
+QUALIFY row_number() OVER (
+    PARTITION BY b.financial_account, strftime(timezone('UTC', b.seen_at), '%Y-%m')
+    ORDER BY b.seen_at DESC) = 1;
+
+-- Payments and distributions as known at the knowledge time and as they stood at the end of D.
+-- A row first seen after D counts when it existed by then (its distribution's `created_at`);
+-- a timestamp of the service after D is not shown in a report of D.
+CREATE OR REPLACE VIEW as_of_distribution_payments AS
+WITH old AS (
+    SELECT * EXCLUDE (replaced_at, replaced_by_sync)
+    FROM distribution_payment_history
+    WHERE replaced_at >= reconcile_cutoff()
+    QUALIFY row_number() OVER (PARTITION BY id ORDER BY replaced_at) = 1
+), versions AS (
+    SELECT * FROM old
+    UNION ALL BY NAME
+    SELECT p.* FROM distribution_payments p ANTI JOIN old o ON o.id = p.id
+), hist AS (
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < seen_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution_payment'
+    GROUP BY id
+), learned AS (
+    -- statuses seen after D (and by the knowledge time) that were so by the end of D; only a
+    -- report known after its day has any (the join stays empty otherwise)
+    SELECT h.id, arg_max(h.status, h.seen_at) AS status_then
+    FROM status_history h
+    JOIN distribution_payments v ON v.id = h.id
+    LEFT JOIN distributions d ON d.id = v.distribution
+    WHERE h.object = 'distribution_payment'
+      AND h.seen_at >= seen_cutoff() AND h.seen_at < reconcile_cutoff()
+      AND coalesce(CASE h.status
+                       WHEN 'staged' THEN d.created_at
+                       WHEN 'recipient_confirmed' THEN v.recipient_confirmed_at
+                       WHEN 'verified' THEN v.verified_at
+                       WHEN 'disbursed' THEN v.disbursed_at
+                       WHEN 'failed' THEN v.failed_at
+                       WHEN 'cancelled' THEN d.cancelled_at END,
+                   h.seen_at) < valid_cutoff()
+    GROUP BY h.id
+), born AS (
+    -- payments first seen after D whose distribution existed by the end of D
+    SELECT h.id
+    FROM hist h
+    JOIN distribution_payments p ON p.id = h.id
+    JOIN distributions d ON d.id = p.distribution
+    WHERE h.first_seen >= seen_cutoff() AND h.first_seen < reconcile_cutoff()
+      AND d.created_at < valid_cutoff()
+), later AS (
+    SELECT reconcile_cutoff() > valid_cutoff() AS after_d
+)
+SELECT r.* REPLACE (
+    coalesce(l.status_then, h.status_then, r.status) AS status,
+    CASE WHEN later.after_d AND r.recipient_confirmed_at >= valid_cutoff() THEN NULL
+         ELSE r.recipient_confirmed_at END AS recipient_confirmed_at,
+    CASE WHEN later.after_d AND r.verified_at >= valid_cutoff() THEN NULL
+         ELSE r.verified_at END AS verified_at,
+    CASE WHEN later.after_d AND r.disbursed_at >= valid_cutoff() THEN NULL
+         ELSE r.disbursed_at END AS disbursed_at,
+    CASE WHEN later.after_d AND r.failed_at >= valid_cutoff() THEN NULL
+         ELSE r.failed_at END AS failed_at,
+    CASE WHEN later.after_d AND r.failed_at >= valid_cutoff() THEN NULL
+         ELSE r.failure_reason END AS failure_reason)
+FROM versions r
+CROSS JOIN later
+LEFT JOIN hist h ON h.id = r.id
+LEFT JOIN learned l ON l.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
+   OR r.id IN (SELECT id FROM born);
+
+CREATE OR REPLACE VIEW as_of_distributions AS
+WITH old AS (
+    SELECT * EXCLUDE (replaced_at, replaced_by_sync)
+    FROM distribution_history
+    WHERE replaced_at >= reconcile_cutoff()
+    QUALIFY row_number() OVER (PARTITION BY id ORDER BY replaced_at) = 1
+), versions AS (
+    SELECT * FROM old
+    UNION ALL BY NAME
+    SELECT d.* FROM distributions d ANTI JOIN old o ON o.id = d.id
+), hist AS (
+    SELECT id, min(seen_at) AS first_seen,
+           arg_max(status, seen_at) FILTER (WHERE seen_at < seen_cutoff()) AS status_then
+    FROM status_history WHERE object = 'distribution'
+    GROUP BY id
+), learned AS (
+    SELECT h.id, arg_max(h.status, h.seen_at) AS status_then
+    FROM status_history h
+    JOIN distributions v ON v.id = h.id
+    WHERE h.object = 'distribution'
+      AND h.seen_at >= seen_cutoff() AND h.seen_at < reconcile_cutoff()
+      AND coalesce(CASE h.status
+                       WHEN 'draft' THEN v.created_at
+                       WHEN 'published' THEN v.published_at
+                       WHEN 'approved' THEN v.approved_at
+                       WHEN 'executed' THEN v.executed_at
+                       WHEN 'cancelled' THEN v.cancelled_at END,
+                   h.seen_at) < valid_cutoff()
+    GROUP BY h.id
+), later AS (
+    SELECT reconcile_cutoff() > valid_cutoff() AS after_d
+)
+SELECT r.* REPLACE (
+    coalesce(l.status_then, h.status_then, r.status) AS status,
+    CASE WHEN later.after_d AND r.executed_at >= valid_cutoff() THEN NULL
+         ELSE r.executed_at END AS executed_at,
+    CASE WHEN later.after_d AND r.cancelled_at >= valid_cutoff() THEN NULL
+         ELSE r.cancelled_at END AS cancelled_at)
+FROM versions r
+CROSS JOIN later
+LEFT JOIN hist h ON h.id = r.id
+LEFT JOIN learned l ON l.id = r.id
+WHERE coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
+   OR (coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
+       AND r.created_at < valid_cutoff());
+
+-- A sheet counts from the sync that first copied its file (as before); one first copied after
+-- D counts in a report of D only when its distributions existed at the service by then (a
+-- file dropped on the 1st for the new month is not in the closed report of the month before).
+CREATE VIEW sheet_files_existing AS
+WITH late AS (
+    SELECT file_hash FROM file_sightings GROUP BY file_hash
+    HAVING min(seen_at) >= seen_cutoff() AND min(seen_at) < reconcile_cutoff()
+)
+SELECT l.file_hash
+FROM late
+JOIN ledger_payments l ON l.file_hash = late.file_hash
+JOIN distributions d ON d.id = l.distribution_id
+GROUP BY l.file_hash
+HAVING max(d.created_at) < valid_cutoff();
+
+CREATE OR REPLACE VIEW as_of_ledger_files AS
+WITH seen AS (
+    SELECT file_hash, min(seen_at) AS first_seen,
+           arg_max(state, seen_at) FILTER (WHERE seen_at < reconcile_cutoff()) AS state_then
+    FROM file_sightings
+    GROUP BY file_hash
+)
+SELECT f.* REPLACE (coalesce(s.state_then, f.state) AS state)
+FROM ledger_files f
+LEFT JOIN seen s ON s.file_hash = f.file_hash
+WHERE coalesce(s.first_seen, f.received_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < seen_cutoff()
+UNION ALL
+SELECT f.* REPLACE (coalesce(s.state_then, f.state) AS state)
+FROM ledger_files f
+JOIN sheet_files_existing x ON x.file_hash = f.file_hash
+LEFT JOIN seen s ON s.file_hash = f.file_hash;
+
+CREATE OR REPLACE VIEW as_of_ledger_payments AS
+WITH seen AS (
+    SELECT file_hash, min(seen_at) AS first_seen FROM file_sightings GROUP BY file_hash
+)
+SELECT l.*
+FROM ledger_payments l
+LEFT JOIN seen s ON s.file_hash = l.file_hash
+LEFT JOIN ledger_files f ON f.file_hash = l.file_hash
+WHERE coalesce(s.first_seen, f.received_at, l.updated_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')
+      < seen_cutoff()
+UNION ALL
+SELECT l.*
+FROM ledger_payments l
+JOIN sheet_files_existing x ON x.file_hash = l.file_hash;
+
+-- Period decisions (fundpipe.reconcile.periods.record_decision): `closed` (a version of the
+-- package: `version`, `provisional` when the service's month-end balance was not yet known),
+-- `reviewed` / `rejected` (of that version, with the review file's SHA-256 and the reason),
+-- `reopened` (with the reason), `certified` (the first sync that read the month-end balance of a
+-- provisional close). `one_person`: the organization allowed one person to prepare and review.
+ALTER TABLE period_events ADD COLUMN version INTEGER;
+ALTER TABLE period_events ADD COLUMN reason VARCHAR;
+ALTER TABLE period_events ADD COLUMN review_sha256 VARCHAR;
+ALTER TABLE period_events ADD COLUMN one_person BOOLEAN;
+ALTER TABLE period_events ADD COLUMN provisional BOOLEAN;
+
+-- The months closed as known at the knowledge time: the last close or reopening is a close.
+-- `cutoff` is that close's knowledge time (what its report read).
+CREATE OR REPLACE VIEW closed_periods AS
+WITH e AS (
+    SELECT * FROM period_events
+    WHERE event IN ('closed', 'reopened') AND event_at < reconcile_cutoff()
+)
+SELECT period,
+       CAST(period || '-01' AS DATE) AS first_day,
+       arg_max(as_of, seq) AS last_day,
+       arg_max(cutoff, seq) AS cutoff,
+       arg_max(event_at, seq) AS closed_at
+FROM e
+GROUP BY period
+HAVING arg_max(event, seq) = 'closed';
+
+-- Each closing balance recorded (at a close, or when a sync certified a provisional one); the
+-- roll-forward opens at the last one recorded by the knowledge time.
+ALTER TABLE period_closing_balances RENAME TO period_closing_records;
+ALTER TABLE period_closing_records ADD COLUMN version INTEGER;
+ALTER TABLE period_closing_records ADD COLUMN source VARCHAR;  -- month_end | provisional
+CREATE VIEW period_closing_balances AS
+SELECT * FROM period_closing_records
+WHERE recorded_at < reconcile_cutoff()
+QUALIFY row_number() OVER (PARTITION BY period, financial_account ORDER BY recorded_at DESC) = 1;

@@ -48,6 +48,7 @@ from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.sync.incremental import WALKED_LISTS, Known, Walk, read_known, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
+from fundpipe.sync.monthend import certify_month_ends
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
 from fundpipe.warehouse.file import Warehouse
 
@@ -373,6 +374,7 @@ async def sync_async(
             )
             walks = {name: walk.mode for name, walk in puller.walks.items()}
             record_walks(con, walks, sync_id, seen_at)  # the merge has committed
+            certify_month_ends(con, sync_id, seen_at)  # a provisional close's month-end
     log.info("sync %s: %s, %d status changes", sync_id, counts, changes)
     return SyncResult(
         sync_id=sync_id,

@@ -35,6 +35,22 @@ def close_command(
             "--reviewed-by", help="Record the review of a closed month (not its preparer)."
         ),
     ] = None,
+    rejected_by: Annotated[
+        str | None,
+        typer.Option("--rejected-by", help="Reject a closed month (its reviewer; needs --reason)."),
+    ] = None,
+    reopen: Annotated[
+        bool,
+        typer.Option(
+            "--reopen",
+            help="Open a reviewed or rejected month again (needs --by and --reason); its next "
+            "close is a new version beside the old.",
+        ),
+    ] = False,
+    by: Annotated[str | None, typer.Option("--by", help="Who reopens (with --reopen).")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (with --rejected-by or --reopen).")
+    ] = None,
     with_open_exceptions: Annotated[
         bool,
         typer.Option(
@@ -57,13 +73,16 @@ def close_command(
     data/reports/<org>/closed/YYYY-MM/ with a manifest.json of SHA-256s; never rewritten.
 
     Example: fundpipe close 2026-11 --prepared-by ana (then fundpipe close 2026-11
-    --reviewed-by ben; fundpipe close --list; fundpipe close --verify 2026-11)
+    --reviewed-by ben, or --rejected-by ben --reason TEXT; fundpipe close 2026-11 --reopen --by
+    ana --reason TEXT; fundpipe close --list; fundpipe close --verify 2026-11)
     """
     with user_errors():
         from fundpipe.reconcile.close import (
             CloseError,
             close_period,
             list_periods,
+            reject_period,
+            reopen_period,
             review_period,
             verify_period,
         )
@@ -95,7 +114,9 @@ def close_command(
                     )
                 elif checked.ok:
                     console.print(
-                        f"{checked.period}: all {checked.checked} file(s) match the manifest"
+                        f"{checked.period}: all {checked.checked} file(s) of "
+                        f"{checked.versions} version(s) match the manifest, and the review "
+                        "matches the one recorded"
                     )
                 else:
                     for problem in checked.problems:
@@ -103,9 +124,27 @@ def close_command(
                 if not checked.ok:
                     raise typer.Exit(ExitCode.NEEDS_PERSON)
                 return
-            if prepared_by and reviewed_by:
-                raise InputError("--prepared-by and --reviewed-by are two steps: run them apart")
-            if reviewed_by:
+            steps = [
+                o
+                for o, v in (
+                    ("--prepared-by", prepared_by),
+                    ("--reviewed-by", reviewed_by),
+                    ("--rejected-by", rejected_by),
+                    ("--reopen", reopen),
+                )
+                if v
+            ]
+            if len(steps) > 1:
+                raise InputError(f"{' and '.join(steps)} are separate steps: run them apart")
+            if reopen:
+                if not by or not reason:
+                    raise InputError("--reopen needs --by NAME and --reason TEXT")
+                done = reopen_period(settings, period, by=by, reason=reason)
+            elif rejected_by:
+                if not reason:
+                    raise InputError("--rejected-by needs --reason TEXT")
+                done = reject_period(settings, period, rejected_by=rejected_by, reason=reason)
+            elif reviewed_by:
                 done = review_period(settings, period, reviewed_by=reviewed_by)
             elif prepared_by:
                 done = close_period(
@@ -115,7 +154,10 @@ def close_command(
                     with_open_exceptions=with_open_exceptions,
                 )
             else:
-                raise InputError("say --prepared-by NAME (close), --reviewed-by NAME, or --verify")
+                raise InputError(
+                    "say --prepared-by NAME (close), --reviewed-by NAME, --rejected-by NAME "
+                    "--reason TEXT, --reopen --by NAME --reason TEXT, or --verify"
+                )
         except CloseError as exc:
             raise InputError(str(exc)) from None
         if json_out:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Annotated
+from zoneinfo import ZoneInfo
 
 import typer
 
 from fundpipe.app.cli.alerts import alerts_app
+from fundpipe.app.cli.audit import audit_app
 from fundpipe.app.cli.close import close_command
 from fundpipe.app.cli.common import (
     DataDirOption,
@@ -50,6 +52,7 @@ app = typer.Typer(
 )
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
+app.add_typer(audit_app, name="audit")
 app.command("close")(close_command)
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
@@ -223,6 +226,15 @@ def reconcile_command(
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="Report date, YYYY-MM-DD (default: today).")
     ] = None,
+    as_known_at: Annotated[
+        str | None,
+        typer.Option(
+            "--as-known-at",
+            help="Reproduce the report issued at this instant (ISO 8601, e.g. "
+            "2026-12-01T09:00:00Z; without an offset: the reporting timezone; a report folder's "
+            "report.json names its own). Default: the end of the --as-of day.",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -237,7 +249,8 @@ def reconcile_command(
 ) -> None:
     """Build the reconciliation views and write Parquet files and reconciliation.xlsx.
 
-    Example: fundpipe reconcile --as-of 2026-11-30
+    Example: fundpipe reconcile --as-of 2026-11-30 (as issued: --as-known-at
+    2026-12-01T09:00:00Z)
     """
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
@@ -245,7 +258,8 @@ def reconcile_command(
         from fundpipe.reconcile.views import reconcile
 
         settings = local_org_settings(data_dir, org)
-        result = reconcile(settings, as_of=report_date, out_dir=out)
+        known_at = _parse_instant(as_known_at, settings.reporting_timezone, "--as-known-at")
+        result = reconcile(settings, as_of=report_date, out_dir=out, known_at=known_at)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
 
@@ -357,6 +371,17 @@ def _parse_date(text: str | None) -> date | None:
         return date.fromisoformat(text)
     except ValueError:
         raise InputError(f"--as-of {text!r} is not a date like 2026-11-30") from None
+
+
+def _parse_instant(text: str | None, zone: str, option: str) -> datetime | None:
+    """An ISO 8601 instant (`Z` or an offset; none: in `zone`)."""
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"{option} {text!r} is not a time like 2026-12-01T09:00:00Z") from None
+    return at if at.tzinfo else at.replace(tzinfo=ZoneInfo(zone))
 
 
 def _reads_sheets() -> None:
