@@ -117,9 +117,10 @@ def run_history(world: World, settings: Settings, tmp_path: Path) -> History:
         )  # fmt: skip
     close_period(
         settings, "2026-12", prepared_by="ana", with_open_exceptions=True,
-        clock=lambda: _day(1, 3, 10),
+        clock=lambda: _day(1, 3, 10), user="ana",
     )  # fmt: skip
-    review_period(settings, "2026-12", reviewed_by="ben", clock=lambda: _day(1, 3, 11))
+    # two people at two logins: the close's segregation of duties
+    review_period(settings, "2026-12", reviewed_by="ben", clock=lambda: _day(1, 3, 11), user="ben")
     return done
 
 

@@ -96,6 +96,13 @@ def _verified(world: World) -> None:
     assert "match their SHA-256" in checked.output
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file below `folder` (a closed package carries its month's events in `events/`)."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+
+
 def test_a_lost_data_folder_is_restored_from_the_record_whole(
     world: World, s3_record: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,7 +114,7 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     seen = decisions_seen(settings)
     assert seen["december"].reviewed_by == "ben"
     closed = settings.reports_folder / "closed" / "2026-12"
-    package = {p.name: p.read_bytes() for p in closed.iterdir() if p.is_file()}
+    package = _files(closed)
     record = Record(settings.record_location)
     decided = [d.decision for d in read_decisions(record)]
     assert decided[:2] == ["acknowledged", "assigned"]
@@ -132,7 +139,7 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
             pd.testing.assert_frame_equal(frame, done.issued[day][name], obj=f"{name} of {day}")
     # every acknowledgement, the assignment, the close and its review
     assert decisions_seen(settings) == seen
-    assert {p.name: p.read_bytes() for p in closed.iterdir() if p.is_file()} == package
+    assert _files(closed) == package
     _verified(world)
 
     # the same record copied to a plain folder on other storage restores the same
