@@ -3,7 +3,8 @@
 One `Requester` per client. `send` runs one logical request: the stamina retry loop around
 attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
 flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
-into a typed error when the answer is not a success.
+into a typed error when the answer is not a success; a success is decoded by
+`fundpipe.client._answers`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from functools import partial
 from typing import Any, TypeVar
 
 import httpx
-import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from fundpipe import __version__
+from fundpipe.client._answers import json_of, list_envelope, parse_record
 from fundpipe.client._auth import ClientCredentialsAuth
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
@@ -295,59 +296,13 @@ class Requester:
             on_retry=self._on_retry(method, path),
         )
 
-    @staticmethod
-    def _json(response: httpx.Response) -> Any:
-        # orjson decodes a 100-distribution page (10k nested payments) ~3× faster; what it
-        # refuses (integers past 64 bits, NaN, other encodings) goes to the standard library,
-        # which accepts the same documents as before or raises as before
-        try:
-            return orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            pass
-        try:
-            return json.loads(response.content)
-        except (ValueError, UnicodeDecodeError):
-            raise ResponseDecodeError(
-                f"{response.request.method} {response.request.url.path}: "
-                f"answer {response.status_code} is not valid JSON",
-                status=response.status_code,
-                request_id=request_id_of(response),
-                body=response.content,
-            ) from None
-
-    @classmethod
-    def _envelope(cls, response: httpx.Response, what: str) -> dict[str, Any]:
-        """The answer's list envelope (a JSON object with a `data` array), or the error."""
-        envelope = cls._json(response)
-        if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), list):
-            raise ResponseDecodeError(
-                f"{what}: answer is not a list envelope",
-                status=response.status_code,
-                request_id=request_id_of(response),
-                body=response.content,
-            )
-        return envelope
-
-    @staticmethod
-    def parse(model: type[M], data: Any, response: httpx.Response | None = None) -> M:
-        try:
-            return model.model_validate(data)
-        except ValidationError as exc:
-            # Only locations and messages: the offending input values stay out of the error.
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
-            )
-            raise ResponseDecodeError(
-                f"unexpected {model.__name__} record ({exc.error_count()} problems: {problems})",
-                status=response.status_code if response is not None else 200,
-                request_id=request_id_of(response) if response is not None else None,
-                body=response.content if response is not None else b"",
-            ) from None
+    #: `data` as a `model`, or the error (`fundpipe.client._answers.parse_record`).
+    parse = staticmethod(parse_record)
 
     async def get_object(self, path: str, model: type[M]) -> M:
         """GET one record at `path` as a `model`."""
         response = await self.send("GET", path)
-        return self.parse(model, self._json(response), response)
+        return parse_record(model, json_of(response), response)
 
     async def create(
         self,
@@ -373,11 +328,11 @@ class Requester:
             secrets=partial(_body_secrets, content),
         )
         del content
-        data = self._envelope(response, f"POST {path}")["data"]
+        data = list_envelope(response, f"POST {path}")["data"]
         records = []
         # each decoded item is dropped once parsed: a big create's answer is not held twice
         for i, item in enumerate(data):
-            records.append(self.parse(model, item, response))
+            records.append(parse_record(model, item, response))
             data[i] = None
         return records
 
@@ -420,10 +375,10 @@ class Requester:
         response = await self.send("GET", target, params=params, on_sent=on_sent)
 
         what = f"GET {response.request.url.path}"
-        return PageAnswer(response.content, lambda: self._envelope(response, what))
+        return PageAnswer(response.content, lambda: list_envelope(response, what))
 
     def paginate(
         self, path: str, model: type[M], params: Mapping[str, Any] | None = None
     ) -> Paginator[M]:
         """A lazy `Paginator` over the list at `path`, records parsed as `model`."""
-        return Paginator(self.fetch_page, path, params, lambda item: self.parse(model, item))
+        return Paginator(self.fetch_page, path, params, lambda item: parse_record(model, item))

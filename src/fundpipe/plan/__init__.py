@@ -26,11 +26,12 @@ matches none is held too (:class:`HeldInstruction`): not sent, a person decides.
 The package is split by concern — :mod:`~fundpipe.plan._model` (the types),
 :mod:`~fundpipe.plan._values` (value coercion, masking, references),
 :mod:`~fundpipe.plan._match` (matching against the service state),
-:mod:`~fundpipe.plan._instructions` (payment instructions matched by content) and
+:mod:`~fundpipe.plan._instructions` (payment instructions matched by content),
+:mod:`~fundpipe.plan._roster_instructions` (roster rows as payment instructions) and
 :mod:`~fundpipe.plan._build` (the requests) — and everything public is imported from here.
 """
 
-from fundpipe.plan._build import build_plan, instruction_entities_to_read
+from fundpipe.plan._build import build_plan
 from fundpipe.plan._held import HeldInstruction
 from fundpipe.plan._instructions import FINGERPRINT_FIELDS, instruction_fingerprint
 from fundpipe.plan._match import references, same_content
@@ -55,6 +56,7 @@ from fundpipe.plan._model import (
     ServiceState,
     UnresolvedReferenceError,
 )
+from fundpipe.plan._roster_instructions import instruction_entities_to_read
 from fundpipe.plan._values import derived_reference, display_body, mask_account
 
 __all__ = [

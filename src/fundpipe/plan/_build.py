@@ -1,6 +1,7 @@
 """Building the plan: the ordered requests of every phase, batched and de-duplicated.
 
-Part of :mod:`fundpipe.plan` (:func:`build_plan` is re-exported there).
+Part of :mod:`fundpipe.plan` (:func:`build_plan` is re-exported there). Which roster rows are
+payment instructions, and with which fields, is :mod:`~fundpipe.plan._roster_instructions`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from fundpipe.plan._model import (
     Ref,
     ServiceState,
 )
+from fundpipe.plan._roster_instructions import (
+    PUBLIC_FIELDS_BY_TYPE,
+    instruction_entities_to_read,
+    roster_instructions,
+)
 from fundpipe.plan._values import _blank, _chunks, _pick, _records
+
+__all__ = ["PUBLIC_FIELDS_BY_TYPE", "build_plan", "instruction_entities_to_read"]
 
 
 def build_plan(
@@ -266,105 +274,6 @@ def _association_requests(
     return out
 
 
-# instruction field → the frame columns it may come from (roster spelling first); the names
-# are the public description's (its ach / domestic_wire / international_wire inputs)
-_INSTRUCTION_FIELDS: dict[str, tuple[str, ...]] = {
-    "type": ("payment_type", "type"),
-    "beneficiary_name": ("beneficiary_name",),
-    "account_number": ("account_number_secret", "account_number"),
-    "routing_number": ("routing_number",),
-    "bank_name": ("bank_name",),
-    "branch_code": ("branch_code",),
-    # wires (DESIGN: intermediary, SWIFT and address fields)
-    "swift_code": ("swift_code",),
-    "intermediary_party_name": ("intermediary_party_name",),
-    "intermediary_party_swift_code": ("intermediary_party_swift_code",),
-    "originator_to_beneficiary_instructions_line1": (
-        "originator_to_beneficiary_instructions_line1",
-    ),
-    "originator_to_beneficiary_instructions_line2": (
-        "originator_to_beneficiary_instructions_line2",
-    ),
-    "originator_to_beneficiary_instructions_line3": (
-        "originator_to_beneficiary_instructions_line3",
-    ),
-}
-# the wire's `address` object (public `WireAddress`) → the roster columns of its parts
-_ADDRESS_FIELDS = {
-    "street1": "beneficiary_street1",
-    "street2": "beneficiary_street2",
-    "city": "beneficiary_city",
-    "state": "beneficiary_state",
-    "postal_code": "beneficiary_postal_code",
-    "country_code": "beneficiary_country_code",
-}
-_ACH_FIELDS = frozenset(
-    {"type", "beneficiary_name", "account_number", "bank_name", "branch_code", "routing_number"}
-)
-_WIRE_FIELDS = frozenset(
-    {
-        "intermediary_party_name",
-        "intermediary_party_swift_code",
-        "originator_to_beneficiary_instructions_line1",
-        "originator_to_beneficiary_instructions_line2",
-        "originator_to_beneficiary_instructions_line3",
-        "address",
-    }
-)
-#: The fields each public instruction input allows (no other: `additionalProperties: false`).
-PUBLIC_FIELDS_BY_TYPE: dict[str, frozenset[str]] = {
-    "ach": _ACH_FIELDS,
-    "domestic_wire": _ACH_FIELDS | _WIRE_FIELDS,
-    "international_wire": (_ACH_FIELDS - {"routing_number"}) | _WIRE_FIELDS | {"swift_code"},
-}
-
-
-def _instruction(p: dict[str, Any]) -> dict[str, Any]:
-    """The instruction to send for one roster row: public field names only, the address as an
-    object, and only the fields its type's public input allows."""
-    instruction: dict[str, Any] = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
-    address = {k: _pick(p, column) for k, column in _ADDRESS_FIELDS.items()}
-    instruction["address"] = {k: v for k, v in address.items() if v is not None} or None
-    allowed = PUBLIC_FIELDS_BY_TYPE.get(str(instruction.get("type")))
-    return {
-        k: v for k, v in instruction.items() if v is not None and (allowed is None or k in allowed)
-    }
-
-
-def _roster_instructions(
-    files: Sequence[FileInput], state: ServiceState, held: set[str]
-) -> Iterable[tuple[FileInput, dict[str, Any], str, str | None, dict[str, Any]]]:
-    """(file, roster row, entity as the roster names it, its id when it exists, the instruction
-    to send) for every roster row carrying an instruction."""
-    for f in files:
-        for p in _records(f.payment_instructions):
-            entity = _pick(p, "entity_external_reference", "entity") or ""
-            if not entity or entity in held:
-                continue
-            entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
-            instruction = _instruction(p)
-            if not instruction:
-                continue  # a roster row carrying only entity or contact columns
-            yield f, p, entity, entity_id, instruction
-
-
-def instruction_entities_to_read(files: Sequence[FileInput], state: ServiceState) -> set[str]:
-    """Entities whose instructions the service must be asked for before planning: they have
-    instructions, and a roster instruction for them matches none the plan knows yet (the
-    ledger's creates, or an earlier read). A roster dropped again needs none."""
-    out: set[str] = set()
-    for _f, _p, _entity, entity_id, instruction in _roster_instructions(files, state, set()):
-        if (
-            entity_id
-            and entity_id in state.entities_with_instructions
-            and entity_id not in state.instructions_read
-            and instruction_fingerprint(instruction)
-            not in state.instruction_fingerprints.get(entity_id, frozenset())
-        ):
-            out.add(entity_id)
-    return out
-
-
 def _instruction_requests(
     files: Sequence[FileInput], state: ServiceState, held: set[str]
 ) -> tuple[list[PlannedRequest], tuple[HeldInstruction, ...]]:
@@ -376,7 +285,7 @@ def _instruction_requests(
     references: dict[str, list[str]] = defaultdict(list)
     owner_rows = []
     conflicts: dict[tuple[str, str, str], HeldInstruction] = {}
-    for f, p, entity, entity_id, instruction in _roster_instructions(files, state, held):
+    for f, p, entity, entity_id, instruction in roster_instructions(files, state, held):
         if entity_id and entity_id in state.entities_with_instructions:
             fingerprint = instruction_fingerprint(instruction)
             known = state.instruction_fingerprints.get(entity_id, frozenset())

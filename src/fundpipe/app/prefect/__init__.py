@@ -1,6 +1,7 @@
-"""The Prefect shell: flows and tasks (`flows`, `steps`, `fanout`, `nightsummary`), the server
-`fundpipe serve` starts (`server`), the inbox watcher (`watch`), the on-call's lines and events
-(`oncall`, `tell`), artifacts, alerts, and the one Prefect Secret-block loader (`secrets`).
+"""The Prefect shell: flows and tasks (`flows`, `steps`, `fanout`, `orgnight`, `nightsummary`),
+the server `fundpipe serve` starts (`server`), the inbox watcher (`watch`), the on-call's lines
+and events (`oncall`, `tell`), artifacts, alerts, and the one Prefect Secret-block loader
+(`secrets`).
 
 Only this package (and the CLI commands that start flows) imports Prefect.
 """
