@@ -90,15 +90,16 @@ def test_alerts_install_says_when_its_hour_is_not_the_night_checks(
 
     installed: list[str] = []
     monkeypatch.setattr(
-        alerts, "install", lambda webhook, deadline: installed.append(f"{deadline:%H:%M}") or []
+        alerts, "install", lambda webhook, night: installed.append(night.complete_by) or ([], [])
     )
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
     monkeypatch.setenv("FUNDPIPE_COMPLETE_BY", "06:00")
     hook = ["alerts", "install", "--webhook", "http://127.0.0.1:9/hook"]
     result = runner.invoke(app, [*hook, "--complete-by", "07:30"])
     assert result.exit_code == 0, result.output
-    assert "the night check runs at FUNDPIPE_COMPLETE_BY (06:00), not 07:30" in result.output
-    assert "FUNDPIPE_COMPLETE_BY=07:30" in result.output
+    said = " ".join(result.output.split())
+    assert "records missed nights at FUNDPIPE_COMPLETE_BY (06:00), not 07:30" in said
+    assert "FUNDPIPE_COMPLETE_BY=07:30" in said
     for same in ([], ["--complete-by", "06:00"]):
         result = runner.invoke(app, [*hook, *same])
         assert result.exit_code == 0, result.output

@@ -88,7 +88,8 @@ def install_command(
             # the night-check deployment's record keeps FUNDPIPE_COMPLETE_BY
             err_console.print(
                 f"note: the night-check run records missed nights at FUNDPIPE_COMPLETE_BY "
-                f"({settings.complete_by}), not {wanted}; the alert keeps {wanted}",
+                f"({settings.complete_by}), not {wanted}; the alert keeps {wanted} "
+                f"(set FUNDPIPE_COMPLETE_BY={wanted} for both)",
                 soft_wrap=True,
             )
 
