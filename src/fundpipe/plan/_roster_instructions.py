@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fundpipe.enums import PUBLIC_INSTRUCTION_FIELDS_BY_TYPE
 from fundpipe.plan._instructions import instruction_fingerprint
 from fundpipe.plan._model import FileInput, ServiceState
 from fundpipe.plan._values import _pick, _records
@@ -46,25 +47,8 @@ _ADDRESS_FIELDS = {
     "postal_code": "beneficiary_postal_code",
     "country_code": "beneficiary_country_code",
 }
-_ACH_FIELDS = frozenset(
-    {"type", "beneficiary_name", "account_number", "bank_name", "branch_code", "routing_number"}
-)
-_WIRE_FIELDS = frozenset(
-    {
-        "intermediary_party_name",
-        "intermediary_party_swift_code",
-        "originator_to_beneficiary_instructions_line1",
-        "originator_to_beneficiary_instructions_line2",
-        "originator_to_beneficiary_instructions_line3",
-        "address",
-    }
-)
 #: The fields each public instruction input allows (no other: `additionalProperties: false`).
-PUBLIC_FIELDS_BY_TYPE: dict[str, frozenset[str]] = {
-    "ach": _ACH_FIELDS,
-    "domestic_wire": _ACH_FIELDS | _WIRE_FIELDS,
-    "international_wire": (_ACH_FIELDS - {"routing_number"}) | _WIRE_FIELDS | {"swift_code"},
-}
+PUBLIC_FIELDS_BY_TYPE = PUBLIC_INSTRUCTION_FIELDS_BY_TYPE
 
 
 def _instruction(p: dict[str, Any]) -> dict[str, Any]:

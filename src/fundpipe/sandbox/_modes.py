@@ -74,6 +74,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fundpipe.enums import (
+    PUBLIC_INSTRUCTION_FIELDS_BY_TYPE,
+)
+
 #: (method, path) of the routes DESIGN.md marks *ours*, plus the one it does not list at all;
 #: none is served in strict mode.
 OUR_ROUTES = frozenset(
@@ -89,34 +93,9 @@ OUR_ROUTES = frozenset(
     }
 )
 
-#: What the public description allows in one payment instruction, by its `type` (the ach,
-#: domestic wire and international wire inputs; no additional properties, no
-#: `external_reference`). A wire's `address` is an object of `PUBLIC_ADDRESS_FIELDS`.
-_ACH_FIELDS = frozenset(
-    {"type", "beneficiary_name", "account_number", "routing_number", "bank_name", "branch_code"}
-)
-_WIRE_FIELDS = frozenset(
-    {
-        "intermediary_party_name",
-        "intermediary_party_swift_code",
-        "originator_to_beneficiary_instructions_line1",
-        "originator_to_beneficiary_instructions_line2",
-        "originator_to_beneficiary_instructions_line3",
-        "address",
-    }
-)
-PUBLIC_INSTRUCTION_FIELDS_BY_TYPE: dict[str, frozenset[str]] = {
-    "ach": _ACH_FIELDS,
-    "domestic_wire": _ACH_FIELDS | _WIRE_FIELDS,
-    "international_wire": (_ACH_FIELDS - {"routing_number"}) | _WIRE_FIELDS | {"swift_code"},
-}
-#: Every field some public instruction input allows (the check when the `type` is unknown).
+#: Every field some public instruction input allows (the check when the `type` is unknown);
+#: each type's fields and the address's parts are `fundpipe.enums`' (the plan sends the same).
 PUBLIC_INSTRUCTION_FIELDS = frozenset().union(*PUBLIC_INSTRUCTION_FIELDS_BY_TYPE.values())
-#: The public `WireAddress`: these parts, `street1`, `city` and `country_code` required.
-PUBLIC_ADDRESS_FIELDS = frozenset(
-    {"street1", "street2", "city", "state", "postal_code", "country_code"}
-)
-PUBLIC_ADDRESS_REQUIRED = ("street1", "city", "country_code")
 
 #: Record `object` → the fields only our decisions add (left out in strict mode).
 OUR_FIELDS: dict[str, tuple[str, ...]] = {

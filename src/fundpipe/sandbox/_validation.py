@@ -11,14 +11,14 @@ import re
 from typing import Any
 
 from fundpipe import enums
-from fundpipe.sandbox._checks import MAX_ELEMENTS, Checker, Lookup, body_array
-from fundpipe.sandbox._errors import InvalidParam, param
-from fundpipe.sandbox._modes import (
+from fundpipe.enums import (
     PUBLIC_ADDRESS_FIELDS,
     PUBLIC_ADDRESS_REQUIRED,
-    PUBLIC_INSTRUCTION_FIELDS,
     PUBLIC_INSTRUCTION_FIELDS_BY_TYPE,
 )
+from fundpipe.sandbox._checks import MAX_ELEMENTS, Checker, Lookup, body_array
+from fundpipe.sandbox._errors import InvalidParam, param
+from fundpipe.sandbox._modes import PUBLIC_INSTRUCTION_FIELDS
 
 #: Entity `type` values (interface, "Entity"): the one list, `fundpipe.enums` (tested against
 #: schemas/openapi.yaml by tests/test_enums.py).
