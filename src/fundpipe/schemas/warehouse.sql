@@ -2186,8 +2186,9 @@ WHERE NOT (x.kind = 'file_rejected' AND EXISTS (
 
 -- migration: 030 a corrected file supersedes the rejected one
 -- The distribution references each rejected file names (the ledger's copy, replaced wholesale by
--- each sync, as ledger_files is). A rejected file stops being an exception once a later file
--- that carries all of them was processed — the corrected sheet dropped under a new name —
+-- each sync, as ledger_files is). A rejected file stops being an exception once a file (before
+-- or after it) that carries all of them was processed — the corrected sheet dropped under a
+-- new name, or the good copy a broken one duplicates —
 -- besides the cases of migration 007 (the same name, or a file holding any of its distributions
 -- in the ledger's rows).
 CREATE TABLE ledger_file_distributions (
@@ -2200,12 +2201,14 @@ SELECT DISTINCT f.file_hash
 FROM as_of_ledger_files f
 JOIN as_of_ledger_files g
   ON g.state = 'processed' AND g.file_hash <> f.file_hash
- AND g.received_at >= f.received_at
 WHERE f.state IN ('rejected', 'conflict')
-  AND (g.source_file = f.source_file
-       OR EXISTS (SELECT 1 FROM as_of_ledger_payments lf JOIN as_of_ledger_payments lg
-                    ON lg.distribution_external_reference = lf.distribution_external_reference
-                   WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash)
+  AND ((g.received_at >= f.received_at
+        AND (g.source_file = f.source_file
+             OR EXISTS (SELECT 1 FROM as_of_ledger_payments lf JOIN as_of_ledger_payments lg
+                          ON lg.distribution_external_reference = lf.distribution_external_reference
+                         WHERE lf.file_hash = f.file_hash AND lg.file_hash = g.file_hash)))
+       -- every distribution a rejected file names is carried by a processed file, whichever
+       -- came first: nothing of it is lost, whatever order the files were read in
        OR (f.state = 'rejected'
            AND EXISTS (SELECT 1 FROM ledger_file_distributions r WHERE r.file_hash = f.file_hash)
            AND NOT EXISTS (
