@@ -60,7 +60,7 @@ def _clean_samples() -> list[tuple[Path, str]]:
 
 def _latest_run_without_deployment(api: PrefectApi, name: str | None = None) -> dict[str, Any]:
     """The newest run not started by a deployment; with `name`, the newest run whose name starts
-    so (the nightly run's child for one organization is `org-night-<org>-<date>-<time>-<id>`)."""
+    so (the nightly run's child for one organization is `org-night-<name>-<date>-<time>-<id>`)."""
     runs_filter: dict[str, Any] = {"deployment_id": {"is_null_": True}}
     if name is not None:
         runs_filter["name"] = {"like_": f"{name}-"}
@@ -140,7 +140,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         run_cli([FUNDPIPE, "run", "--data-dir", str(clean)], env)
         # the night over both demo organizations, and org_demo's child run, which tells its story
         day = tonight()
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         assert night["state"]["type"] == "COMPLETED", night["state"]
         assert night["state"]["name"] == "Completed"  # a clean night looks clean
         assert night["parent_task_run_id"] is not None
@@ -169,7 +169,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             check=False,
         )
         assert done.returncode == 1, done.stdout + done.stderr  # a file needs a person
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         logs = api.logs(night["id"])
         _logs_tell_the_night(logs)
         rejected_line = next(line for line in logs if line.startswith("file q4_typo.csv:"))
@@ -230,15 +230,18 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             f'{header}\n{row},"$754,500.00",USD,,investor1@example.com\n', encoding="utf-8"
         )
         before = len(bodies)
-        subprocess.run(
+        short_done = subprocess.run(
             [FUNDPIPE, "run", "--data-dir", str(short)],
             cwd=ROOT,
             env=env,
             capture_output=True,
+            text=True,
             timeout=180,
             check=False,
         )
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        # no file rejected, yet the night needs a person: the exit code says so, as for a file
+        assert short_done.returncode == 1, short_done.stdout + short_done.stderr
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         assert (night["state"]["type"], night["state"]["name"]) == needs
         assert "$4,500.00" in night["state"]["message"]
         _logs_tell_the_night(api.logs(night["id"]))

@@ -47,7 +47,7 @@ from fundpipe.app.prefect.orgnight import (
     shared_rate,
 )
 from fundpipe.app.prefect.orgnight import _org_settings as _org_settings
-from fundpipe.app.prefect.uiview import org_tag
+from fundpipe.app.prefect.uiview import org_tags
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ExitCode
 from fundpipe.nights import Nights, NightsFailed, OrgNight, OrgRow, nights
@@ -71,7 +71,7 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
 
     from fundpipe.errors import FundpipeError
 
-    with tags(org_tag(org.folder)):
+    with tags(*org_tags(org.folder, org.name)):
         state = org_night(**params, return_state=True)
     data = carried(state.result(raise_on_failure=False) if state.data is not None else None)
     row = org_row(org, state, data if isinstance(data, OrgNight) else None)
@@ -91,7 +91,7 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
         parameters=params,
         timeout=None,
         work_queue_name=org.work_queue,
-        tags=[org_tag(org.folder)],
+        tags=org_tags(org.folder, org.name),
         _sync=True,
     )
     # the child's own row, as it left it (a stopped night left only its exit code)
@@ -235,7 +235,8 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
     )
 
     logger = get_run_logger()
-    day = date.fromisoformat(night_date(summary.as_of, settings.nightly_timezone))
+    # the night's date, one for its run's name and its artifacts: the report date
+    day = date.fromisoformat(night_date(summary.as_of, settings.reporting_timezone))
     lines = [line_of(row) for row in summary.rows]
     reports = {
         row.organization: openable(

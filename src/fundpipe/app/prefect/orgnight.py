@@ -109,8 +109,7 @@ def org_night(
     from fundpipe.app.prefect.steps import _guard
     from fundpipe.app.prefect.verdict_state import needs_a_person_state
 
-    who: dict[str, Any] = {}
-    who["name"] = name
+    who: dict[str, Any] = {"name": name, "as_of": as_of}
     final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several, who)
     if not final.is_completed() and not needs_a_person_state(final):
         _stopped(org, final, who)
@@ -148,8 +147,12 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
         host=host,
         next_step=next_step_for(code, host),
     )
+    from fundpipe.app.prefect.uiview import night_date
+
+    zone = settings.reporting_timezone if settings is not None else "UTC"
     try:
-        publish_verdict([line], date.today())
+        # the night's date, as its run's name and its artifacts have it
+        publish_verdict([line], date.fromisoformat(night_date(who.get("as_of"), zone)))
         alone = flow_run.get_parent_flow_run_id() is None
         if settings is not None and final.is_failed() and alone:
             tell_night_failed(org_id, name, line.why, host, line.next_step, settings)

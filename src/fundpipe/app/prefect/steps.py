@@ -102,7 +102,10 @@ def _refusal(exc: BaseException) -> State[Any]:
     code, message = error.exit_code, str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
-    logger.error(message)
+    from fundpipe.app.prefect.tell import TELLING_OF
+
+    of = TELLING_OF.get()  # a run over several organizations: the line names which
+    logger.error(f"{of}: {message}" if of else message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
     return state_for(code)(message=message, data=error)
