@@ -110,10 +110,10 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
 
         # installing the alerts twice leaves the same automations
         first = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
-        assert first.count("created") == 7, first
+        assert first.count("created") == 8, first
         installed = _automations(env)
         again = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
-        assert again.count("unchanged") == 7, again
+        assert again.count("unchanged") == 8, again
         assert _automations(env) == installed
         # a changed deadline updates the one automation it concerns, in place
         later = run_cli(
@@ -123,6 +123,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert [a["id"] for a in _automations(env)] == [a["id"] for a in installed]
         assert [a["name"] for a in installed] == [
             "fundpipe: a file was rejected",
+            "fundpipe: a night completed late",
             "fundpipe: a night failed",
             "fundpipe: a run crashed",
             "fundpipe: a run failed",
@@ -182,6 +183,8 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         (rejected_post,) = bodies  # one incident, one alert: not one more for its exception
         assert "q4_typo.csv rejected (Demo Fund Administration" in rejected_post
         assert "/runs/flow-run/" in rejected_post  # a link to the run
+        # its error report: no reports location here, so its path and the machine it is on
+        assert "q4_typo.csv.errors.xlsx on host " in rejected_post
         # what the Prefect UI shows of a night that needs a person: not green (a FAILED-type
         # state named so: Prefect colours by type), on the child and on the parent, whose
         # message is the verdict: by name, what, how much, by when
@@ -251,6 +254,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert "(Demo Fund Administration)" in short_post
         assert "$4,500.00" in short_post
         assert "/runs/flow-run/" in short_post
+        assert "reconciliation.xlsx on host " in short_post  # the night's workbook, as text
 
         # a deployment's night whose service is unreachable: Failed, and a POST says why
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)

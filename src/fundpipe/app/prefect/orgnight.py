@@ -192,7 +192,7 @@ def _org_night(
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.links import openable
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import NAMED, tell_night
+    from fundpipe.app.prefect.tell import NAMED, tell_incidents, tell_night, tell_rejected
     from fundpipe.app.prefect.verdict_state import (
         line_of,
         night_state,
@@ -218,17 +218,22 @@ def _org_night(
     )
     # `fundpipe.night.night`, the one sequence: each step a Prefect task (the UI shows each),
     # ingest and sync holding the host's slot
+    # the alerts' events wait for the reports to be published, so each links its report
+    held: dict[str, Any] = {}
     try:
         night = run_the_night(
             settings,
             as_of=date.fromisoformat(as_of) if as_of else None,
             around_service=lambda: service_slot(settings),
-            step=steps.prefect_step(settings),
+            step=steps.prefect_step(settings, held),
         )
     except steps.StepStopped as stopped:
+        if "ingest" in held:  # a later step stopped: each rejected file is still its alert
+            tell_rejected(held["ingest"].by_state("rejected"), settings)
         return stopped.state
     summary = OrgNight.of(org.folder, night)
     summary = replace(summary, published=publish_org(org, summary, settings))
+    tell_incidents(summary, settings)
     # the verdict first (the first artifact a person sees), then the health page, the night's
     # artifacts, and last the row the parent reads (internal)
     row = org_row(org, Completed(), summary)
