@@ -232,8 +232,10 @@ def _org_night(
             tell_rejected(held["ingest"].by_state("rejected"), settings)
         return stopped.state
     summary = OrgNight.of(org.folder, night)
-    summary = replace(summary, published=publish_org(org, summary, settings))
-    tell_incidents(summary, settings)
+    try:
+        summary = replace(summary, published=publish_org(org, summary, settings))
+    finally:  # published or not (then: each report's path on this machine), every alert goes
+        tell_incidents(summary, settings)
     # the verdict first (the first artifact a person sees), then the health page, the night's
     # artifacts, and last the row the parent reads (internal)
     row = org_row(org, Completed(), summary)
