@@ -271,11 +271,14 @@ def organizations_to_check(settings: Settings) -> list[str]:
 
 
 def _check_name() -> str:
-    """`night-check-<date>`: the date of the deadline it checks."""
+    """`night-check-<date>`: the date of the deadline it checks, in the reporting timezone —
+    the night's date, as its runs and artifacts have it (`uiview.night_date`)."""
     from prefect.runtime import flow_run
 
+    from fundpipe.app.prefect.uiview import _zones, night_date
+
     scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo("UTC"))
-    return f"night-check-{scheduled:%Y-%m-%d}"
+    return f"night-check-{night_date(None, _zones()[1], now=scheduled)}"
 
 
 @flow(name=CHECK_FLOW, flow_run_name=_check_name)
