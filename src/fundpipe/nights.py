@@ -579,8 +579,17 @@ class Nights:
 
     @property
     def exit_code(self) -> int:
-        """The worst organization's exit code."""
-        return max((r.exit_code for r in self.rows), default=0)
+        """The worst organization's exit code; a completed night whose verdict is NEEDS A
+        PERSON (a shortfall, an exception still due: no file rejected) is 1 at least, as a
+        rejected file is — the exit code says what the verdict says."""
+        needs = int(ExitCode.NEEDS_PERSON)
+        return max(
+            (
+                max(r.exit_code, needs) if r.verdict is Verdict.NEEDS_A_PERSON else r.exit_code
+                for r in self.rows
+            ),
+            default=0,
+        )
 
     def as_json(self) -> dict[str, Any]:
         """Its JSON form (`fundpipe run --json`)."""

@@ -365,3 +365,91 @@ def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_tri
     ]
     again, _ = alerts.install("http://127.0.0.1:1/hook", daily)
     assert {d.outcome for d in again} == {"unchanged"}  # installing twice changes nothing
+
+
+def test_a_late_nightly_taken_after_its_alert_is_one_incident_closed_by_one_message() -> None:
+    """A nightly left Late fires "no night completed"; when a worker then takes it, its Pending
+    event opens a new window, which the run's own `fundpipe.night.started-late` (emitted for each
+    organization as it starts past its deadline) closes at once: no second "missed" alert. The
+    night completing late is one message, naming the organization, the deadline and the
+    verdict, and linking the run."""
+    from datetime import UTC, datetime
+
+    from prefect.server.events.schemas.automations import EventTrigger
+
+    from fundpipe.app.prefect import oncall
+    from fundpipe.app.prefect.deadline import deadline_after
+
+    zone = "America/New_York"
+    # the deadline of a night is the first 06:00 after its scheduled time
+    at_0130 = datetime(2026, 11, 28, 6, 30, tzinfo=UTC)  # 01:30 in New York
+    assert deadline_after(at_0130, "06:00", zone).isoformat() == "2026-11-28T06:00:00-05:00"
+    at_2250 = datetime(2026, 11, 28, 3, 50, tzinfo=UTC)  # 22:50 on the 27th in New York
+    assert deadline_after(at_2250, "06:00", zone).isoformat() == "2026-11-28T06:00:00-05:00"
+
+    missed = _built()["fundpipe: no night completed for Beta Fund"]
+    trigger = EventTrigger.model_validate(missed.trigger.model_dump())
+    for org, covered in (("org_b", True), ("org_a", False)):
+        name, resource, _ = oncall.late_event(
+            oncall.NIGHT_STARTED_LATE, org, "Beta Fund", "06:00 (America/New_York)"
+        )
+        assert trigger.expects(name)
+        assert trigger.covers(_event(name, resource, oncall.related_of(name))) is covered, org
+    # the message that closes the incident is not one the missed-night window counts
+    assert not trigger.expects(oncall.NIGHT_COMPLETED_LATE)
+    late = _built()["fundpipe: a night completed late"]
+    assert late.trigger.expect == {oncall.NIGHT_COMPLETED_LATE}
+    _, _, payload = oncall.late_event(
+        oncall.NIGHT_COMPLETED_LATE,
+        "org_b",
+        "Beta Fund (org_b)",
+        "06:00 (America/New_York)",
+        "NEEDS A PERSON: shortfall: V-1 short ($4,500.00)",
+    )
+    action = late.actions[0]
+    assert _render(action.subject, event={"payload": payload}) == (
+        "fundpipe: the night of Beta Fund (org_b) completed late"
+    )
+    text = _render(action.body, event={"payload": payload}, flow_run={"id": "r-7"})
+    assert text.startswith(
+        "The night of Beta Fund (org_b) completed late, after its 06:00 (America/New_York) "
+        "deadline: NEEDS A PERSON: shortfall: V-1 short ($4,500.00).\n"
+    )
+    assert "This closes its missed-night alert" in text
+    assert text.endswith("Open the run: http://ui.example/runs/flow-run/r-7")
+
+
+def test_a_night_ending_past_its_deadline_tells_each_organization_that_did_not_fail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the deadline, each organization whose night completed (OK or needing a person) gets
+    its "completed late" message; a failed one has its own "night failed" alert, not this."""
+    from datetime import UTC, datetime
+
+    from fundpipe.app.prefect import fanout, oncall
+    from fundpipe.config import Settings
+    from fundpipe.nights import Finding, Nights, OrgRow
+
+    told: list[tuple[str, str, str, str]] = []
+
+    def tell_late(event: str, org: str, name: str, *args: object) -> None:
+        told.append((event, org, name, str(args[-1])))
+
+    monkeypatch.setattr(fanout, "tell_late", tell_late)
+    short = Finding("shortfall: V-1 short", "$4,500.00", "today")
+    summary = Nights.of(
+        [
+            OrgRow("org_a", "Alpha Fund", state="Completed"),
+            OrgRow("org_b", "Beta Fund", state="Completed", findings=(short,)),
+            OrgRow("org_c", "Gamma Fund", state="Failed", message="down"),
+        ],
+        "2026-11-28",
+    )
+    deadline = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
+    fanout._completed_late(summary, deadline, Settings.model_construct())
+    assert [(e, o) for e, o, _, _ in told] == [
+        (oncall.NIGHT_COMPLETED_LATE, "org_a"),
+        (oncall.NIGHT_COMPLETED_LATE, "org_b"),
+    ]
+    assert told[0][3] == "OK"
+    assert told[1][3].startswith("NEEDS A PERSON: shortfall: V-1 short")

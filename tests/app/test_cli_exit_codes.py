@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -358,3 +359,42 @@ def test_a_crash_in_a_library_layer_is_an_internal_error_never_a_rejected_file(
     logged = (tmp_path / "logs" / "fundpipe.log").read_text(encoding="utf-8")
     assert "Traceback (most recent call last)" in logged
     assert "RuntimeError: injected crash" in logged
+
+
+def test_fundpipe_run_exits_1_for_a_night_that_needs_a_person_for_a_shortfall_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A night with no file rejected but a new $4,500 shortfall needs a person: `fundpipe run`
+    exits 1 as for a rejected file (a cron or CI reading the code hears it), not 0; a clean
+    night still exits 0."""
+    from datetime import date
+
+    from prefect.states import Completed
+
+    from fundpipe.app.prefect import flows
+    from fundpipe.app.prefect.nightsummary import org_row
+    from fundpipe.app.prefect.verdict_state import line_of, night_state
+    from fundpipe.config import Organization
+    from fundpipe.night import NightException
+    from fundpipe.nights import Nights, OrgNight
+
+    shortfall = NightException(
+        "EX-7", "open", 0, "veh_demo3 is short", 450_000, "fund the vehicle", "shortfall", True
+    )
+    org = Organization(id="org_demo", name="Demo Fund Administration")
+
+    def night_with(*exceptions: NightException) -> Any:
+        # the library's night exits 0: no file was rejected
+        child = OrgNight("org_demo", date(2026, 11, 28), exceptions=exceptions, exit_code=0)
+        row = org_row(org, Completed(), child)
+        summary = Nights.of([row], "2026-11-28")
+        state = night_state([line_of(row)], data=summary)
+        return lambda **kwargs: state
+
+    monkeypatch.setattr(flows, "nightly", night_with(shortfall))
+    result = runner.invoke(app, ["run", "--data-dir", str(tmp_path), "--json"])
+    assert result.exit_code == ExitCode.NEEDS_PERSON == 1, result.output
+    assert json.loads(result.output)["exit_code"] == 1
+    monkeypatch.setattr(flows, "nightly", night_with())
+    result = runner.invoke(app, ["run", "--data-dir", str(tmp_path), "--json"])
+    assert result.exit_code == ExitCode.OK, result.output

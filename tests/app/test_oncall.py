@@ -354,3 +354,87 @@ def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
     assert rejected.amount_cents == 350_01
     assert "$350.01" in rejected.what
     assert oncall.opened_event(rejected, "org_x")[2]["amount"] == "$350.01"
+
+
+def test_a_night_s_alerts_link_the_report_where_a_link_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A night tells its alerts once its reports are published: a rejected file's alert says
+    where its error report (`.errors.xlsx`) is, and an opened exception's where the night's
+    workbook is — a link under FUNDPIPE_REPORTS_PUBLIC_URL (or an http(s) reports location),
+    else the path and the machine it is on; rendered, the alert's text carries it."""
+    import socket
+
+    from fundpipe.app.prefect import alerts, tell
+    from fundpipe.app.prefect.sharing import publish_org
+    from fundpipe.config import Organization, Settings
+
+    emitted: list[tuple[str, dict[str, object]]] = []
+
+    def emit_event(event: str, resource: object, payload: dict[str, object], **_: object) -> None:
+        emitted.append((event, payload))
+
+    monkeypatch.setattr(tell, "emit_event", emit_event)
+
+    def the_night(settings: Settings) -> OrgNight:
+        out = settings.reports_folder / "2026-11-28" / "20261128T035000Z"
+        out.mkdir(parents=True)
+        (out / "reconciliation.xlsx").write_bytes(b"xlsx")
+        moved = tmp_path / "rejected" / "q4_typo.csv"
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        reports = (
+            moved.with_name("q4_typo.csv.errors.csv"),
+            moved.with_name("q4_typo.csv.errors.xlsx"),
+        )
+        for report in reports:
+            report.write_bytes(b"errors")
+        shortfall = NightException(
+            "EX-7", "open", 0, "veh_demo3 short", 450_000, "fund it", "shortfall", True
+        )
+        return OrgNight(
+            "org_demo",
+            date(2026, 11, 28),
+            files=(replace(REJECTED, moved_to=moved, error_reports=reports),),
+            exceptions=(shortfall,),
+            workbook=out / "reconciliation.xlsx",
+        )
+
+    public = Settings(
+        data_dir=tmp_path / "public",
+        org_id="org_demo",
+        reports_url=str(tmp_path / "share"),
+        reports_public_url="https://cdn.example/fp",
+    )
+    night = the_night(public)
+    night = replace(night, published=publish_org(Organization(id="org_demo"), night, public))
+    tell.tell_incidents(night, public)
+    (rejected_name, rejected), (opened_name, opened) = emitted
+    assert (rejected_name, opened_name) == (oncall.FILE_REJECTED, oncall.EXCEPTION_OPENED)
+    day = "https://cdn.example/fp/2026-11-28/20261128T035000Z"
+    assert rejected["error_report"] == f"{day}/errors/q4_typo.csv.errors.xlsx"
+    assert opened["report"] == f"{day}/reconciliation.xlsx"
+    automations = {a.name: a for a in alerts.automations(BLOCK, "06:00", [("org_demo", "Demo")])}
+    text = _render(automations["fundpipe: a file was rejected"].actions[0].body, rejected)
+    assert f"Error report: {day}/errors/q4_typo.csv.errors.xlsx." in text
+    text = _render(automations["fundpipe: an exception opened"].actions[0].body, opened)
+    assert f"Report: {day}/reconciliation.xlsx" in text
+
+    # no reports location: the path, and the machine it is on (no link that cannot open)
+    emitted.clear()
+    local = Settings(data_dir=tmp_path / "local", org_id="org_demo")
+    night = the_night(local)
+    tell.tell_incidents(night, local)
+    (_, rejected), (_, opened) = emitted
+    host = socket.gethostname()
+    assert rejected["error_report"] == f"{tmp_path}/rejected/q4_typo.csv.errors.xlsx on host {host}"
+    assert opened["report"] == f"{night.workbook} on host {host}"
+
+
+BLOCK = "00000000-0000-0000-0000-000000000001"
+
+
+def _render(template: str, payload: dict[str, object]) -> str:
+    from jinja2 import Environment
+
+    env = Environment(autoescape=False)  # noqa: S701 - plain text, as the server renders it
+    return env.from_string(template).render(event={"payload": payload})

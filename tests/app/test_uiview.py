@@ -9,11 +9,14 @@ from datetime import UTC, datetime
 from fundpipe.app.prefect.steps import _finished, _sentence
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
+    called,
     needs_a_person,
     night_date,
     org_key,
-    org_tag,
+    org_part,
+    org_tags,
     plain_exceptions,
+    run_name,
     step_run_name,
 )
 from fundpipe.night import NightException
@@ -31,22 +34,45 @@ def test_a_night_that_needs_a_person_is_completed_but_named_needs_review() -> No
     assert _finished(3, _sentence("nightly", [])).type.value == "FAILED"
 
 
-def test_runs_are_named_by_date_in_the_nightly_timezone() -> None:
-    late_utc = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)  # still the 25th in New York
-    assert night_date(None, "America/New_York", now=late_utc) == "2026-11-25"
-    assert night_date("2026-11-20", "America/New_York", now=late_utc) == "2026-11-20"
+def test_a_night_has_one_date_its_run_name_and_its_artifacts_share() -> None:
+    """A nightly scheduled at 22:50 in New York on 27 November, reporting in UTC, is the night
+    of the 28th: its run's name says 2026-11-28 (at the cron's 22:50), as the date its verdict,
+    health page and reports carry (`night_date` in the reporting timezone) does."""
+    scheduled = datetime(2026, 11, 28, 3, 50, tzinfo=UTC)  # 22:50 on the 27th in New York
+    zones = ("America/New_York", "UTC")
+    name = run_name("nightly", scheduled, "1a2b3c4d-0000", None, zones)
+    assert name == "nightly-2026-11-28-2250-1a2b3c4d"
+    assert night_date(None, "UTC", now=scheduled) == "2026-11-28"
+    assert name.startswith(f"nightly-{night_date(None, zones[1], now=scheduled)}-")
+    # a night asked for a date (`as_of`) is that date's, everywhere
+    assert run_name("nightly", scheduled, "ab", "2026-11-20", zones) == "nightly-2026-11-20-2250-ab"
+    assert night_date("2026-11-20", "UTC", now=scheduled) == "2026-11-20"
+    # reporting in New York, the same run is the night of the 27th
+    assert run_name("nightly", scheduled, "ab", None, ("America/New_York",) * 2).startswith(
+        "nightly-2026-11-27-2250-"
+    )
 
 
-def test_inbox_sync_and_reconcile_runs_are_named_by_organization_and_date() -> None:
+def test_runs_are_named_by_the_organization_s_name_and_date() -> None:
     from fundpipe.app.prefect import flows, uiview
 
     late_utc = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
-    zone = "America/New_York"
-    assert step_run_name("inbox", {"org": "org_a"}, zone, now=late_utc) == "inbox-org_a-2026-11-25"
-    assert step_run_name("sync", {"org": None}, zone, now=late_utc) == "sync-2026-11-25"
+    zone = "UTC"
+    # by its name, slugified; by its id when it has none
+    assert (
+        step_run_name("inbox", {"org": "org_demob"}, zone, now=late_utc, name="Demo Fund B")
+        == "inbox-demo-fund-b-2026-11-26"
+    )
+    assert step_run_name("inbox", {"org": "org_a"}, zone, now=late_utc) == "inbox-org_a-2026-11-26"
+    assert step_run_name("sync", {"org": None}, zone, now=late_utc) == "sync-2026-11-26"
     assert (
         step_run_name("reconcile", {"org": "org_b", "as_of": "2026-11-20"}, zone, now=late_utc)
         == "reconcile-org_b-2026-11-20"
+    )
+    assert org_part("org_demob", "Demo Fund Administration B") == "demo-fund-administration-b"
+    assert (
+        run_name("org-night", late_utc, "9f8e", None, ("UTC", "UTC"), org_part("org_b", "Bé & Co"))
+        == "org-night-b-co-2026-11-26-0300-9f8e"
     )
     # the flows are named by these, not by Prefect's random names
     assert flows.inbox.flow_run_name is uiview.inbox_run_name
@@ -57,7 +83,10 @@ def test_inbox_sync_and_reconcile_runs_are_named_by_organization_and_date() -> N
 def test_keys_and_tags_carry_the_organization() -> None:
     assert org_key("fundpipe-exceptions", "org_Demo") == "fundpipe-exceptions-org-demo"
     assert org_key("fundpipe-rejected", "org_a", "q4-csv") == "fundpipe-rejected-org-a-q4-csv"
-    assert org_tag("org_a") == "org:org_a"
+    # a readable tag to filter by in the UI, and the id beside it for scripts
+    assert org_tags("org_demob", "Demo Fund B") == ["org:Demo Fund B", "org-id:org_demob"]
+    assert org_tags("org_a") == ["org:org_a", "org-id:org_a"]
+    assert called("org_demob", "Demo Fund B") == "Demo Fund B (org_demob)"
 
 
 def test_the_parent_names_what_needs_a_person_per_organization() -> None:

@@ -151,3 +151,37 @@ def test_each_organization_s_row_reads_as_its_verdict_line_and_the_night_s_state
     assert carried.exit_code == 1
     assert carried.value == night
     assert night_state(lines[:1], data=night).data is night  # a clean night's result as it is
+
+
+def test_the_health_page_s_cells_stay_short_the_whole_verdict_is_in_the_run_s() -> None:
+    """Prefect draws a table's cells without wrapping: a long "What" pushed the health page past
+    a 1600-pixel screen. Each cell is at most WHAT_WIDTH characters, cut at a word, the amount
+    first so it is never the part cut; the whole sentence stays in the verdict (markdown)."""
+    from dataclasses import replace
+
+    from fundpipe.app.prefect.verdict_state import WHAT_WIDTH
+
+    long_short = replace(
+        SHORT,
+        what="shortfall: Q4 Real Assets III (veh_demo3) is short of funds for distributions "
+        "due 2026-12-15 — fund the depository account or move the payment date",
+    )
+    long_down = replace(DOWN, why="could not reach the service: ConnectError " + "x " * 80)
+    rows = health_rows(
+        [{"Organization": "Old Fund", "What": "w " * 200, "Last good night": "2026-11-01"}],
+        [long_short, long_down, OK],
+        date(2026, 11, 28),
+    )
+    for row in rows:
+        assert all(len(str(cell)) <= WHAT_WIDTH for cell in row.values()), row
+    by_name = {r["Organization"]: r for r in rows}
+    assert by_name["Beta Fund"]["What"].startswith("$4,500.00 — shortfall: Q4")
+    assert by_name["Beta Fund"]["What"].endswith("…")
+    assert by_name["Gamma Fund"]["What"].startswith("could not reach the service")
+    assert by_name["Alpha Fund"]["What"] == ""
+    # a count of rows is no amount: the file's name comes first
+    rejected = replace(SHORT, what="q4_typo.csv rejected: 1 validation error(s)", amount_cents=None)
+    (row,) = health_rows([], [replace(rejected, much="1 row(s)")], date(2026, 11, 28))
+    assert row["What"].startswith("q4_typo.csv rejected")
+    # the verdict artifact keeps every word
+    assert "move the payment date" in verdict_markdown([long_short], date(2026, 11, 28), {})

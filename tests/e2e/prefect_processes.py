@@ -226,12 +226,13 @@ class PrefectApi:
 
 
 def tonight() -> str:
-    """The date tonight's runs are named by (`nightly-<date>`, `org-night-<org>-<date>`):
-    today in the nightly's default timezone, as the runs themselves compute it."""
+    """The date tonight's runs are named by (`nightly-<date>`, `org-night-<name>-<date>`), the
+    night's date its artifacts carry: today in the default reporting timezone, as the runs
+    themselves compute it."""
     from fundpipe.app.prefect.uiview import night_date
     from fundpipe.config import Settings
 
-    return night_date(None, Settings.model_fields["nightly_timezone"].default)
+    return night_date(None, Settings.model_fields["reporting_timezone"].default)
 
 
 @contextmanager

@@ -357,7 +357,7 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
         # the run just made; its logs reach the server in batches, shortly after
         deadline = time.monotonic() + 30
         while True:
-            lines = _newest_nightly_logs(f"org-night-org_demo-{tonight()}")
+            lines = _newest_nightly_logs(f"org-night-demo-fund-administration-{tonight()}")
             if any(line.startswith("reconcile:") for line in lines) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)

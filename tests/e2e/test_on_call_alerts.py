@@ -60,7 +60,7 @@ def _clean_samples() -> list[tuple[Path, str]]:
 
 def _latest_run_without_deployment(api: PrefectApi, name: str | None = None) -> dict[str, Any]:
     """The newest run not started by a deployment; with `name`, the newest run whose name starts
-    so (the nightly run's child for one organization is `org-night-<org>-<date>-<time>-<id>`)."""
+    so (the nightly run's child for one organization is `org-night-<name>-<date>-<time>-<id>`)."""
     runs_filter: dict[str, Any] = {"deployment_id": {"is_null_": True}}
     if name is not None:
         runs_filter["name"] = {"like_": f"{name}-"}
@@ -110,10 +110,10 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
 
         # installing the alerts twice leaves the same automations
         first = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
-        assert first.count("created") == 7, first
+        assert first.count("created") == 8, first
         installed = _automations(env)
         again = run_cli([FUNDPIPE, "alerts", "install", "--webhook", hook], env)
-        assert again.count("unchanged") == 7, again
+        assert again.count("unchanged") == 8, again
         assert _automations(env) == installed
         # a changed deadline updates the one automation it concerns, in place
         later = run_cli(
@@ -123,6 +123,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert [a["id"] for a in _automations(env)] == [a["id"] for a in installed]
         assert [a["name"] for a in installed] == [
             "fundpipe: a file was rejected",
+            "fundpipe: a night completed late",
             "fundpipe: a night failed",
             "fundpipe: a run crashed",
             "fundpipe: a run failed",
@@ -140,7 +141,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         run_cli([FUNDPIPE, "run", "--data-dir", str(clean)], env)
         # the night over both demo organizations, and org_demo's child run, which tells its story
         day = tonight()
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         assert night["state"]["type"] == "COMPLETED", night["state"]
         assert night["state"]["name"] == "Completed"  # a clean night looks clean
         assert night["parent_task_run_id"] is not None
@@ -169,7 +170,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             check=False,
         )
         assert done.returncode == 1, done.stdout + done.stderr  # a file needs a person
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         logs = api.logs(night["id"])
         _logs_tell_the_night(logs)
         rejected_line = next(line for line in logs if line.startswith("file q4_typo.csv:"))
@@ -182,6 +183,8 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         (rejected_post,) = bodies  # one incident, one alert: not one more for its exception
         assert "q4_typo.csv rejected (Demo Fund Administration" in rejected_post
         assert "/runs/flow-run/" in rejected_post  # a link to the run
+        # its error report: no reports location here, so its path and the machine it is on
+        assert "q4_typo.csv.errors.xlsx on host " in rejected_post
         # what the Prefect UI shows of a night that needs a person: not green (a FAILED-type
         # state named so: Prefect colours by type), on the child and on the parent, whose
         # message is the verdict: by name, what, how much, by when
@@ -230,15 +233,18 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
             f'{header}\n{row},"$754,500.00",USD,,investor1@example.com\n', encoding="utf-8"
         )
         before = len(bodies)
-        subprocess.run(
+        short_done = subprocess.run(
             [FUNDPIPE, "run", "--data-dir", str(short)],
             cwd=ROOT,
             env=env,
             capture_output=True,
+            text=True,
             timeout=180,
             check=False,
         )
-        night = _latest_run_without_deployment(api, f"org-night-org_demo-{day}")
+        # no file rejected, yet the night needs a person: the exit code says so, as for a file
+        assert short_done.returncode == 1, short_done.stdout + short_done.stderr
+        night = _latest_run_without_deployment(api, f"org-night-demo-fund-administration-{day}")
         assert (night["state"]["type"], night["state"]["name"]) == needs
         assert "$4,500.00" in night["state"]["message"]
         _logs_tell_the_night(api.logs(night["id"]))
@@ -248,6 +254,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         assert "(Demo Fund Administration)" in short_post
         assert "$4,500.00" in short_post
         assert "/runs/flow-run/" in short_post
+        assert "reconciliation.xlsx on host " in short_post  # the night's workbook, as text
 
         # a deployment's night whose service is unreachable: Failed, and a POST says why
         run_cli([PREFECT, "work-pool", "create", "fundpipe", "--type", "process"], env)

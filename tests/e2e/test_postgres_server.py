@@ -237,7 +237,7 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
         logs = {machine: procs.log(machine) for machine in MACHINES}
         for child in children:
             org = child["name"].rsplit("-", 2)[0].removeprefix("org-night-").removesuffix(f"-{day}")
-            assert child["tags"] == [f"org:{org}"]
+            assert sorted(child["tags"]) == [f"org-id:{org}", f"org:{org}"]
             ran_on = [m for m, log in logs.items() if f"submitting flow run '{child['id']}'" in log]
             assert ran_on == [queue_of[org]], (org, ran_on)
             for machine, root in roots.items():

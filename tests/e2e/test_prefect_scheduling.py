@@ -89,8 +89,9 @@ def _scheduled_nightly_completed(api: PrefectApi, data_dir: Path, timeout: float
     (child,) = api.http.post(
         "/flow_runs/filter",
         json={
-            # names unique within a day: `org-night-<org>-<date>-<time>-<id>`
-            "flow_runs": {"name": {"like_": f"org-night-org_demo-{tonight()}-"}},
+            # names unique within a day: `org-night-<name>-<date>-<time>-<id>` (the demo
+            # organization's name, as the service knows it)
+            "flow_runs": {"name": {"like_": f"org-night-demo-fund-administration-{tonight()}-"}},
             "sort": "START_TIME_DESC",
             "limit": 1,
         },

@@ -200,7 +200,10 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
     left = json.loads(json.dumps(child.as_json()))
     run_id = uuid.uuid4()
 
+    started: list[dict[str, object]] = []
+
     def run_deployment(name: str, **kwargs: object) -> SimpleNamespace:
+        started.append(kwargs)
         return SimpleNamespace(id=run_id, state=Completed(message="done"))
 
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
@@ -216,6 +219,11 @@ def test_a_deployment_child_s_open_exceptions_reach_the_parent_s_row(
         mode="deployments",
     ).rows
     assert (row.state, row.message) == ("Completed", "done")
+    # the child run is found by the organization's name in the UI, by its id in a script
+    assert started[0]["tags"] == ["org:Alder", "org-id:org_a"]
+    params = started[0]["parameters"]
+    assert isinstance(params, dict)
+    assert params["name"] == "Alder"
     # the verdict the child computed travels with its row
     assert row.verdict == child.verdict == Verdict.NEEDS_A_PERSON
     assert row.why == child.why

@@ -13,6 +13,7 @@ the server's UI URL) and says what to do next.
 | ``fundpipe: a run failed`` | a fundpipe run ends Failed — but the flows of :data:`NIGHTS_TOLD_BY_EVENT`, whose failed nights the next line tells, once per organization | flow, organization, reason, next step, link |
 | ``fundpipe: a night failed`` | ``fundpipe.night.failed``: one organization's night failed | the organization, why, the service host, what to do, link |
 | ``fundpipe: no night completed for <name>`` | one per organization, *proactive*, evaluated by the server alone: the nightly's scheduled run was due (Pending, or Late with nothing to take it) and no night completed (nor failed) for it by the deadline (`fundpipe.app.prefect.deadline`) | the organization, the deadline, the nightly run's state, link |
+| ``fundpipe: a night completed late`` | ``fundpipe.night.completed-late``: a night that missed its deadline completed after it (the one message that closes the missed-night incident) | the organization, the deadline, the verdict, link |
 | ``fundpipe: a file was rejected`` | ``fundpipe.file.rejected`` (the exception it opens is this alert's, not one more) | file, organization, reason, error report, link |
 | ``fundpipe: an exception opened`` | ``fundpipe.exception.opened``, of an exception no file's alert told | exception, organization, what, amount, what to do, link |
 
@@ -34,6 +35,7 @@ from fundpipe.app.prefect.deadline import ORDERING_DELAY, missed_night_automatio
 from fundpipe.app.prefect.oncall import (
     EXCEPTION_OPENED,
     FILE_REJECTED,
+    NIGHT_COMPLETED_LATE,
     NIGHT_FAILED,
     NIGHTLY,
     PREFIX,
@@ -92,6 +94,12 @@ _NIGHT_FAILED_BODY = (
     "{% if event.payload.host %} (service {{ event.payload.host }}){% endif %}.\n"
     "Next step: {{ event.payload.what_to_do }}" + RUN_LINK
 )
+_LATE_BODY = (
+    "The night of {{ event.payload.name }} completed late, after its {{ event.payload.deadline }} "
+    "deadline{% if event.payload.verdict %}: {{ event.payload.verdict }}{% endif %}.\n"
+    "This closes its missed-night alert; anything it left for a person has its own alert."
+    + RUN_LINK
+)
 _REJECTED_BODY = (
     "{{ event.payload.file }} was rejected ("
     + _EVENT_ORG
@@ -105,7 +113,8 @@ _OPENED_BODY = (
     + _EVENT_ORG
     + "): {{ event.payload.what }}{% if event.payload.amount %} — {{ event.payload.amount }}"
     "{% endif %}.{% if event.payload.what_to_do %}\nNext step: {{ event.payload.what_to_do }}"
-    "{% endif %}" + RUN_LINK
+    "{% endif %}{% if event.payload.report %}\nReport: {{ event.payload.report }}{% endif %}"
+    + RUN_LINK
 )
 
 
@@ -197,6 +206,14 @@ def automations(
             NIGHT_FAILED,
             {"prefect.resource.id": "fundpipe.night.*"},
             notify("fundpipe: the night of {{ event.payload.name }} failed", _NIGHT_FAILED_BODY),
+        ),
+        _on_each(
+            f"{PREFIX}a night completed late",
+            "A night that missed its deadline completed after it (fundpipe.night.completed-late): "
+            "the one message that closes its missed-night alert.",
+            NIGHT_COMPLETED_LATE,
+            {"prefect.resource.id": "fundpipe.night.*"},
+            notify("fundpipe: the night of {{ event.payload.name }} completed late", _LATE_BODY),
         ),
         _on_each(
             f"{PREFIX}a file was rejected",

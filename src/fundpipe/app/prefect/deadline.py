@@ -15,6 +15,14 @@ evaluated by the Prefect server alone — no worker, no `fundpipe serve`, no run
 - *it fires* at the window's end when neither came, naming the organization by name, the
   deadline and the nightly run (its UI link, its state: Late says nothing took it).
 
+**A late night is one incident.** A `nightly` run left Late past the deadline fires the alert;
+when a worker then takes it, its Pending event would open a second window (and, should that run
+hang, a second "missed" alert). The run itself, started after its deadline (:func:`deadline_after`
+its scheduled time), emits `fundpipe.night.started-late` for each organization first, which that
+window counts as the night told: it closes. When the night ends past the deadline, each
+organization that did not fail gets `fundpipe.night.completed-late`, whose one alert ("the night
+of <name> completed late") closes the incident; a failed one has its "night failed" alert.
+
 Why anchored on the nightly's run and not a bare proactive window: a trigger without an `after`
 event counts back-to-back windows from the automation's creation, not from the clock, and one
 organization's night would satisfy it for all. Its `for_each` names a label no event carries: every
@@ -41,6 +49,7 @@ from prefect.states import Completed
 from fundpipe.app.prefect.oncall import (
     NIGHT_COMPLETED,
     NIGHT_FAILED,
+    NIGHT_STARTED_LATE,
     NIGHT_WINDOW,
     NIGHTLY,
     PREFIX,
@@ -53,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECK_FLOW",
     "MISSED",
+    "deadline_after",
     "deadline_of",
     "missed",
     "missed_event",
@@ -107,7 +117,7 @@ def missed_night_automation(
     safe = name.replace("{", "(").replace("}", ")")
     trigger = EventTrigger(
         after=NIGHT_DUE,
-        expect={NIGHT_COMPLETED, NIGHT_FAILED},
+        expect={NIGHT_COMPLETED, NIGHT_FAILED, NIGHT_STARTED_LATE},
         match={"prefect.resource.id": ["prefect.flow-run.*", f"fundpipe.night.{org}"]},
         # the nightly deployment's run, or a night's event (oncall.NIGHT_WINDOW)
         match_related={
@@ -132,6 +142,21 @@ def missed_night_automation(
             )
         ],
     )
+
+
+def deadline_after(scheduled: datetime, complete_by: str, zone: str) -> datetime:
+    """The deadline of a night scheduled at ``scheduled``: the first ``complete_by`` (HH:MM in
+    ``zone``) after it (a nightly at 01:30 → 06:00 that day; at 22:50 → 06:00 the next)."""
+    from datetime import date, time
+
+    where = ZoneInfo(zone)
+    local = scheduled.astimezone(where)
+    hour, minute = (int(part) for part in complete_by.split(":"))
+    day: date = local.date()
+    at = datetime.combine(day, time(hour, minute), tzinfo=where)
+    if at <= local:
+        at = datetime.combine(day + timedelta(days=1), time(hour, minute), tzinfo=where)
+    return at
 
 
 def deadline_of(scheduled: datetime, zone: str) -> datetime:
@@ -246,11 +271,14 @@ def organizations_to_check(settings: Settings) -> list[str]:
 
 
 def _check_name() -> str:
-    """`night-check-<date>`: the date of the deadline it checks."""
+    """`night-check-<date>`: the date of the deadline it checks, in the reporting timezone —
+    the night's date, as its runs and artifacts have it (`uiview.night_date`)."""
     from prefect.runtime import flow_run
 
+    from fundpipe.app.prefect.uiview import _zones, night_date
+
     scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo("UTC"))
-    return f"night-check-{scheduled:%Y-%m-%d}"
+    return f"night-check-{night_date(None, _zones()[1], now=scheduled)}"
 
 
 @flow(name=CHECK_FLOW, flow_run_name=_check_name)

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from prefect import State, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from fundpipe.app.prefect import handoff
+from fundpipe.app.prefect import handoff, oncall
 from fundpipe.app.prefect.nightsummary import carried, cross_markdown, org_row, run_link
 from fundpipe.app.prefect.orgnight import (
     ORG_DEPLOYMENT,
@@ -47,7 +47,8 @@ from fundpipe.app.prefect.orgnight import (
     shared_rate,
 )
 from fundpipe.app.prefect.orgnight import _org_settings as _org_settings
-from fundpipe.app.prefect.uiview import org_tag
+from fundpipe.app.prefect.tell import tell_late
+from fundpipe.app.prefect.uiview import org_tags
 from fundpipe.config import Organization, Settings
 from fundpipe.errors import ExitCode
 from fundpipe.nights import Nights, NightsFailed, OrgNight, OrgRow, nights
@@ -71,7 +72,7 @@ def _child_subflow(org: Organization, params: dict[str, Any]) -> OrgRow:
 
     from fundpipe.errors import FundpipeError
 
-    with tags(org_tag(org.folder)):
+    with tags(*org_tags(org.folder, org.name)):
         state = org_night(**params, return_state=True)
     data = carried(state.result(raise_on_failure=False) if state.data is not None else None)
     row = org_row(org, state, data if isinstance(data, OrgNight) else None)
@@ -91,7 +92,7 @@ def _child_deployment(org: Organization, params: dict[str, Any]) -> OrgRow:
         parameters=params,
         timeout=None,
         work_queue_name=org.work_queue,
-        tags=[org_tag(org.folder)],
+        tags=org_tags(org.folder, org.name),
         _sync=True,
     )
     # the child's own row, as it left it (a stopped night left only its exit code)
@@ -208,6 +209,12 @@ def run_night(
                 inbox = one.data_dir / "inbox"
                 copy_samples(live, inbox=inbox, org_id=org.id, single=not several)
         logger.info("organizations tonight: %s", ", ".join(o.label for o in orgs))
+        deadline = _deadline(settings)
+        if deadline is not None and _now(deadline) > deadline:  # taken after its alert
+            for org in orgs:
+                tell_late(
+                    oncall.NIGHT_STARTED_LATE, org.folder, org.name or org.folder, deadline, live
+                )
         summary = fan_out(
             live,
             orgs,
@@ -216,7 +223,42 @@ def run_night(
             base_url=live.base_url if settings.embedded else None,
             mode=mode,
         )
-    return _the_night_told(settings, summary)
+    state = _the_night_told(settings, summary)
+    if deadline is not None and _now(deadline) > deadline:
+        _completed_late(summary, deadline, settings)
+    return state
+
+
+def _deadline(settings: Settings) -> datetime | None:
+    """The deadline of this nightly run (`deadline.deadline_after` its scheduled time), None
+    when it cannot be read (a bad FUNDPIPE_COMPLETE_BY is the night check's to say)."""
+    from prefect.runtime import flow_run
+
+    from fundpipe.app.prefect.deadline import deadline_after
+
+    scheduled = flow_run.scheduled_start_time
+    try:
+        return deadline_after(scheduled, settings.complete_by, settings.nightly_timezone)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _now(deadline: datetime) -> datetime:
+    return datetime.now(deadline.tzinfo)
+
+
+def _completed_late(summary: Nights, deadline: datetime, settings: Settings) -> None:
+    """Each organization whose night ended past the deadline, and did not fail (a failed one
+    has its alert): `fundpipe.night.completed-late`, with its verdict."""
+    from fundpipe.app.prefect.verdict_state import Verdict, line_of
+
+    for line in (line_of(row) for row in summary.rows):
+        if line.verdict is Verdict.FAILED:
+            continue
+        verdict = line.sentence().removeprefix(f"{line.name}: ")
+        tell_late(
+            oncall.NIGHT_COMPLETED_LATE, line.organization, line.name, deadline, settings, verdict
+        )
 
 
 def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
@@ -235,7 +277,8 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
     )
 
     logger = get_run_logger()
-    day = date.fromisoformat(night_date(summary.as_of, settings.nightly_timezone))
+    # the night's date, one for its run's name and its artifacts: the report date
+    day = date.fromisoformat(night_date(summary.as_of, settings.reporting_timezone))
     lines = [line_of(row) for row in summary.rows]
     reports = {
         row.organization: openable(

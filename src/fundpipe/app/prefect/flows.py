@@ -57,9 +57,10 @@ from fundpipe.app.prefect.steps import (
 from fundpipe.app.prefect.tell import TELLING_OF
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
+    called,
     inbox_run_name,
     nightly_run_name,
-    org_tag,
+    org_tags,
     reconcile_run_name,
     sync_run_name,
 )
@@ -206,11 +207,12 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
         chosen = [pick_org(orgs, org or top.org_id)] if org or top.org_id else orgs
         several = len(chosen) > 1
         if several:
-            _tag_this_run([org_tag(o.folder) for o in chosen])
+            _tag_this_run([tag for o in chosen for tag in org_tags(o.folder, o.name)])
         states = []
         for one in chosen:
             # a run over several organizations: each task and line names its organization
-            told = TELLING_OF.set(one.label if several else None)
+            who = called(one.folder, one.name)
+            told = TELLING_OF.set(who if several else None)
             try:
                 states.append(
                     _guard(
@@ -219,7 +221,7 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
                                 live, o, among=orgs, load_secret=with_secret_block
                             ).settings,
                             None,
-                            o.label if several else "",
+                            called(o.folder, o.name) if several else "",
                         )
                     )
                 )
@@ -228,7 +230,9 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
     if len(states) == 1:
         return states[0]
     worst = next((st for st in states if not st.is_completed()), None)
-    message = "; ".join(f"{o.label}: {st.message}" for o, st in zip(chosen, states, strict=True))
+    message = "; ".join(
+        f"{called(o.folder, o.name)}: {st.message}" for o, st in zip(chosen, states, strict=True)
+    )
     if worst is None:
         # a completed step is clean (0) or needs review (1): so is the run over every inbox
         code = ExitCode.NEEDS_PERSON if any(st.name == NEEDS_REVIEW for st in states) else 0

@@ -44,6 +44,12 @@ FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
 NIGHT_COMPLETED = "fundpipe.night.completed"
 NIGHT_FAILED = "fundpipe.night.failed"
+#: A nightly run picked up after its deadline (its missed-night alert was sent): the window its
+#: late start opens is closed by this at once — one incident, not a second "missed" one.
+NIGHT_STARTED_LATE = "fundpipe.night.started-late"
+#: That night (or one still running at its deadline) completed after the deadline: the one
+#: message that closes the missed-night incident.
+NIGHT_COMPLETED_LATE = "fundpipe.night.completed-late"
 #: Every fundpipe automation's name (and alert subject) starts with this.
 PREFIX = "fundpipe: "
 #: The deployment whose scheduled run opens each night's window (the missed-night alert).
@@ -127,6 +133,13 @@ def error_report_of(file: FileOutcome) -> str | None:
     """Where a rejected file's error report is: the CSV ingest wrote (``<name>.errors.csv``
     beside the moved file), for the run log, the events and the exceptions table."""
     return next((str(p) for p in file.error_reports if p.suffix == ".csv"), None)
+
+
+def error_workbook_of(file: FileOutcome) -> str | None:
+    """The error report a person opens for a rejected file: its workbook
+    (``<name>.errors.xlsx``), else its CSV."""
+    xlsx = next((str(p) for p in file.error_reports if p.suffix == ".xlsx"), None)
+    return xlsx or error_report_of(file)
 
 
 def file_line(file: FileOutcome) -> str:
@@ -224,9 +237,11 @@ def reports_line(out_dir: Path | str | None, url: str | None, host: str | None =
 
 
 def rejected_event(
-    file: FileOutcome, organization: str
+    file: FileOutcome, organization: str, report: str | None = None
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The ``fundpipe.file.rejected`` event of one rejected file."""
+    """The ``fundpipe.file.rejected`` event of one rejected file; ``report``: where its error
+    report is for a person (a link that opens, or its path on a machine: `links.Where.text`),
+    else its CSV's path."""
     name = Path(file.source_file).name
     return (
         FILE_REJECTED,
@@ -236,15 +251,16 @@ def rejected_event(
             "file": name,
             "rows": file.rows,
             "reason": file.message or "see its error report",
-            "error_report": error_report_of(file),
+            "error_report": report or error_report_of(file),
         },
     )
 
 
 def opened_event(
-    exception: NightException, organization: str
+    exception: NightException, organization: str, report: str | None = None
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """The ``fundpipe.exception.opened`` event of one newly opened exception."""
+    """The ``fundpipe.exception.opened`` event of one newly opened exception; ``report``: where
+    the night's workbook is for a person (a link that opens, or its path on a machine)."""
     return (
         EXCEPTION_OPENED,
         {
@@ -259,6 +275,7 @@ def opened_event(
             "what": exception.what,
             "amount": exception.amount,
             "what_to_do": exception.what_to_do,
+            **({"report": report} if report else {}),
         },
     )
 
@@ -312,9 +329,29 @@ def failed_event(
     )
 
 
+def late_event(
+    event_name: str, organization: str, name: str, deadline: str, verdict: str = ""
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """A night's :data:`NIGHT_STARTED_LATE` or :data:`NIGHT_COMPLETED_LATE` event for one
+    organization: its name, the deadline it missed (``06:00 America/New_York``), and (completed)
+    its verdict in words."""
+    return (
+        event_name,
+        {
+            "prefect.resource.id": f"fundpipe.night.{organization}",
+            "prefect.resource.name": f"fundpipe night of {name}",
+        },
+        {"organization": organization, "name": name, "deadline": deadline, "verdict": verdict},
+    )
+
+
+#: The events of a night that the missed-night window watches (see :data:`NIGHT_WINDOW`).
+_IN_THE_WINDOW = frozenset({NIGHT_COMPLETED, NIGHT_FAILED, NIGHT_STARTED_LATE})
+
+
 def related_of(event_name: str) -> list[dict[str, str]]:
     """The related resources an event is emitted with (:data:`NIGHT_WINDOW` for a night's)."""
-    return [dict(NIGHT_WINDOW)] if event_name in {NIGHT_COMPLETED, NIGHT_FAILED} else []
+    return [dict(NIGHT_WINDOW)] if event_name in _IN_THE_WINDOW else []
 
 
 def safe_event(

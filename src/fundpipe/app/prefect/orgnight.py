@@ -109,8 +109,7 @@ def org_night(
     from fundpipe.app.prefect.steps import _guard
     from fundpipe.app.prefect.verdict_state import needs_a_person_state
 
-    who: dict[str, Any] = {}
-    who["name"] = name
+    who: dict[str, Any] = {"name": name, "as_of": as_of}
     final = _guard(_org_night, org, as_of, data_dir, base_url, orgs_on_host, several, who)
     if not final.is_completed() and not needs_a_person_state(final):
         _stopped(org, final, who)
@@ -148,8 +147,12 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
         host=host,
         next_step=next_step_for(code, host),
     )
+    from fundpipe.app.prefect.uiview import night_date
+
+    zone = settings.reporting_timezone if settings is not None else "UTC"
     try:
-        publish_verdict([line], date.today())
+        # the night's date, as its run's name and its artifacts have it
+        publish_verdict([line], date.fromisoformat(night_date(who.get("as_of"), zone)))
         alone = flow_run.get_parent_flow_run_id() is None
         if settings is not None and final.is_failed() and alone:
             tell_night_failed(org_id, name, line.why, host, line.next_step, settings)
@@ -189,7 +192,7 @@ def _org_night(
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.links import openable
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import NAMED, tell_night
+    from fundpipe.app.prefect.tell import NAMED, tell_incidents, tell_night, tell_rejected
     from fundpipe.app.prefect.verdict_state import (
         line_of,
         night_state,
@@ -215,17 +218,24 @@ def _org_night(
     )
     # `fundpipe.night.night`, the one sequence: each step a Prefect task (the UI shows each),
     # ingest and sync holding the host's slot
+    # the alerts' events wait for the reports to be published, so each links its report
+    held: dict[str, Any] = {}
     try:
         night = run_the_night(
             settings,
             as_of=date.fromisoformat(as_of) if as_of else None,
             around_service=lambda: service_slot(settings),
-            step=steps.prefect_step(settings),
+            step=steps.prefect_step(settings, held),
         )
     except steps.StepStopped as stopped:
+        if "ingest" in held:  # a later step stopped: each rejected file is still its alert
+            tell_rejected(held["ingest"].by_state("rejected"), settings)
         return stopped.state
     summary = OrgNight.of(org.folder, night)
-    summary = replace(summary, published=publish_org(org, summary, settings))
+    try:
+        summary = replace(summary, published=publish_org(org, summary, settings))
+    finally:  # published or not (then: each report's path on this machine), every alert goes
+        tell_incidents(summary, settings)
     # the verdict first (the first artifact a person sees), then the health page, the night's
     # artifacts, and last the row the parent reads (internal)
     row = org_row(org, Completed(), summary)

@@ -27,13 +27,13 @@ MORNING_KEY = "fundpipe-morning"
 def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Published | None:
     """Publish one organization's night (its reports, error reports and facts); the folder it
     went to and each local file's URL, or None without `FUNDPIPE_REPORTS_URL`."""
-    from fundpipe.app.prefect import oncall
     from fundpipe.reports.morning import PublishedNight
     from fundpipe.reports.publish import publish_night
 
     if not settings.reports_url or not night.workbook:
         return None
-    errors = [oncall.error_report_of(f) for f in night.rejected]
+    # each rejected file's error reports: the CSV, and the workbook its alert links
+    errors = [str(p) for f in night.rejected for p in f.error_reports]
     record = PublishedNight.of(org.folder, org.name or "", night)
     return publish_night(
         settings.reports_url,

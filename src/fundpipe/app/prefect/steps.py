@@ -102,7 +102,10 @@ def _refusal(exc: BaseException) -> State[Any]:
     code, message = error.exit_code, str(error)
     if isinstance(error, LockHeld):
         message = f"{message}; this run did nothing"
-    logger.error(message)
+    from fundpipe.app.prefect.tell import TELLING_OF
+
+    of = TELLING_OF.get()  # a run over several organizations: the line names which
+    logger.error(f"{of}: {message}" if of else message)
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
     return state_for(code)(message=message, data=error)
@@ -243,10 +246,14 @@ class StepStopped(Exception):
         self.state = state
 
 
-def prefect_step(settings: Settings) -> StepRunner:
+def prefect_step(settings: Settings, held: dict[str, Any] | None = None) -> StepRunner:
     """The `org-night` flow's step runner for `fundpipe.night.night`: each step a Prefect task,
     its lines and events told on the run's log after it (`tell`); a step that did not complete
-    raises `StepStopped` with the state the flow ends in."""
+    raises `StepStopped` with the state the flow ends in.
+
+    With ``held`` (a dict), the alerts' events (a file rejected, an exception opened) are not
+    emitted here: the ingest's result is kept in ``held["ingest"]`` and the night tells them
+    once its reports are published, each with its report's link (`tell.tell_incidents`)."""
     from fundpipe.app.prefect.tell import tell_ingest, tell_reconcile, tell_sync
     from fundpipe.night import exceptions_of
 
@@ -255,12 +262,15 @@ def prefect_step(settings: Settings) -> StepRunner:
         result, stopped = _outcome(task_run(work, return_state=True))
         if stopped is not None:
             raise StepStopped(stopped)
+        alert = held is None
         if name == "ingest":
-            tell_ingest(result, settings)
+            tell_ingest(result, settings, alert=alert)
+            if held is not None:
+                held["ingest"] = result
         elif name == "sync":
             tell_sync(result, settings)
         elif name == "reconcile":
-            tell_reconcile(result, exceptions_of(result), settings)
+            tell_reconcile(result, exceptions_of(result), settings, alert=alert)
         return result  # type: ignore[no-any-return]
 
     return step

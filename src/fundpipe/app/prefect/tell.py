@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextvars import ContextVar
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefect import get_run_logger
@@ -18,10 +20,11 @@ from fundpipe.app.prefect import oncall
 from fundpipe.config import DEMO_ORG_ID, Settings
 
 if TYPE_CHECKING:
+    from fundpipe.app.prefect.links import Where
     from fundpipe.night import NightException
     from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import IngestResult
+    from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
 
 
@@ -60,12 +63,51 @@ def organization(settings: Settings) -> str:
     return settings.org_id or DEMO_ORG_ID
 
 
-def tell_ingest(ingested: IngestResult, settings: Settings) -> None:
-    """One line per file and one for the step; a `fundpipe.file.rejected` event per rejection."""
+def tell_ingest(ingested: IngestResult, settings: Settings, *, alert: bool = True) -> None:
+    """One line per file and one for the step; a `fundpipe.file.rejected` event per rejection
+    (``alert`` False: not yet — a night tells them once its reports are published, with the
+    link: `tell_incidents`)."""
     lines = [oncall.file_line(f) for f in ingested.files] + [oncall.ingest_line(ingested)]
     _say(settings, lines + oncall.left_alone_lines(ingested))
-    for f in ingested.by_state("rejected"):
-        _emit(settings, oncall.rejected_event(f, organization(settings)))
+    if alert:
+        tell_rejected(ingested.by_state("rejected"), settings)
+
+
+def tell_rejected(
+    files: Sequence[FileOutcome], settings: Settings, night: OrgNight | None = None
+) -> None:
+    """A `fundpipe.file.rejected` event per rejected file, saying where its error report is
+    (`.errors.xlsx`): a link where one opens (`links`: an http(s) reports location, or
+    FUNDPIPE_REPORTS_PUBLIC_URL over it), else its path and the machine it is on; ``night``:
+    the night that published it."""
+    for f in files:
+        place = _where(settings, oncall.error_workbook_of(f), night)
+        report = place.text() if place is not None else None
+        _emit(settings, oncall.rejected_event(f, organization(settings), report))
+
+
+def _where(settings: Settings, path: str | Path | None, night: OrgNight | None) -> Where | None:
+    """Where a report of the night is for a person (`links.where`): its published location
+    (a link if it opens), else its path on this machine."""
+    from fundpipe.app.prefect.links import where
+
+    if not path:
+        return None
+    published = (night.url_of(path) if night is not None else None) or oncall.report_url(
+        settings.reports_url, path, settings.reports_folder
+    )
+    return where(published, path, settings.reports_url, settings.reports_public_url)
+
+
+def tell_incidents(night: OrgNight, settings: Settings) -> None:
+    """A night's alerts, once its reports are published (so each links its report where a
+    link opens): a `fundpipe.file.rejected` per rejected file (its error report), a
+    `fundpipe.exception.opened` per exception opened tonight (the night's workbook)."""
+    tell_rejected(night.rejected, settings, night)
+    place = _where(settings, night.workbook, night)
+    workbook = place.text() if place is not None else None
+    for exception in night.opened_exceptions:
+        _emit(settings, oncall.opened_event(exception, organization(settings), workbook))
 
 
 def tell_sync(synced: SyncResult, settings: Settings) -> None:
@@ -74,14 +116,21 @@ def tell_sync(synced: SyncResult, settings: Settings) -> None:
 
 
 def tell_reconcile(
-    reconciled: ReconcileResult, exceptions: Sequence[NightException], settings: Settings
+    reconciled: ReconcileResult,
+    exceptions: Sequence[NightException],
+    settings: Settings,
+    *,
+    alert: bool = True,
 ) -> None:
     """The reconcile step's line and one per exception (`fundpipe.night.exceptions_of`); a
-    `fundpipe.exception.opened` event per exception opened tonight."""
+    `fundpipe.exception.opened` event per exception opened tonight (``alert`` False: a night
+    tells them with its workbook's link, `tell_incidents`)."""
     _say(
         settings,
         [oncall.reconcile_line(reconciled)] + [oncall.exception_line(e) for e in exceptions],
     )
+    if not alert:
+        return
     for exception in oncall.opened(exceptions):
         _emit(settings, oncall.opened_event(exception, organization(settings)))
 
@@ -94,6 +143,29 @@ def tell_night_failed(
     line = f"{name}: the night failed — {why}" + (f" (service {host})" if host else "")
     get_run_logger().error(oncall.plain(line, _secrets(settings)))
     _emit(settings, oncall.failed_event(org, name, why, host, what_to_do))
+
+
+def tell_late(
+    event_name: str,
+    org: str,
+    name: str,
+    deadline: datetime,
+    settings: Settings,
+    verdict: str = "",
+) -> None:
+    """A night past its ``deadline``: `fundpipe.night.started-late` (a Late run taken after its
+    missed-night alert: its window closes at once) or `fundpipe.night.completed-late` (the one
+    message that closes the incident, with the night's ``verdict``), for one organization."""
+    when = f"{deadline:%H:%M} ({deadline.tzinfo})"
+    started = event_name == oncall.NIGHT_STARTED_LATE
+    get_run_logger().warning(
+        oncall.plain(
+            f"{name}: the night {'started' if started else 'completed'} after its {when} "
+            "deadline" + (f": {verdict}" if verdict else ""),
+            _secrets(settings),
+        )
+    )
+    _emit(settings, oncall.late_event(event_name, org, name, when, verdict))
 
 
 def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:

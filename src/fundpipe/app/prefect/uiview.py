@@ -4,8 +4,11 @@ artifact keys and plain column labels.
 - A night that needs a person (a file rejected, an exception opened: exit code 1) ends in a
   state of type COMPLETED named :data:`NEEDS_REVIEW` — the UI shows the name as the badge, so
   it no longer looks like a clean night, yet the dashboard does not count it as failed.
-- Runs are named by date and organization (`nightly-2026-11-25`, `org-night-<org>-2026-11-25`)
-  and a child run is tagged `org:<org>`, so runs can be filtered by organization.
+- Runs are named by the night's date and the organization's name (`nightly-2026-11-25-…`,
+  `org-night-demo-fund-b-2026-11-25-…`): the night's date is its report date (`as_of`, else the
+  scheduled day in the reporting timezone), the one date its artifacts, reports and morning
+  view carry. A child run is tagged `org:<name>` (to filter by in the UI) and `org-id:<id>`
+  (the id, for scripts), so runs can be filtered by organization.
 - Artifact keys carry the organization (`fundpipe-exceptions-org-a`), so the latest artifact
   of a key is that organization's; the parent's `fundpipe-open-exceptions` is one table over
   every organization.
@@ -30,12 +33,16 @@ __all__ = [
     "EXCEPTION_LABELS",
     "NEEDS_REVIEW",
     "OPEN_EXCEPTIONS_KEY",
+    "called",
     "night_date",
     "nightly_run_name",
     "org_key",
+    "org_part",
     "org_run_name",
-    "org_tag",
+    "org_tags",
     "plain_exceptions",
+    "run_name",
+    "slug",
     "step_run_name",
 ]
 
@@ -58,13 +65,27 @@ def org_key(prefix: str, org: str, *rest: str) -> str:
     return slug[:100]
 
 
-def org_tag(org: str) -> str:
-    """The tag of an organization's runs."""
-    return f"org:{org}"
+def slug(text: str) -> str:
+    """``text`` as a run name's part: lowercase letters, digits and dashes
+    (``Demo Fund B`` → ``demo-fund-b``)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def org_tags(org_id: str, name: str | None = None) -> list[str]:
+    """The tags of an organization's runs: ``org:<name>``, the name people know it by (its id
+    when it has none), to filter by in the UI; and ``org-id:<id>``, the id scripts match."""
+    return [f"org:{name or org_id}", f"org-id:{org_id}"]
+
+
+def called(org_id: str, name: str | None = None) -> str:
+    """An organization as a log line or a task names it: ``Demo Fund B (org_demob)``, by its
+    name first (its id alone when it has none)."""
+    return f"{name} ({org_id})" if name and name != org_id else org_id
 
 
 def night_date(as_of: str | None, zone: str, now: datetime | None = None) -> str:
-    """The date a night is for: `as_of`, else today in the nightly's timezone."""
+    """The date a night is for (its report date): `as_of`, else today in ``zone`` — the
+    reporting timezone (`Settings.reporting_timezone`), as the night's reports read it."""
     if as_of:
         return date.fromisoformat(as_of).isoformat()
     return (now or datetime.now(ZoneInfo(zone))).astimezone(ZoneInfo(zone)).date().isoformat()
@@ -82,30 +103,60 @@ def plain_exceptions(
     return rows
 
 
-def _zone() -> str:
+def _zones() -> tuple[str, str]:
+    """The nightly's timezone (its cron's) and the reporting timezone (the night's date)."""
     from fundpipe.config import Settings
 
     try:
-        return Settings().nightly_timezone
+        settings = Settings()
+        return settings.nightly_timezone, settings.reporting_timezone
     except Exception:  # a bad setting fails the run itself, with its message, not its name
-        return "UTC"
+        return "UTC", "UTC"
+
+
+def _configured_name(org_id: str) -> str:
+    """The configured name of the organization ``org_id`` (FUNDPIPE_ORGS), else ''."""
+    from fundpipe.config import Settings
+    from fundpipe.orgs import configured_organizations
+
+    try:
+        found = configured_organizations(Settings()) or []
+    except Exception:  # the run itself says what is wrong with the list
+        return ""
+    return next((o.name or "" for o in found if o.folder == org_id), "")
+
+
+def run_name(
+    flow: str,
+    scheduled: datetime,
+    run_id: str,
+    as_of: str | None,
+    zones: tuple[str, str],
+    *parts: str,
+) -> str:
+    """A run's name, unique within a day (`verdict_state.unique_run_name`): the flow,
+    ``parts`` (an organization's name), the night's date (``as_of``, else the scheduled day in
+    the reporting timezone ``zones[1]``: the date its artifacts and reports carry), the
+    scheduled time as the nightly's cron reads it (in ``zones[0]``), the run id's first digits.
+
+    A nightly scheduled at 22:50 in New York on 27 November, reporting in UTC, is the night of
+    the 28th: ``nightly-2026-11-28-2250-1a2b3c4d``."""
+    from fundpipe.app.prefect.verdict_state import unique_run_name
+
+    nightly_zone, reporting_zone = (ZoneInfo(z) for z in zones)
+    day = date.fromisoformat(night_date(as_of, str(reporting_zone), now=scheduled))
+    at = datetime.combine(day, scheduled.astimezone(nightly_zone).time())
+    return unique_run_name(flow, at, run_id, *parts)
 
 
 def _unique(flow: str, *parts: str) -> str:
-    """The current run's name, unique within a day (`verdict_state.unique_run_name`): the flow,
-    ``parts``, the night's date (its `as_of`, else the scheduled day in the nightly's
-    timezone), the scheduled time, the run id's first digits."""
+    """The current run's name (see `run_name`)."""
     from prefect.runtime import flow_run
 
-    from fundpipe.app.prefect.verdict_state import unique_run_name
-
     when = flow_run.scheduled_start_time
-    zone = ZoneInfo(_zone())
-    start = when.astimezone(zone) if isinstance(when, datetime) else datetime.now(zone)
+    scheduled = when if isinstance(when, datetime) else datetime.now(ZoneInfo("UTC"))
     as_of = flow_run.parameters.get("as_of")
-    if as_of:
-        start = datetime.combine(date.fromisoformat(as_of), start.timetz())
-    return unique_run_name(flow, start, str(flow_run.id or ""), *parts)
+    return run_name(flow, scheduled, str(flow_run.id or ""), as_of, _zones(), *parts)
 
 
 def nightly_run_name() -> str:
@@ -114,40 +165,56 @@ def nightly_run_name() -> str:
     return _unique("nightly")
 
 
+def org_part(org_id: str | None, name: str | None = None) -> str:
+    """An organization in a run's name: its name slugified (``demo-fund-b``: the one its
+    parent passed, else its configured one), else its id; '' for none."""
+    if not org_id:
+        return slug(name) if name else ""
+    return slug(name or _configured_name(org_id)) or org_id
+
+
 def org_run_name() -> str:
-    """An `org-night` run's name: `org-night-<org>-<date>-<HHMM>-<id>` (unique within a day)."""
+    """An `org-night` run's name: `org-night-<name>-<date>-<HHMM>-<id>` (unique within a day):
+    the organization by its name (`org-night-demo-fund-b-2026-11-28-0130-1a2b3c4d`)."""
     from prefect.runtime import flow_run
 
-    return _unique("org-night", flow_run.parameters.get("org") or "own")
+    params = flow_run.parameters
+    return _unique("org-night", org_part(params.get("org"), params.get("name")) or "own")
 
 
-def step_run_name(step: str, params: dict[str, Any], zone: str, now: datetime | None = None) -> str:
-    """A step run's name: `<step>-<org>-<date>` (`inbox-org-a-2026-11-25`), without the
-    organization when the run is for every organization (or the only one)."""
+def step_run_name(
+    step: str, params: dict[str, Any], zone: str, now: datetime | None = None, name: str = ""
+) -> str:
+    """A step run's name: `<step>-<org>-<date>` (`inbox-demo-fund-b-2026-11-25`: the
+    organization's ``name`` slugified, else its id; the night's date in the reporting timezone
+    ``zone``), without the organization when the run is for every one (or the only one)."""
     org = params.get("org")
     day = night_date(params.get("as_of"), zone, now)
-    return "-".join([step, *([org] if org else []), day])
+    who = (slug(name) or org) if org else ""
+    return "-".join([step, *([who] if who else []), day])
+
+
+def _step_name(step: str) -> str:
+    from prefect.runtime import flow_run
+
+    params = flow_run.parameters
+    name = _configured_name(params["org"]) if params.get("org") else ""
+    return step_run_name(step, params, _zones()[1], name=name)
 
 
 def inbox_run_name() -> str:
     """An `inbox` run's name (see `step_run_name`)."""
-    from prefect.runtime import flow_run
-
-    return step_run_name("inbox", flow_run.parameters, _zone())
+    return _step_name("inbox")
 
 
 def sync_run_name() -> str:
     """A `sync` run's name (see `step_run_name`)."""
-    from prefect.runtime import flow_run
-
-    return step_run_name("sync", flow_run.parameters, _zone())
+    return _step_name("sync")
 
 
 def reconcile_run_name() -> str:
     """A `reconcile` run's name (see `step_run_name`): the date is its `as_of`."""
-    from prefect.runtime import flow_run
-
-    return step_run_name("reconcile", flow_run.parameters, _zone())
+    return _step_name("reconcile")
 
 
 def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:

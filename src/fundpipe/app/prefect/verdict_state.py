@@ -268,6 +268,36 @@ def verdict_table(lines: Sequence[VerdictLine]) -> list[dict[str, str]]:
     ]
 
 
+#: The most characters of the health page's "What" cell: Prefect draws a table artifact's
+#: cells without wrapping: at 32, the six columns of an organization named like "Demo Fund
+#: Administration B (org_demob)" fit a 1600-pixel screen (seen in Chromium); the whole
+#: sentence and the next step are in the run's verdict (:data:`VERDICT_KEY`, markdown).
+WHAT_WIDTH = 32
+
+
+def short(text: str, width: int = WHAT_WIDTH) -> str:
+    """``text`` on one line in at most ``width`` characters: cut at a word, ending in "…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut[width // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
+def _what(line: VerdictLine) -> str:
+    """The health page's "What" of a verdict: how much and what needs a person, or why the
+    night failed — short (:func:`short`)."""
+    if line.verdict is Verdict.OK:
+        return ""
+    if line.verdict is Verdict.NEEDS_A_PERSON:
+        # dollars first, never the part cut; a count of rows reads after the file's name
+        dollars = line.amount_cents is not None
+        return short(f"{line.how_much} — {line.what}" if dollars else line.what)
+    return short(line.why or "see the run's logs")
+
+
 #: The health page's "Last good night" of an organization that has had none.
 NONE_YET = "none yet"
 #: The health page's columns, in words.
@@ -299,11 +329,12 @@ def health_rows(
         row = rows.get(line.name, {"Organization": line.name, "Last good night": ""})
         row["Latest night"] = night.isoformat()
         row["Verdict"] = line.verdict.value
-        row["What"] = line.sentence().split(": ", 2)[2] if line.verdict is not Verdict.OK else ""
+        row["What"] = _what(line)
         if line.verdict is Verdict.OK:
             row["Last good night"] = night.isoformat()
         rows[line.name] = row
     for row in rows.values():
+        row["What"] = short(str(row.get("What") or ""))  # a page written before, too
         good = str(row.get("Last good night") or "")
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", good):
             good = ""
@@ -379,5 +410,6 @@ def publish_health(lines: Sequence[VerdictLine], night: date) -> None:
         table=health_rows(previous, lines, night),
         key=HEALTH_KEY,
         description="Which organizations are behind: each one's latest verdict and its last "
-        "good night",
+        "good night. Each one's whole verdict and next step: the run's verdict "
+        f"(`{VERDICT_KEY}`).",
     )
