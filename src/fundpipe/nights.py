@@ -30,9 +30,10 @@ The verdict (:class:`Verdict`), computed here and nowhere else:
 - ``FAILED``: the night did not complete (the service down, the inbox locked, its
   configuration, a bug): why, in plain words, and the service host it talked to.
 
-A night's run *state* ("Completed", "Needs review", "Failed", …) follows its exit code
-(`fundpipe.errors.ExitCode`); the verdict says more: a completed night with no rejected file but
-an open shortfall is "Completed" and ``NEEDS_A_PERSON``.
+A night's run *state* follows its verdict: ``OK`` is "Completed", ``NEEDS_A_PERSON`` is "Needs
+a person" (whether a file was rejected or only a shortfall is open), ``FAILED`` is "Failed"; its
+exit code (`fundpipe.errors.ExitCode`, `Nights.exit_code`) says the same: 1 at least for a night
+that needs a person.
 
 Longer than ~400 lines: the night over every organization is one vocabulary (an organization's
 night, its row and verdict, the totals, the whole night), read together by every shell; split,
