@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel
 
 from fundpipe import __version__
-from fundpipe.client._answers import json_of, list_envelope, parse_record
+from fundpipe.client._answers import json_of, list_envelope, parse_list, parse_record
 from fundpipe.client._auth import ClientCredentialsAuth
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
@@ -328,13 +328,7 @@ class Requester:
             secrets=partial(_body_secrets, content),
         )
         del content
-        data = list_envelope(response, f"POST {path}")["data"]
-        records = []
-        # each decoded item is dropped once parsed: a big create's answer is not held twice
-        for i, item in enumerate(data):
-            records.append(parse_record(model, item, response))
-            data[i] = None
-        return records
+        return parse_list(model, response, f"POST {path}")
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)
