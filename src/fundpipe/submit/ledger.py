@@ -620,6 +620,8 @@ def _stored_body(request: ResolvedRequest) -> str:
     body: Any = request.body
     if request.phase == "payment_instructions":
         body = display_body(body)
+    elif request.body_json:  # made when the request was resolved
+        return request.body_json
     return canonical_json(body)
 
 
