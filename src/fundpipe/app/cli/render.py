@@ -1,31 +1,21 @@
 """Every rich table and line fundpipe prints: the CLI renders library results with these.
 
 The library returns data and never prints; this module turns its results into rich output, with
-the one money formatter (`fundpipe.cents.format_cents`). Progress bars (`RichProgress`)
-are drawn here too, on stderr, so `--json` output on stdout stays clean.
+the one money formatter (`fundpipe.cents.format_cents`). Progress bars (`RichProgress`, from
+`fundpipe.app.cli.progress_bars`) are drawn on stderr, so `--json` output on stdout stays clean.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
+from fundpipe.app.cli.progress_bars import RichProgress
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
@@ -308,80 +298,6 @@ def render_config(values: dict[str, Any], console: Console) -> None:
     for key, value in values.items():
         table.add_row(key, "" if value is None else str(value))
     console.print(table)
-
-
-class RichProgress:
-    """Rich progress bars, one per step, drawn on `console` (stderr in the CLI)."""
-
-    def __init__(self, console: Console) -> None:
-        """Prepare bars on `console`; they show once the context is entered."""
-        self._progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-            # Redrawn 4× a second on a terminal; elsewhere (a log file, CI) drawn once at the
-            # end: the redraw renders every bar whether or not anyone can see it (~5% of a core
-            # through a rate-bound ingest of a hundred seconds).
-            auto_refresh=console.is_terminal,
-            refresh_per_second=4,
-        )
-        self._tasks: dict[str, TaskID] = {}
-        # steps not yet handed to Rich: a bar moves at most every `_STEP_S` (a 100k-payment
-        # night advances 10k times; Rich's own advance takes a lock and a sample each time)
-        self._pending: dict[str, int] = {}
-        self._left: dict[str, int | None] = {}  # steps to the bar's end (None: open-ended)
-        self._handed = 0.0
-
-    #: How often (seconds) the steps taken are handed to the bars: far under a redraw (¼ s).
-    _STEP_S = 0.05
-
-    def start(self, key: str, description: str, total: int | None = None) -> None:
-        """Add a bar for `key`, or update its description and total."""
-        self._hand_over()
-        if key in self._tasks:
-            self._progress.update(self._tasks[key], description=description, total=total)
-        else:
-            self._tasks[key] = self._progress.add_task(description, total=total)
-        task = self._progress.tasks[self._tasks[key]] if total is not None else None
-        self._left[key] = None if task is None else int(total or 0) - int(task.completed)
-
-    def advance(self, key: str, amount: int = 1) -> None:
-        """Move `key`'s bar forward (an unknown key starts an open-ended bar)."""
-        if key not in self._tasks:
-            self.start(key, key)
-        self._pending[key] = self._pending.get(key, 0) + amount
-        left = self._left.get(key)
-        if left is not None:
-            left = self._left[key] = left - amount
-        # the last step shows at once: a finished bar never waits for the next step
-        if (left is not None and left <= 0) or time.monotonic() - self._handed >= self._STEP_S:
-            self._hand_over()
-
-    def _hand_over(self) -> None:
-        self._handed = time.monotonic()
-        pending, self._pending = self._pending, {}
-        for key, amount in pending.items():
-            if amount:
-                self._progress.advance(self._tasks[key], amount)
-
-    def __enter__(self) -> Self:
-        """Start drawing."""
-        self._progress.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop drawing, leaving the final state of each bar on screen."""
-        self._hand_over()
-        self._progress.stop()
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
