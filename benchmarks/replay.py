@@ -1,6 +1,6 @@
 """A night's replay floor: the night's own requests sent again by a bare httpx client.
 
-Used by `scale.py` (not run on its own). Two steps:
+Used by `scale.py` (not run on its own). Three steps:
 
 1. **record** (`record_night`): the night's CLI phases (ingest, then sync) run once more, each in
    a fresh data directory against a reset sandbox with no rate limit, through a wrapper that
@@ -17,6 +17,10 @@ Used by `scale.py` (not run on its own). Two steps:
    request of an earlier phase (snapshot reads → entities → contacts → the rest) has its
    answer, as the pipeline does.
 
+3. **profile** (`profile_ingest`, `print_profile`): a first ingest run once more under cProfile
+   (CPU time of every thread, the ledger's writer included), its own time by package and its
+   top functions beyond the request's own stack — what the pipeline spends around its requests.
+
 The replay's wall time is the floor a first night cannot go below with this service, this
 machine and this rate limit: what any client must spend to send these requests.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -296,3 +301,179 @@ def replay(base_url: str, recording: Recording, rate: float, concurrency: int = 
     return Replay(
         time.perf_counter() - started, sent, limited, time.process_time() - cpu, steps, retried
     )
+
+
+# --- where an ingest's CPU goes (cProfile) ------------------------------------------------------
+
+# The wrapper a profiled ingest runs in (argv[1]: the stats file to write, the rest: CLI args):
+# cProfile on CPU time in the main thread and in every pool thread (the ledger's writer).
+PROFILER = r"""
+import concurrent.futures.thread as pool_threads, cProfile, marshal, pstats, sys, time
+
+profiles = []
+_worker = pool_threads._worker
+
+def worker(*args, **kwargs):
+    profile = cProfile.Profile(time.thread_time)
+    profiles.append(profile)
+    profile.enable()
+    try:
+        return _worker(*args, **kwargs)
+    finally:
+        profile.disable()
+
+pool_threads._worker = worker
+main_profile = cProfile.Profile(time.thread_time)
+from fundpipe.app.cli import main
+out = sys.argv[1]
+sys.argv = ["fundpipe", *sys.argv[2:]]
+code = 0
+main_profile.enable()
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+finally:
+    main_profile.disable()
+    stats = pstats.Stats(main_profile)
+    for profile in profiles:
+        stats.add(profile)
+    stats.dump_stats(out)
+sys.exit(code)
+"""
+
+#: Where a function's own time is counted: the first matching piece of its file's path.
+_PACKAGES = (
+    (
+        "httpx, httpcore, h11, anyio (the request)",
+        ("/httpx/", "/httpcore/", "/h11/", "/anyio/", "/sniffio/"),
+    ),
+    (
+        "asyncio, selectors, ssl, socket (the event loop)",
+        (
+            "/asyncio/",
+            "selectors.py",
+            "ssl.py",
+            "socket.py",
+            "{method 'send'",
+            "{method 'recv",
+            "{method 'poll'",
+            "{method 'getpeername'",
+        ),
+    ),
+    ("fundpipe.client", ("/fundpipe/client/",)),
+    ("fundpipe.submit (execute, ledger, ingest)", ("/fundpipe/submit/",)),
+    ("fundpipe.plan", ("/fundpipe/plan/",)),
+    ("fundpipe.validate + sheets", ("/fundpipe/validate/", "/fundpipe/sheets/")),
+    ("fundpipe (other)", ("/fundpipe/",)),
+    ("duckdb (the ledger's statements)", ("duckdb",)),
+    ("pydantic", ("pydantic",)),
+    ("json, orjson, hashlib", ("/json/", "orjson", "_json", "sha256", "hashlib")),
+    ("pandas, pyarrow, pandera, numpy", ("/pandas/", "pyarrow", "/pandera/", "/numpy/")),
+    (
+        "imports",
+        (
+            "<frozen importlib",
+            "{built-in method builtins.exec}",
+            "marshal",
+            "{built-in method _imp.",
+        ),
+    ),
+)
+
+
+@dataclass
+class Profile:
+    """An ingest's CPU under cProfile: total, own time by package, and the top functions."""
+
+    total_s: float
+    by_package: list[tuple[str, float]]
+    top: list[tuple[str, int, float, float]]  # function, calls, own s, cumulative s
+
+
+def _package(where: str) -> str:
+    for name, pieces in _PACKAGES:
+        if any(p in where for p in pieces):
+            return name
+    return "other (stdlib, rich, typer, …)"
+
+
+def _function(key: tuple[str, int, str]) -> str:
+    path, line, name = key
+    if path == "~":
+        return name
+    for marker in ("/site-packages/", "/src/", "/lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{line}({name})"
+
+
+def profile_ingest(
+    files: Sequence[Path], env: dict[str, str], work: Path, top: int = 15
+) -> Profile:
+    """Run `fundpipe ingest FILES` (fresh data directory under `work`) under cProfile (CPU time
+    of every thread); its own time by package and its `top` functions outside the request's
+    own stack (httpx, httpcore, h11, anyio, asyncio)."""
+    import pstats
+
+    with tempfile.NamedTemporaryFile(suffix=".prof", delete=False) as fh:
+        out = Path(fh.name)
+    args = ["ingest", "--data-dir", str(work / "profiled-data"), *map(str, files)]
+    proc = subprocess.run(
+        [sys.executable, "-c", PROFILER, str(out), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"profiled ingest failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    stats = pstats.Stats(str(out))
+    if os.environ.get("KEEP_PROFILE"):  # for a closer look: pstats over this file
+        out.rename(os.environ["KEEP_PROFILE"])
+    else:
+        out.unlink()
+    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
+    # a builtin's own time (isinstance, dict.get, …) counts in the functions that call it
+    own: dict[tuple[str, int, str], float] = {key: row[2] for key, row in raw.items()}
+    for key, (_, _, _, _, callers) in raw.items():
+        if key[0] == "~" and callers:
+            for caller, edge in callers.items():
+                if caller in own and caller[0] != "~":
+                    own[caller] += edge[2]
+                    own[key] -= edge[2]
+    packages: dict[str, float] = {}
+    rows = []
+    for key, (_, calls, _, cumulative, _) in raw.items():
+        package = _package(key[0] + " " + _function(key))
+        packages[package] = packages.get(package, 0.0) + own[key]
+        if not package.startswith(("httpx", "asyncio")):
+            rows.append((_function(key), calls, own[key], cumulative))
+    rows.sort(key=lambda r: -r[2])
+    return Profile(
+        sum(packages.values()),
+        sorted(packages.items(), key=lambda kv: -kv[1]),
+        rows[:top],
+    )
+
+
+def print_profile(profile: Profile, label: str, requests: int) -> None:
+    """The profile's own time by package and its top functions: CPU seconds under the profiler
+    and shares of the whole (the profiler's own cost inflates small frequent calls several
+    times: compare shares, and seconds only between two profiles)."""
+    total = profile.total_s or 1.0
+    print(
+        f"  where the ingest's CPU goes ({label}, {requests:,} requests, no rate limit; cProfile "
+        f"on CPU time of every thread, a builtin's time counted in its caller; {total:.2f} s "
+        "under the profiler):"
+    )
+    for name, seconds in profile.by_package:
+        if seconds >= 0.005 * total:
+            print(f"    {name:<52} {seconds:>6.2f} s {seconds / total:>6.1%}")
+    print("  its top functions beyond the request's stack (own s, share; cumulative s):")
+    for function, calls, own, cumulative in profile.top:
+        print(
+            f"    {own:>5.2f} s {own / total:>5.1%}; {cumulative:>5.2f} s {calls:>9,}×  "
+            f"{function[:100]}"
+        )

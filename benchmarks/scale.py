@@ -24,6 +24,9 @@ R, the least time the requests can take), the CLI's start-up (`fundpipe config`:
 a bare httpx client's CPU per request against the same sandbox (the least CPU a request costs)
 and the night's files read as Arrow tables (pyarrow, every column text).
 
+After the scenarios, a first ingest of 10k payments (`--profile P`) runs under cProfile without a
+rate limit: where its CPU goes by package, and its top functions beyond httpx's own stack.
+
 Targets (one `target` line each, every one a ratio to a baseline of the same run, both figures
 printed): each scenario's first night (ingest + sync + reconcile, start-ups included) ≤ 1.5 ×
 its replay floor, with where the rest goes (start-ups, the ingest's and the sync's time beyond
@@ -644,6 +647,23 @@ def print_targets(results: dict[str, Result], base: Baselines) -> None:
         )
 
 
+#: The ingest profiled after the scenarios (cProfile roughly triples its CPU: a small night).
+PROFILED_PAYMENTS = 10_000
+
+
+def profile_night(payments: int, sandbox: Sandbox, work: Path) -> tuple[replay.Profile, str, int]:
+    """A first ingest of `payments` under cProfile, without a rate limit, in its own folder:
+    the profile, its label and the requests it sent."""
+    folder = work / f"profiled-{payments}"
+    folder.mkdir()
+    files = write_drop(folder, payments)
+    sandbox.reset(10_000_000)
+    before = sandbox.requests()["total"]
+    profile = replay.profile_ingest(files, cli_env(sandbox.base_url, 10_000_000), folder)
+    label = f"a first ingest of {payments // 1000}k payments"
+    return profile, label, sandbox.requests()["total"] - before
+
+
 #: What this script runs by default (~2.5 min on 2 shared cores); 300k@1000 is scale_300k.py.
 SCENARIOS = ("10k@100", "100k@1000")
 
@@ -655,14 +675,24 @@ def main(
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--scenario", nargs="+", default=list(default), metavar="P@R")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=PROFILED_PAYMENTS,
+        metavar="P",
+        help=f"profile an ingest of P payments (default {PROFILED_PAYMENTS:,}; 0: none)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, sandbox_in(Path(tmp)) as sb:
         base = measure_baselines(sb)
         results = {
             label: run_scenario(label, sb, Path(tmp), rerun=rerun) for label in args.scenario
         }
+        profiled = profile_night(args.profile, sb, Path(tmp)) if args.profile else None
     print_table(list(results.values()), base)
     print_breakdown(list(results.values()), base)
+    if profiled is not None:
+        replay.print_profile(*profiled)
     print_targets(results, base)
     if args.json:
         args.json.write_text(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,17 @@ def dumps_plain(plain: Any) -> str:
     )
 
 
+class CanonicalBody(list[Any]):
+    """A create body (plain JSON elements) with its canonical JSON already made, by
+    :meth:`fundpipe.plan.PlannedRequest.resolve`: the client sends that text and derives the
+    key from it as it is, without converting or encoding the elements again."""
+
+    def __init__(self, elements: Iterable[Any], text: str) -> None:
+        """``text`` must be ``dumps_plain(to_json_value(elements))``."""
+        super().__init__(elements)
+        self.text = text
+
+
 def content_hash(data: bytes) -> str:
     """SHA-256 hex digest of a file's bytes: how a re-dropped file is recognised."""
     return hashlib.sha256(data).hexdigest()
@@ -129,6 +140,16 @@ def idempotency_key(org_id: str | None, method: str, path: str, body: Any) -> st
     HTTP method, `path` the path without query string and `body` the JSON body (dicts, lists or
     pydantic models).
     """
-    payload = ["fp1", org_id or "", method.upper(), path.split("?", 1)[0], to_json_value(body)]
-    digest = hashlib.sha256(dumps_plain(payload).encode("ascii")).hexdigest()
-    return KEY_PREFIX + digest
+    return key_of_canonical(org_id, method, path, dumps_plain(to_json_value(body)))
+
+
+def key_of_canonical(org_id: str | None, method: str, path: str, body_json: str) -> str:
+    """:func:`idempotency_key` of a body whose canonical JSON is ``body_json`` (as
+    :func:`canonical_json` makes it), without converting or encoding the body again.
+
+    The recipe's payload is a JSON array, so its canonical text is the canonical texts of its
+    items joined by ``,`` inside ``[]``: the body's own text goes in as it is.
+    """
+    head = dumps_plain(["fp1", org_id or "", method.upper(), path.split("?", 1)[0]])
+    payload = f"{head[:-1]},{body_json}]"
+    return KEY_PREFIX + hashlib.sha256(payload.encode("ascii")).hexdigest()

@@ -294,3 +294,72 @@ def test_a_nested_list_says_when_it_goes_on_in_either_form():
     assert payments(has_more=True).more_to_fetch  # the older form: no URL to follow
     assert not payments(has_more=False, next_page_url=None).more_to_fetch
     assert not payments().more_to_fetch
+
+
+# --- create answers: read straight from their bytes, the same records and errors --------------
+
+CREATE_BODY = [
+    {"name": "Q4", "vehicle": "veh_1", "distribution_date": "2026-12-15", "payments": []}
+]
+CREATED_WITH_NULLS = {
+    "object": "distribution",
+    "id": "dst_1",
+    "external_reference": "Q4",
+    "distribution_date": "2026-12-15T09:00:00-05:00",
+    "published_at": None,
+    "some_future_field": [1, 2],
+    "payments": {
+        "object": "list",
+        "data": [
+            {**PAYMENT_FULL, "failure_reason": None, "notifications": {"data": None}},
+            {**PAYMENT_FULL, "id": "dpmt_2", "payment_instructions": {"id": "pmi_9"}},
+        ],
+        "next_page_url": None,
+    },
+}
+
+
+async def test_a_create_answer_reads_as_its_records_read_one_by_one(client, service):
+    service.post("/v1/distributions").mock(
+        return_value=httpx.Response(201, json={**envelope([CREATED_WITH_NULLS]), "extra": 1})
+    )
+    [created] = await client.create_distributions(CREATE_BODY)
+    assert created == models.Distribution.model_validate(CREATED_WITH_NULLS)
+    assert created.published_at is None
+    assert created.payments is not None
+    first, second = created.payments.data
+    assert first.failure_reason is None
+    assert first.notifications is not None
+    assert first.notifications.data == []
+    assert second.payment_instructions == "pmi_9"
+
+
+async def test_a_contact_whose_entities_are_null_has_them_unset_as_when_absent(client, service):
+    service.post("/v1/contacts").mock(
+        return_value=httpx.Response(
+            201, json=envelope([{"id": "cnt_1", "email": "jo@example.com", "entities": None}])
+        )
+    )
+    [contact] = await client.create_contacts([{"name": "Jo", "email": "jo@example.com"}])
+    assert contact.entities == []
+    assert "entities" not in contact.model_fields_set
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b'{"object": "list", "data": [{"id": "dst_1", "payments": {"data": [{"id": 1}]}}]}',
+            "unexpected Distribution record (3 problems: payments.data.0.id: Input should be a "
+            "valid string; payments.data.0.amount: Field required; payments.data.0.currency: "
+            "Field required)",
+        ),
+        (b'{"object": "list", "data": null}', "POST /v1/distributions: answer is not a list"),
+        (b'{"object": "list", "data": [', "POST /v1/distributions: answer 201 is not valid JSON"),
+    ],
+)
+async def test_a_create_answer_that_does_not_fit_says_where(client, service, content, message):
+    service.post("/v1/distributions").mock(return_value=httpx.Response(201, content=content))
+    with pytest.raises(errors.ResponseDecodeError) as info:
+        await client.create_distributions(CREATE_BODY)
+    assert message in str(info.value)

@@ -22,6 +22,7 @@ from fundclient_helpers import (
 
 from fundpipe.client import FundClient, errors, idempotency_key
 from fundpipe.client._ratelimit import GUARD_MARGIN_S, RateGate
+from fundpipe.keys import CanonicalBody, canonical_json
 
 DIST = {
     "name": "Q4 2026",
@@ -209,6 +210,20 @@ async def test_key_is_deterministic_and_constant_across_retries(client, service)
     expected = idempotency_key(ORG, "POST", "/v1/distributions", [DIST])
     assert [c.request.headers["Idempotency-Key"] for c in route.calls] == [expected] * 4
     assert all(sent_json(c) == [DIST] for c in route.calls)
+
+
+async def test_a_body_whose_canonical_text_is_made_is_sent_and_keyed_as_the_same_body(
+    client, service
+):
+    route = service.post("/v1/distributions").mock(side_effect=[created(), created()])
+    await client.create_distributions([DIST])
+    await client.create_distributions(CanonicalBody([DIST], canonical_json([DIST])))
+    plain, made = route.calls
+    assert made.request.content == plain.request.content == canonical_json([DIST]).encode()
+    assert made.request.headers["Idempotency-Key"] == plain.request.headers["Idempotency-Key"]
+    assert plain.request.headers["Idempotency-Key"] == idempotency_key(
+        ORG, "POST", "/v1/distributions", [DIST]
+    )
 
 
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from fundpipe.client import idempotency_key
+from fundpipe.keys import canonical_json
 from fundpipe.plan import (
     IdMap,
     Ref,
@@ -125,6 +126,8 @@ def test_later_phases_take_ids_from_earlier_results_and_key_the_concrete_body() 
     resolved = request.resolve(IdMap(entities={"NEW-E1": "ent_new1"}), "org_demo", idempotency_key)
     assert resolved.body[0]["payments"][0]["entity"] == "ent_new1"
     assert resolved.key == idempotency_key("org_demo", "POST", "/v1/distributions", resolved.body)
+    # the canonical text the key was made from, kept for the bytes sent and the ledger's copy
+    assert resolved.body_json == canonical_json(resolved.body)
 
 
 def test_the_same_sheet_plans_the_same_keys_every_time() -> None:

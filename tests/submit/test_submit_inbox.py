@@ -147,3 +147,18 @@ def test_a_crash_between_intent_and_send_is_resumed_with_the_same_key(world: Wor
     with open_ledger(world.settings.ledger_file) as ledger:
         (record,) = ledger.requests()
     assert (record.key, record.state, record.attempts) == (key, "succeeded", 2)
+
+
+def test_a_chunk_of_intents_with_a_key_already_written_records_each_key_once(
+    tmp_path: Path,
+) -> None:
+    def request(key: str) -> ResolvedRequest:
+        return ResolvedRequest("associations", "POST", "/v1/x", [{"id": key}], key, ("h",), (), key)
+
+    with open_ledger(tmp_path / "ledger.duckdb") as ledger:
+        ledger.record_intents([request("a"), request("b")])
+        ledger.record_outcome("a", "succeeded", status=201)
+        # "a" sent again (twice in one chunk) beside a new key: one commit, no duplicate row
+        ledger.record_intents([request("c"), request("a"), request("a")])
+        rows = {(r.key, r.state, r.attempts) for r in ledger.requests()}
+    assert rows == {("a", "sent", 3), ("b", "sent", 1), ("c", "sent", 1)}

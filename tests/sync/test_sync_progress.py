@@ -47,3 +47,18 @@ def test_rich_progress_draws_a_bar_per_list(
     text = console.export_text()
     assert "sync financial accounts" in text
     assert "6/" in text
+
+
+def test_a_bar_shows_its_last_step_at_once_and_every_step_when_drawn() -> None:
+    console = Console(record=True, width=120, force_terminal=False)
+    with RichProgress(console) as progress:
+        progress.start("submit", "submit requests", total=1000)
+        for _ in range(1000):
+            progress.advance("submit")
+        # the bar is full as soon as its last step is taken, not at the next step or the end
+        assert progress._progress.tasks[0].completed == 1000
+        for _ in range(7):
+            progress.advance("open-ended")
+    text = console.export_text()
+    assert "1000/1000" in text
+    assert "7/?" in text

@@ -7,11 +7,12 @@ each failure is a `ResponseDecodeError` naming the request, never the offending 
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any, TypeVar
 
 import httpx
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from fundpipe.client._error_map import request_id_of
 from fundpipe.client._errors import ResponseDecodeError
@@ -68,3 +69,33 @@ def parse_record(model: type[M], data: Any, response: httpx.Response | None = No
             request_id=request_id_of(response) if response is not None else None,
             body=response.content if response is not None else b"",
         ) from None
+
+
+@cache
+def _envelope(model: type[BaseModel]) -> type[BaseModel]:
+    """A list envelope whose `data` are `model` records (the envelope's other keys ignored)."""
+    return create_model(
+        f"{model.__name__}Envelope",
+        __config__=ConfigDict(extra="ignore"),
+        data=(list[model], ...),  # type: ignore[valid-type]
+    )
+
+
+def parse_list(model: type[M], response: httpx.Response, what: str) -> list[M]:
+    """The records of a list-envelope answer as `model`s, validated straight from its bytes.
+
+    No decoded copy of the answer is built (a big create's answer is 100k nested payments).
+    Whatever does not validate that way takes the step-by-step path (`list_envelope`, then
+    `parse_record` per item), which raises the same errors as before, naming the request.
+    """
+    try:
+        return _envelope(model).model_validate_json(response.content).data  # type: ignore[attr-defined,no-any-return]
+    except ValidationError:
+        pass
+    data = list_envelope(response, what)["data"]
+    records = []
+    # each decoded item is dropped once parsed: a big answer is not held twice
+    for i, item in enumerate(data):
+        records.append(parse_record(model, item, response))
+        data[i] = None
+    return records

@@ -3,7 +3,11 @@
 Records ignore unknown fields (`extra="ignore"`) so that a newer service does not break the
 client, and read every public form of the service in this one module, so no caller has to:
 
-- an optional field that is null reads the same as an absent one (lists become empty);
+- an optional field that is null reads as its default, as an absent one does (lists become
+  empty): the fields' own types take a null (no validator runs per record; a big night parses
+  100k nested payments), and the list fields turn a null into `[]`; a contact's `entities`
+  that is null is also left out of `model_fields_set`, as an absent one (the snapshot tells
+  "not listed" from "none" that way);
 - entities and contacts carry `external_reference` (a string, the interface and public docs) or
   `external_references` (an array of strings, the public spec): both are read, and the record
   exposes `external_reference` (the first) and `external_references` (all of them);
@@ -27,27 +31,10 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
-def _drop_null_optionals(model: type[BaseModel], value: Any) -> Any:
-    """Remove null values of optional fields, so their default (None, an empty list) applies."""
-    if not isinstance(value, dict) or None not in value.values():
-        return value
-    fields = model.model_fields
-    return {
-        k: v
-        for k, v in value.items()
-        if not (v is None and k in fields and not fields[k].is_required())
-    }
-
-
 class _Record(BaseModel):
-    """Base of every model read from the service: null optional fields read as absent ones."""
+    """Base of every model read from the service."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_is_absent(cls, value: Any) -> Any:
-        return _drop_null_optionals(cls, value)
 
 
 class ServiceRecord(_Record):
@@ -106,6 +93,11 @@ class NestedList(_Record):
     previous_page_url: str | None = None
     has_more: bool | None = None
     url: str | None = None
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
 
     @property
     def more_to_fetch(self) -> bool:
@@ -220,7 +212,10 @@ class Contact(ServiceRecord):
     @model_validator(mode="before")
     @classmethod
     def _either_reference_form(cls, value: Any) -> Any:
-        return _references(value)
+        out = _references(value)
+        if isinstance(out, dict) and "entities" in out and out["entities"] is None:
+            del out["entities"]  # a fresh dict: null reads as absent (`model_fields_set`)
+        return out
 
     @field_validator("entities", mode="before")
     @classmethod

@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel
 
 from fundpipe import __version__
-from fundpipe.client._answers import json_of, list_envelope, parse_record
+from fundpipe.client._answers import json_of, list_envelope, parse_list, parse_record
 from fundpipe.client._auth import ClientCredentialsAuth
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
@@ -33,7 +33,12 @@ from fundpipe.client._errors import (
     ResponseDecodeError,
     ServiceConnectionError,
 )
-from fundpipe.client._idempotency import dumps_plain, idempotency_key, to_json_value
+from fundpipe.client._idempotency import (
+    CanonicalBody,
+    dumps_plain,
+    key_of_canonical,
+    to_json_value,
+)
 from fundpipe.client._pagination import PageAnswer, Paginator, trace_sent
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import account_numbers, redact
@@ -312,13 +317,18 @@ class Requester:
         idempotency_key_: str | None,
     ) -> list[M]:
         """POST a create body (list) with a derived or given Idempotency-Key; the created records."""
-        json_body = to_json_value(body)
-        if not isinstance(json_body, list) or not json_body:
-            msg = "a create takes a non-empty list of elements"
-            raise ValueError(msg)
-        key = idempotency_key_ or idempotency_key(self.settings.org_id, "POST", path, json_body)
-        content = dumps_plain(json_body).encode("ascii")
-        del json_body  # not held while the request is in flight (a big body is ~1 MB of objects)
+        if isinstance(body, CanonicalBody) and body:
+            text = body.text  # made once, when the plan resolved the request
+        else:
+            json_body = to_json_value(body)
+            if not isinstance(json_body, list) or not json_body:
+                msg = "a create takes a non-empty list of elements"
+                raise ValueError(msg)
+            text = dumps_plain(json_body)
+            del json_body  # not held while the request is in flight (a big body: ~1 MB)
+        key = idempotency_key_ or key_of_canonical(self.settings.org_id, "POST", path, text)
+        content = text.encode("ascii")
+        del text
         response = await self.send(
             "POST",
             path,
@@ -328,13 +338,7 @@ class Requester:
             secrets=partial(_body_secrets, content),
         )
         del content
-        data = list_envelope(response, f"POST {path}")["data"]
-        records = []
-        # each decoded item is dropped once parsed: a big create's answer is not held twice
-        for i, item in enumerate(data):
-            records.append(parse_record(model, item, response))
-            data[i] = None
-        return records
+        return parse_list(model, response, f"POST {path}")
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)

@@ -82,10 +82,17 @@ def _group_distributions(
         return columns.get(name, blank)
 
     groups: dict[str, list[int]] = {}
+    # a distribution's rows repeat its four values: each text is made into a reference once
+    # (only texts and blanks are remembered: 1, 1.0 and True would share one entry)
+    made: dict[tuple[Any, ...], str] = {}
     for i, values in enumerate(zip(*(column(c) for c in _REFERENCE_COLUMNS), strict=True)):
-        groups.setdefault(
-            _reference_of(dict(zip(_REFERENCE_COLUMNS, values, strict=True))), []
-        ).append(i)
+        plain = all(v is None or type(v) is str for v in values)
+        ref = made.get(values) if plain else None
+        if ref is None:
+            ref = _reference_of(dict(zip(_REFERENCE_COLUMNS, values, strict=True)))
+            if plain:
+                made[values] = ref
+        groups.setdefault(ref, []).append(i)
     sources, sheets, rows = column("source_file"), column("sheet"), column("row")
     entities, is_refs = column("entity"), column("entity_is_ref")
     amounts, currencies = column("amount_cents"), column("currency")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from fundpipe.keys import idempotency_key
+from fundpipe.keys import dumps_plain, idempotency_key, key_of_canonical, to_json_value
 
 if TYPE_CHECKING:
     from fundpipe.plan._held import HeldInstruction
@@ -224,6 +224,9 @@ class ResolvedRequest:
     #: fundpipe's own references of the objects created, in body order, for those the service
     #: is not sent one (contacts; payment instructions, one per instruction); "" where none
     own_references: tuple[str, ...] = ()
+    #: the body's canonical JSON (``fundpipe.keys.canonical_json``), made once when resolved:
+    #: the key, the bytes sent and the ledger's copy all come from it; "" when not made
+    body_json: str = ""
 
 
 @dataclass(frozen=True)
@@ -267,16 +270,22 @@ class PlannedRequest:
             body = [_substitute(element, ids) for element in self.body]
         else:
             body = list(self.body)
+        if key_fn is idempotency_key:  # the recipe's own text of the body, made once
+            body_json = dumps_plain(to_json_value(body))
+            key = key_of_canonical(org_id, self.method, path, body_json)
+        else:
+            body_json, key = "", key_fn(org_id, self.method, path, body)
         return ResolvedRequest(
             phase=self.phase,
             method=self.method,
             path=path,
             body=body,
-            key=key_fn(org_id, self.method, path, body),
+            key=key,
             file_hashes=self.file_hashes,
             distribution_refs=self.distribution_refs,
             label=self.label,
             own_references=self.own_references,
+            body_json=body_json,
         )
 
 

@@ -31,7 +31,7 @@ from fundpipe.client.errors import (
     APIError,
     FundServiceError,
 )
-from fundpipe.keys import idempotency_key
+from fundpipe.keys import CanonicalBody, idempotency_key
 from fundpipe.plan import (
     PHASES,
     IdMap,
@@ -141,6 +141,8 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
         )
     if request.phase == "payment_instructions":
         return await client.create_payment_instructions(body, idempotency_key=request.key)
+    if request.body_json:  # the text the key was made from: sent as it is
+        body = CanonicalBody(body, request.body_json)
     return await client.create_distributions(body, idempotency_key=request.key)
 
 

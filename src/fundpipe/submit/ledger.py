@@ -110,6 +110,23 @@ _MARK_SCHEMA = pa.schema(
     ]
 )
 
+#: The intents of `_intents` (an Arrow table of `_INTENT_SCHEMA`) as new `sent` rows.
+_INSERT_INTENTS = """
+    INSERT INTO ledger_requests AS r (key, phase, method, path, label,
+        file_hashes, distribution_refs, body, state, attempts, status,
+        request_id, service_ids, error, intent_at, outcome_at, own_references)
+    SELECT key, phase, method, path, label, file_hashes, distribution_refs,
+        body, 'sent', attempts, NULL, NULL, NULL, NULL, $now, NULL,
+        own_references
+    FROM _intents
+"""
+#: ... and keys already written sent again: one more attempt each.
+_UPSERT_INTENTS = """
+    ON CONFLICT (key) DO UPDATE SET
+        state = 'sent', attempts = r.attempts + excluded.attempts,
+        intent_at = excluded.intent_at
+"""
+
 #: Payment states that are final: nothing more will be sent for the row.
 FINAL_PAYMENT_STATES = frozenset({"created", "linked", "conflict", "failed"})
 
@@ -467,26 +484,22 @@ class Ledger:
                 ),
             }
         table = pa.Table.from_pylist(list(rows.values()), schema=_INTENT_SCHEMA)
-        with self.transaction():
-            self._con.register("_intents", table)
-            try:
-                self._con.execute(
-                    """
-                    INSERT INTO ledger_requests AS r (key, phase, method, path, label,
-                        file_hashes, distribution_refs, body, state, attempts, status,
-                        request_id, service_ids, error, intent_at, outcome_at, own_references)
-                    SELECT key, phase, method, path, label, file_hashes, distribution_refs,
-                        body, 'sent', attempts, NULL, NULL, NULL, NULL, $now, NULL,
-                        own_references
-                    FROM _intents
-                    ON CONFLICT (key) DO UPDATE SET
-                        state = 'sent', attempts = r.attempts + excluded.attempts,
-                        intent_at = excluded.intent_at
-                    """,
-                    {"now": now},
-                )
-            finally:
-                self._con.unregister("_intents")
+        self._con.register("_intents", table)
+        try:
+            if not self._depth:
+                # new keys (every chunk of a first night): a plain insert costs half of the
+                # upsert; a key already written (a re-send) makes it fail whole, and the
+                # upsert below runs instead — either way one commit holds every intent
+                try:
+                    with self.transaction():
+                        self._con.execute(_INSERT_INTENTS, {"now": now})
+                    return
+                except duckdb.ConstraintException:
+                    pass
+            with self.transaction():
+                self._con.execute(_INSERT_INTENTS + _UPSERT_INTENTS, {"now": now})
+        finally:
+            self._con.unregister("_intents")
 
     def record_outcome(
         self,
@@ -607,6 +620,8 @@ def _stored_body(request: ResolvedRequest) -> str:
     body: Any = request.body
     if request.phase == "payment_instructions":
         body = display_body(body)
+    elif request.body_json:  # made when the request was resolved
+        return request.body_json
     return canonical_json(body)
 
 

@@ -1,30 +1,21 @@
 """Every rich table and line fundpipe prints: the CLI renders library results with these.
 
 The library returns data and never prints; this module turns its results into rich output, with
-the one money formatter (`fundpipe.cents.format_cents`). Progress bars (`RichProgress`)
-are drawn here too, on stderr, so `--json` output on stdout stays clean.
+the one money formatter (`fundpipe.cents.format_cents`). Progress bars (`RichProgress`, from
+`fundpipe.app.cli.progress_bars`) are drawn on stderr, so `--json` output on stdout stays clean.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
+from fundpipe.app.cli.progress_bars import RichProgress
 from fundpipe.cents import format_cents
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
@@ -307,55 +298,6 @@ def render_config(values: dict[str, Any], console: Console) -> None:
     for key, value in values.items():
         table.add_row(key, "" if value is None else str(value))
     console.print(table)
-
-
-class RichProgress:
-    """Rich progress bars, one per step, drawn on `console` (stderr in the CLI)."""
-
-    def __init__(self, console: Console) -> None:
-        """Prepare bars on `console`; they show once the context is entered."""
-        self._progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-            # Redrawn 4× a second on a terminal; elsewhere (a log file, CI) drawn once at the
-            # end: the redraw renders every bar whether or not anyone can see it (~5% of a core
-            # through a rate-bound ingest of a hundred seconds).
-            auto_refresh=console.is_terminal,
-            refresh_per_second=4,
-        )
-        self._tasks: dict[str, TaskID] = {}
-
-    def start(self, key: str, description: str, total: int | None = None) -> None:
-        """Add a bar for `key`, or update its description and total."""
-        if key in self._tasks:
-            self._progress.update(self._tasks[key], description=description, total=total)
-        else:
-            self._tasks[key] = self._progress.add_task(description, total=total)
-
-    def advance(self, key: str, amount: int = 1) -> None:
-        """Move `key`'s bar forward (an unknown key starts an open-ended bar)."""
-        if key not in self._tasks:
-            self.start(key, key)
-        self._progress.advance(self._tasks[key], amount)
-
-    def __enter__(self) -> Self:
-        """Start drawing."""
-        self._progress.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop drawing, leaving the final state of each bar on screen."""
-        self._progress.stop()
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
