@@ -41,6 +41,8 @@ _EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as an Excel serial day number
 _US_PER_DAY = 86_400_000_000.0
 _CONTROL = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20))] + ["\ufffe", "\uffff"]
 _CONTROL_RE = "[\\x00-\\x08\\x0b-\\x1f\\x{fffe}\\x{ffff}]"
+#: Anything in a text that `neutralised`, `_escape` or `xml:space="preserve"` would act on.
+_ANY_CHANGE = f"{INJECTION_PATTERN}|[&<>]|_x[0-9a-fA-F]{{4}}_|{_CONTROL_RE}|^\\s|\\s$"
 _DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
 
 
@@ -112,10 +114,12 @@ def _cells(
         style = pc.if_else(pc.fill_null(totals, False), _style_attribute(column.total_style), style)
     parts: list[pa.Array | str]
     if column.kind == "text":
-        text = _escape(_cut(neutralised(values)))
-        preserve = pc.match_substring_regex(text, r"^\s|\s$")
+        text = _cut(values if pa.types.is_string(values.type) else values.cast(pa.string()))
         t_open: pa.Array | str = "<t>"
-        if pc.any(preserve).as_py():
+        # one scan for the common case: nothing to neutralise, escape or preserve
+        if pc.any(pc.match_substring_regex(text, _ANY_CHANGE)).as_py():
+            text = _escape(_cut(neutralised(values)))
+            preserve = pc.match_substring_regex(text, r"^\s|\s$")
             t_open = pc.if_else(preserve, '<t xml:space="preserve">', "<t>")
         parts = [' t="inlineStr"><is>', t_open, text, "</t></is></c>"]
     elif column.kind == "bool":
@@ -123,7 +127,7 @@ def _cells(
     else:
         parts = ["><v>", _number_text(column.kind, values), "</v></c>"]
     cells = _join('<c r="', column.letter, numbers, '"', style, *parts)
-    return pc.fill_null(cells, "")
+    return pc.fill_null(cells, "") if cells.null_count else cells
 
 
 def _join(*parts: pa.Array | str) -> pa.Array:
