@@ -69,7 +69,6 @@ MEMORY_LIMIT = "4GB"
 MATERIALISED = (
     "payments_effective",
     "as_of_ledger_files",
-    "as_of_ledger_payments",
     "sheet_vs_service",
     "balances_as_of",
     "funding",
