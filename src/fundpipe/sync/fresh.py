@@ -34,12 +34,14 @@ class FreshWarehouse:
 
     async def place(self) -> None:
         """Give the built file the warehouse's name, unless a warehouse appeared meanwhile (it
-        is then kept, and migrated as usual when it is opened)."""
+        is then kept, and migrated as usual when it is opened) or the file system cannot."""
         if self._task is None:
             return
         await self._task
         if not _wal(self.staged).exists():  # closed cleanly: the file holds everything
-            with contextlib.suppress(FileExistsError):  # never over one that appeared meanwhile
+            # never over a file that appeared meanwhile; where hard links are not allowed the
+            # merge builds the file again as it always did
+            with contextlib.suppress(OSError):
                 os.link(self.staged, self.target)
 
     async def discard(self) -> None:
