@@ -10,7 +10,8 @@ Used by `scale.py` (not run on its own). Three steps:
    recorded run is not the measured one: the measured first night runs the plain CLI.
 2. **replay** (`replay`): after another reset, a bare `httpx.AsyncClient` sends the same
    requests in the same order, with the same concurrency (8 in flight, contact associations in
-   at most 4 of them, as the pipeline runs them), under the same rate limit R (paced evenly
+   at most 4 of them while other creates are still to be answered, then in all 8, as the
+   pipeline runs them), under the same rate limit R (paced evenly
    just under R, a 429 waits its Retry-After and is sent again). Ids the service made during the
    recorded run (entities, contacts) are mapped to the ids it makes during the replay, from
    the answers, so later requests name the right objects. A request is sent only after every
@@ -231,12 +232,7 @@ async def _replay(
             target = f"{base_url}{mapped(url.raw_path.decode('ascii'))}"
             body = mapped(entry["body"]).encode("utf-8") if entry["body"] else None
             headers = {**entry["headers"], **bearer}
-            association = (
-                entry["method"] == "POST"
-                and url.path.endswith("/contacts")
-                and (url.path != "/v1/contacts")
-            )
-            async with side if association else _null(), gate:
+            async with side if _aside(entry) else _null(), gate:
                 for attempt in range(1, 20):
                     await pacer.wait()
                     try:
@@ -278,11 +274,23 @@ async def _replay(
 
         for step in recording.steps:  # ingest, then sync: one after the other, as in a night
             started = time.perf_counter()
-            for level in range(4):
-                batch = [e for e in step if _level(e) == level]
-                await asyncio.gather(*(one(e) for e in batch))
+            for level in range(3):
+                await asyncio.gather(*(one(e) for e in step if _level(e) == level))
+            # the rest: associations in at most half of the slots beside the other creates,
+            # in all of them once those are answered (as the pipeline runs them)
+            beside = asyncio.gather(*(one(e) for e in step if _level(e) == 3 and _aside(e)))
+            await asyncio.gather(*(one(e) for e in step if _level(e) == 3 and not _aside(e)))
+            for _ in range(concurrency - max(1, concurrency // 2)):
+                side.release()
+            await beside
             steps.append(time.perf_counter() - started)
     return sum(map(len, recording.steps)), limited, retried
+
+
+def _aside(entry: dict[str, Any]) -> bool:
+    """A contact association (`POST /v1/entities/{id}/contacts`): sent beside the other creates."""
+    path = httpx.URL(entry["url"]).path
+    return entry["method"] == "POST" and path.endswith("/contacts") and path != "/v1/contacts"
 
 
 class _null:

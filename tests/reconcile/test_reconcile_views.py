@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fundpipe.app.cli.render import format_cents, render_summary
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reconcile.views import ReconcileResult, export_views, reconcile
 from fundpipe.warehouse.file import Warehouse
 from worlds.warehouse import PAYLOADS
 
@@ -102,6 +102,28 @@ def test_as_of_date_picks_the_latest_snapshot_seen_by_then(
         "funding"
     )
     assert earlier.set_index("vehicle").loc["veh_a"].available_cents == 1
+
+
+def test_two_as_of_dates_exported_on_one_connection_each_show_their_own_books(
+    known_warehouse: Warehouse, tmp_path: Path
+) -> None:
+    # a view computed once for a run must not outlive it: the next export on the same
+    # connection (another as-of) reads the books again
+    days = {"later": dt.date(2026, 12, 6), "earlier": dt.date(2026, 11, 5)}
+    with known_warehouse.read() as con:
+        for folder, day in days.items():
+            export_views(con, day, tmp_path / folder)
+    for folder, day in days.items():
+        with known_warehouse.read() as con:
+            export_views(con, day, tmp_path / f"{folder}-alone")
+        for view in ("funding", "balance_movement", "exceptions"):
+            shared = pd.read_parquet(tmp_path / folder / f"{view}.parquet")
+            alone = pd.read_parquet(tmp_path / f"{folder}-alone" / f"{view}.parquet")
+            pd.testing.assert_frame_equal(shared, alone)
+    earlier = pd.read_parquet(tmp_path / "earlier" / "funding.parquet").set_index("vehicle")
+    assert earlier.loc["veh_a"].available_cents == 1
+    later = pd.read_parquet(tmp_path / "later" / "balance_movement.parquet")
+    assert later.set_index("financial_account").loc["fa_bdep"].total_cents == 7
 
 
 def test_exceptions_list_everything_that_needs_a_person(known_result: ReconcileResult) -> None:

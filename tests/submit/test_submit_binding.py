@@ -83,6 +83,18 @@ def test_live_objects_when_test_ones_are_expected_stop_before_anything_is_create
     assert world.amounts() == {}
 
 
+def test_a_first_sync_that_finds_live_objects_leaves_no_warehouse(tmp_path: Path) -> None:
+    world = sandbox_world(tmp_path / "data")  # the sandbox's objects are livemode false
+    expecting_live = world.settings.model_copy(update={"livemode": True})
+    with pytest.raises(ConfigurationError, match="test objects"):
+        sync(expecting_live, transport=world.transport)
+    warehouse = world.settings.warehouse_file
+    assert not warehouse.exists()
+    assert not list(warehouse.parent.glob(f"{warehouse.name}*"))  # nor a half-built one
+    sync(world.settings, transport=world.transport)  # the same sync, expecting test objects
+    assert [p.name for p in warehouse.parent.glob(f"{warehouse.name}*")] == [warehouse.name]
+
+
 def test_config_shows_the_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     world = sandbox_world(tmp_path / "data")
     write_sheet(world.inbox / "q4.csv", [("C-1", "veh_demo1", [100])])

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -58,6 +59,33 @@ VIEWS: dict[str, str | None] = {
 #: DuckDB's memory ceiling while exporting; beyond it joins and sorts spill to a temporary
 #: directory.
 MEMORY_LIMIT = "4GB"
+
+#: Views computed once per export, in dependency order, as temporary tables of the same name:
+#: a temporary table shadows the view for the rest of the connection — inside other views'
+#: bodies too — so `exceptions`, which reads most of them (some several times over, through
+#: its layers of migrations), reads each once computed instead of planning and running the
+#: whole stack again. The temporary tables are dropped when the export ends; the views
+#: themselves (schemas/warehouse.sql) are unchanged.
+MATERIALISED = (
+    "payments_effective",
+    "as_of_ledger_files",
+    "sheet_vs_service",
+    "balances_as_of",
+    "funding",
+    "balance_movement",
+    "rollforward_snapshots",
+    "rollforward_movement_lines",
+    "closed_periods",
+    "rollforward_periods",
+    "reconciling_items",
+    "rollforward",
+    "rollforward_movements",
+    "distribution_tieout",
+    "after_close_adjustments",
+    "adjusted_payments",
+    "superseded_files",
+    "conflict_rows",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,10 +211,33 @@ def export_views(
     rows: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fundpipe-reconcile-") as spill:
         con.execute("SET temp_directory = ?", [spill])
-        for view, order in VIEWS.items():
-            query = f"SELECT * FROM {view}" + (f" ORDER BY {order}" if order else "")
-            rows[view] = export_query(con, query, out_dir / f"{view}.parquet")
+        with _materialised(con):
+            for view, order in VIEWS.items():
+                query = f"SELECT * FROM {view}" + (f" ORDER BY {order}" if order else "")
+                rows[view] = export_query(con, query, out_dir / f"{view}.parquet")
     return rows
+
+
+@contextmanager
+def _materialised(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Within the block, each of MATERIALISED is a temporary table holding the view's rows for
+    the connection's point in time (set before); after it, the views again."""
+    database = con.execute("SELECT current_database()").fetchall()[0][0]
+    source = '"' + str(database).replace('"', '""') + '".main'
+    made: list[str] = []
+    try:
+        for view in MATERIALISED:
+            materialise(con, f"{source}.{view}", view)
+            made.append(view)
+        yield
+    finally:
+        for view in reversed(made):
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{view}")
+
+
+def materialise(con: duckdb.DuckDBPyConnection, source: str, view: str) -> None:
+    """Compute `source` (a qualified view) once into the temporary table `view`."""
+    con.execute(f"CREATE TEMPORARY TABLE {view} AS SELECT * FROM {source}")
 
 
 def _last_sync(

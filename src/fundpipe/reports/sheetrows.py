@@ -92,7 +92,7 @@ class SheetRows:
         read = [*names, in_file] if in_file else names
         batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=16_384, columns=read)
         if total_rows and not in_file:  # only the appended row is a total
-            batches = (b.append_column(total_rows, pa.array([False] * b.num_rows)) for b in batches)
+            batches = (b.append_column(total_rows, pa.repeat(False, b.num_rows)) for b in batches)
         if appended is not None:
             batches = itertools.chain(batches, [appended])
         if any(name in words for name in names):

@@ -210,7 +210,8 @@ async def execute(
 
     async def run(request: PlannedRequest, resolved: ResolvedRequest) -> None:
         """Send one request whose intent is committed; queue its outcome."""
-        # associations run beside the later phases, in at most half of the slots
+        # associations run beside the later phases, in at most half of the slots (all of them
+        # once the later phases are done)
         async with side_gate if request.phase == "associations" else contextlib.nullcontext():
             await send(request, resolved)
 
@@ -323,6 +324,9 @@ async def execute(
             else:
                 await run_phase(phase)
         if beside is not None:
+            # nothing else waits for a slot now: the associations left may take them all
+            for _ in range(concurrency - max(1, concurrency // 2)):
+                side_gate.release()
             await beside
     finally:
         if beside is not None and not beside.done():

@@ -1,8 +1,7 @@
 """Sync: pull what the service holds into the DuckDB warehouse.
 
 One sync pulls vehicles, every financial account with its balance, distributions with their
-payments and notifications, entities and contacts, then merges them into the warehouse in one
-transaction:
+payments and notifications, entities and contacts, and merges them in one transaction:
 
 - balances are *appended* to `balance_snapshots` with the sync's `seen_at` (never overwritten);
 - distributions, payments, notifications, entities, contacts, vehicles and accounts are upserted
@@ -11,18 +10,15 @@ transaction:
 - the ledger's `ledger_payments` / `ledger_files` are copied from the ledger file (read-only), so
   reconciliation never needs the ledger open; no ledger file → those tables are emptied.
 
-Only what is new and what is still open is pulled (`fundpipe.sync.incremental`): the
-distribution, entity and contact lists are walked newest first down to the objects the warehouse
-already holds, and distributions still open are re-read; every `FUNDPIPE_FULL_SYNC_DAYS`, on
-`full=True`, on a first sync and when a list turns out not to be newest first, a list is walked
-whole. Nothing is ever deleted or marked missing: the merge only upserts what was pulled.
+Only what is new and still open is pulled (`fundpipe.sync.incremental`): the distribution,
+entity and contact lists are walked newest first down to what the warehouse already holds, open
+distributions are re-read; a list is walked whole every `FUNDPIPE_FULL_SYNC_DAYS`, on `full=True`,
+on a first sync and when it is not newest first. The merge only upserts: nothing is deleted.
 
 Pulling is concurrent where lists are independent (each vehicle's accounts, the rest of a
-distribution's payments, the entity and contact lists) and sequential along one cursor. Pages go
-straight into Arrow record batches and are staged in Parquet files in a temporary directory
-(`fundpipe.sync.stage`: bounded memory), and the warehouse is opened
-only for the final merge — it is not held while the network is slow.
-"""
+distribution's payments, the entity and contact lists), sequential along one cursor; pages are
+staged in Parquet (`fundpipe.sync.stage`), and the warehouse is opened only for the merge (a
+first sync builds the new file beside the pull: `fundpipe.sync.fresh`)."""
 
 from __future__ import annotations
 
@@ -46,6 +42,7 @@ from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.sync.fresh import FreshWarehouse
 from fundpipe.sync.incremental import WALKED_LISTS, Known, Walk, read_known, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.monthend import certify_month_ends
@@ -336,6 +333,7 @@ async def sync_async(
     known = read_known(warehouse, full=full, full_every_days=settings.full_sync_days, now=seen_at)
     for name in WALKED_LISTS:
         log.info("sync %s: %s walk (%s)", name, known.modes[name], known.reasons[name])
+    fresh = FreshWarehouse(warehouse)
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
         stage = Stage(Path(tmp), progress)
         try:
@@ -343,9 +341,11 @@ async def sync_async(
             async with FundClient(settings.client_config(), transport=transport) as client:
                 puller = _Puller(client, stage, settings.max_concurrency, page_size, hints, known)
                 await puller.run()
+            check_livemode(settings, puller.livemode)  # before the warehouse is touched
+            await fresh.place()
         finally:
             stage.close()
-        check_livemode(settings, puller.livemode)  # before the warehouse is touched
+            await fresh.discard()
         counts = {name: sink.rows for name, sink in stage.sinks.items()}
         with warehouse.write() as con:
             changes = merge(
