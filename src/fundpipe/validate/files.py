@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from fundpipe.errors import exit_code_of
@@ -258,7 +259,9 @@ def _validate_sheet(
             report.read_cents = (report.read_cents or 0) + int(amounts.sum())
     if found:
         if match.template.name == "distribution" and "external_reference" in parsed:
-            read = parsed["external_reference"].dropna().astype(str).str.strip()
+            # the distinct references only: a million rows name a few thousand distributions
+            read = pd.Series(parsed["external_reference"].dropna().unique(), dtype="str")
+            read = read.str.strip()
             report.references = sorted({*report.references, *(r for r in read if r)})
         if match.template.name == "distribution":
             # the file is rejected, but its entity references are still checked, so that every
@@ -281,14 +284,16 @@ def _entity_refs(parsed: pd.DataFrame, sheet: str | None) -> pd.DataFrame:
     """The rows of a rejected distribution sheet whose entity was read: what the check needs."""
     if "entity" not in parsed or "entity_is_ref" not in parsed:
         return pd.DataFrame(columns=["sheet", "row", "entity", "entity_is_ref"])
-    # Only the two columns are filtered (not the whole parsed frame: a copy of every column).
-    read = parsed[["entity", "entity_is_ref"]][parsed["entity"].notna()]
+    # Only the rows naming an entity by its reference: the only ones `_check_entities` looks
+    # up (an ent_ id needs no resolving), and only the two columns (not a copy of every column).
+    is_ref = parsed["entity_is_ref"].fillna(False).to_numpy(dtype=bool)
+    read = parsed["entity"][is_ref & parsed["entity"].notna().to_numpy()]
     return pd.DataFrame(
         {
             "sheet": [sheet] * len(read),
             "row": read.index.to_numpy(dtype="int64"),
-            "entity": read["entity"].astype(object).to_numpy(),
-            "entity_is_ref": read["entity_is_ref"].fillna(False).to_numpy(dtype=bool),
+            "entity": read.astype(object).to_numpy(),
+            "entity_is_ref": np.ones(len(read), dtype=bool),
         }
     )
 
