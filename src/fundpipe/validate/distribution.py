@@ -69,8 +69,10 @@ class ParsedDistributions:
 
     #: Excel row number of each row
     rows: np.ndarray
-    #: canonical text columns (as written, or parsed: zone, ISO dates, currency, notify)
+    #: canonical text columns as written (name, vehicle, reference, entity)
     text: dict[str, pa.ChunkedArray]
+    #: parsed text columns (zone, ISO dates, currency, notify) as codes into their values
+    coded: dict[str, _Coded]
     #: cents per row (0 where ``amount_ok`` is False)
     amount_cents: np.ndarray
     amount_ok: np.ndarray
@@ -78,6 +80,21 @@ class ParsedDistributions:
     entity_is_ref: np.ndarray
     #: warnings for the sheet: (column, value, check, reason)
     notes: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+
+#: The template's canonical columns `check_distributions` reads (optional ones may be absent).
+_COLUMNS = (
+    "distribution_name",
+    "vehicle",
+    "external_reference",
+    "distribution_date",
+    "distribution_timezone",
+    "entity",
+    "amount",
+    "currency",
+    "distribution_date_override",
+    "notify",
+)
 
 
 def check_distributions(
@@ -101,8 +118,10 @@ def check_distributions(
     """
     n = table.num_rows
     chunk_rows = chunk_rows or CHUNK_ROWS
+    # optional columns the sheet lacks are blank columns of each slice (not of the sheet)
+    absent = [c for c in _COLUMNS if c not in table.column_names]
     whole_dates = {
-        column: _distinct_texts(table.column(column))
+        column: _distinct_texts(table.column(column)) if column not in absent else []
         for column in ("distribution_date", "distribution_date_override")
     }
     cents = np.zeros(n, dtype=np.int64)
@@ -113,7 +132,9 @@ def check_distributions(
     for start in range(0, n, chunk_rows):
         stop = min(start + chunk_rows, n)
         frame: pd.DataFrame = table.slice(start, stop - start).to_pandas()
-        frame.index = pd.Index(rows[start:stop])
+        frame.index = pd.Index(rows[start:stop].astype(np.int64))
+        for column in absent:
+            frame[column] = pd.Series(pd.NA, index=frame.index, dtype="str")
         out = _check_rows(frame, issues, excel=excel, date_order=date_order, whole=whole_dates)
         del frame
         amount = out.pop("amount_cents")
@@ -130,36 +151,53 @@ def check_distributions(
         column: table.column(column)
         for column in ("distribution_name", "vehicle", "external_reference", "entity")
     }
-    for column, coded in parsed.items():
-        text[column] = coded.column()
-    del parsed
-    result = ParsedDistributions(rows, text, cents, cents_ok, is_ref)
+    give_back_freed_memory()
+    result = ParsedDistributions(rows, text, parsed, cents, cents_ok, is_ref)
     result.notes = [
         _order_note(column, *notes[column])
         for column in ("distribution_date", "distribution_date_override")
         if column in notes
     ]
     _cross_row(result, issues)
+    give_back_freed_memory()
     return result
 
 
 class _Coded:
-    """A parsed text column, filled a slice at a time, kept as int32 codes into its distinct
-    values (4 bytes a row: a million ISO date-times as text would take 25 MiB)."""
+    """A parsed text column, filled a slice at a time, kept as integer codes into its distinct
+    values: 2 bytes a row while they are few (a million ISO date-times as text take 25 MiB),
+    nothing for a column left blank."""
 
     def __init__(self, rows: int) -> None:
-        self.codes = np.full(rows, -1, dtype=np.int32)
+        self.rows = rows
+        self.codes: np.ndarray | None = None
         self.names: dict[str, int] = {}
 
     def put(self, start: int, values: pd.Series) -> None:
         """Record ``values`` (<NA>: null) for rows ``start…``."""
         codes, distinct = pd.factorize(values)
+        if not len(distinct):
+            return
         ids = [self.names.setdefault(str(v), len(self.names)) for v in distinct]
-        self.codes[start : start + len(values)] = np.array([*ids, -1], dtype=np.int32)[codes]
+        wide = np.int16 if len(self.names) < 2**15 else np.int32
+        if self.codes is None:
+            self.codes = np.full(self.rows, -1, dtype=wide)
+        elif np.dtype(wide).itemsize > self.codes.itemsize:
+            self.codes = self.codes.astype(wide)
+        self.codes[start : start + len(values)] = np.array([*ids, -1], dtype=wide)[codes]
+
+    def codes_and_names(self) -> tuple[np.ndarray, pa.Array]:
+        """Codes per row (-1 = null) and the values they index (see `_codes`)."""
+        names = pa.array(list(self.names), type=pa.large_string())
+        if self.codes is None:
+            return np.full(self.rows, -1, dtype=np.int16), names
+        return self.codes, names
 
     def column(self) -> pa.ChunkedArray:
         """The column as Arrow (dictionary-encoded text)."""
         names = pa.array(list(self.names), type=pa.large_string())
+        if self.codes is None:
+            return pa.chunked_array([pa.nulls(self.rows, pa.dictionary(pa.int16(), names.type))])
         indices = pa.array(self.codes, mask=self.codes < 0)
         return pa.chunked_array([pa.DictionaryArray.from_arrays(indices, names)])
 
@@ -260,8 +298,10 @@ def _majority_disagreement(group: np.ndarray, value: np.ndarray) -> tuple[np.nda
     """
     live = (group >= 0) & (value >= 0)
     majority = np.full(int(group.max()) + 1 if len(group) else 0, -1, dtype=np.int32)
-    if live.any():
-        width = int(value.max()) + 1
+    width = int(value.max()) + 1 if len(value) else 0
+    if live.any() and len(majority) * width <= _DENSE_KEYS:
+        _dense_majority(group, value, live, width, majority)
+    elif live.any():
         key = group[live].astype(np.int64) * width + value[live]
         # Hashed, not sorted (a million rows): the distinct keys come in order of first sight.
         codes, distinct = pd.factorize(key)
@@ -275,8 +315,37 @@ def _majority_disagreement(group: np.ndarray, value: np.ndarray) -> tuple[np.nda
         ordered = groups[order]
         leader = np.r_[True, ordered[1:] != ordered[:-1]]
         majority[ordered[leader]] = values[order][leader]
-    expected = np.where(group >= 0, majority[np.maximum(group, 0)], -1)
+    expected = majority[np.maximum(group, 0)]
+    expected[group < 0] = -1
     return live & (value != expected), expected
+
+
+#: Most (distribution, value) pairs counted in plain arrays (else hashed): 1 Mi (8 MiB at most).
+_DENSE_KEYS = 2**20
+
+
+def _dense_majority(
+    group: np.ndarray, value: np.ndarray, live: np.ndarray, width: int, majority: np.ndarray
+) -> None:
+    """`_majority_disagreement`'s majority per group, counting pairs in arrays indexed by the
+    pair (few distributions and values: the usual sheet), without a per-row hash."""
+    size = len(majority) * width
+    key = group.astype(np.int32)
+    key *= width
+    key += value
+    key[~live] = size  # one extra slot for the rows that count for nothing
+    counts = np.bincount(key, minlength=size + 1)[:size]
+    # the first row of each pair
+    first = np.full(size + 1, len(group), dtype=np.int32)
+    np.minimum.at(first, key, np.arange(len(key), dtype=np.int32))
+    del key
+    pairs = np.flatnonzero(counts)
+    groups, values = pairs // width, pairs % width
+    # per group: most rows first, then the value seen first
+    order = np.lexsort((first[pairs], -counts[pairs], groups))
+    ordered = groups[order]
+    leader = np.r_[True, ordered[1:] != ordered[:-1]]
+    majority[ordered[leader]] = values[order][leader]
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
@@ -305,7 +374,10 @@ def _cross_row(parsed: ParsedDistributions, issues: IssueCollector) -> None:
         return
     rows = parsed.rows
     for column in _AGREEING:
-        codes, names = _codes(parsed.text[column])
+        if column in parsed.coded:
+            codes, names = parsed.coded[column].codes_and_names()
+        else:
+            codes, names = _codes(parsed.text[column])
         disagree, expected = _majority_disagreement(group, codes)
         if disagree.any():
             where = np.flatnonzero(disagree)
@@ -365,6 +437,11 @@ def _entities_twice(group: np.ndarray, entity: pa.ChunkedArray) -> np.ndarray:
     distribution's rows keep their order) in blocks of whole distributions: no hash of every
     entity of the sheet at once (a million distinct texts).
     """
+    live = group[group >= 0]
+    if np.all(live[1:] >= live[:-1]):
+        del live
+        return _entities_twice_in_runs(group, entity)
+    del live
     order = np.argsort(group, kind="stable")
     order = order[group[order] >= 0]
     found: list[np.ndarray] = []
@@ -376,14 +453,36 @@ def _entities_twice(group: np.ndarray, entity: pa.ChunkedArray) -> np.ndarray:
         while stop < len(order) and group[order[stop]] == last:
             stop += 1
         block = order[at:stop]
-        names = entity.take(pa.array(block)).to_pandas()
-        frame = pd.DataFrame({"g": group[block], "e": names.to_numpy()})
-        twice = frame.duplicated(keep="first").to_numpy() & names.notna().to_numpy()
-        found.append(block[twice])
+        found.append(block[_twice_in_block(group[block], entity.take(pa.array(block)))])
         at = stop
     if not found:
         return np.array([], dtype=np.int64)
     return np.sort(np.concatenate(found))
+
+
+def _twice_in_block(group: np.ndarray, entity: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Positions in a block of whole distributions whose (distribution, entity) an earlier row
+    of the block already has; rows without either never count."""
+    codes, _ = _codes(entity if isinstance(entity, pa.ChunkedArray) else pa.chunked_array([entity]))
+    key = pd.Series(group.astype(np.int64) * (int(codes.max()) + 2) + codes)
+    twice = key.duplicated(keep="first").to_numpy() & (codes >= 0) & (group >= 0)
+    return np.flatnonzero(twice)
+
+
+def _entities_twice_in_runs(group: np.ndarray, entity: pa.ChunkedArray) -> np.ndarray:
+    """`_entities_twice` for the usual sheet, each distribution's rows together: blocks of
+    whole distributions are plain slices of the column (no sort, no copy of the order)."""
+    found: list[np.ndarray] = []
+    n = len(group)
+    at = 0
+    while at < n:
+        stop = min(at + CHUNK_ROWS, n)
+        last = group[stop - 1]
+        while stop < n and (group[stop] == last or group[stop] < 0):
+            stop += 1
+        found.append(_twice_in_block(group[at:stop], entity.slice(at, stop - at)) + at)
+        at = stop
+    return np.concatenate(found) if found else np.array([], dtype=np.int64)
 
 
 def canonical_payments(
@@ -402,5 +501,6 @@ def canonical_payments(
         elif name == "entity_is_ref":
             columns[name] = parsed.entity_is_ref
         else:
-            columns[name] = pc.cast(parsed.text[name], pa.large_string()).to_pandas().array
+            text = parsed.text[name] if name in parsed.text else parsed.coded[name].column()
+            columns[name] = pc.cast(text, pa.large_string()).to_pandas().array
     return pd.DataFrame(columns, index=pd.RangeIndex(len(parsed.rows)))

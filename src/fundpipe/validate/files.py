@@ -228,9 +228,8 @@ def _validate_sheet(
             pa.table(
                 {
                     column: table.column(f"c{at}")
-                    if (at := match.positions.get(column)) is not None
-                    else pa.nulls(len(raw), pa.string())
                     for column in match.template.column_names
+                    if (at := match.positions.get(column)) is not None
                 }
             ),
             raw.rows,
