@@ -50,7 +50,7 @@ _AGREEING = ("distribution_name", "vehicle", "distribution_date", "distribution_
 
 #: Rows checked at a time: each slice of the sheet becomes a pandas frame of its own, checked
 #: by the pandera model and freed before the next (a million-row sheet is never whole in pandas).
-CHUNK_ROWS = 100_000
+CHUNK_ROWS = 50_000
 
 #: The parsed text columns kept per row (dictionary-encoded Arrow: a few distinct values each).
 _PARSED_TEXT = (
@@ -73,9 +73,11 @@ class ParsedDistributions:
     text: dict[str, pa.ChunkedArray]
     #: parsed text columns (zone, ISO dates, currency, notify) as codes into their values
     coded: dict[str, _Coded]
-    #: cents per row (0 where ``amount_ok`` is False)
-    amount_cents: np.ndarray
-    amount_ok: np.ndarray
+    #: the sum of the amounts that could be read, in cents (None: none could)
+    read_cents: int | None
+    #: cents per row (0 where ``amount_ok`` is False); None once a row issue rejects the sheet
+    #: (its payments are never built)
+    amount_cents: np.ndarray | None
     #: the entity is named by its external reference (not an ``ent_`` id)
     entity_is_ref: np.ndarray
     #: warnings for the sheet: (column, value, check, reason)
@@ -152,7 +154,16 @@ def check_distributions(
         for column in ("distribution_name", "vehicle", "external_reference", "entity")
     }
     give_back_freed_memory()
-    result = ParsedDistributions(rows, text, parsed, cents, cents_ok, is_ref)
+    read_cents = int(cents[cents_ok].sum()) if cents_ok.any() else None
+    del cents_ok
+    kept: np.ndarray | None = cents
+    if len(issues):
+        # rejected already: only what the cross-row rules and the entity check need stays
+        kept = None
+        for column in ("currency", "distribution_date_override", "notify"):
+            del parsed[column]
+    del cents
+    result = ParsedDistributions(rows, text, parsed, read_cents, kept, is_ref)
     result.notes = [
         _order_note(column, *notes[column])
         for column in ("distribution_date", "distribution_date_override")
@@ -337,7 +348,9 @@ def _dense_majority(
     counts = np.bincount(key, minlength=size + 1)[:size]
     # the first row of each pair
     first = np.full(size + 1, len(group), dtype=np.int32)
-    np.minimum.at(first, key, np.arange(len(key), dtype=np.int32))
+    for at in range(0, len(key), CHUNK_ROWS):
+        part = key[at : at + CHUNK_ROWS]
+        np.minimum.at(first, part, np.arange(at, at + len(part), dtype=np.int32))
     del key
     pairs = np.flatnonzero(counts)
     groups, values = pairs // width, pairs % width
@@ -497,6 +510,8 @@ def canonical_payments(
     }
     for name in CANONICAL_COLUMNS[3:]:
         if name == "amount_cents":
+            if parsed.amount_cents is None:
+                raise ValueError("a rejected sheet has no canonical payments")
             columns[name] = parsed.amount_cents
         elif name == "entity_is_ref":
             columns[name] = parsed.entity_is_ref

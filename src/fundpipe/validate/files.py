@@ -288,9 +288,8 @@ def _validate_sheet(
     for issue in found:
         report.add_error(issue)
     if isinstance(parsed, ParsedDistributions):
-        if parsed.amount_ok.any():  # no amount could be read: no total, not a misleading $0.00
-            amounts = parsed.amount_cents[parsed.amount_ok]
-            report.read_cents = (report.read_cents or 0) + int(amounts.sum())
+        if parsed.read_cents is not None:  # no amount read: no total, not a misleading $0.00
+            report.read_cents = (report.read_cents or 0) + parsed.read_cents
         if found:
             # the distinct references only: a million rows name a few thousand distributions
             read = pc.unique(parsed.text["external_reference"]).drop_null().to_pylist()
