@@ -16,11 +16,12 @@ Compares, in the same run and each in its own subprocess (so peak RSS is honest)
 - ``arrow`` (baseline): a plain pyarrow read of the CSV, every column text — the file's size as
   Arrow; ``plain_xlsx`` (baseline): a plain fastexcel read of the XLSX into Arrow.
 
-Prints read + validate time, rows/s and peak RSS per approach, then ``target …`` lines, each a
-ratio to a baseline of the same run: read + validate ≤ 0.6 × hand-vectorised pandas; ≥ 5 × the
+Prints read + validate time, rows/s and peak RSS per approach (``fundpipe``, ``hand`` and
+``pydantic`` run in turn ``--repeat`` times, 3 by default, and the fastest of each counts: on a shared machine one
+slow run is the load), then ``target …`` lines, each a ratio to a baseline of the same run: read + validate ≤ 0.6 × hand-vectorised pandas; ≥ 5 × the
 row-wise pydantic throughput; peak RSS ≤ 1.5 × the file as Arrow; the XLSX read ≤ 1.5 × a plain
 fastexcel read. Usage: ``python benchmarks/validate.py [--rows N] [--xlsx-rows N]
-[--only xlsx]`` (``--only xlsx``: the XLSX reads alone).
+[--repeat N] [--only xlsx]`` (``--only xlsx``: the XLSX reads alone).
 """
 
 from __future__ import annotations
@@ -427,6 +428,12 @@ def main() -> None:
         "--data-dir", type=Path, default=None, help="keep (and reuse) the generated files here"
     )
     parser.add_argument("--only", choices=["xlsx"], default=None, help="only the XLSX reads")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of fundpipe, hand-vectorised pandas and pydantic, in turn; the fastest of each counts",
+    )
     parser.add_argument("--child", nargs=2, metavar=("APPROACH", "PATH"))
     parser.add_argument("--generate", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -462,9 +469,28 @@ def main() -> None:
             measure("read_xlsx_cells_paused", cells_path)
             return
         arrow = measure("arrow", csv_path)
-        fundpipe = measure("fundpipe", csv_path)
-        hand = measure("hand", csv_path)
-        pydantic = measure("pydantic", sub_path)
+        # fundpipe and its yardsticks run in turn, ``--repeat`` times each; each keeps its
+        # fastest run (the machine is shared: one slow run is the load, not the code) and
+        # fundpipe its highest peak
+        runs = [
+            (
+                measure("fundpipe", csv_path),
+                measure("hand", csv_path),
+                measure("pydantic", sub_path),
+            )
+            for _ in range(args.repeat)
+        ]
+        fundpipe = min((f for f, _, _ in runs), key=lambda r: r["seconds"])
+        hand = min((h for _, h, _ in runs), key=lambda r: r["seconds"])
+        pydantic = min((p for _, _, p in runs), key=lambda r: r["seconds"])
+        heaviest = max(
+            (f for f, _, _ in runs), key=lambda r: r["peak_rss_mib"] - r["ready_rss_mib"]
+        )
+        fundpipe = {
+            **fundpipe,
+            "peak_rss_mib": heaviest["peak_rss_mib"],
+            "ready_rss_mib": heaviest["ready_rss_mib"],
+        }
         plain_xlsx = measure("plain_xlsx", xlsx_path)
         xlsx = measure("read_xlsx", xlsx_path)
         measure("read_xlsx_cells", cells_path)

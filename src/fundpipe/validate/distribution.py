@@ -52,7 +52,7 @@ _AGREEING = ("distribution_name", "vehicle", "distribution_date", "distribution_
 #: by the pandera model and freed before the next (a million-row sheet is never whole in pandas).
 CHUNK_ROWS = 50_000
 
-#: The parsed text columns kept per row (dictionary-encoded Arrow: a few distinct values each).
+#: The parsed text columns kept per row (`_Coded`: integer codes into a few distinct values).
 _PARSED_TEXT = (
     "currency",
     "distribution_timezone",
