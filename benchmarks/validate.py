@@ -16,11 +16,12 @@ Compares, in the same run and each in its own subprocess (so peak RSS is honest)
 - ``arrow`` (baseline): a plain pyarrow read of the CSV, every column text — the file's size as
   Arrow; ``plain_xlsx`` (baseline): a plain fastexcel read of the XLSX into Arrow.
 
-Prints read + validate time, rows/s and peak RSS per approach, then ``target …`` lines, each a
-ratio to a baseline of the same run: read + validate ≤ 0.6 × hand-vectorised pandas; ≥ 5 × the
+Prints read + validate time, rows/s and peak RSS per approach (``fundpipe``, ``hand`` and
+``pydantic`` run in turn ``--repeat`` times, 3 by default, and the fastest of each counts: on a shared machine one
+slow run is the load), then ``target …`` lines, each a ratio to a baseline of the same run: read + validate ≤ 0.6 × hand-vectorised pandas; ≥ 5 × the
 row-wise pydantic throughput; peak RSS ≤ 1.5 × the file as Arrow; the XLSX read ≤ 1.5 × a plain
 fastexcel read. Usage: ``python benchmarks/validate.py [--rows N] [--xlsx-rows N]
-[--only xlsx]`` (``--only xlsx``: the XLSX reads alone).
+[--repeat N] [--only xlsx]`` (``--only xlsx``: the XLSX reads alone).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ from typing import Any
 import targets
 
 #: What `fundpipe.validate` checks a sheet with (printed with the targets).
-VALIDATOR = "pandera (pandas backend) over a pandas frame read by pyarrow"
+VALIDATOR = (
+    "pandera (pandas backend) over 50,000-row pandas slices of the Arrow table pyarrow read "
+    "from the file, each freed before the next; the cross-row rules once, on integer codes"
+)
 
 HEADER = [
     "Distribution Name",
@@ -143,8 +147,10 @@ def run_fundpipe(path: Path) -> dict[str, object]:
     validate_files([Path(__file__).resolve().parents[1] / "data/samples/distributions_q4.csv"])
     ready_mib = _rss_now_mib()
     start = time.perf_counter()
+    cpu = time.process_time()
     [report] = validate_files([path], limits=ReadLimits(max_file_bytes=1 << 30))
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     bad_rows = len({e.row for e in report.errors if e.row is not None})
     return {
         "seconds": seconds,
@@ -152,6 +158,7 @@ def run_fundpipe(path: Path) -> dict[str, object]:
         "bad_rows": bad_rows,
         "cells_reported": len(report.errors),
         "ready_rss_mib": ready_mib,
+        "cpu_s": cpu,
     }
 
 
@@ -208,6 +215,7 @@ def run_hand(path: Path) -> dict[str, object]:
     import pandas as pd
 
     start = time.perf_counter()
+    cpu = time.process_time()
     df = pd.read_csv(path, engine="pyarrow", dtype=str, keep_default_na=False, na_values=[""])
     df.columns = ["name", "vehicle", "ref", "date", "zone", "entity", "amount", "currency"]
     bad = pd.Series(False, index=df.index)
@@ -244,6 +252,7 @@ def run_hand(path: Path) -> dict[str, object]:
     seconds = time.perf_counter() - start
     return {
         "seconds": seconds,
+        "cpu_s": time.process_time() - cpu,
         "rows": len(df),
         "bad_rows": int(bad.sum()),
         "cents": int(cents[~bad].sum()),
@@ -390,6 +399,8 @@ def measure(name: str, path: Path) -> dict[str, float]:
         f"  CPU {result['cpu_s']:5.2f} s, in GC {result['gc_s']:5.2f} s "
         f"({result['gc_collections']:.0f} collections)"
         if "gc_s" in result
+        else f"  CPU {result['cpu_s']:5.2f} s"
+        if "cpu_s" in result
         else ""
     )
     print(
@@ -424,6 +435,12 @@ def main() -> None:
         "--data-dir", type=Path, default=None, help="keep (and reuse) the generated files here"
     )
     parser.add_argument("--only", choices=["xlsx"], default=None, help="only the XLSX reads")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of fundpipe, hand-vectorised pandas and pydantic, in turn; the fastest of each counts",
+    )
     parser.add_argument("--child", nargs=2, metavar=("APPROACH", "PATH"))
     parser.add_argument("--generate", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -459,9 +476,28 @@ def main() -> None:
             measure("read_xlsx_cells_paused", cells_path)
             return
         arrow = measure("arrow", csv_path)
-        fundpipe = measure("fundpipe", csv_path)
-        hand = measure("hand", csv_path)
-        pydantic = measure("pydantic", sub_path)
+        # fundpipe and its yardsticks run in turn, ``--repeat`` times each; each keeps its
+        # fastest run (the machine is shared: one slow run is the load, not the code) and
+        # fundpipe its highest peak
+        runs = [
+            (
+                measure("fundpipe", csv_path),
+                measure("hand", csv_path),
+                measure("pydantic", sub_path),
+            )
+            for _ in range(args.repeat)
+        ]
+        fundpipe = min((f for f, _, _ in runs), key=lambda r: r["seconds"])
+        hand = min((h for _, h, _ in runs), key=lambda r: r["seconds"])
+        pydantic = min((p for _, _, p in runs), key=lambda r: r["seconds"])
+        heaviest = max(
+            (f for f, _, _ in runs), key=lambda r: r["peak_rss_mib"] - r["ready_rss_mib"]
+        )
+        fundpipe = {
+            **fundpipe,
+            "peak_rss_mib": heaviest["peak_rss_mib"],
+            "ready_rss_mib": heaviest["ready_rss_mib"],
+        }
         plain_xlsx = measure("plain_xlsx", xlsx_path)
         xlsx = measure("read_xlsx", xlsx_path)
         measure("read_xlsx_cells", cells_path)
@@ -481,6 +517,12 @@ def main() -> None:
                 unit=" s",
                 note=f"{args.rows:,} rows read + validated",
             )
+        )
+        print(
+            f"(information) CPU time of the same runs: fundpipe {fundpipe['cpu_s']:.2f} s, "
+            f"hand-vectorised pandas {hand['cpu_s']:.2f} s "
+            f"({fundpipe['cpu_s'] / hand['cpu_s']:.2f}×): what the load on a shared machine "
+            "does not blur"
         )
         # compared by throughput, so a shorter pydantic run is still a fair comparison
         print(

@@ -257,8 +257,13 @@ def parse_datetimes(
     excel_serials: bool = False,
     required: bool = True,
     date_order: DateOrder | None = None,
+    column_texts: list[str] | None = None,
 ) -> pd.DataFrame:
     """Resolve a column of date-times, each in the zone on the same row.
+
+    ``column_texts``: when ``text`` is a slice of a longer column, the distinct (stripped)
+    texts of the whole column: the order the column proves is read from all of them, so every
+    slice reads day and month alike.
 
     ``date_order``: the order the organization declares for day and month in figures
     (``FUNDPIPE_DATE_ORDER``); None reads them by the value itself or the rest of this column,
@@ -287,10 +292,11 @@ def parse_datetimes(
     distinct_texts = [str(t) for t in text_names]
     order: DateOrder | None = date_order
     proof: tuple[DateOrder, str] | None = None
+    whole = distinct_texts if column_texts is None else column_texts
     if order is None:
-        order = column_date_order(distinct_texts)
+        order = column_date_order(whole)
         if order is not None:
-            proof = (order, proving_example(distinct_texts, order))
+            proof = (order, proving_example(whole, order))
     resolved = resolve_many(
         [distinct_texts[int(p) // width] for p in distinct],
         [str(zone_names[int(p) % width]) for p in distinct],
@@ -320,7 +326,7 @@ def parse_datetimes(
         index=text.index,
         copy=False,
     )
-    if proof is not None and any(is_open(t) for t in distinct_texts):
+    if proof is not None and any(is_open(t) for t in whole):
         out.attrs["date_order_from_column"] = proof
     return out
 

@@ -43,18 +43,71 @@ class ReadLimits:
     max_rows: int = 2_000_000
 
 
-@dataclass
 class RawSheet:
-    """One sheet as text: its header as written and its body indexed by Excel row number."""
+    """One sheet as text: its header as written and its body, Excel row numbers alongside.
 
-    name: str | None
-    header: list[str]
-    #: columns ``c0…cN`` (position in the header), dtype ``str``, index = Excel row number
-    body: pd.DataFrame
-    #: True for spreadsheet sources whose numeric cells may be Excel date serials
-    excel: bool = False
-    #: row-level problems found while reading: (row, column position, check, reason)
-    cell_errors: list[tuple[int, int, str, str]] = field(default_factory=list)
+    The body is held as pandas (``body``: columns ``c0…cN`` by position in the header, dtype
+    ``str``, index = Excel row number) or as Arrow (``table``, the same columns, and ``rows``,
+    their Excel row numbers); each is made from the other on first use. A large CSV is read
+    into Arrow and stays there: validation turns it into pandas a slice at a time
+    (`fundpipe.validate.distribution`), since a whole pandas copy of a million-row sheet costs
+    half its Arrow size again (pandas' text columns need 64-bit offsets).
+    """
+
+    def __init__(
+        self,
+        name: str | None,
+        header: list[str],
+        body: pd.DataFrame | None = None,
+        *,
+        excel: bool = False,
+        cell_errors: list[tuple[int, int, str, str]] | None = None,
+        table: pa.Table | None = None,
+        rows: np.ndarray | None = None,
+    ) -> None:
+        if body is None and table is None:
+            raise ValueError("a sheet needs a body or a table")
+        self.name = name
+        self.header = header
+        #: True for spreadsheet sources whose numeric cells may be Excel date serials
+        self.excel = excel
+        #: row-level problems found while reading: (row, column position, check, reason)
+        self.cell_errors: list[tuple[int, int, str, str]] = cell_errors or []
+        self._body = body
+        self._table = table
+        self._rows = rows
+
+    def __len__(self) -> int:
+        """Number of body rows."""
+        return len(self._body) if self._body is not None else int(self.table.num_rows)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The body rows' Excel row numbers (header = row 1): int64 for a pandas body, int32
+        for an Arrow one (4 MiB a million rows)."""
+        if self._rows is None:
+            if self._body is not None:
+                self._rows = self._body.index.to_numpy(dtype="int64")
+            else:
+                self._rows = np.arange(2, 2 + len(self), dtype=np.int32)
+        return self._rows
+
+    @property
+    def table(self) -> pa.Table:
+        """The body as Arrow text columns ``c0…`` (no index: see `rows`)."""
+        if self._table is None:
+            assert self._body is not None
+            self._table = pa.Table.from_pandas(self._body, preserve_index=False)
+        return self._table
+
+    @property
+    def body(self) -> pd.DataFrame:
+        """The body as a pandas frame of ``str`` columns, index = Excel row number."""
+        if self._body is None:
+            frame: pd.DataFrame = self.table.to_pandas()
+            frame.index = pd.Index(self.rows)
+            self._body = frame
+        return self._body
 
 
 @dataclass
@@ -75,6 +128,14 @@ def clean_table(columns: pa.Table | list[Any], names: list[str] | None = None) -
     with nothing to trim and no blank cell is kept as it is, not copied (the usual case: a
     clean export of a million rows then costs no second copy of its text).
     """
+    frame: pd.DataFrame = clean_arrow(columns, names).to_pandas()
+    frame.index = pd.RangeIndex(2, 2 + len(frame))
+    frame.attrs["clean"] = True
+    return frame
+
+
+def clean_arrow(columns: pa.Table | list[Any], names: list[str] | None = None) -> pa.Table:
+    """`clean_table`'s work, staying in Arrow: cells trimmed, blanks null."""
     if isinstance(columns, pa.Table):
         names = columns.column_names if names is None else names
         columns = list(columns.columns)
@@ -89,10 +150,7 @@ def clean_table(columns: pa.Table | list[Any], names: list[str] | None = None) -
         else:
             cleaned.append(trimmed)
         del trimmed, blank
-    frame: pd.DataFrame = pa.table(cleaned, names=names).to_pandas()
-    frame.index = pd.RangeIndex(2, 2 + len(frame))
-    frame.attrs["clean"] = True
-    return frame
+    return pa.table(cleaned, names=names)
 
 
 def finish_sheet(
@@ -117,6 +175,28 @@ def finish_sheet(
     if not filled.all():
         body = body[filled]
     return RawSheet(name=name, header=header, body=body, excel=excel, cell_errors=cell_errors)
+
+
+def finish_table(name: str | None, header: list[Any], table: pa.Table) -> RawSheet:
+    """`finish_sheet` for a body already cleaned in Arrow (`clean_arrow`): trailing empty
+    columns and all-empty rows go, the rest stays in Arrow (see `RawSheet`)."""
+    header = ["" if h is None else str(h).strip() for h in header]
+    keep = len(header)
+    while keep and not header[keep - 1] and table.column(keep - 1).null_count == len(table):
+        keep -= 1
+    header = header[:keep]
+    if keep < table.num_columns:
+        table = table.select(list(range(keep)))
+    rows = None
+    if table.num_columns and len(table):
+        filled = pc.is_valid(table.column(0))
+        for column in table.columns[1:]:
+            filled = pc.or_(filled, pc.is_valid(column))
+        if not pc.all(filled).as_py():
+            keep_rows = np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
+            rows = np.flatnonzero(keep_rows).astype(np.int32) + 2
+            table = table.filter(filled)
+    return RawSheet(name, header, table=table, rows=rows, excel=False)
 
 
 def text_by_code(codes: np.ndarray, names: list[str | None], index: pd.Index) -> pd.Series:
@@ -144,6 +224,27 @@ def use_system_allocator() -> None:
     """
     if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         pa.set_memory_pool(pa.system_memory_pool())
+    _return_large_blocks_at_once()
+
+
+#: glibc's ``mallopt`` parameter for the size from which ``malloc`` maps memory of its own
+_M_MMAP_THRESHOLD = -3
+
+
+def _return_large_blocks_at_once() -> None:
+    """Have glibc's ``malloc`` give every block of 128 KiB or more its own mapping, handed back
+    to the system when freed (nothing elsewhere).
+
+    By default glibc raises that size to the largest block freed so far (up to 32 MiB), so once
+    a sheet's first columns are freed, the next ones come from its heap, which keeps what is
+    freed: a 1,000,000-row CSV read by pyarrow then peaked at twice its Arrow size; with the
+    size fixed, at about its Arrow size (`benchmarks/validate.py`).
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
 
 
 @functools.cache

@@ -52,8 +52,11 @@ class IssueCollector:
     def add_sheet_level(
         self, column: str | None, value: str | None, check: str, reason: str
     ) -> None:
-        """Record a problem that belongs to the sheet (no row), optionally naming a column."""
-        self.sheet_level.append((column, value, check, reason))
+        """Record a problem that belongs to the sheet (no row), optionally naming a column;
+        once, however often it is found (a sheet checked in slices finds it in each)."""
+        entry = (column, value, check, reason)
+        if entry not in self.sheet_level:
+            self.sheet_level.append(entry)
 
     @property
     def failed_rows(self) -> pd.Index:

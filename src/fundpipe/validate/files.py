@@ -15,7 +15,10 @@ from collections.abc import Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from fundpipe.errors import exit_code_of
 from fundpipe.progress import NullProgress, ProgressSink
@@ -23,7 +26,11 @@ from fundpipe.sheets.readers import AroundCells, RawSheet, ReadLimits, read_file
 from fundpipe.sheets.templates import best_match, load_templates
 from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
-from fundpipe.validate.distribution import canonical_payments, check_distributions
+from fundpipe.validate.distribution import (
+    ParsedDistributions,
+    canonical_payments,
+    check_distributions,
+)
 from fundpipe.validate.issues import FileReport, Issue, column_letter, mask_account_number
 from fundpipe.validate.roster import check_roster, roster_frames
 
@@ -193,36 +200,64 @@ def _validate_sheet(
             )
     if match.missing or match.duplicates:
         return 1
-    body = raw.body
-    report.rows += len(body)
-    if body.empty:
+    report.rows += len(raw)
+    if len(raw) == 0:
         report.file_error("no_rows", "the sheet has a header but no data rows", sheet=sheet)
         return 1
-    absent = pd.Series(pd.NA, index=body.index, dtype="str")
-    frame = pd.DataFrame(
-        {
-            column: body[f"c{pos}"] if (pos := match.positions.get(column)) is not None else absent
-            for column in match.template.column_names
-        },
-        index=body.index,
-        copy=False,
-    )
     issues = IssueCollector()
     for row, pos, check, reason in raw.cell_errors:
         cell_column = next((c for c, p in match.positions.items() if p == pos), None)
         if cell_column is None and check == "formula_without_value":
             continue  # a formula in a column the template ignores
-        mask = pd.Series(body.index == row, index=body.index)
-        issues.add(mask, cell_column, None, check, reason)
+        issues.add_frame(
+            pd.DataFrame(
+                {
+                    "row": [row],
+                    "column": cell_column,
+                    "value": None,
+                    "check": check,
+                    "reason": reason,
+                }
+            )
+        )
+    parsed: ParsedDistributions | pd.DataFrame
     if match.template.name == "distribution":
-        parsed = check_distributions(frame, issues, excel=raw.excel, date_order=date_order)
+        # the sheet stays in Arrow; it is checked a slice at a time (`check_distributions`)
+        table = raw.table
+        parsed = check_distributions(
+            pa.table(
+                {
+                    column: table.column(f"c{at}")
+                    for column in match.template.column_names
+                    if (at := match.positions.get(column)) is not None
+                }
+            ),
+            raw.rows,
+            issues,
+            excel=raw.excel,
+            date_order=date_order,
+        )
+        del table
     else:
+        body = raw.body
+        absent = pd.Series(pd.NA, index=body.index, dtype="str")
+        frame = pd.DataFrame(
+            {
+                column: body[f"c{at}"]
+                if (at := match.positions.get(column)) is not None
+                else absent
+                for column in match.template.column_names
+            },
+            index=body.index,
+            copy=False,
+        )
         parsed = check_roster(frame, issues)
     headers = dict(match.headers)
     report.headers[sheet or ""] = headers
     letters = {column: column_letter(pos) for column, pos in match.positions.items()}
     report.letters[sheet or ""] = letters
-    for column, value, check, reason in parsed.attrs.get("notes", []):
+    notes = parsed.notes if isinstance(parsed, ParsedDistributions) else []
+    for column, value, check, reason in notes:
         report.warnings.append(
             Issue(
                 report.file,
@@ -252,21 +287,22 @@ def _validate_sheet(
         )
     for issue in found:
         report.add_error(issue)
-    if match.template.name == "distribution" and "amount_cents" in parsed:
-        amounts = parsed["amount_cents"].dropna()
-        if len(amounts):  # no amount could be read: no total, rather than a misleading $0.00
-            report.read_cents = (report.read_cents or 0) + int(amounts.sum())
-    if found:
-        if match.template.name == "distribution" and "external_reference" in parsed:
-            read = parsed["external_reference"].dropna().astype(str).str.strip()
-            report.references = sorted({*report.references, *(r for r in read if r)})
-        if match.template.name == "distribution":
-            # the file is rejected, but its entity references are still checked, so that every
-            # error is reported at once (the frame is dropped once they are)
+    if isinstance(parsed, ParsedDistributions):
+        if parsed.read_cents is not None:  # no amount read: no total, not a misleading $0.00
+            report.read_cents = (report.read_cents or 0) + parsed.read_cents
+        if found:
+            # the distinct references only: a million rows name a few thousand distributions
+            read = pc.unique(parsed.text["external_reference"]).drop_null().to_pylist()
+            stripped = (str(r).strip() for r in read)
+            report.references = sorted({*report.references, *(r for r in stripped if r)})
+            # the file is rejected, but its entity references are still checked, so that
+            # every error is reported at once (the frame is dropped once they are)
             report.distributions = _concat(report.distributions, _entity_refs(parsed, sheet))
+            return 1
+    elif found:
         return 1
     source: str = report.file
-    if match.template.name == "distribution":
+    if isinstance(parsed, ParsedDistributions):
         payments = canonical_payments(parsed, source_file=source, sheet=sheet)
         report.distributions = _concat(report.distributions, payments)
     else:
@@ -277,18 +313,19 @@ def _validate_sheet(
     return 1
 
 
-def _entity_refs(parsed: pd.DataFrame, sheet: str | None) -> pd.DataFrame:
+def _entity_refs(parsed: ParsedDistributions, sheet: str | None) -> pd.DataFrame:
     """The rows of a rejected distribution sheet whose entity was read: what the check needs."""
-    if "entity" not in parsed or "entity_is_ref" not in parsed:
-        return pd.DataFrame(columns=["sheet", "row", "entity", "entity_is_ref"])
-    # Only the two columns are filtered (not the whole parsed frame: a copy of every column).
-    read = parsed[["entity", "entity_is_ref"]][parsed["entity"].notna()]
+    # Only the rows naming an entity by its reference: the only ones `_check_entities` looks
+    # up (an ent_ id needs no resolving).
+    entity = parsed.text["entity"]
+    named = np.asarray(pc.is_valid(entity).to_numpy(zero_copy_only=False), dtype=bool)
+    where = np.flatnonzero(parsed.entity_is_ref & named)
     return pd.DataFrame(
         {
-            "sheet": [sheet] * len(read),
-            "row": read.index.to_numpy(dtype="int64"),
-            "entity": read["entity"].astype(object).to_numpy(),
-            "entity_is_ref": read["entity_is_ref"].fillna(False).to_numpy(dtype=bool),
+            "sheet": [sheet] * len(where),
+            "row": parsed.rows[where].astype("int64"),
+            "entity": np.array(entity.take(pa.array(where)).to_pylist(), dtype=object),
+            "entity_is_ref": np.ones(len(where), dtype=bool),
         }
     )
 
