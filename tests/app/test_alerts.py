@@ -346,9 +346,8 @@ def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_tri
     async def block(webhook: str) -> tuple[str, alerts.Installed]:
         return BLOCK, alerts.Installed(alerts.BLOCK_NAME, "unchanged")
 
-    monkeypatch.setattr(alerts, "_block", block)
     night = alerts.Night(ORGS, "06:00", "America/New_York", "* * * * *")
-    done, notes = alerts.install("http://127.0.0.1:1/hook", night)
+    done, notes = alerts.install("http://127.0.0.1:1/hook", night, save_block=block)
     assert server.deleted == ["fundpipe: no night completed"]
     assert "someone else's automation" in server.automations
     assert not [n for n in server.automations if n.startswith("fundpipe: no night completed")]
@@ -357,11 +356,11 @@ def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_tri
     assert "missed-night alerts are not installed" in note
     assert ("fundpipe: no night completed", "deleted") in [(d.name, d.outcome) for d in done]
     daily = alerts.Night(ORGS, "06:00", "America/New_York", "30 1 * * *")
-    done, notes = alerts.install("http://127.0.0.1:1/hook", daily)
+    done, notes = alerts.install("http://127.0.0.1:1/hook", daily, save_block=block)
     assert notes == []
     created = [d.name for d in done if d.outcome == "created"]
     assert created == [f"fundpipe: no night completed for {name}" for _, name in ORGS[:2]] + [
         'fundpipe: no night completed for Société "Gamma" (%'
     ]
-    again, _ = alerts.install("http://127.0.0.1:1/hook", daily)
+    again, _ = alerts.install("http://127.0.0.1:1/hook", daily, save_block=block)
     assert {d.outcome for d in again} == {"unchanged"}  # installing twice changes nothing
