@@ -46,13 +46,13 @@ def test_the_check_looks_for_every_organization_the_nightly_runs(
 
     for name in ("FUNDPIPE_ORGS", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_ORG_ID"):
         monkeypatch.delenv(name, raising=False)
-    settings = Settings(data_dir=tmp_path)
+    settings = Settings(local={"data_dir": tmp_path})
     assert organizations_to_check(settings) == ["org_demo"]  # no night has run yet
     for org in ("org_demob", "org_demo"):
         (tmp_path / "orgs" / org / "inbox").mkdir(parents=True)
     assert organizations_to_check(settings) == ["org_demo", "org_demob"]
     (tmp_path / "inbox").mkdir()  # a single-organization layout left beside them stays put
-    configured = settings.model_copy(update={"orgs": "org_a,org_b"})
+    configured = settings.updated(service={"orgs": "org_a,org_b"})
     assert organizations_to_check(configured) == ["org_a", "org_b"]
     assert (tmp_path / "inbox").is_dir()
     assert not (tmp_path / "orgs" / "org_a").exists()

@@ -265,7 +265,7 @@ def night_check(organizations: list[str] | None = None) -> State[Any]:
 
     from fundpipe.app.prefect.steps import _settings
 
-    zone = _settings(None).nightly_timezone
+    zone = _settings(None).orchestration.nightly_timezone
     scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo(zone))
     deadline = deadline_of(scheduled, zone)
     orgs = organizations or _organizations()

@@ -147,7 +147,11 @@ def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
     except Exception:  # settings that cannot be read: the message says so, no secret to hide
         settings = Settings.model_construct()
     why = final.message or "the nightly run failed"
-    host = urlsplit(settings.base_url or "").hostname if not settings.embedded else None
+    host = (
+        urlsplit(settings.service.base_url or "").hostname
+        if not settings.service.embedded
+        else None
+    )
     for org, name in _known_organizations(settings):
         tell_night_failed(org, name, why, host, next_step_for(code, host or ""), settings)
 
@@ -163,8 +167,8 @@ def _known_organizations(settings: Settings) -> list[tuple[str, str]]:
         configured = []
     if configured:
         return [(o.folder, o.name or o.folder) for o in configured]
-    if settings.org_id:
-        return [(settings.org_id, settings.org_id)]
+    if settings.service.org_id:
+        return [(settings.service.org_id, settings.service.org_id)]
     return [("all", "every organization")]
 
 
@@ -203,7 +207,7 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
 
     top = _settings(data_dir)
     with every_org(top, get_run_logger().warning) as (live, orgs):
-        chosen = [pick_org(orgs, org or top.org_id)] if org or top.org_id else orgs
+        chosen = [pick_org(orgs, org or top.service.org_id)] if org or top.service.org_id else orgs
         several = len(chosen) > 1
         if several:
             _tag_this_run([org_tag(o.folder) for o in chosen])
@@ -276,7 +280,11 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
     # reconcile reads only the warehouse: the organization is found without the service
     top = _settings(data_dir)
     settings = org_settings(
-        top, org or top.org_id, among=Among.LOCAL, load_secret=None, say=get_run_logger().warning
+        top,
+        org or top.service.org_id,
+        among=Among.LOCAL,
+        load_secret=None,
+        say=get_run_logger().warning,
     ).settings
     result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
@@ -297,8 +305,8 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     `nightly_timezone`, `inbox_interval_s`, `complete_by`.
     """
     settings = settings or _settings(None)
-    cron, zone = settings.nightly_cron, settings.nightly_timezone
-    interval_s = settings.inbox_interval_s
+    cron, zone = settings.orchestration.nightly_cron, settings.orchestration.nightly_timezone
+    interval_s = settings.orchestration.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
@@ -346,8 +354,8 @@ def deployments(settings: Settings | None = None) -> list[Any]:
         # no concurrency limit, so a stuck earlier check never keeps the next one from alerting
         night_check.to_deployment(
             name=CHECK_FLOW,
-            schedules=[Cron(settings.night_check_cron, timezone=zone)],
-            description=f"At {settings.complete_by} ({zone}): which organizations have no "
+            schedules=[Cron(settings.orchestration.night_check_cron, timezone=zone)],
+            description=f"At {settings.orchestration.complete_by} ({zone}): which organizations have no "
             "completed night (fundpipe.night.missed)",
         ),
     ]
@@ -373,8 +381,8 @@ def serve_all() -> None:
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,
-        args=(find, settings.data_dir, prefect_announcer(settings.data_dir)),
-        kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
+        args=(find, settings.local.data_dir, prefect_announcer(settings.local.data_dir)),
+        kwargs={"settle_s": settings.pipeline.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,
     )

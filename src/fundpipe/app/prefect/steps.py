@@ -174,11 +174,11 @@ def _settings(data_dir: str | None) -> Settings:
     quiet_fastexcel()
 
     settings = Settings()
-    if "inbox_lock_wait_s" not in settings.model_fields_set:
+    if "inbox_lock_wait_s" not in settings.pipeline.model_fields_set:
         # a nightly run and an inbox run may start together: wait for the other, don't give up
-        settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
+        settings = settings.updated(pipeline={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
-        settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+        settings = settings.updated(local={"data_dir": Path(data_dir)})
     return settings
 
 

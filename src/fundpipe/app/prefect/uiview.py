@@ -86,7 +86,7 @@ def _zone() -> str:
     from fundpipe.config import Settings
 
     try:
-        return Settings().nightly_timezone
+        return Settings().orchestration.nightly_timezone
     except Exception:  # a bad setting fails the run itself, with its message, not its name
         return "UTC"
 
