@@ -224,10 +224,8 @@ def machine_fault(
 def _setting_problem(error: Mapping[str, Any]) -> str:
     """One invalid setting in words: its environment variable, the value given (never a
     secret's) and what it should be, e.g. ``FUNDPIPE_COMPLETE_BY='25:00': expected HH:MM …``."""
-    from fundpipe.config import GROUPS
-
     where = [str(part) for part in error["loc"]]
-    if len(where) > 1 and where[0] in GROUPS:  # settings.<group>.<field>: FUNDPIPE_<FIELD>
+    if len(where) > 1:  # settings.<group>.<field>[…]: the variable is FUNDPIPE_<FIELD>
         where = where[1:]
     message = str(error["msg"]).removeprefix("Value error, ")
     if not where:

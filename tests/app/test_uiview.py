@@ -48,10 +48,14 @@ def test_inbox_sync_and_reconcile_runs_are_named_by_organization_and_date() -> N
         step_run_name("reconcile", {"org": "org_b", "as_of": "2026-11-20"}, zone, now=late_utc)
         == "reconcile-org_b-2026-11-20"
     )
-    # the flows are named by these, not by Prefect's random names
-    assert flows.inbox.flow_run_name is uiview.inbox_run_name
-    assert flows.sync.flow_run_name is uiview.sync_run_name
-    assert flows.reconcile.flow_run_name is uiview.reconcile_run_name
+    # the flows are named by these once their settings are built (`name_run`, from the one
+    # `_settings` every flow starts with), not by Prefect's random names, and no run-name
+    # callback builds settings of its own
+    from fundpipe.app.prefect import orgnight
+
+    for named in (flows.inbox, flows.sync, flows.reconcile, flows.nightly, orgnight.org_night):
+        assert named.name in uiview.RUN_NAMES
+        assert named.flow_run_name is None
 
 
 def test_keys_and_tags_carry_the_organization() -> None:

@@ -221,18 +221,11 @@ async def _completed_between(since: datetime, until: datetime) -> set[str]:
             page = more.json()
 
 
-def _organizations() -> list[str]:
-    """Every organization a night runs for, by id, without asking the service: the configured
-    ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else those with a folder under `data/orgs/` (the
-    embedded sandbox's nightly runs both demo organizations, so both are checked), else
-    FUNDPIPE_ORG_ID, else the demo one. Nothing is moved: the check only reads."""
-    from fundpipe.app.prefect.steps import _settings
-
-    return organizations_to_check(_settings(None))
-
-
 def organizations_to_check(settings: Settings) -> list[str]:
-    """The organization folders the night check looks for (see `_organizations`)."""
+    """Every organization a night runs for, by folder, without asking the service: the
+    configured ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else those with a folder under
+    `data/orgs/` (the embedded sandbox's nightly runs both demo organizations, so both are
+    checked), else FUNDPIPE_ORG_ID, else the demo one. Nothing is moved: the check only reads."""
     from fundpipe.app.prefect.tell import organization
     from fundpipe.orgs import Among, configured_organizations, find_organizations
 
@@ -265,10 +258,11 @@ def night_check(organizations: list[str] | None = None) -> State[Any]:
 
     from fundpipe.app.prefect.steps import _settings
 
-    zone = _settings(None).orchestration.nightly_timezone
+    settings = _settings(None)
+    zone = settings.orchestration.nightly_timezone
     scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo(zone))
     deadline = deadline_of(scheduled, zone)
-    orgs = organizations or _organizations()
+    orgs = organizations or organizations_to_check(settings)
     completed = asyncio.run(_completed_between(deadline - timedelta(days=1), deadline))
     late = missed(orgs, completed)
     logger = get_run_logger()

@@ -57,11 +57,7 @@ from fundpipe.app.prefect.steps import (
 from fundpipe.app.prefect.tell import TELLING_OF
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
-    inbox_run_name,
-    nightly_run_name,
     org_tag,
-    reconcile_run_name,
-    sync_run_name,
 )
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
@@ -88,13 +84,13 @@ def ingest_file(path: str, data_dir: str | None = None, org: str | None = None) 
     return _guard(_ingest_flow, data_dir, path, org)
 
 
-@flow(name="sync", flow_run_name=sync_run_name)
+@flow(name="sync")
 def sync(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     return _guard(_sync_flow, data_dir, org)
 
 
-@flow(name="reconcile", flow_run_name=reconcile_run_name)
+@flow(name="reconcile")
 def reconcile(
     as_of: str | None = None, data_dir: str | None = None, org: str | None = None
 ) -> State[Any]:
@@ -102,14 +98,14 @@ def reconcile(
     return _guard(_reconcile_flow, data_dir, as_of, org)
 
 
-@flow(name="inbox", flow_run_name=inbox_run_name)
+@flow(name="inbox")
 def inbox(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Ingest whatever complete files wait in the inbox (every few minutes, and at once when
     `fundpipe watch` announces a settled file): `org`'s, else every organization's in turn."""
     return _guard(_inbox_flow, data_dir, org)
 
 
-@flow(name="nightly", flow_run_name=nightly_run_name)
+@flow(name="nightly")
 def nightly(
     samples: bool = False,
     as_of: str | None = None,
@@ -388,6 +384,6 @@ def serve_all() -> None:
     )
     watcher.start()
     try:
-        serve(*deployments())
+        serve(*deployments(settings))
     finally:
         stop.set()

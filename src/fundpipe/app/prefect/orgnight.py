@@ -35,7 +35,6 @@ from prefect.states import Completed
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
 from fundpipe.app.prefect.nightsummary import org_row
-from fundpipe.app.prefect.uiview import org_run_name
 from fundpipe.config import Organization, Settings
 from fundpipe.nights import OrgNight
 
@@ -91,7 +90,7 @@ def service_slot(settings: Settings) -> Iterator[None]:
         yield
 
 
-@flow(name=ORG_FLOW, flow_run_name=org_run_name)
+@flow(name=ORG_FLOW)
 def org_night(
     org: str = "",
     as_of: str | None = None,

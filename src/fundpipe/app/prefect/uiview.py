@@ -14,7 +14,7 @@ artifact keys and plain column labels.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 from fundpipe.nights import NEEDS_REVIEW
 
 if TYPE_CHECKING:
+    from fundpipe.config import Settings
     from fundpipe.night import NightException
     from fundpipe.nights import OrgRow
 
@@ -82,43 +83,37 @@ def plain_exceptions(
     return rows
 
 
-def _zone() -> str:
-    from fundpipe.config import Settings
-
-    try:
-        return Settings().orchestration.nightly_timezone
-    except Exception:  # a bad setting fails the run itself, with its message, not its name
-        return "UTC"
-
-
-def _unique(flow: str, *parts: str) -> str:
+def _unique(flow: str, zone: str, *parts: str) -> str:
     """The current run's name, unique within a day (`verdict_state.unique_run_name`): the flow,
-    ``parts``, the night's date (its `as_of`, else the scheduled day in the nightly's
+    ``parts``, the night's date (its `as_of`, else the scheduled day in ``zone``, the nightly's
     timezone), the scheduled time, the run id's first digits."""
     from prefect.runtime import flow_run
 
     from fundpipe.app.prefect.verdict_state import unique_run_name
 
     when = flow_run.scheduled_start_time
-    zone = ZoneInfo(_zone())
-    start = when.astimezone(zone) if isinstance(when, datetime) else datetime.now(zone)
+    start = (
+        when.astimezone(ZoneInfo(zone))
+        if isinstance(when, datetime)
+        else datetime.now(ZoneInfo(zone))
+    )
     as_of = flow_run.parameters.get("as_of")
     if as_of:
         start = datetime.combine(date.fromisoformat(as_of), start.timetz())
     return unique_run_name(flow, start, str(flow_run.id or ""), *parts)
 
 
-def nightly_run_name() -> str:
+def nightly_run_name(zone: str) -> str:
     """The `nightly` run's name: `nightly-<date>-<HHMM>-<id>` (the night's date, the scheduled
     time, the run id's first digits: unique within a day; `nightly-<date>` is its prefix)."""
-    return _unique("nightly")
+    return _unique("nightly", zone)
 
 
-def org_run_name() -> str:
+def org_run_name(zone: str) -> str:
     """An `org-night` run's name: `org-night-<org>-<date>-<HHMM>-<id>` (unique within a day)."""
     from prefect.runtime import flow_run
 
-    return _unique("org-night", flow_run.parameters.get("org") or "own")
+    return _unique("org-night", zone, flow_run.parameters.get("org") or "own")
 
 
 def step_run_name(step: str, params: dict[str, Any], zone: str, now: datetime | None = None) -> str:
@@ -129,25 +124,42 @@ def step_run_name(step: str, params: dict[str, Any], zone: str, now: datetime | 
     return "-".join([step, *([org] if org else []), day])
 
 
-def inbox_run_name() -> str:
-    """An `inbox` run's name (see `step_run_name`)."""
-    from prefect.runtime import flow_run
+def _step(step: str) -> Callable[[str], str]:
+    def name(zone: str) -> str:
+        from prefect.runtime import flow_run
 
-    return step_run_name("inbox", flow_run.parameters, _zone())
+        return step_run_name(step, flow_run.parameters, zone)
 
-
-def sync_run_name() -> str:
-    """A `sync` run's name (see `step_run_name`)."""
-    from prefect.runtime import flow_run
-
-    return step_run_name("sync", flow_run.parameters, _zone())
+    return name
 
 
-def reconcile_run_name() -> str:
-    """A `reconcile` run's name (see `step_run_name`): the date is its `as_of`."""
-    from prefect.runtime import flow_run
+#: How each flow's run is named, from the nightly's timezone: the flow names its run with
+#: `name_run` once its settings are built (a run-name callback would have to read them first).
+RUN_NAMES: dict[str, Callable[[str], str]] = {
+    "nightly": nightly_run_name,
+    "org-night": org_run_name,
+    "inbox": _step("inbox"),
+    "sync": _step("sync"),
+    "reconcile": _step("reconcile"),
+}
 
-    return step_run_name("reconcile", flow_run.parameters, _zone())
+
+def name_run(settings: Settings) -> None:
+    """Name the current flow run as `RUN_NAMES` says for its flow, in `settings`' nightly
+    timezone (nothing outside a flow run, or for a flow not listed)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or context.flow is None:
+        return
+    naming = RUN_NAMES.get(context.flow.name)
+    if naming is None:
+        return
+    name = naming(settings.orchestration.nightly_timezone)
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_name(flow_run_id=context.flow_run.id, name=name)
+    context.flow_run.name = name
 
 
 def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:
