@@ -79,7 +79,7 @@ def test_the_flat_names_are_gone(tmp_path: Path) -> None:
         assert not hasattr(settings, name), name
         assert hasattr(getattr(settings, group), name), name
     with pytest.raises(ValidationError):
-        Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+        Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]  # flat on purpose
     built = Settings(**grouped(_env_file=None, data_dir=tmp_path, retry_deadline_s=1.5))
     assert (built.local.data_dir, built.http.retry_deadline_s) == (tmp_path, 1.5)
     with pytest.raises(TypeError, match="no setting 'retry_deadline'"):

@@ -229,9 +229,9 @@ def tonight() -> str:
     """The date tonight's runs are named by (`nightly-<date>`, `org-night-<org>-<date>`):
     today in the nightly's default timezone, as the runs themselves compute it."""
     from fundpipe.app.prefect.uiview import night_date
-    from fundpipe.config import Settings
+    from fundpipe.config import GROUPS
 
-    return night_date(None, Settings.model_fields["nightly_timezone"].default)
+    return night_date(None, GROUPS["orchestration"].model_fields["nightly_timezone"].default)
 
 
 @contextmanager

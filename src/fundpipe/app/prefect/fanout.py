@@ -185,16 +185,15 @@ def fan_out(
 
 
 def run_night(
-    samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
+    settings: Settings, samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
 ) -> State[Any]:
-    """The parent `nightly` run: every organization's night (see the module docstring)."""
+    """The parent `nightly` run: every organization's night (see the module docstring), with
+    the settings the flow built (`steps._settings(data_dir)`)."""
     from fundpipe.app.embedded import every_org
-    from fundpipe.app.prefect import steps
     from fundpipe.app.samples import copy_samples
     from fundpipe.orgs import org_settings
 
     logger = get_run_logger()
-    settings = steps._settings(data_dir)
     mode = mode or settings.orchestration.fan_out
     if mode not in {"subflows", "deployments"}:
         from fundpipe.errors import InputError

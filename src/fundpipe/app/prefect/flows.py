@@ -118,12 +118,19 @@ def nightly(
     `fundpipe.app.prefect.fanout`."""
     from fundpipe.app.prefect.fanout import run_night
 
-    final = _guard(run_night, samples, as_of, data_dir, fan_out)
-    _tell_if_no_night_ran(final, data_dir)
+    built: list[Settings] = []
+
+    def night() -> State[Any]:
+        built.append(_settings(data_dir))
+        return run_night(built[0], samples, as_of, data_dir, fan_out)
+
+    final = _guard(night)
+    # settings that cannot be read: the message says so, no secret to hide
+    _tell_if_no_night_ran(final, built[0] if built else Settings.model_construct())
     return final
 
 
-def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
+def _tell_if_no_night_ran(final: State[Any], settings: Settings) -> None:
     """A nightly run that failed before any organization's night (its configuration, the
     org-night deployment missing, a bug): one `fundpipe.night.failed` alert for every
     organization (the Failed run itself is not alerted: `alerts.NIGHTS_TOLD_BY_EVENT`)."""
@@ -138,10 +145,6 @@ def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
     if isinstance(error, NightsFailed):  # each organization's failure was told already
         return
     code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
-    try:
-        settings = _settings(data_dir)
-    except Exception:  # settings that cannot be read: the message says so, no secret to hide
-        settings = Settings.model_construct()
     why = final.message or "the nightly run failed"
     host = (
         urlsplit(settings.service.base_url or "").hostname
