@@ -594,7 +594,7 @@ def _figures(s: Any) -> tuple[Any, ...]:
     """Every figure of the Summary (not the run's own clock)."""
     return (
         s.last_sync_id,
-        s.service.vehicles,
+        s.vehicles,
         s.vehicles_short,
         s.vehicles_without_balance,
         s.available_cents,

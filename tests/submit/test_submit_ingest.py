@@ -234,7 +234,9 @@ def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
 def test_batch_size_and_settle_time_come_from_the_settings(world: World, monkeypatch) -> None:
     monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "2")
     monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "0")
-    settings = type(world.settings)(data_dir=world.data_dir, rate_limit_per_s=1000.0)
+    settings = type(world.settings)(
+        local={"data_dir": world.data_dir}, http={"rate_limit_per_s": 1000.0}
+    )
     assert (settings.pipeline.submit_batch_size, settings.pipeline.inbox_settle_s) == (2, 0.0)
     truth = _drop(world, "five.csv", [(f"B-{i}", "veh_demo1", [100 + i]) for i in range(5)])
     # no settle_s / batch_size arguments: a file written just now is taken at once (settle 0)
