@@ -5,7 +5,9 @@ artifact keys and plain column labels.
   state of type COMPLETED named :data:`NEEDS_REVIEW` — the UI shows the name as the badge, so
   it no longer looks like a clean night, yet the dashboard does not count it as failed.
 - Runs are named by date and organization (`nightly-2026-11-25`, `org-night-<org>-2026-11-25`)
-  and a child run is tagged `org:<org>`, so runs can be filtered by organization.
+  and a child run is tagged `org:<org>`, so runs can be filtered by organization. The date is
+  in the nightly's timezone, a setting: each flow names its own run (`name_run`) once it has
+  built its settings, so no run-name callback reads the environment.
 - Artifact keys carry the organization (`fundpipe-exceptions-org-a`), so the latest artifact
   of a key is that organization's; the parent's `fundpipe-open-exceptions` is one table over
   every organization.
@@ -31,6 +33,8 @@ __all__ = [
     "EXCEPTION_LABELS",
     "NEEDS_REVIEW",
     "OPEN_EXCEPTIONS_KEY",
+    "RUN_NAMES",
+    "name_run",
     "night_date",
     "nightly_run_name",
     "org_key",
