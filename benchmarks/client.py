@@ -166,7 +166,7 @@ async def concurrent(
 
             await asyncio.sleep(WINDOW_S + 0.2)
             reads = Phase(server_pid)
-            cursors = settings.max_concurrency
+            cursors = settings.http.max_concurrency
             pages = sum(await asyncio.gather(*(read() for _ in range(cursors))))
             reads.stop(pages)
     finally:
@@ -237,7 +237,9 @@ def request_cpu(settings: Settings, base_url: str) -> tuple[float, float, str]:
     bare, fund = [], []
     for r in range(CPU_ROUNDS):
         bare.append(
-            asyncio.run(bare_creates(base_url, CPU_REQUESTS, settings.max_concurrency, f"b{r}"))
+            asyncio.run(
+                bare_creates(base_url, CPU_REQUESTS, settings.http.max_concurrency, f"b{r}")
+            )
         )
         fund.append(asyncio.run(fund_creates(settings, CPU_REQUESTS, f"f{r}")))
     profile = cProfile.Profile(time.process_time)
@@ -314,12 +316,13 @@ def main(argv: list[str] | None = None) -> int:
             limit(rate * WINDOW_S)
             settings = Settings(
                 _env_file=None,
-                base_url=base_url,
-                client_id=DEMO_CLIENT_ID,
-                client_secret=SecretStr(DEMO_CLIENT_SECRET),
-                org_id=DEMO_ORG_ID,
-                rate_limit_per_s=rate,
-                max_concurrency=args.concurrency,
+                service={
+                    "base_url": base_url,
+                    "client_id": DEMO_CLIENT_ID,
+                    "client_secret": SecretStr(DEMO_CLIENT_SECRET),
+                    "org_id": DEMO_ORG_ID,
+                },
+                http={"rate_limit_per_s": rate, "max_concurrency": args.concurrency},
             )
             n_creates = int(rate * args.seconds)
             creates, reads, pages, n429 = asyncio.run(
@@ -327,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             # What this machine allows at all: FundClient without any rate limit (short run).
             limit(1_000_000)
-            unlimited = settings.model_copy(update={"rate_limit_per_s": 100_000.0})
+            unlimited = settings.updated(http={"rate_limit_per_s": 100_000.0})
             n_free = max(100, n_creates // 4)
             free_creates, free_reads, _, _ = asyncio.run(
                 concurrent(unlimited, n_free, math.ceil(n_free / args.concurrency), proc.pid)

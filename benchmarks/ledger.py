@@ -63,15 +63,16 @@ def _serve(queue: Any, stop: Any) -> None:
 
 
 def _settings(base_url: str, data_dir: Path, concurrency: int) -> Settings:
-    return Settings(  # type: ignore[call-arg]
+    return Settings(
         _env_file=None,
-        base_url=base_url,
-        client_id=DEMO_CLIENT_ID,
-        client_secret=SecretStr(DEMO_CLIENT_SECRET),
-        org_id=DEMO_ORG_ID,
-        rate_limit_per_s=100_000.0,
-        max_concurrency=concurrency,
-        data_dir=data_dir,
+        service={
+            "base_url": base_url,
+            "client_id": DEMO_CLIENT_ID,
+            "client_secret": SecretStr(DEMO_CLIENT_SECRET),
+            "org_id": DEMO_ORG_ID,
+        },
+        http={"rate_limit_per_s": 100_000.0, "max_concurrency": concurrency},
+        local={"data_dir": data_dir},
     )
 
 
@@ -114,7 +115,7 @@ async def _client_loop(
 ) -> tuple[int, float]:
     """The baseline: the same creates through FundClient, no ledger. Returns (requests, CPU s)."""
     async with FundClient(settings.client_config()) as client:
-        gate = asyncio.Semaphore(settings.max_concurrency)
+        gate = asyncio.Semaphore(settings.http.max_concurrency)
 
         async def one(i: int, cents: list[int]) -> None:
             body = [
@@ -130,7 +131,7 @@ async def _client_loop(
                     ],
                 }
             ]
-            key = idempotency_key(settings.org_id, "POST", "/v1/distributions", body)
+            key = idempotency_key(settings.service.org_id, "POST", "/v1/distributions", body)
             async with gate:
                 await client.create_distributions(body, idempotency_key=key)
 

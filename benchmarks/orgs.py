@@ -79,13 +79,15 @@ def _letter(org: str) -> str:
 
 async def _investors(base_url: str, org: str) -> list[str]:
     """Create the organization's investors; their ids."""
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None,
-        base_url=base_url,
-        client_id=DEMO_CLIENT_ID,
-        client_secret=SecretStr(DEMO_CLIENT_SECRET),
-        org_id=org,
-        rate_limit_per_s=1000.0,
+        service={
+            "base_url": base_url,
+            "client_id": DEMO_CLIENT_ID,
+            "client_secret": SecretStr(DEMO_CLIENT_SECRET),
+            "org_id": org,
+        },
+        http={"rate_limit_per_s": 1000.0},
     )
     async with FundClient(settings.client_config()) as client:
         created = await client.create_entities(

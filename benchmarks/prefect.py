@@ -167,7 +167,7 @@ def _overhead(api: str, data_dir: Path, runs: int) -> tuple[float, float, float]
     (empty / "orgs" / "org_demo" / "inbox").mkdir(parents=True)
 
     def plain() -> None:
-        settings = Settings(_env_file=None, data_dir=empty)  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, local={"data_dir": empty})  # type: ignore[call-arg]
         with service(settings) as live:
             demo = [Organization(id="org_demo"), Organization(id="org_demob")]
             ingest(org_settings(live, demo[0], among=demo, load_secret=None).settings, None)

@@ -336,8 +336,9 @@ def reconcile_whole(root: Path) -> dict[str, Any]:
     views_mod.with_states = timed("lifecycle", views_mod.with_states)
     views_mod.write_workbook = timed("workbook", views_mod.write_workbook)
     workbook_mod.splice_rows = timed("  of which data rows", workbook_mod.splice_rows)
-    settings = Settings(  # type: ignore[call-arg]
-        data_dir=root / "data", warehouse_path=root / "warehouse.duckdb", _env_file=None
+    settings = Settings(
+        _env_file=None,
+        local={"data_dir": root / "data", "warehouse_path": root / "warehouse.duckdb"},
     )
     started, cpu = time.perf_counter(), _cpu_s()
     result = views_mod.reconcile(

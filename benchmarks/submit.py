@@ -131,15 +131,16 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp, httpx.Client(base_url=base_url) as control:
             data_dir = Path(tmp) / "data"
             (data_dir / "inbox").mkdir(parents=True)
-            settings = Settings(  # type: ignore[call-arg]
+            settings = Settings(
                 _env_file=None,
-                base_url=base_url,
-                client_id=DEMO_CLIENT_ID,
-                client_secret=SecretStr(DEMO_CLIENT_SECRET),
-                org_id=DEMO_ORG_ID,
-                rate_limit_per_s=rate,
-                max_concurrency=args.concurrency,
-                data_dir=data_dir,
+                service={
+                    "base_url": base_url,
+                    "client_id": DEMO_CLIENT_ID,
+                    "client_secret": SecretStr(DEMO_CLIENT_SECRET),
+                    "org_id": DEMO_ORG_ID,
+                },
+                http={"rate_limit_per_s": rate, "max_concurrency": args.concurrency},
+                local={"data_dir": data_dir},
             )
             control.put(
                 "/_sandbox/settings",
@@ -256,8 +257,8 @@ def history_night(history: int, new: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
         (data_dir / "inbox").mkdir(parents=True)
-        settings = Settings(  # type: ignore[call-arg]
-            _env_file=None, data_dir=data_dir, rate_limit_per_s=100_000.0
+        settings = Settings(
+            _env_file=None, local={"data_dir": data_dir}, http={"rate_limit_per_s": 100_000.0}
         ).with_service("http://sandbox.test")
 
         async def seed() -> None:

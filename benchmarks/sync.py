@@ -56,10 +56,9 @@ def child_fundpipe(base_url: str, out: Path) -> dict[str, Any]:
     from fundpipe.sync.pull import sync
 
     settings = Settings(
-        data_dir=out,
-        rate_limit_per_s=1_000_000,
-        max_concurrency=8,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
+        local={"data_dir": out},
+        http={"rate_limit_per_s": 1_000_000, "max_concurrency": 8},
     ).with_service(base_url)
     started = time.perf_counter()
     result = sync(settings)
@@ -94,10 +93,9 @@ def child_history(base_url: str, out: Path) -> dict[str, Any]:
     from fundpipe.sync.pull import sync
 
     settings = Settings(
-        data_dir=out,
-        rate_limit_per_s=1_000_000,
-        max_concurrency=8,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
+        local={"data_dir": out},
+        http={"rate_limit_per_s": 1_000_000, "max_concurrency": 8},
     ).with_service(base_url)
     transport = _Counting()
     started = time.perf_counter()

@@ -128,10 +128,9 @@ def world(tmp_path: Path) -> World:
     """A seeded in-process sandbox and a data directory with an empty inbox."""
     app = create_app(SandboxConfig(rate_limit_requests=10_000, rate_limit_window_s=1))
     settings = Settings(
-        data_dir=tmp_path / "data",
-        rate_limit_per_s=1000.0,
-        max_attempts=6,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
+        local={"data_dir": tmp_path / "data"},
+        http={"rate_limit_per_s": 1000.0, "max_attempts": 6},
     ).with_service(BASE)
     (tmp_path / "data" / "inbox").mkdir(parents=True)
     return World(settings=settings, transport=httpx.ASGITransport(app=app))
@@ -159,7 +158,9 @@ def known_warehouse(warehouse: Warehouse) -> Warehouse:
 @pytest.fixture
 def settings(tmp_path: Path, warehouse: Warehouse) -> Settings:
     """Settings whose data directory and warehouse are temporary."""
-    return Settings(data_dir=tmp_path / "data", warehouse_path=warehouse.path, _env_file=None)  # type: ignore[call-arg]
+    return Settings(
+        _env_file=None, local={"data_dir": tmp_path / "data", "warehouse_path": warehouse.path}
+    )  # type: ignore[call-arg]
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +170,9 @@ def known_result(tmp_path_factory: pytest.TempPathFactory) -> ReconcileResult:
     wh = Warehouse(root / "warehouse.duckdb")
     with wh.write() as con:
         seed_known_world(con)
-    settings = Settings(data_dir=root / "data", warehouse_path=wh.path, _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(
+        _env_file=None, local={"data_dir": root / "data", "warehouse_path": wh.path}
+    )  # type: ignore[call-arg]
     return reconcile(settings, as_of=KNOWN_AS_OF, out_dir=root / "out")
 
 
@@ -180,9 +183,7 @@ def service(tmp_path: Path) -> tuple[httpx.ASGITransport, Settings]:
         app=create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
     )
     settings = Settings(
-        data_dir=tmp_path / "data",
-        rate_limit_per_s=10_000,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, local={"data_dir": tmp_path / "data"}, http={"rate_limit_per_s": 10_000}
     ).with_service(BASE)
     return transport, settings
 

@@ -324,3 +324,77 @@ def test_the_readme_says_how_tests_are_laid_out() -> None:
     named = {f for f in folders - packages if f"`tests/{f}/`" in readme}
     assert folders - packages == named, "a tests/ folder neither a package nor in the README"
     assert "a folder per package of `src/fundpipe/`" in readme
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _fundpipe_names(tree: ast.Module) -> set[str]:
+    """The names a test module binds to fundpipe's modules and objects by importing them."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {
+                (a.asname or a.name).split(".")[0]
+                for a in node.names
+                if a.name.startswith("fundpipe")
+            }
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fundpipe"):
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _private_patches(source: str) -> Iterator[tuple[int, str]]:
+    """Each `monkeypatch.setattr`/`delattr`, `patch(…)` or `patch.object(…)` in a test module's
+    `source` that replaces a leading-underscore name of fundpipe: (line, the name)."""
+    tree = ast.parse(source)
+    ours = _fundpipe_names(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name not in {"setattr", "delattr", "patch", "object"}:
+            continue
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            target = first.value  # "fundpipe.module.name"
+            if target.startswith("fundpipe.") and _private(target.rsplit(".", 1)[-1]):
+                yield node.lineno, target
+        elif len(node.args) > 1 and _root(first) in ours:
+            attr = node.args[1]
+            if (
+                isinstance(attr, ast.Constant)
+                and isinstance(attr.value, str)
+                and _private(attr.value)
+            ):
+                yield node.lineno, f"{ast.unparse(first)}.{attr.value}"
+
+
+def test_no_test_patches_a_private_name() -> None:
+    """Tests replace what a caller could replace (a parameter, a hook, a public name), never a
+    module's `_private` function or constant: a private name may be renamed or inlined, and a
+    test patching it then passes while testing nothing."""
+    offenders = [
+        (str(path.relative_to(ROOT)), line, name)
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, name in _private_patches(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+    found = list(
+        _private_patches(
+            "import fundpipe.reports.sheetxml as sheetxml\n"
+            "def test(monkeypatch):\n"
+            "    monkeypatch.setattr(sheetxml, '_buffer', None)\n"
+            "    monkeypatch.setattr('fundpipe.client._requester._sleep', None)\n"
+            "    monkeypatch.setattr(sheetxml, 'public', None)\n"
+        )
+    )
+    assert found == [(3, "sheetxml._buffer"), (4, "fundpipe.client._requester._sleep")]

@@ -20,7 +20,7 @@ def test_a_night_ingests_syncs_reconciles_and_reports(world: World) -> None:
     truth = write_sheet(
         world.inbox / "q4.csv", [("A-1", "veh_demo1", [100_00, 250_01]), ("A-2", "veh_demo2", [5])]
     )
-    settings = world.settings.model_copy(update={"inbox_settle_s": 0})
+    settings = world.settings.updated(pipeline={"inbox_settle_s": 0})
     result = night(settings, transport=world.transport)
     assert isinstance(result, NightResult)
     assert [(f.source_file, f.state) for f in result.files] == [("q4.csv", "processed")]
@@ -38,7 +38,7 @@ def test_a_night_ingests_syncs_reconciles_and_reports(world: World) -> None:
 
 def test_a_rejected_file_makes_the_night_need_a_person(world: World) -> None:
     (world.inbox / "bad.csv").write_text("not,a,distribution,sheet\n1,2,3,4\n", encoding="utf-8")
-    settings = world.settings.model_copy(update={"inbox_settle_s": 0})
+    settings = world.settings.updated(pipeline={"inbox_settle_s": 0})
     result = night(settings, transport=world.transport)
     assert [f.state for f in result.files] == ["rejected"]
     assert (result.files_processed, result.files_rejected) == (0, 1)
@@ -51,7 +51,7 @@ def test_a_night_runs_its_steps_through_the_step_runner_it_is_given(world: World
     """The entry point's step runner sees every step, in order (the `org-night` flow hands it
     one that makes each a Prefect task: tests/e2e/test_nightly_flow.py reads them back)."""
     write_sheet(world.inbox / "q4.csv", [("A-1", "veh_demo1", [100_00])])
-    settings = world.settings.model_copy(update={"inbox_settle_s": 0})
+    settings = world.settings.updated(pipeline={"inbox_settle_s": 0})
     seen: list[str] = []
 
     def recording(name: str, work: Callable[[], _R], /) -> _R:

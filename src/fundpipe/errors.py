@@ -225,6 +225,8 @@ def _setting_problem(error: Mapping[str, Any]) -> str:
     """One invalid setting in words: its environment variable, the value given (never a
     secret's) and what it should be, e.g. ``FUNDPIPE_COMPLETE_BY='25:00': expected HH:MM …``."""
     where = [str(part) for part in error["loc"]]
+    if len(where) > 1:  # settings.<group>.<field>[…]: the variable is FUNDPIPE_<FIELD>
+        where = where[1:]
     message = str(error["msg"]).removeprefix("Value error, ")
     if not where:
         return f"settings: {message}"

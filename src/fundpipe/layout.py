@@ -46,12 +46,12 @@ def legacy_items(settings: Settings) -> list[tuple[Path, Path]]:
     """(old, new) for every piece of single-organization state under `settings.data_dir`,
     with `new` still to be chosen per organization: the paths are relative to the org folders
     (`orgs/<org>/…` → `…`, `reports/<org>/…` → `reports/…`)."""
-    top = settings.data_dir
+    top = settings.local.data_dir
     moves: list[tuple[Path, Path]] = []
     for name in LEGACY_DIRS:
         moves += [(entry, Path(name) / entry.name) for entry in _entries(top / name)]
-    files = [] if settings.ledger_path else list(_LEDGER)
-    files += [] if settings.warehouse_path else list(_WAREHOUSE)
+    files = [] if settings.local.ledger_path else list(_LEDGER)
+    files += [] if settings.local.warehouse_path else list(_WAREHOUSE)
     moves += [(top / name, Path(name)) for name in files if (top / name).exists()]
     reports = top / "reports"
     for entry in _entries(reports) + (
@@ -64,9 +64,9 @@ def legacy_items(settings: Settings) -> list[tuple[Path, Path]]:
 
 def _owner(settings: Settings, orgs: Sequence[Organization]) -> Organization:
     """The organization the old state belongs to (see the module docstring)."""
-    binding = settings.data_dir / "ledger.binding.json"
+    binding = settings.local.data_dir / "ledger.binding.json"
     bound: str | None = None
-    if binding.exists() and not settings.ledger_path:
+    if binding.exists() and not settings.local.ledger_path:
         try:
             bound = str(json.loads(binding.read_text(encoding="utf-8")).get("organization") or "")
         except (OSError, ValueError) as exc:
@@ -75,20 +75,20 @@ def _owner(settings: Settings, orgs: Sequence[Organization]) -> Organization:
     if bound:
         if bound not in by_id:
             raise ConfigurationError(
-                f"{settings.data_dir} holds the state of organization {bound} (its ledger is "
+                f"{settings.local.data_dir} holds the state of organization {bound} (its ledger is "
                 f"bound to it), which is not configured ({_ids(orgs)}): add it to FUNDPIPE_ORGS "
                 f"or move that state away"
             )
         return by_id[bound]
-    if settings.org_id in by_id:
-        return by_id[settings.org_id]
+    if settings.service.org_id in by_id:
+        return by_id[settings.service.org_id]
     if len(orgs) == 1:
         return orgs[0]
     raise ConfigurationError(
-        f"{settings.data_dir} holds single-organization state (inbox, ledger, …) but "
+        f"{settings.local.data_dir} holds single-organization state (inbox, ledger, …) but "
         f"{len(orgs)} organizations are configured ({_ids(orgs)}) and nothing says whose it is: "
         f"set FUNDPIPE_ORG_ID to its organization, or move it into "
-        f"{settings.data_dir / 'orgs' / '<org_id>'} yourself"
+        f"{settings.local.data_dir / 'orgs' / '<org_id>'} yourself"
     )
 
 
@@ -108,7 +108,7 @@ def migrate_layout(settings: Settings, orgs: Sequence[Organization]) -> str | No
     if not moves:
         return None
     org = _owner(settings, orgs)
-    top = settings.data_dir
+    top = settings.local.data_dir
     org_dir, reports_dir = top / "orgs" / org.folder, top / "reports" / org.folder
     planned = [
         (

@@ -315,4 +315,4 @@ def night(
         )
         synced = step("sync", lambda: pull.sync(settings, transport=transport, progress=progress))
     reconciled = step("reconcile", lambda: views.reconcile(settings, as_of=as_of))
-    return NightResult.of(settings.org_id, ingested, synced, reconciled)
+    return NightResult.of(settings.service.org_id, ingested, synced, reconciled)

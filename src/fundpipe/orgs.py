@@ -137,7 +137,7 @@ def parse_orgs(text: str, source: str = "FUNDPIPE_ORGS") -> list[Organization]:
 
 
 def _from_file(settings: Settings) -> list[Organization]:
-    path = settings.orgs_file
+    path = settings.service.orgs_file
     assert path is not None
     source = f"FUNDPIPE_ORGS_FILE {path}"
     try:
@@ -154,9 +154,9 @@ def _from_file(settings: Settings) -> list[Organization]:
 
 def configured_organizations(settings: Settings) -> list[Organization] | None:
     """The organizations `FUNDPIPE_ORGS` or `FUNDPIPE_ORGS_FILE` list; None when neither is set."""
-    if settings.orgs and settings.orgs.strip():
-        return parse_orgs(settings.orgs)
-    if settings.orgs_file is not None:
+    if settings.service.orgs and settings.service.orgs.strip():
+        return parse_orgs(settings.service.orgs)
+    if settings.service.orgs_file is not None:
         return _from_file(settings)
     return None
 
@@ -177,21 +177,21 @@ def organizations(settings: Settings, transport: object | None = None) -> list[O
     try:
         read = asyncio.run(_read_organizations(settings, transport))
     except OperationUnavailableError:
-        fallback = Organization(id=settings.org_id)
+        fallback = Organization(id=settings.service.org_id)
         log.warning(
             "the service does not serve the organization read (%s): running for %s only; "
             "list the organizations in FUNDPIPE_ORGS to run for several",
-            settings.paths["organizations"],
+            settings.service.paths["organizations"],
             fallback.label,
         )
         return [fallback]
     if not read:
         raise ConfigurationError("the service lists no organization this client may act for")
-    if len(read) == 1 and settings.org_id in (None, read[0].id):
+    if len(read) == 1 and settings.service.org_id in (None, read[0].id):
         return read
-    if settings.org_id and not any(o.id == settings.org_id for o in read):
+    if settings.service.org_id and not any(o.id == settings.service.org_id for o in read):
         raise ConfigurationError(
-            f"FUNDPIPE_ORG_ID {settings.org_id} is not one of the organizations this client may "
+            f"FUNDPIPE_ORG_ID {settings.service.org_id} is not one of the organizations this client may "
             f"act for ({', '.join(str(o.id) for o in read)})"
         )
     return read
@@ -203,7 +203,7 @@ async def _read_organizations(settings: Settings, transport: object | None) -> l
     from fundpipe.client import FundClient
 
     # the read names no organization: it lists those the client may act for
-    unscoped = settings.model_copy(update={"org_id": None})
+    unscoped = settings.updated(service={"org_id": None})
     found: list[Organization] = []
     net = transport if isinstance(transport, httpx.AsyncBaseTransport) else None
     async with FundClient(unscoped.client_config(), transport=net) as client:
@@ -282,7 +282,7 @@ def find_organizations(
         if among is Among.CONFIGURED:
             return top, configured or [Organization(id=wanted)]
         if configured is None:
-            root = top.data_dir / "orgs"
+            root = top.local.data_dir / "orgs"
             folders = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
             if not folders:
                 return top, None
@@ -334,13 +334,13 @@ def org_settings(
         found = list(among)
     if found is None:  # Among.LOCAL, single-organization layout
         named = wanted.id if isinstance(wanted, Organization) else wanted
-        if named and top.org_id not in (None, named):
+        if named and top.service.org_id not in (None, named):
             raise ConfigurationError(
-                f"--org {named} is not FUNDPIPE_ORG_ID ({top.org_id}) and "
-                f"{top.data_dir / 'orgs'} holds no organization's folders"
+                f"--org {named} is not FUNDPIPE_ORG_ID ({top.service.org_id}) and "
+                f"{top.local.data_dir / 'orgs'} holds no organization's folders"
             )
         org = Organization(id=named)
-        return OrgSettings(org, top.model_copy(update={"org_id": org.id}))
+        return OrgSettings(org, top.updated(service={"org_id": org.id}))
     org = wanted if isinstance(wanted, Organization) else pick_org(found, wanted)
     one = top.for_org(org, several=len(found) > 1 if several is None else several)
     return OrgSettings(org, load_secret(one) if load_secret is not None else one)
@@ -355,12 +355,12 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
     # only its inbox is read: explicit ledger paths do not matter here (several=False)
     one = org_settings(
         settings,
-        wanted or settings.org_id,
+        wanted or settings.service.org_id,
         among=Among.CONFIGURED,
         load_secret=None,
         several=False,
     )
-    return stable_files(one.settings.data_dir / "inbox", settle_s=0)
+    return stable_files(one.settings.local.data_dir / "inbox", settle_s=0)
 
 
 def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
@@ -379,6 +379,6 @@ def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dic
     }
     return {
         "organizations": ", ".join(o.label for o in configured),
-        "organization folders": {k: str(v.data_dir) for k, v in per_org.items()},
+        "organization folders": {k: str(v.local.data_dir) for k, v in per_org.items()},
         "ledger bound to": {k: binding(v) for k, v in per_org.items()},
     }

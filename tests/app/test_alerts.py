@@ -46,13 +46,13 @@ def test_the_check_looks_for_every_organization_the_nightly_runs(
 
     for name in ("FUNDPIPE_ORGS", "FUNDPIPE_ORGS_FILE", "FUNDPIPE_ORG_ID"):
         monkeypatch.delenv(name, raising=False)
-    settings = Settings(data_dir=tmp_path)
+    settings = Settings(local={"data_dir": tmp_path})
     assert organizations_to_check(settings) == ["org_demo"]  # no night has run yet
     for org in ("org_demob", "org_demo"):
         (tmp_path / "orgs" / org / "inbox").mkdir(parents=True)
     assert organizations_to_check(settings) == ["org_demo", "org_demob"]
     (tmp_path / "inbox").mkdir()  # a single-organization layout left beside them stays put
-    configured = settings.model_copy(update={"orgs": "org_a,org_b"})
+    configured = settings.updated(service={"orgs": "org_a,org_b"})
     assert organizations_to_check(configured) == ["org_a", "org_b"]
     assert (tmp_path / "inbox").is_dir()
     assert not (tmp_path / "orgs" / "org_a").exists()
@@ -346,9 +346,8 @@ def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_tri
     async def block(webhook: str) -> tuple[str, alerts.Installed]:
         return BLOCK, alerts.Installed(alerts.BLOCK_NAME, "unchanged")
 
-    monkeypatch.setattr(alerts, "_block", block)
     night = alerts.Night(ORGS, "06:00", "America/New_York", "* * * * *")
-    done, notes = alerts.install("http://127.0.0.1:1/hook", night)
+    done, notes = alerts.install("http://127.0.0.1:1/hook", night, save_block=block)
     assert server.deleted == ["fundpipe: no night completed"]
     assert "someone else's automation" in server.automations
     assert not [n for n in server.automations if n.startswith("fundpipe: no night completed")]
@@ -357,13 +356,13 @@ def test_installing_replaces_the_old_alerts_and_skips_the_missed_night_for_a_tri
     assert "missed-night alerts are not installed" in note
     assert ("fundpipe: no night completed", "deleted") in [(d.name, d.outcome) for d in done]
     daily = alerts.Night(ORGS, "06:00", "America/New_York", "30 1 * * *")
-    done, notes = alerts.install("http://127.0.0.1:1/hook", daily)
+    done, notes = alerts.install("http://127.0.0.1:1/hook", daily, save_block=block)
     assert notes == []
     created = [d.name for d in done if d.outcome == "created"]
     assert created == [f"fundpipe: no night completed for {name}" for _, name in ORGS[:2]] + [
         'fundpipe: no night completed for Société "Gamma" (%'
     ]
-    again, _ = alerts.install("http://127.0.0.1:1/hook", daily)
+    again, _ = alerts.install("http://127.0.0.1:1/hook", daily, save_block=block)
     assert {d.outcome for d in again} == {"unchanged"}  # installing twice changes nothing
 
 

@@ -69,7 +69,9 @@ def test_config_redacts_the_client_secret(monkeypatch: pytest.MonkeyPatch) -> No
         assert "s3cr3t-value-never-shown" not in result.output
         assert "**********" in result.output
     values = json.loads(runner.invoke(app, ["config", "--json"]).output)
-    assert values["base_url"] == "https://api.example.com"
+    assert values["service"]["base_url"] == "https://api.example.com"
+    assert values["service"]["client_secret"] == "**********"
+    assert list(values)[:6] == ["service", "sandbox", "http", "local", "pipeline", "orchestration"]
     assert values["mode"] == "configured service"
 
 

@@ -12,23 +12,25 @@ from fundpipe.config import Settings
 
 def _vehicles_status(settings: Settings) -> int:
     with service(settings) as live:
-        assert live.base_url is not None
-        assert live.service_identity == EMBEDDED_SERVICE_NAME  # the port changes every run
-        assert live.livemode is False
+        assert live.service.base_url is not None
+        assert live.service.service_identity == EMBEDDED_SERVICE_NAME  # the port changes every run
+        assert live.service.livemode is False
         token = httpx.post(
-            f"{live.base_url}/oauth/token",
+            f"{live.service.base_url}/oauth/token",
             data={"grant_type": "client_credentials"},
             auth=("demo-client", "demo-secret"),
         ).json()["access_token"]
         return httpx.get(
-            f"{live.base_url}/v1/vehicles",
+            f"{live.service.base_url}/v1/vehicles",
             # the embedded sandbox has two demo organizations: a request names one
             headers={"Authorization": f"Bearer {token}", "X-Organization-Id": "org_demo"},
         ).status_code
 
 
 def test_fundpipe_sandbox_strict_serves_only_the_documented_operations(tmp_path: Path) -> None:
-    strict = Settings(data_dir=tmp_path / "strict", sandbox_strict=True, _env_file=None)  # type: ignore[call-arg]
+    strict = Settings(
+        _env_file=None, local={"data_dir": tmp_path / "strict"}, sandbox={"sandbox_strict": True}
+    )  # type: ignore[call-arg]
     assert _vehicles_status(strict) == 404
-    default = Settings(data_dir=tmp_path / "default", _env_file=None)  # type: ignore[call-arg]
+    default = Settings(_env_file=None, local={"data_dir": tmp_path / "default"})  # type: ignore[call-arg]
     assert _vehicles_status(default) == 200

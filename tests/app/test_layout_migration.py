@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fundpipe.config import Organization, Settings
+from fundpipe.config import Organization, Settings, grouped
 from fundpipe.errors import ConfigurationError
 from fundpipe.layout import migrate_layout
 
@@ -15,7 +15,7 @@ ORG_A, ORG_B = Organization(id="org_a"), Organization(id="org_b")
 
 
 def _settings(data_dir: Path, **values: object) -> Settings:
-    return Settings(data_dir=data_dir, _env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(**grouped(data_dir=data_dir, _env_file=None, **values))  # type: ignore[call-arg]
 
 
 def _old_layout(data: Path, organization: str = "org_a") -> dict[str, bytes]:

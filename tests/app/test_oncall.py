@@ -189,7 +189,7 @@ def test_the_night_event_counts_what_the_night_did(world: World) -> None:
     write_sheet(world.inbox / "q4.csv", [("A-1", "veh_demo1", [100_00, 250_01])])
     (world.inbox / "q4_typo.csv").write_text("not,a,sheet\n1,2,3\n", encoding="utf-8")
     result = night(
-        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+        world.settings.updated(pipeline={"inbox_settle_s": 0}), transport=world.transport
     )
     _, _, event = oncall.night_event(OrgNight.of("org_x", result), "org_x")
     assert event["counts"]["files_seen"] == 2
@@ -215,7 +215,7 @@ def test_the_run_log_and_summary_name_every_inbox_entry_left_alone(world: World)
     (world.inbox / "folder.csv").mkdir()
     (world.inbox / "memo.docx").write_bytes(b"PK")
     result = night(
-        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+        world.settings.updated(pipeline={"inbox_settle_s": 0}), transport=world.transport
     )
     lines = [
         "inbox: folder.csv — left alone: a folder",
@@ -281,7 +281,7 @@ def test_a_report_is_a_link_only_where_a_browser_opens_it(tmp_path: Path) -> Non
         error_reports=(moved.with_name("q4_typo.csv.errors.csv"),),
     )
     summary = OrgNight("org_x", date(2026, 11, 23), files=(rejected,), workbook=workbook)
-    local = summary_with_links(summary, Settings(data_dir=tmp_path))
+    local = summary_with_links(summary, Settings(local={"data_dir": tmp_path}))
     # without FUNDPIPE_REPORTS_URL: no dead link to the worker's disk, but where they are
     assert "file://" not in local
     assert "](" not in local  # not one markdown link
@@ -289,23 +289,27 @@ def test_a_report_is_a_link_only_where_a_browser_opens_it(tmp_path: Path) -> Non
     assert "set FUNDPIPE_REPORTS_URL to an http(s) location" in local
     assert f"- q4_typo.csv.errors.csv: `{moved}.errors.csv` on host" in local
     # a folder every machine mounts: its path as text, the same on every machine
-    folder = summary_with_links(summary, Settings(data_dir=tmp_path, reports_url="/mnt/share/fp"))
+    folder = summary_with_links(
+        summary, Settings(local={"data_dir": tmp_path, "reports_url": "/mnt/share/fp"})
+    )
     assert "](" not in folder
     assert (
         "- workbook: `/mnt/share/fp/2026-11-23/reconciliation.xlsx` (the shared reports location)"
     ) in folder
     # served over http(s): links that open
     shared = summary_with_links(
-        summary, Settings(data_dir=tmp_path, reports_url="https://drive.example/fp")
+        summary, Settings(local={"data_dir": tmp_path, "reports_url": "https://drive.example/fp"})
     )
     assert "[workbook](https://drive.example/fp/2026-11-23/reconciliation.xlsx)" in shared
     assert "set FUNDPIPE_REPORTS_URL" not in shared
     public = summary_with_links(
         summary,
         Settings(
-            data_dir=tmp_path,
-            reports_url="s3://fp-reports/fp",
-            reports_public_url="https://cdn.example/fp",
+            local={
+                "data_dir": tmp_path,
+                "reports_url": "s3://fp-reports/fp",
+                "reports_public_url": "https://cdn.example/fp",
+            }
         ),
     )
     assert "[workbook](https://cdn.example/fp/2026-11-23/reconciliation.xlsx)" in public
@@ -346,7 +350,7 @@ def test_a_rejected_files_exception_shows_its_amount(world: World) -> None:
             "twelve dollars,USD\n"
         )
     result = night(
-        world.settings.model_copy(update={"inbox_settle_s": 0}), transport=world.transport
+        world.settings.updated(pipeline={"inbox_settle_s": 0}), transport=world.transport
     )
     [rejected] = [e for e in exceptions_of(result.reconcile) if e.kind == "file_rejected"]
     assert rejected == next(e for e in result.exceptions if e.kind == "file_rejected")
@@ -377,7 +381,7 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
     monkeypatch.setattr(tell, "emit_event", emit_event)
 
     def the_night(settings: Settings) -> OrgNight:
-        out = settings.reports_folder / "2026-11-28" / "20261128T035000Z"
+        out = settings.local.reports_folder / "2026-11-28" / "20261128T035000Z"
         out.mkdir(parents=True)
         (out / "reconciliation.xlsx").write_bytes(b"xlsx")
         moved = tmp_path / "rejected" / "q4_typo.csv"
@@ -400,10 +404,12 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
         )
 
     public = Settings(
-        data_dir=tmp_path / "public",
-        org_id="org_demo",
-        reports_url=str(tmp_path / "share"),
-        reports_public_url="https://cdn.example/fp",
+        local={
+            "data_dir": tmp_path / "public",
+            "reports_url": str(tmp_path / "share"),
+            "reports_public_url": "https://cdn.example/fp",
+        },
+        service={"org_id": "org_demo"},
     )
     night = the_night(public)
     night = replace(night, published=publish_org(Organization(id="org_demo"), night, public))
@@ -421,7 +427,7 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
 
     # no reports location: the path, and the machine it is on (no link that cannot open)
     emitted.clear()
-    local = Settings(data_dir=tmp_path / "local", org_id="org_demo")
+    local = Settings(local={"data_dir": tmp_path / "local"}, service={"org_id": "org_demo"})
     night = the_night(local)
     tell.tell_incidents(night, local)
     (_, rejected), (_, opened) = emitted

@@ -13,14 +13,14 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from fundpipe.config import Organization, Settings
+from fundpipe.config import Organization, Settings, grouped
 from fundpipe.errors import ConfigurationError
 from fundpipe.orgs import Among, org_settings, organizations, parse_orgs, pick_org
 from fundpipe.sandbox import SandboxConfig, create_app
 
 
 def _settings(tmp_path: Path, **values: object) -> Settings:
-    return Settings(data_dir=tmp_path / "data", _env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(**grouped(data_dir=tmp_path / "data", _env_file=None, **values))  # type: ignore[call-arg]
 
 
 def test_the_short_form_and_the_json_list_give_the_same_organizations() -> None:
@@ -91,23 +91,25 @@ def test_each_organization_gets_its_own_state_reports_and_service(tmp_path: Path
         id="org_b", base_url="https://eu.example.com", client_id="b", secret_block="b-secret"
     )
     b = top.for_org(own, several=True)
-    assert b.org_id == "org_b"
-    assert b.data_dir == tmp_path / "data" / "orgs" / "org_b"
-    assert b.ledger_file == tmp_path / "data" / "orgs" / "org_b" / "ledger.duckdb"
-    assert b.warehouse_file == tmp_path / "data" / "orgs" / "org_b" / "warehouse.duckdb"
-    assert b.reports_folder == tmp_path / "data" / "reports" / "org_b"
-    assert b.reports_url == "https://drive.example/fp/org_b"
-    assert (b.base_url, b.client_id, b.client_secret_block) == (
+    assert b.service.org_id == "org_b"
+    assert b.local.data_dir == tmp_path / "data" / "orgs" / "org_b"
+    assert b.local.ledger_file == tmp_path / "data" / "orgs" / "org_b" / "ledger.duckdb"
+    assert b.local.warehouse_file == tmp_path / "data" / "orgs" / "org_b" / "warehouse.duckdb"
+    assert b.local.reports_folder == tmp_path / "data" / "reports" / "org_b"
+    assert b.local.reports_url == "https://drive.example/fp/org_b"
+    assert (b.service.base_url, b.service.client_id, b.service.client_secret_block) == (
         "https://eu.example.com",
         "b",
         "b-secret",
     )
-    assert b.client_secret is None  # its own secret comes from its block, never the shared one
+    assert (
+        b.service.client_secret is None
+    )  # its own secret comes from its block, never the shared one
     a = top.for_org(Organization(id="org_a"), several=True)
-    assert (a.base_url, a.client_id, a.client_secret) == (
-        top.base_url,
+    assert (a.service.base_url, a.service.client_id, a.service.client_secret) == (
+        top.service.base_url,
         "shared",
-        top.client_secret,
+        top.service.client_secret,
     )
 
 
@@ -116,7 +118,10 @@ def test_explicit_ledger_and_warehouse_paths_serve_a_single_organization_only(
 ) -> None:
     top = _settings(tmp_path, ledger_path=tmp_path / "l.duckdb", warehouse_path=tmp_path / "w.db")
     one = top.for_org(Organization(id="org_a"), several=False)
-    assert (one.ledger_file, one.warehouse_file) == (tmp_path / "l.duckdb", tmp_path / "w.db")
+    assert (one.local.ledger_file, one.local.warehouse_file) == (
+        tmp_path / "l.duckdb",
+        tmp_path / "w.db",
+    )
     with pytest.raises(ConfigurationError, match="FUNDPIPE_LEDGER_PATH"):
         top.for_org(Organization(id="org_a"), several=True)
 
@@ -148,7 +153,7 @@ def test_an_unserved_organization_read_degrades_to_fundpipe_org_id_with_a_warnin
         orgs = organizations(settings, transport)
     assert orgs == [Organization(id="org_demob")]
     assert "does not serve the organization read" in caplog.text
-    settings = settings.model_copy(update={"org_id": None})
+    settings = settings.updated(service={"org_id": None})
     # no FUNDPIPE_ORG_ID: the client's own organization, no X-Organization-Id header
     assert organizations(settings, transport) == [Organization(id=None)]
 
@@ -215,7 +220,8 @@ def test_an_organization_s_night_goes_to_its_work_queue(
         params = kwargs["parameters"]
         assert isinstance(params, dict)
         started[params["org"]] = kwargs.get("work_queue_name")  # type: ignore[assignment]
-        assert kwargs.get("tags") == [f"org:{params['org']}"]  # runs filter by organization
+        # runs filter by organization: its name (its id when it has none), and its id
+        assert kwargs.get("tags") == [f"org:{params['org']}", f"org-id:{params['org']}"]
         return SimpleNamespace(id=uuid.uuid4(), state=Completed())
 
     monkeypatch.setattr(prefect.deployments, "run_deployment", run_deployment)
@@ -292,11 +298,11 @@ def _loader(seen: list[str | None], blocks: dict[str, str]) -> Callable[[Setting
     the block it was asked for and fills the secret the way `with_secret_block` does."""
 
     def load(settings: Settings) -> Settings:
-        if settings.client_secret is not None or not settings.client_secret_block:
+        if settings.service.client_secret is not None or not settings.service.client_secret_block:
             return settings
-        seen.append(settings.client_secret_block)
-        value = SecretStr(blocks[settings.client_secret_block])
-        return settings.model_copy(update={"client_secret": value})
+        seen.append(settings.service.client_secret_block)
+        value = SecretStr(blocks[settings.service.client_secret_block])
+        return settings.updated(service={"client_secret": value})
 
     return load
 
@@ -308,7 +314,7 @@ def test_org_settings_asks_the_service_and_loads_each_organization_s_own_secret(
     seen: list[str | None] = []
     said: list[str] = []
     demob = org_settings(
-        settings.model_copy(update={"client_secret": None, "client_secret_block": "shared"}),
+        settings.updated(service={"client_secret": None, "client_secret_block": "shared"}),
         "org_demob",
         among=Among.SERVICE,
         load_secret=_loader(seen, {"shared": "demo-secret"}),
@@ -319,8 +325,8 @@ def test_org_settings_asks_the_service_and_loads_each_organization_s_own_secret(
     # (the read authenticated with it)
     assert seen == ["shared"]
     assert demob.org.id == "org_demob"
-    assert demob.settings.data_dir == tmp_path / "data" / "orgs" / "org_demob"
-    assert demob.settings.client_secret == SecretStr("demo-secret")
+    assert demob.settings.local.data_dir == tmp_path / "data" / "orgs" / "org_demob"
+    assert demob.settings.service.client_secret == SecretStr("demo-secret")
     with pytest.raises(ConfigurationError, match=r"2 organizations .*name one with --org"):
         org_settings(settings, None, among=Among.SERVICE, load_secret=None, transport=transport)
 
@@ -337,7 +343,7 @@ def test_org_settings_asks_the_service_and_loads_each_organization_s_own_secret(
     )
     # an organization naming its own block never borrows the shared secret
     assert seen == ["shared", "org-b-secret"]
-    assert own.settings.client_secret == SecretStr("b's own")
+    assert own.settings.service.client_secret == SecretStr("b's own")
     assert said == []  # nothing was in the single-organization layout
 
 
@@ -346,10 +352,10 @@ def test_org_settings_from_local_folders_never_asks_the_service(tmp_path: Path) 
     settings = _settings(tmp_path, base_url="http://127.0.0.1:9")  # nothing listens there
     # no organization configured and no folder yet: the single-organization layout as it is
     single = org_settings(settings, "org_x", among=Among.LOCAL, load_secret=None)
-    assert (single.org.id, single.settings.data_dir) == ("org_x", data)
+    assert (single.org.id, single.settings.local.data_dir) == ("org_x", data)
     with pytest.raises(ConfigurationError, match="--org org_y is not FUNDPIPE_ORG_ID"):
         org_settings(
-            settings.model_copy(update={"org_id": "org_x"}),
+            settings.updated(service={"org_id": "org_x"}),
             "org_y",
             among=Among.LOCAL,
             load_secret=None,
@@ -357,7 +363,7 @@ def test_org_settings_from_local_folders_never_asks_the_service(tmp_path: Path) 
     for name in ("org_a", "org_b"):
         (data / "orgs" / name).mkdir(parents=True)
     b = org_settings(settings, "org_b", among=Among.LOCAL, load_secret=None)
-    assert b.settings.warehouse_file == data / "orgs" / "org_b" / "warehouse.duckdb"
+    assert b.settings.local.warehouse_file == data / "orgs" / "org_b" / "warehouse.duckdb"
     with pytest.raises(ConfigurationError, match="name one with --org"):
         org_settings(settings, None, among=Among.LOCAL, load_secret=None)
     # a single-organization layout is moved once a list names its organizations
@@ -365,7 +371,7 @@ def test_org_settings_from_local_folders_never_asks_the_service(tmp_path: Path) 
     (data / "inbox" / "q4.csv").write_text("a\n", encoding="utf-8")
     said: list[str] = []
     org_settings(
-        settings.model_copy(update={"orgs": "org_a"}),
+        settings.updated(service={"orgs": "org_a"}),
         "org_a",
         among=Among.LOCAL,
         load_secret=None,
@@ -381,10 +387,10 @@ def test_a_fan_out_child_takes_its_organization_as_the_parent_named_it(tmp_path:
 
     top = _settings(tmp_path, base_url="http://127.0.0.1:9", client_secret="s")
     org, child = _org_settings(top, "org_read", orgs_on_host=1, several=True)
-    assert (org, child.org_id) == (Organization(id="org_read"), "org_read")
+    assert (org, child.service.org_id) == (Organization(id="org_read"), "org_read")
     org, child = _org_settings(top, "", orgs_on_host=1, several=False)
-    assert (org.folder, child.data_dir) == ("default", tmp_path / "data" / "orgs" / "default")
-    named = top.model_copy(update={"orgs": '[{"id": "org_a", "name": "Alder"}]'})
+    assert (org.folder, child.local.data_dir) == ("default", tmp_path / "data" / "orgs" / "default")
+    named = top.updated(service={"orgs": '[{"id": "org_a", "name": "Alder"}]'})
     org, child = _org_settings(named, "org_a", orgs_on_host=1, several=False)
     assert org.label == "org_a (Alder)"
 

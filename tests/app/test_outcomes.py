@@ -11,7 +11,7 @@ from worlds.submit import World, write_sheet
 
 
 def test_a_rerun_of_submitted_files_is_only_a_no_op(world: World) -> None:
-    settings = world.settings.model_copy(update={"inbox_settle_s": 0})
+    settings = world.settings.updated(pipeline={"inbox_settle_s": 0})
     kept = world.data_dir / "kept"
     kept.mkdir()
     for n in range(3):

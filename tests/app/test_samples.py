@@ -9,7 +9,7 @@ from fundpipe.config import Settings
 
 
 def test_a_custom_data_directory_gets_the_bundled_samples(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "elsewhere", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": tmp_path / "elsewhere"})  # type: ignore[call-arg]
     copied = copy_samples(settings)
     assert copied, "files seen 0: nothing was copied"
     assert {p.name for p in copied} == {
@@ -22,5 +22,5 @@ def test_the_data_directory_s_own_samples_come_first(tmp_path: Path) -> None:
     own = tmp_path / "data" / "samples"
     own.mkdir(parents=True)
     (own / "mine.csv").write_text("x\n", encoding="utf-8")
-    settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": tmp_path / "data"})  # type: ignore[call-arg]
     assert [p.name for p in copy_samples(settings)] == ["mine.csv"]

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from fundpipe.app.prefect.secrets import with_secret_block
 from fundpipe.client import FundClient, errors
-from fundpipe.config import Settings
+from fundpipe.config import Settings, grouped
 from fundpipe.errors import ConfigurationError
 
 
@@ -26,7 +26,7 @@ def make_settings(**overrides: object) -> Settings:
         "org_id": "org_a",
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(**grouped(_env_file=None, **values))  # type: ignore[call-arg]
 
 
 def _fake_prefect(monkeypatch: pytest.MonkeyPatch, value: object, loaded: list[str]) -> None:
@@ -67,8 +67,8 @@ def test_client_secret_can_come_from_a_prefect_secret_block(
         FundClient(settings.client_config())
     resolved = with_secret_block(settings)
     assert loaded == ["fundpipe-client-secret"]
-    assert resolved.client_secret is not None
-    assert resolved.client_secret.get_secret_value() == "from-the-block"
+    assert resolved.service.client_secret is not None
+    assert resolved.service.client_secret.get_secret_value() == "from-the-block"
     explicit = make_settings(client_secret_block="fundpipe-client-secret")
     assert with_secret_block(explicit) is explicit  # an explicit secret wins
     assert loaded == ["fundpipe-client-secret"]

@@ -112,7 +112,10 @@ def test_alerts_install_says_when_its_hour_is_not_the_night_checks(
 )
 def test_a_cron_prefect_schedules_by_is_accepted(cron: str) -> None:
     CronSchedule(cron=cron)  # Prefect takes it ...
-    assert Settings(nightly_cron=cron, _env_file=None).nightly_cron == cron  # type: ignore[call-arg]
+    assert (
+        Settings(_env_file=None, orchestration={"nightly_cron": cron}).orchestration.nightly_cron
+        == cron
+    )  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(
@@ -122,4 +125,4 @@ def test_a_cron_prefect_refuses_is_refused_by_the_settings(cron: str) -> None:
     with pytest.raises(ValueError, match="Invalid cron"):
         CronSchedule(cron=cron)  # Prefect would refuse it at `fundpipe serve` ...
     with pytest.raises(ValidationError, match="expected a cron of five fields"):
-        Settings(nightly_cron=cron, _env_file=None)  # type: ignore[call-arg]
+        Settings(_env_file=None, orchestration={"nightly_cron": cron})  # type: ignore[call-arg]

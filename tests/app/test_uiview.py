@@ -74,10 +74,21 @@ def test_runs_are_named_by_the_organization_s_name_and_date() -> None:
         run_name("org-night", late_utc, "9f8e", None, ("UTC", "UTC"), org_part("org_b", "Bé & Co"))
         == "org-night-b-co-2026-11-26-0300-9f8e"
     )
-    # the flows are named by these, not by Prefect's random names
-    assert flows.inbox.flow_run_name is uiview.inbox_run_name
-    assert flows.sync.flow_run_name is uiview.sync_run_name
-    assert flows.reconcile.flow_run_name is uiview.reconcile_run_name
+    # the flows are named by these once their settings are built (`name_run`, from the one
+    # `_settings` every flow starts with), not by Prefect's random names, and no run-name
+    # callback builds settings of its own
+    from fundpipe.app.prefect import deadline, orgnight
+
+    for named in (
+        flows.inbox,
+        flows.sync,
+        flows.reconcile,
+        flows.nightly,
+        orgnight.org_night,
+        deadline.night_check,
+    ):
+        assert named.name in uiview.RUN_NAMES
+        assert named.flow_run_name is None
 
 
 def test_keys_and_tags_carry_the_organization() -> None:

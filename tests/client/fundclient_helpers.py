@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
-from fundpipe.config import Settings
+from fundpipe.config import Settings, grouped
 
 BASE_URL = "https://fund.test"
 CLIENT_SECRET = "cs-Sup3rS3cretValue-9f8e7d"
@@ -84,7 +84,7 @@ def make_settings(**overrides: Any) -> Settings:
         "max_attempts": 4,
     }
     values.update(overrides)
-    return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(**grouped(_env_file=None, **values))  # type: ignore[call-arg]
 
 
 def token_response(token: str = TOKEN, expires_in: int = 3600) -> httpx.Response:

@@ -58,9 +58,9 @@ async def test_payment_instructions_missing_at_both_paths_is_not_found(client, s
 
 
 def test_paths_default_to_the_design_and_are_overridable_by_name(monkeypatch):
-    assert make_settings().paths == DEFAULT_PATHS
+    assert make_settings().service.paths == DEFAULT_PATHS
     monkeypatch.setenv("FUNDPIPE_PATHS", '{"vehicles": "/v2/funds"}')
-    paths = Settings(_env_file=None).paths  # type: ignore[call-arg]
+    paths = Settings(_env_file=None).service.paths  # type: ignore[call-arg]
     assert paths["vehicles"] == "/v2/funds"
     assert paths["vehicle"] == "/v1/vehicles/{veh_id}"
 

@@ -104,7 +104,7 @@ def test_client_config_is_built_from_the_settings_and_frozen():
     assert isinstance(config, ClientConfig)
     assert (config.retry_deadline_s, config.org_id, config.max_attempts) == (300.0, "org_x", None)
     assert config.backoff_max_s == 30.0  # the backoff's cap by default
-    assert dict(config.paths) == dict(settings.paths)
+    assert dict(config.paths) == dict(settings.service.paths)
     assert dict(CLIENT_PATHS) == DEFAULT_PATHS
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.org_id = "org_y"  # type: ignore[misc]

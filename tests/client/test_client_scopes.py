@@ -31,7 +31,7 @@ async def test_no_scope_is_requested_unless_configured(client, service):
 async def test_configured_scopes_are_requested_space_separated(service, monkeypatch):
     monkeypatch.setenv("FUNDPIPE_SCOPES", "entities:write,  distributions:*")
     settings = make_settings()
-    assert settings.scopes == "entities:write distributions:*"
+    assert settings.service.scopes == "entities:write distributions:*"
     service.get("/v1/vehicles/veh_1").mock(return_value=httpx.Response(200, json={"id": "veh_1"}))
     async with FundClient(
         settings.client_config(), transport=httpx.MockTransport(service.async_handler)
@@ -42,9 +42,9 @@ async def test_configured_scopes_are_requested_space_separated(service, monkeypa
 
 def test_scopes_setting_reads_the_environment(monkeypatch):
     monkeypatch.setenv("FUNDPIPE_SCOPES", "vehicles:read")
-    assert Settings(_env_file=None).scopes == "vehicles:read"  # type: ignore[call-arg]
+    assert Settings(_env_file=None).service.scopes == "vehicles:read"  # type: ignore[call-arg]
     monkeypatch.setenv("FUNDPIPE_SCOPES", "  ")
-    assert Settings(_env_file=None).scopes is None  # type: ignore[call-arg]
+    assert Settings(_env_file=None).service.scopes is None  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

@@ -230,9 +230,9 @@ def tonight() -> str:
     night's date its artifacts carry: today in the default reporting timezone, as the runs
     themselves compute it."""
     from fundpipe.app.prefect.uiview import night_date
-    from fundpipe.config import Settings
+    from fundpipe.config import GROUPS
 
-    return night_date(None, Settings.model_fields["reporting_timezone"].default)
+    return night_date(None, GROUPS["pipeline"].model_fields["reporting_timezone"].default)
 
 
 @contextmanager

@@ -118,11 +118,13 @@ async def _holdings(base_url: str) -> dict[str, Any]:
     from fundpipe.client import FundClient
 
     settings = Settings(
-        base_url=base_url,
-        client_id="demo-client",
-        client_secret="demo-secret",  # type: ignore[arg-type]
-        org_id="org_demo",
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
+        service={
+            "base_url": base_url,
+            "client_id": "demo-client",
+            "client_secret": "demo-secret",
+            "org_id": "org_demo",
+        },
     )
     async with FundClient(settings.client_config()) as client:
         distributions: dict[str, list[int]] = {}

@@ -99,12 +99,14 @@ def _expected(org: str) -> dict[str, int]:
 def _at_service(base_url: str, org: str) -> dict[str, list[int]]:
     from fundpipe.client import FundClient
 
-    settings = Settings(  # type: ignore[call-arg]
-        base_url=base_url,
-        client_id="demo-client",
-        client_secret="demo-secret",
-        org_id=org,
+    settings = Settings(
         _env_file=None,
+        service={
+            "base_url": base_url,
+            "client_id": "demo-client",
+            "client_secret": "demo-secret",
+            "org_id": org,
+        },
     )
 
     async def read() -> dict[str, list[int]]:
@@ -327,7 +329,7 @@ def test_a_crash_in_a_child_or_the_parent_is_an_internal_error_with_its_tracebac
     real_sync = fundpipe.sync.pull.sync
 
     def sync_crashing_for_demob(settings: Settings, **kwargs: object) -> object:
-        if settings.org_id == "org_demob":
+        if settings.service.org_id == "org_demob":
             raise RuntimeError("injected crash in a child")
         return real_sync(settings, **kwargs)  # type: ignore[arg-type]
 

@@ -96,7 +96,7 @@ async def _service_distributions(settings: Settings) -> dict[str, list[int]]:
 
 
 def test_the_service_holds_exactly_the_sheets_distributions(night: dict[str, Any]) -> None:
-    settings = Settings(data_dir=night["data_dir"], _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": night["data_dir"]})  # type: ignore[call-arg]
     with service(settings) as live:
         found = asyncio.run(_service_distributions(live))
     expected = _expected_from_samples()
@@ -252,12 +252,12 @@ def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Pat
         1
     ]
 
-    settings = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": tmp_path / "data"})  # type: ignore[call-arg]
     with service(settings) as live:
         found = asyncio.run(_service_distributions(live))
     assert all(len(totals) == 1 for totals in found.values()), found
     assert set(found) == set(_expected_from_samples())
-    demob = settings.model_copy(update={"org_id": "org_demob"})
+    demob = settings.updated(service={"org_id": "org_demob"})
     with service(demob) as live:
         found_b = asyncio.run(_service_distributions(live))
     assert all(len(totals) == 1 for totals in found_b.values()), found_b

@@ -57,7 +57,7 @@ def test_the_night_check_runs_at_the_complete_by_setting(monkeypatch: pytest.Mon
 @pytest.mark.parametrize("bad", ["6:00", "24:00", "06:60", "06-00", ""])
 def test_a_complete_by_that_is_not_hh_mm_is_refused(bad: str) -> None:
     with pytest.raises(ValidationError, match="complete_by"):
-        Settings(complete_by=bad)
+        Settings(orchestration={"complete_by": bad})
 
 
 def test_the_inbox_deployment_is_triggered_by_the_watchers_event() -> None:

@@ -11,14 +11,14 @@ import pytest
 
 from fundpipe.app.prefect.fanout import limit_name, shared_rate
 from fundpipe.app.prefect.nightsummary import cross_markdown, org_row
-from fundpipe.config import Organization, Settings
+from fundpipe.config import Organization, Settings, grouped
 from fundpipe.night import NightException
 from fundpipe.nights import Nights, NightsFailed, OrgNight, Verdict
 from fundpipe.submit.verdicts import FileOutcome
 
 
 def _settings(**values: object) -> Settings:
-    return Settings(data_dir=Path("data"), _env_file=None, **values)  # type: ignore[call-arg]
+    return Settings(**grouped(data_dir=Path("data"), _env_file=None, **values))  # type: ignore[call-arg]
 
 
 def test_one_limit_per_service_host_whatever_its_port_or_path() -> None:
@@ -44,10 +44,10 @@ def test_the_host_rate_is_shared_by_the_organizations_talking_at_once(
         rate_limit_per_s=9.0, host_rate_limit_per_s=host_rate, org_concurrency=limit
     )
     shared = shared_rate(settings, orgs)
-    assert shared.rate_limit_per_s == pytest.approx(expected)
+    assert shared.http.rate_limit_per_s == pytest.approx(expected)
     at_once = min(limit, orgs)
     if host_rate is not None:
-        assert shared.rate_limit_per_s * at_once <= host_rate + 1e-9
+        assert shared.http.rate_limit_per_s * at_once <= host_rate + 1e-9
 
 
 def _child(files: list[tuple[str, int, int]], exceptions: int) -> OrgNight:

@@ -135,7 +135,7 @@ def test_every_organization_s_inbox_is_watched(tmp_path: Path) -> None:
 
     data = tmp_path / "data"
     (data / "orgs" / "org_seen" / "inbox").mkdir(parents=True)
-    settings = Settings(data_dir=data, orgs="org_a,org_b", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": data}, service={"orgs": "org_a,org_b"})  # type: ignore[call-arg]
     watched = inboxes(settings)
     assert watched == [data / "orgs" / org / "inbox" for org in ("org_a", "org_b", "org_seen")]
     clock = Clock()
@@ -170,7 +170,7 @@ def test_an_inbox_created_after_the_watch_started_is_watched(tmp_path: Path) -> 
     from fundpipe.config import Settings
 
     data = tmp_path / "data"
-    settings = Settings(data_dir=data, _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": data})  # type: ignore[call-arg]
     assert inboxes(settings) == []  # nothing yet, and no legacy data/inbox invented
     clock = Clock()
     announced: list[str] = []
@@ -242,7 +242,7 @@ def test_the_watcher_works_out_the_configured_inboxes_once_and_looks_for_folders
 
     monkeypatch.setattr(fundpipe.orgs, "org_settings", counting)
     data = tmp_path / "data"
-    settings = Settings(data_dir=data, orgs="org_a,org_b", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, local={"data_dir": data}, service={"orgs": "org_a,org_b"})  # type: ignore[call-arg]
     find = inbox_finder(settings)
     assert calls == ["org_a", "org_b"]
     expected = [data / "orgs" / "org_a" / "inbox", data / "orgs" / "org_b" / "inbox"]

@@ -80,7 +80,7 @@ def test_a_late_change_is_one_exception_open_until_a_person_acknowledges_it(
     assert [t.id for t in february.lifecycle.still_open] == [adjustment.exception_id]
 
     # a person records it: acknowledged, and its symptoms stay explained by it
-    wh = Warehouse(world.settings.warehouse_file)
+    wh = Warehouse(world.settings.local.warehouse_file)
     acknowledge(
         wh,
         adjustment.exception_id,

@@ -83,7 +83,7 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     )
     assert closed.changed
     folder = closed.folder
-    assert folder == world.settings.reports_folder / "closed" / "2026-12"
+    assert folder == world.settings.local.reports_folder / "closed" / "2026-12"
     manifest = json.loads((folder / "manifest.json").read_text())
     files = _hashes(folder)
     assert manifest["files"] == {k: v for k, v in files.items() if k != "manifest.json"}
@@ -172,7 +172,7 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     assert known.summary.period.reviewed_by == "ben"
 
     # tampering is found
-    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(world.settings.data_dir))
+    monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(world.settings.local.data_dir))
     runner = CliRunner()
     out = runner.invoke(app, ["close", "--verify", "2026-12"])
     assert out.exit_code == 0, out.output
@@ -222,7 +222,7 @@ def test_closing_with_open_exceptions_needs_the_flag_and_lists_them(
         close_period(world.settings, "2026-12", prepared_by="ana", clock=lambda: january)
     exception_id = str(first.frame("exceptions").exception_id.iloc[0])
     assert exception_id in str(refused.value)
-    assert not (world.settings.reports_folder / "closed" / "2026-12").exists()
+    assert not (world.settings.local.reports_folder / "closed" / "2026-12").exists()
     closed = close_period(
         world.settings,
         "2026-12",
@@ -302,7 +302,7 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     assert "events/period_events.parquet" in manifest["files"]
 
     jan = days.night(dt.datetime(2027, 1, 2, 12, tzinfo=dt.UTC))  # reads the month-end
-    with Warehouse(settings.warehouse_file).read() as con:
+    with Warehouse(settings.local.warehouse_file).read() as con:
         state = period_state(con, "2026-12")
     assert state.certified_at is not None
     assert state.certified_by_sync is not None
@@ -372,7 +372,7 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     assert (second.folder / "review.json").exists()
 
     # the organization may allow one person to do both: the record says so
-    one = settings.model_copy(update={"one_person_close": True})
+    one = settings.updated(pipeline={"one_person_close": True})
     reopen_period(one, "2026-12", by="Ana Lima", reason="once more", clock=lambda: later, user="u1")
     close_period(one, "2026-12", prepared_by="Ana Lima", clock=lambda: later, user="u1")
     alone = review_period(one, "2026-12", reviewed_by="ana lima", clock=lambda: later, user="u1")

@@ -135,7 +135,7 @@ def test_exceptions_and_their_events_are_read_by_column_name(
     def reversed_list(columns: str) -> str:
         return ", ".join(reversed([c.strip() for c in columns.split(",")]))
 
-    monkeypatch.setattr(lifecycle, "_COLUMNS", reversed_list(lifecycle._COLUMNS))
-    monkeypatch.setattr(lifecycle, "_EVENT_COLUMNS", reversed_list(lifecycle._EVENT_COLUMNS))
+    monkeypatch.setattr(lifecycle, "EXCEPTION_COLUMNS", reversed_list(lifecycle.EXCEPTION_COLUMNS))
+    monkeypatch.setattr(lifecycle, "EVENT_COLUMNS", reversed_list(lifecycle.EVENT_COLUMNS))
     assert list_exceptions(known_warehouse) == listed
     assert history(known_warehouse, some.id) == shown

@@ -36,7 +36,9 @@ def test_an_item_below_materiality_is_listed_but_opens_no_exception(
     exception: bool,
 ) -> None:
     monkeypatch.setenv("FUNDPIPE_MATERIALITY", materiality)
-    configured = Settings(data_dir=settings.data_dir, warehouse_path=known_warehouse.path)
+    configured = Settings(
+        local={"data_dir": settings.local.data_dir, "warehouse_path": known_warehouse.path}
+    )
     result = reconcile(configured, as_of=AS_OF, out_dir=tmp_path / "r")
 
     roll = result.frame("rollforward").set_index("financial_account").loc["fa_bdep"]
@@ -59,14 +61,14 @@ def test_materiality_is_dollars_from_the_settings_or_the_organization(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("FUNDPIPE_MATERIALITY", "1,000.50")
-    settings = Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
-    assert settings.materiality == 100_050
+    settings = Settings(_env_file=None, local={"data_dir": tmp_path})  # type: ignore[call-arg]
+    assert settings.pipeline.materiality == 100_050
     (org,) = parse_orgs('[{"id": "org_a", "name": "Acme Fund", "materiality": "250"}]')
     mine = settings.for_org(org, several=False)
-    assert (mine.materiality, mine.org_name) == (25_000, "Acme Fund")
+    assert (mine.pipeline.materiality, mine.service.org_name) == (25_000, "Acme Fund")
     for bad in ("-5", "1.234", "ten"):
         monkeypatch.setenv("FUNDPIPE_MATERIALITY", bad)
         with pytest.raises(ValidationError, match="expected dollars"):
-            Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
+            Settings(_env_file=None, local={"data_dir": tmp_path})  # type: ignore[call-arg]
     with pytest.raises(ConfigurationError, match=r"org_a\): materiality: expected dollars"):
         parse_orgs('[{"id": "org_a", "materiality": "-1"}]')

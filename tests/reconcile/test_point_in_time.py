@@ -116,7 +116,7 @@ def test_the_as_of_day_ends_at_midnight_in_the_reporting_timezone(
     # veh_b's snapshot s2 was seen at 2026-12-05 00:00 UTC, 19:00 on the 4th in New York
     utc = _run(settings, tmp_path, dt.date(2026, 12, 4), "utc")
     new_york = reconcile(
-        settings.model_copy(update={"reporting_timezone": "America/New_York"}),
+        settings.updated(pipeline={"reporting_timezone": "America/New_York"}),
         as_of=dt.date(2026, 12, 4),
         out_dir=tmp_path / "ny",
         clock=lambda: RUN_AT,

@@ -41,7 +41,8 @@ def test_a_failed_payment_without_a_reason_is_still_an_exception(
 
 def test_a_failed_payment_with_a_reason_says_it(known_warehouse: Warehouse, tmp_path: Path) -> None:
     settings = Settings(
-        data_dir=tmp_path / "data", warehouse_path=known_warehouse.path, _env_file=None
+        _env_file=None,
+        local={"data_dir": tmp_path / "data", "warehouse_path": known_warehouse.path},
     )  # type: ignore[call-arg]
     result = reconcile(settings, as_of=AS_OF, out_dir=tmp_path / "out")
     reason = result.frame("exceptions").set_index("object_id").loc["dpmt_5", "reason"]

@@ -189,7 +189,7 @@ def test_reports_default_to_a_folder_named_for_the_as_of_date(
     result = reconcile(settings, clock=lambda: run_at)
     # issue 13: one folder per run, `latest` pointing at the newest; issue 21: filed under the
     # as-of date, the run time in the folder's name
-    reports = settings.data_dir / "reports"
+    reports = settings.local.data_dir / "reports"
     assert result.out_dir == reports / "2026-12-01" / "20261201T063000Z"
     again = reconcile(settings, clock=lambda: run_at)
     assert again.out_dir == reports / "2026-12-01" / "20261201T063000Z-2"

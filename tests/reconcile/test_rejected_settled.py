@@ -69,7 +69,7 @@ def test_a_corrected_file_under_a_new_name_resolves_the_rejected_one(tmp_path: P
     assert state == "open"
     assert drop("payouts-fixed.csv", good.read_text()) == "processed"  # all of its distributions
     assert rejected() == []
-    wh = Warehouse(world.settings.warehouse_file)
+    wh = Warehouse(world.settings.local.warehouse_file)
     with wh.read() as con:
         events = con.execute(
             "SELECT event FROM exception_events WHERE exception_id = ? ORDER BY seq", [exception]

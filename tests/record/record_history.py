@@ -32,7 +32,7 @@ LATER = dt.datetime(2027, 1, 5, 12, tzinfo=dt.UTC)
 def org_settings(world: World, record_url: str) -> Settings:
     """The demo organization's settings as an entry point builds them, its record at
     ``record_url`` (``<record_url>/org_demo``)."""
-    top = world.settings.model_copy(update={"record_url": record_url, "inbox_settle_s": 0})
+    top = world.settings.updated(local={"record_url": record_url}, pipeline={"inbox_settle_s": 0})
     return top.for_org(Organization(id="org_demo"), several=False)
 
 
@@ -82,9 +82,9 @@ def run_history(world: World, settings: Settings, tmp_path: Path) -> History:
     nights = Nights(world, settings)
     done = History(settings)
     record = decision_sink(settings)
-    wh = Warehouse(settings.warehouse_file)
+    wh = Warehouse(settings.local.warehouse_file)
     world.control("POST", "clock/set", {"now": _day(12, 1).isoformat()})
-    inbox = settings.data_dir / "inbox"
+    inbox = settings.local.data_dir / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     write_sheet(
         inbox / "dec.csv",
@@ -145,7 +145,7 @@ def decisions_seen(settings: Settings) -> dict[str, Any]:
     """Every exception's state, owner and acknowledgement, its person events (without their
     sequence numbers), and the close of December, as `exceptions list/show` and `close --list`
     show them."""
-    wh = Warehouse(settings.warehouse_file)
+    wh = Warehouse(settings.local.warehouse_file)
     states = sorted(
         (
             e.id, e.state, e.owner, e.acknowledged_by, e.note, e.acknowledged_amount_cents,

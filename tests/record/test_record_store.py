@@ -39,7 +39,9 @@ def _at(hours: float) -> dt.datetime:
 @pytest.fixture
 def org(tmp_path: Path) -> Settings:
     """org_a's settings, its record in another folder, a warehouse with one exception event."""
-    top = Settings(data_dir=tmp_path / "data", record_url=str(tmp_path / "nas"), _env_file=None)  # type: ignore[call-arg]
+    top = Settings(
+        _env_file=None, local={"data_dir": tmp_path / "data", "record_url": str(tmp_path / "nas")}
+    )  # type: ignore[call-arg]
     settings = top.for_org(Organization(id="org_a"), several=False)
     _event(settings, "EX-1", "opened", _at(0))
     return settings
@@ -54,7 +56,7 @@ def _event(settings: Settings, exception_id: str, event: str, at: dt.datetime) -
         "by_name": "ana",
         "note": f"{event} at {at:%H:%M}",
     }
-    with Warehouse(settings.warehouse_file).write() as con:
+    with Warehouse(settings.local.warehouse_file).write() as con:
         con.execute(
             f"INSERT INTO exception_events ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
             list(row.values()),
@@ -63,18 +65,18 @@ def _event(settings: Settings, exception_id: str, event: str, at: dt.datetime) -
 
 
 def _notes(settings: Settings) -> list[str]:
-    with Warehouse(settings.warehouse_file).read() as con:
+    with Warehouse(settings.local.warehouse_file).read() as con:
         rows = con.execute("SELECT note FROM exception_events ORDER BY seq").fetchall()
     return [str(n) for (n,) in rows]
 
 
 def test_the_record_location_is_per_organization_under_data_by_default(tmp_path: Path) -> None:
-    top = Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+    top = Settings(_env_file=None, local={"data_dir": tmp_path / "data"})  # type: ignore[call-arg]
     one = top.for_org(Organization(id="org_a"), several=True)
-    assert one.record_location == str(tmp_path / "data" / "record" / "org_a")
-    assert one.data_dir == tmp_path / "data" / "orgs" / "org_a"
-    shared = top.model_copy(update={"record_url": "s3://bucket/fundpipe/"})
-    assert shared.for_org(Organization(id="org_b"), several=True).record_location == (
+    assert one.local.record_location == str(tmp_path / "data" / "record" / "org_a")
+    assert one.local.data_dir == tmp_path / "data" / "orgs" / "org_a"
+    shared = top.updated(local={"record_url": "s3://bucket/fundpipe/"})
+    assert shared.for_org(Organization(id="org_b"), several=True).local.record_location == (
         "s3://bucket/fundpipe/org_b"
     )
 
@@ -92,8 +94,8 @@ def test_each_decision_is_its_own_object_in_the_order_made(org: Settings) -> Non
     first = record_decision(org, "acknowledged", rows, at=_at(1), clock=lambda: _at(1))
     second = record_decision(org, "acknowledged", rows, at=_at(1), clock=lambda: _at(1))
     assert first != second
-    names = Record(org.record_location).names("decisions")
-    assert [f"{org.record_location}/{n}" for n in names] == sorted([first, second])
+    names = Record(org.local.record_location).names("decisions")
+    assert [f"{org.local.record_location}/{n}" for n in names] == sorted([first, second])
     body = json.loads(Path(first).read_text())
     assert (body["decision"], body["at"]) == ("acknowledged", _at(1).isoformat())
 
@@ -101,7 +103,7 @@ def test_each_decision_is_its_own_object_in_the_order_made(org: Settings) -> Non
 def test_two_machines_never_hold_one_organization_and_a_dead_ones_lock_expires(
     org: Settings,
 ) -> None:
-    record = Record(org.record_location)
+    record = Record(org.local.record_location)
     now = [_at(0)]
     a = OrgLock(record, expiry_s=3600, clock=lambda: now[0])
     b = OrgLock(record, expiry_s=3600, clock=lambda: now[0])
@@ -120,7 +122,7 @@ def test_two_machines_never_hold_one_organization_and_a_dead_ones_lock_expires(
 def test_a_second_night_of_the_organization_waits_for_the_first_when_told_to(
     org: Settings,
 ) -> None:
-    record = Record(org.record_location)
+    record = Record(org.local.record_location)
     first = OrgLock(record, expiry_s=3600)
     first.acquire()
     waited: list[float] = []
@@ -136,9 +138,9 @@ def test_a_second_night_of_the_organization_waits_for_the_first_when_told_to(
 
 
 def test_retention_keeps_the_last_nights_and_the_snapshot_at_each_close(org: Settings) -> None:
-    keep_two = org.model_copy(update={"record_keep_nights": 2})
+    keep_two = org.updated(local={"record_keep_nights": 2})
     take_snapshot(keep_two, clock=lambda: _at(1))
-    with Warehouse(org.warehouse_file).write() as con:
+    with Warehouse(org.local.warehouse_file).write() as con:
         con.execute(
             "INSERT INTO period_events (period, event, event_at, by_name) "
             "VALUES ('2026-11', 'closed', ?, 'ana')",
@@ -147,7 +149,7 @@ def test_retention_keeps_the_last_nights_and_the_snapshot_at_each_close(org: Set
     take_snapshot(keep_two, clock=lambda: _at(2))  # the first holding November's close
     for hours in (3, 4, 5):
         take_snapshot(keep_two, clock=lambda h=hours: _at(h))  # type: ignore[misc]
-    kept = [s.taken_at for s in list_snapshots(Record(org.record_location))]
+    kept = [s.taken_at for s in list_snapshots(Record(org.local.record_location))]
     assert kept == [_at(2), _at(4), _at(5)]
 
 
@@ -155,7 +157,7 @@ def test_a_damaged_snapshot_is_named_and_nothing_local_is_touched(org: Settings)
     taken = take_snapshot(org, clock=lambda: _at(1))
     assert taken is not None
     assert verify_record(org).ok
-    stored = Path(org.record_location) / taken.name / "warehouse.duckdb"
+    stored = Path(org.local.record_location) / taken.name / "warehouse.duckdb"
     data = bytearray(stored.read_bytes())
     data[5000:5010] = b"\xff" * 10
     stored.write_bytes(bytes(data))
@@ -163,14 +165,14 @@ def test_a_damaged_snapshot_is_named_and_nothing_local_is_touched(org: Settings)
     check = verify_record(org)
     assert not check.ok
     assert check.problems == [f"{taken.url}/warehouse.duckdb differs from its manifest (sha256)"]
-    local = org.warehouse_file.read_bytes()
+    local = org.local.warehouse_file.read_bytes()
     with pytest.raises(RecordError, match=r"warehouse.duckdb does not match its manifest"):
         restore(org)
-    assert org.warehouse_file.read_bytes() == local
+    assert org.local.warehouse_file.read_bytes() == local
     said = runner.invoke(
         app,
-        ["backup", "--verify", "--org", "org_a", "--data-dir", str(org.data_dir.parents[1])],
-        env={"FUNDPIPE_RECORD_URL": str(Path(org.record_location).parent)},
+        ["backup", "--verify", "--org", "org_a", "--data-dir", str(org.local.data_dir.parents[1])],
+        env={"FUNDPIPE_RECORD_URL": str(Path(org.local.record_location).parent)},
     )
     assert said.exit_code == 1, said.output
     assert "warehouse.duckdb differs from its manifest" in said.output
@@ -210,12 +212,12 @@ def test_an_acknowledgement_at_the_command_line_is_in_the_record_when_made(
         app,
         ["exceptions", "ack", "EX-1", "--note", "paid by wire", "--by", "bo", "--org", "org_a"],
         env={
-            "FUNDPIPE_DATA_DIR": str(org.data_dir.parents[1]),
-            "FUNDPIPE_RECORD_URL": str(Path(org.record_location).parent),
+            "FUNDPIPE_DATA_DIR": str(org.local.data_dir.parents[1]),
+            "FUNDPIPE_RECORD_URL": str(Path(org.local.record_location).parent),
         },
     )
     assert said.exit_code == 0, said.output
-    (decision,) = read_decisions(Record(org.record_location))
+    (decision,) = read_decisions(Record(org.local.record_location))
     assert decision.decision == "acknowledged"
     (row,) = decision.rows["exception_events"]
     assert (row["exception_id"], row["by_name"], row["note"]) == ("EX-1", "bo", "paid by wire")

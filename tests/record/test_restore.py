@@ -79,7 +79,7 @@ def _requests(world: World) -> list[str]:
 def _restore(world: World, record_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """`fundpipe restore --org org_demo` with FUNDPIPE_RECORD_URL=record_url, as JSON."""
     monkeypatch.setenv("FUNDPIPE_RECORD_URL", record_url)
-    data = ["--data-dir", str(world.settings.data_dir)]
+    data = ["--data-dir", str(world.settings.local.data_dir)]
     restored = runner.invoke(app, ["restore", "--org", "org_demo", *data, "--json"])
     assert restored.exit_code == 0, restored.output
     said: dict[str, Any] = json.loads(restored.output)
@@ -88,7 +88,7 @@ def _restore(world: World, record_url: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 def _verified(world: World) -> None:
     """`close --verify 2026-12` and `backup --verify` pass."""
-    data = ["--data-dir", str(world.settings.data_dir), "--org", "org_demo"]
+    data = ["--data-dir", str(world.settings.local.data_dir), "--org", "org_demo"]
     verified = runner.invoke(app, ["close", "--verify", "2026-12", *data])
     assert verified.exit_code == 0, verified.output
     checked = runner.invoke(app, ["backup", "--verify", *data])
@@ -113,9 +113,9 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     days = sorted(done.issued)
     seen = decisions_seen(settings)
     assert seen["december"].reviewed_by == "ben"
-    closed = settings.reports_folder / "closed" / "2026-12"
+    closed = settings.local.reports_folder / "closed" / "2026-12"
     package = _files(closed)
-    record = Record(settings.record_location)
+    record = Record(settings.local.record_location)
     decided = [d.decision for d in read_decisions(record)]
     assert decided[:2] == ["acknowledged", "assigned"]
     assert decided[-2:] == ["closed", "reviewed"]
@@ -123,7 +123,7 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     assert len(list_snapshots(record)) == len(days)
 
     # the disk is lost: the organization's state and reports, all of data/
-    wipe(world.settings.data_dir)
+    wipe(world.settings.local.data_dir)
     said = _restore(world, s3_record, monkeypatch)
     assert said["files"] == ["ledger.binding.json", "ledger.duckdb", "warehouse.duckdb"]
     # the January acknowledgements, the close and the review came after the last snapshot:
@@ -145,7 +145,7 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     # the same record copied to a plain folder on other storage restores the same
     folder = tmp_path / "other-disk" / "record"
     fsspec.filesystem("s3").get(s3_record.removeprefix("s3://") + "/", str(folder), recursive=True)
-    wipe(world.settings.data_dir)
+    wipe(world.settings.local.data_dir)
     _restore(world, str(folder), monkeypatch)
     settings = org_settings(world, str(folder))
     assert decisions_seen(settings) == seen
@@ -171,34 +171,34 @@ def test_any_machine_runs_the_organization_from_the_shared_record_one_at_a_time(
     acknowledgement there. While one machine holds the organization the other does nothing."""
     shared = str(tmp_path / "shared" / "record")
     machine_a = org_settings(world, shared)
-    top_b = world.settings.model_copy(update={"data_dir": tmp_path / "machine-b"})
+    top_b = world.settings.updated(local={"data_dir": tmp_path / "machine-b"})
     machine_b = org_settings(World(top_b, world.transport), shared)
-    assert machine_b.data_dir != machine_a.data_dir
-    (machine_a.data_dir / "inbox").mkdir(parents=True)
-    write_sheet(machine_a.data_dir / "inbox" / "dec.csv", [("S1", "veh_demo3", [80_000_000])])
+    assert machine_b.local.data_dir != machine_a.local.data_dir
+    (machine_a.local.data_dir / "inbox").mkdir(parents=True)
+    write_sheet(machine_a.local.data_dir / "inbox" / "dec.csv", [("S1", "veh_demo3", [80_000_000])])
     first = night(machine_a, transport=world.transport, as_of=dt.date(2026, 12, 1))
     assert first.distributions_created == 1
     short = [e for e in first.exceptions if e.kind == "shortfall"]
     assert short
     acknowledge(
-        Warehouse(machine_a.warehouse_file), short[0].id, note="capital call", by="ana",
+        Warehouse(machine_a.local.warehouse_file), short[0].id, note="capital call", by="ana",
         now=dt.datetime(2026, 12, 1, 15, tzinfo=dt.UTC), record=decision_sink(machine_a),
     )  # fmt: skip
 
     # while machine A holds the organization, machine B's night does nothing
     world.control("DELETE", "request_log")
-    record = Record(machine_b.record_location)
+    record = Record(machine_b.local.record_location)
     with OrgLock(record, expiry_s=3600), pytest.raises(RecordLockedError) as held:
         night(machine_b, transport=world.transport, as_of=dt.date(2026, 12, 2))
     assert held.value.exit_code == ExitCode.LOCKED
     assert _requests(world) == []
-    assert not machine_b.warehouse_file.exists()
+    assert not machine_b.local.warehouse_file.exists()
 
     second = night(machine_b, transport=world.transport, as_of=dt.date(2026, 12, 2))
     assert [op for op in _requests(world) if op.startswith("POST /v1")] == []
     assert world.references().keys() == {"S1"}  # once
     assert second.exceptions_open == 0
-    on_b = {e.id: e for e in list_exceptions(Warehouse(machine_b.warehouse_file))}
+    on_b = {e.id: e for e in list_exceptions(Warehouse(machine_b.local.warehouse_file))}
     assert (on_b[short[0].id].state, on_b[short[0].id].acknowledged_by) == ("acknowledged", "ana")
     assert len(list_snapshots(record)) == 2
     assert not record.exists("lock.json")  # released

@@ -91,11 +91,9 @@ def test_every_tab_of_money_has_a_total_row_that_foots(known_result: ReconcileRe
 @pytest.fixture
 def named(known_warehouse: Warehouse, tmp_path: Path) -> ReconcileResult:
     settings = Settings(
-        data_dir=tmp_path / "data",
-        warehouse_path=known_warehouse.path,
-        org_id="org_acme",
-        org_name="Acme Capital Partners",
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
+        local={"data_dir": tmp_path / "data", "warehouse_path": known_warehouse.path},
+        service={"org_id": "org_acme", "org_name": "Acme Capital Partners"},
     )
     return reconcile(settings, as_of=KNOWN_AS_OF, out_dir=tmp_path / "out")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
@@ -16,7 +17,7 @@ import pytest
 import xlsxwriter
 from python_calamine import CalamineWorkbook
 
-from fundpipe.reports.sheetxml import MAX_TEXT
+from fundpipe.reports.sheetxml import MAX_TEXT, splice_rows
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, neutralise, write_workbook
 
 CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
@@ -191,71 +192,81 @@ def test_an_empty_source_is_a_header_only_sheet(tmp_path: Path) -> None:
     assert [[c.value for c in r] for r in ws.iter_rows()] == [["Payment id"]]
 
 
-def test_a_failed_write_leaves_no_half_written_workbook(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import fundpipe.reports.sheetxml as sheetxml
-
-    def broken(*args: object) -> object:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(sheetxml, "_buffer", broken)
-    source = tmp_path / "t.parquet"
-    pq.write_table(pa.table({"payment_id": ["dpmt_1"]}), source)
-    path = tmp_path / "w.xlsx"
-    with pytest.raises(OSError, match="disk full"):
-        write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
-    # no workbook that looks whole but lacks rows, and nothing half-written beside it
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
-
-
-def test_a_failed_write_keeps_the_previous_workbook(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import fundpipe.reports.sheetxml as sheetxml
-
-    source = tmp_path / "t.parquet"
-    pq.write_table(pa.table({"payment_id": ["dpmt_1"]}), source)
-    path = tmp_path / "w.xlsx"
+def _headers(folder: Path) -> tuple[Path, str]:
+    """A workbook as xlsxwriter writes it before its rows are spliced in (a summary sheet, then
+    Payments), and the Payments sheet's member."""
+    folder.mkdir()
+    source = folder / "t.parquet"
+    pq.write_table(pa.table({"payment_id": pa.array([], pa.string())}), source)
+    path = folder / "headers.xlsx"
     write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
-    before = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        *_, member = [n for n in archive.namelist() if n.startswith("xl/worksheets/sheet")]
+    return path, member
 
-    def broken(*args: object) -> object:
+
+def _rows(*first_rows: int) -> list[pa.StringArray]:
+    return [
+        pa.array([f'<row r="{r}"><c r="A{r}" t="inlineStr"><is><t>p{r}</t></is></c></row>'])
+        for r in first_rows
+    ]
+
+
+def test_a_failed_write_leaves_no_half_written_workbook(tmp_path: Path) -> None:
+    headers, member = _headers(tmp_path / "headers")
+
+    def broken() -> Iterator[pa.StringArray]:
+        yield from _rows(2)
         raise OSError("disk full")
 
-    monkeypatch.setattr(sheetxml, "_buffer", broken)
+    target = tmp_path / "out" / "w.xlsx"
+    target.parent.mkdir()
     with pytest.raises(OSError, match="disk full"):
-        write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
-    assert path.read_bytes() == before
-    assert zipfile.is_zipfile(path)
+        splice_rows(headers, target, {member: (broken, "A1:A3")})
+    # no workbook that looks whole but lacks rows, and nothing half-written beside it
+    assert list(target.parent.iterdir()) == []
 
 
-def test_a_failure_building_rows_ahead_is_raised_and_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_write_keeps_the_previous_workbook(tmp_path: Path) -> None:
+    headers, member = _headers(tmp_path / "headers")
+    target = tmp_path / "w.xlsx"
+    splice_rows(headers, target, {member: (lambda: _rows(2, 3), "A1:A3")})
+    assert [c.value for c in openpyxl.load_workbook(target)["Payments"]["A"]] == [
+        "Payment id",
+        "p2",
+        "p3",
+    ]
+    before = target.read_bytes()
+
+    def broken() -> Iterator[pa.StringArray]:
+        yield from _rows(2)
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        splice_rows(headers, target, {member: (broken, "A1:A3")})
+    assert target.read_bytes() == before
+    assert zipfile.is_zipfile(target)
+
+
+def test_a_failure_building_rows_ahead_is_raised_and_leaves_nothing(tmp_path: Path) -> None:
     """Rows are built in a worker thread while earlier ones are compressed: an error there is
     the write's error, nothing half-written stays, and no worker is left running."""
     import threading
 
-    import fundpipe.reports.sheetxml as sheetxml
-
-    real = sheetxml._rows_xml
+    headers, member = _headers(tmp_path / "headers")
     built: list[int] = []
 
-    def fails_on_the_third(
-        columns: object, batch: pa.RecordBatch, first_row: int, totals: object = None
-    ) -> object:
-        built.append(first_row)
-        if len(built) == 3:
-            raise MemoryError("out of memory building rows")
-        return real(columns, batch, first_row, totals)  # type: ignore[arg-type]
+    def fails_on_the_third() -> Iterator[pa.StringArray]:
+        for row in (2, 3, 4):
+            built.append(row)
+            if len(built) == 3:
+                raise MemoryError("out of memory building rows")
+            yield from _rows(row)
 
-    monkeypatch.setattr(sheetxml, "_rows_xml", fails_on_the_third)
-    source = tmp_path / "t.parquet"
-    pq.write_table(pa.table({"payment_id": [f"dpmt_{i}" for i in range(50_000)]}), source)
-    path = tmp_path / "w.xlsx"
+    target = tmp_path / "out" / "w.xlsx"
+    target.parent.mkdir()
     with pytest.raises(MemoryError, match="building rows"):
-        write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
-    assert len(built) == 3  # two batches of rows were written before the third failed
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
+        splice_rows(headers, target, {member: (fails_on_the_third, "A1:A4")})
+    assert built == [2, 3, 4]  # two batches of rows were produced before the third failed
+    assert list(target.parent.iterdir()) == []
     assert not [t for t in threading.enumerate() if t.name == "fundpipe-sheet-rows"]

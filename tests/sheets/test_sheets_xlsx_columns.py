@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,20 +34,20 @@ def workbook(path: Path, build: Writer) -> Path:
     return path
 
 
-def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ReadResult, list[bool]]:
-    """Read ``path`` as shipped and cell by cell; assert both agree; say which sheets went fast."""
-    taken: list[bool] = []
-    fast_sheet = xlsx._fast_sheet
+def read_both(path: Path) -> tuple[ReadResult, list[bool]]:
+    """Read ``path`` as shipped and cell by cell; assert both agree; say which sheets went fast
+    (a sheet read cell by cell enters the reader's ``around_cells``; these workbooks have one)."""
+    entered: list[bool] = []
 
-    def spy(*args: Any) -> Any:
-        out = fast_sheet(*args)
-        taken.append(out is not None)
-        return out
+    @contextmanager
+    def counting() -> Iterator[None]:
+        entered.append(True)
+        yield
 
-    monkeypatch.setattr(xlsx, "_fast_sheet", spy)
-    shipped = read_file(path)
-    monkeypatch.setattr(xlsx, "_open_fastexcel", lambda _path: None)
-    cell_by_cell = read_file(path)
+    shipped = read_file(path, around_cells=counting)
+    assert len(shipped.sheets) <= 1
+    taken = [not entered] * len(shipped.sheets)
+    cell_by_cell = read_file(path, columnar=False)
     assert (shipped.errors, shipped.warnings) == (cell_by_cell.errors, cell_by_cell.warnings)
     assert len(shipped.sheets) == len(cell_by_cell.sheets)
     for ours, theirs in zip(shipped.sheets, cell_by_cell.sheets, strict=True):
@@ -56,7 +57,7 @@ def read_both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ReadResult, 
             theirs.cell_errors,
         )
         pd.testing.assert_frame_equal(ours.body, theirs.body, check_exact=True)
-    return shipped, taken[: len(shipped.sheets)]
+    return shipped, taken
 
 
 def _typed_columns(ws: Any, fmt: dict[str, Any]) -> None:
@@ -80,9 +81,9 @@ def _typed_columns(ws: Any, fmt: dict[str, Any]) -> None:
 
 
 def test_typed_columns_are_read_column_wise_with_the_same_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    result, fast = read_both(workbook(tmp_path / "typed.xlsx", _typed_columns), monkeypatch)
+    result, fast = read_both(workbook(tmp_path / "typed.xlsx", _typed_columns))
     assert fast == [True]
     [sheet] = result.sheets
     assert sheet.header == ["Name", "Amount", "Paid", "When", "Code"]
@@ -164,11 +165,10 @@ def _times_and_old_dates(ws: Any, fmt: dict[str, Any]) -> None:
 )
 def test_unusual_sheets_are_read_cell_by_cell(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     build: Writer,
     expected: list[str] | None,
 ) -> None:
-    result, fast = read_both(workbook(tmp_path / "odd.xlsx", build), monkeypatch)
+    result, fast = read_both(workbook(tmp_path / "odd.xlsx", build))
     assert fast == [False]
     [sheet] = result.sheets
     if expected is not None:
@@ -177,9 +177,9 @@ def test_unusual_sheets_are_read_cell_by_cell(
 
 
 def test_sheet_not_at_a1_keeps_excel_row_numbers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    result, _ = read_both(workbook(tmp_path / "offset.xlsx", _not_at_a1), monkeypatch)
+    result, _ = read_both(workbook(tmp_path / "offset.xlsx", _not_at_a1))
     [sheet] = result.sheets
     # row 1 (empty) is the header row; the values keep their Excel rows 3 and 4
     assert list(sheet.body.index) == [3, 4]

@@ -126,7 +126,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
     world.control("POST", "clock/set", {"now": START.isoformat()})
     later = "2026-12-20 09:00"
     problems: set[Key] = set()  # file and amount problems the test itself caused, still standing
-    wh = Warehouse(world.settings.warehouse_file)
+    wh = Warehouse(world.settings.local.warehouse_file)
 
     def a_payments() -> list[Any]:
         return sorted(
@@ -465,7 +465,7 @@ def _across_the_month_end(
 ) -> None:
     """31 December after its sync → 2 January: the close is the month as known at the close."""
     world, settings = month.world, month.world.settings
-    wh = Warehouse(settings.warehouse_file)
+    wh = Warehouse(settings.local.warehouse_file)
     late = month.payment("L1", 7_512_550)
     assert late.status == "staged"  # the 31 December report showed it outstanding
     world.control("POST", "clock/set", {"now": "2026-12-31T20:00:00+00:00"})

@@ -123,7 +123,7 @@ def test_a_credit_found_in_november_is_carried_into_december_until_acknowledged(
 ) -> None:
     world = sandbox_world(tmp_path / "data", clock=lambda: BASE)
     books = Books(world, tmp_path)
-    wh = Warehouse(world.settings.warehouse_file)
+    wh = Warehouse(world.settings.local.warehouse_file)
     item: str | None = None
     acked_on: dt.date | None = None
 

@@ -21,7 +21,7 @@ from worlds.submit import World, sandbox_world, write_sheet
 def _other_sandbox(world: World) -> World:
     """A second sandbox, elsewhere, with the same data directory."""
     app_ = create_app(SandboxConfig(rate_limit_requests=10_000, rate_limit_window_s=1))
-    settings = world.settings.model_copy(update={"base_url": "http://other-sandbox.test"})
+    settings = world.settings.updated(service={"base_url": "http://other-sandbox.test"})
     return World(settings=settings, transport=httpx.ASGITransport(app=app_))
 
 
@@ -44,14 +44,14 @@ def test_a_data_dir_moved_to_another_sandbox_is_refused(tmp_path: Path) -> None:
     assert (second.inbox / "q1.csv").exists()
     with pytest.raises(ConfigurationError):
         sync(second.settings, transport=second.transport)
-    assert not second.settings.warehouse_file.exists()
+    assert not second.settings.local.warehouse_file.exists()
 
 
 def test_another_organization_with_the_same_data_dir_is_refused(tmp_path: Path) -> None:
     world = sandbox_world(tmp_path / "data")
     write_sheet(world.inbox / "q4.csv", [("O-1", "veh_demo1", [100])])
     ingest(world.settings, transport=world.transport, settle_s=0)
-    other = world.settings.model_copy(update={"org_id": "org_other"})
+    other = world.settings.updated(service={"org_id": "org_other"})
     write_sheet(world.inbox / "q1.csv", [("O-2", "veh_demo1", [100])])
     with pytest.raises(ConfigurationError, match="organization org_demo"):
         ingest(other, transport=world.transport, settle_s=0)
@@ -63,7 +63,7 @@ def test_a_fresh_data_dir_starts_anew(tmp_path: Path) -> None:
     ingest(first.settings, transport=first.transport, settle_s=0)
     second = _other_sandbox(first)
     fresh = World(
-        settings=second.settings.model_copy(update={"data_dir": tmp_path / "fresh"}),
+        settings=second.settings.updated(local={"data_dir": tmp_path / "fresh"}),
         transport=second.transport,
     )
     fresh.inbox.mkdir(parents=True)
@@ -76,7 +76,7 @@ def test_live_objects_when_test_ones_are_expected_stop_before_anything_is_create
     tmp_path: Path,
 ) -> None:
     world = sandbox_world(tmp_path / "data")  # the sandbox's objects are livemode false
-    expecting_live = world.settings.model_copy(update={"livemode": True})
+    expecting_live = world.settings.updated(service={"livemode": True})
     write_sheet(world.inbox / "q4.csv", [("L-9", "veh_demo1", [100])])
     with pytest.raises(ConfigurationError, match="test objects"):
         ingest(expecting_live, transport=world.transport, settle_s=0)
@@ -85,10 +85,10 @@ def test_live_objects_when_test_ones_are_expected_stop_before_anything_is_create
 
 def test_a_first_sync_that_finds_live_objects_leaves_no_warehouse(tmp_path: Path) -> None:
     world = sandbox_world(tmp_path / "data")  # the sandbox's objects are livemode false
-    expecting_live = world.settings.model_copy(update={"livemode": True})
+    expecting_live = world.settings.updated(service={"livemode": True})
     with pytest.raises(ConfigurationError, match="test objects"):
         sync(expecting_live, transport=world.transport)
-    warehouse = world.settings.warehouse_file
+    warehouse = world.settings.local.warehouse_file
     assert not warehouse.exists()
     assert not list(warehouse.parent.glob(f"{warehouse.name}*"))  # nor a half-built one
     sync(world.settings, transport=world.transport)  # the same sync, expecting test objects

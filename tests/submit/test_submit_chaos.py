@@ -115,9 +115,7 @@ def _service_count(db: Path) -> int:
 def _service_distributions(server: SandboxServer) -> dict[str, list[int]]:
     # the read-back is not under test: no client-side pacing (the default 9/s is ~25 s here)
     settings = Settings(
-        rate_limit_per_s=10_000.0,
-        max_concurrency=8,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, http={"rate_limit_per_s": 10_000.0, "max_concurrency": 8}
     ).with_service(server.base_url)
 
     async def pull() -> dict[str, list[int]]:
@@ -290,9 +288,7 @@ def test_two_concurrent_ingests_never_submit_a_file_twice(
         time.sleep(0.01)
     # a second ingest on the same inbox while the first one runs: refused, naming the holder
     rival = Settings(
-        data_dir=org_dir,
-        rate_limit_per_s=1000.0,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, local={"data_dir": org_dir}, http={"rate_limit_per_s": 1000.0}
     ).with_service(server.base_url)
     with pytest.raises(InboxBusyError, match=rf"pid {first.pid} on .+ since 20"):
         ingest(rival, settle_s=0)

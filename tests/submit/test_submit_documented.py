@@ -50,7 +50,7 @@ def test_the_same_roster_again_creates_no_investor_twice(
     before = sorted(e.id for e in world.entities())
     # a fresh data directory: no ledger remembers the file, only the service's references do
     again = World(
-        settings=world.settings.model_copy(update={"data_dir": tmp_path / "again"}),
+        settings=world.settings.updated(local={"data_dir": tmp_path / "again"}),
         transport=world.transport,
     )
     again.inbox.mkdir(parents=True)
@@ -75,7 +75,7 @@ def test_a_has_more_only_list_stops_ingest_and_creates_nothing(tmp_path: Path) -
     assert "has_more" in message
     world.control("PUT", "settings", {"legacy_pagination": False})
     assert "L-1" not in world.amounts()  # nothing created
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         assert ledger.requests() == []
     assert (world.inbox / "q4.csv").exists() or (world.data_dir / "processing" / "q4.csv").exists()
 
@@ -94,8 +94,8 @@ def test_a_scope_limited_client_runs_without_the_optional_reads(tmp_path: Path) 
     )
     from pydantic import SecretStr
 
-    world.settings = world.settings.model_copy(
-        update={"client_id": "narrow", "client_secret": SecretStr("narrow-secret")}
+    world.settings = world.settings.updated(
+        service={"client_id": "narrow", "client_secret": SecretStr("narrow-secret")}
     )
     write_sheet(world.inbox / "q4.csv", [("S-1", "veh_demo1", [100, 200])])
     result = ingest(world.settings, transport=world.transport, settle_s=0)
@@ -137,7 +137,7 @@ def _plan_then_race(world: World, name: str) -> tuple[SubmitResult, str]:
                 idempotency_key="someone-else",
             )
             existing = someone.id
-            with open_ledger(world.settings.ledger_file) as ledger:
+            with open_ledger(world.settings.local.ledger_file) as ledger:
                 ledger.record_distributions(plan.distributions)
                 result = await execute(client, ledger, plan, state)
             return result, existing
@@ -201,7 +201,7 @@ def test_a_probable_duplicate_investor_is_held_and_the_rest_created(tmp_path: Pa
     assert "NEW-H1" not in refs  # not created
     assert "NEW-H2" in refs
     assert sorted(world.amounts()) == ["H-2"]  # the rest of the drop went ahead
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         states = {p["distribution_external_reference"]: p["state"] for p in ledger.payments()}
     assert states == {"H-1": "conflict", "H-2": "created"}
 
@@ -230,7 +230,7 @@ def test_a_wire_roster_is_created_and_its_details_are_kept_masked(
     result = ingest(world.settings, transport=world.transport, settle_s=0)
     assert sorted(f.state for f in result.files) == ["processed", "processed"], result.files
     assert world.amounts() == {"W-1": [900]}
-    ledger_bytes = world.settings.ledger_file.read_bytes()
+    ledger_bytes = world.settings.local.ledger_file.read_bytes()
     # the address is not a secret; SWIFT codes, the instruction lines and the account are
     secrets = ("DEUTDEFF500", "CHASUS33", "distribution Alpine", "CH9300762011623852957")
     for secret in secrets:

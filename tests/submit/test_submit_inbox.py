@@ -133,7 +133,7 @@ def test_a_crash_between_intent_and_send_is_resumed_with_the_same_key(world: Wor
     # a run wrote its intent, then died before sending (the file was already in processing/)
     (world.data_dir / "processing").mkdir()
     (world.inbox / "q4.csv").rename(world.data_dir / "processing" / "q4.csv")
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         ledger.record_intent(
             ResolvedRequest(
                 "distributions", "POST", "/v1/distributions", body, key, ("h",), ("R-1",), "x"
@@ -144,7 +144,7 @@ def test_a_crash_between_intent_and_send_is_resumed_with_the_same_key(world: Wor
     assert result.submit is not None
     assert result.submit.keys_sent == {key}
     assert world.amounts() == {"R-1": [100, 200]}
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         (record,) = ledger.requests()
     assert (record.key, record.state, record.attempts) == (key, "succeeded", 2)
 

@@ -31,7 +31,7 @@ def test_a_dropped_file_is_created_once_and_moved_to_processed(world: World) -> 
     assert world.amounts() == {k: sorted(v) for k, v in truth.items()}
     assert (world.data_dir / "processed" / "q4.csv").exists()
     assert not list(world.inbox.iterdir())
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         rows = ledger.payments()
     assert {
         (r["distribution_external_reference"], r["amount_cents"], r["state"]) for r in rows
@@ -79,7 +79,7 @@ def test_redropped_edited_file_is_a_conflict_and_creates_nothing(world: World) -
     report = (rejected / "q4.csv.errors.csv").read_text(encoding="utf-8-sig")
     assert "distribution_conflict" in report
     assert "A-1" in report
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         assert ledger.payment_states(outcome.file_hash) == {"conflict": 3}
         assert {f["state"] for f in ledger.files()} == {"processed", "conflict"}
 
@@ -90,7 +90,7 @@ def test_unknown_outcome_after_25_hours_is_settled_by_lookup_not_resent(world: W
     world.control(
         "PUT", "faults", {"drop_after_commit_rate": 1.0, "path_prefix": "/v1/distributions"}
     )
-    stuck = world.settings.model_copy(update={"max_attempts": 1})
+    stuck = world.settings.updated(http={"max_attempts": 1})
     first = ingest(stuck, transport=world.transport, settle_s=0)
     assert [f.state for f in first.files] == ["incomplete"]
     assert first.exit_code == 3
@@ -102,7 +102,7 @@ def test_unknown_outcome_after_25_hours_is_settled_by_lookup_not_resent(world: W
     assert second.submit is not None
     assert second.submit.requests_sent == 0
     assert world.amounts() == {"A-1": [100, 200], "A-2": [300]}
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         assert ledger.payment_states() == {"created": 3}
         assert [r.state for r in ledger.requests()] == ["settled"]
 
@@ -132,7 +132,7 @@ def test_dry_run_prints_the_plan_and_sends_nothing(world: World) -> None:
         "distributions_q4.csv",
         "roster_new_investors.xlsx",
     ]
-    assert not world.settings.ledger_file.exists()
+    assert not world.settings.local.ledger_file.exists()
 
 
 def test_require_funds_refuses_an_underfunded_distribution(world: World) -> None:
@@ -180,23 +180,23 @@ def test_roster_objects_are_created_and_account_numbers_stay_out_of_the_ledger(
     by_ref = {e.external_reference: e for e in world.entities()}
     assert {"NEW-E1", "NEW-E2", "NEW-E3"} <= set(by_ref)
     assert by_ref["NEW-E1"].payment_instructions  # instructions were created
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         phases = [r.phase for r in ledger.requests()]
         rows = ledger.payments()
     assert phases.count("distributions") == 1
     assert {"entities", "contacts", "associations", "payment_instructions"} <= set(phases)
     new_entity_rows = [r for r in rows if r["entity"] == by_ref["NEW-E1"].id]
     assert new_entity_rows  # sheet references resolved to the created ent_ id
-    raw = world.settings.ledger_file.read_bytes()
-    wal = world.settings.ledger_file.with_name(world.settings.ledger_file.name + ".wal")
+    raw = world.settings.local.ledger_file.read_bytes()
+    wal = world.settings.local.ledger_file.with_name(world.settings.local.ledger_file.name + ".wal")
     raw += wal.read_bytes() if wal.exists() else b""
     assert b"000123456789" not in raw
 
 
 def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
-    with open_ledger(world.settings.ledger_file):
+    with open_ledger(world.settings.local.ledger_file):
         pass  # a new ledger file, as a first run leaves it; read it as the warehouse does
-    con = duckdb.connect(str(world.settings.ledger_file), read_only=True)
+    con = duckdb.connect(str(world.settings.local.ledger_file), read_only=True)
     try:
         payments = con.execute("DESCRIBE ledger_payments").fetchall()
         files = con.execute("DESCRIBE ledger_files").fetchall()
@@ -234,8 +234,10 @@ def test_the_ledger_tables_keep_the_warehouse_seam(world: World) -> None:
 def test_batch_size_and_settle_time_come_from_the_settings(world: World, monkeypatch) -> None:
     monkeypatch.setenv("FUNDPIPE_SUBMIT_BATCH_SIZE", "2")
     monkeypatch.setenv("FUNDPIPE_INBOX_SETTLE_S", "0")
-    settings = type(world.settings)(data_dir=world.data_dir, rate_limit_per_s=1000.0)
-    assert (settings.submit_batch_size, settings.inbox_settle_s) == (2, 0.0)
+    settings = type(world.settings)(
+        local={"data_dir": world.data_dir}, http={"rate_limit_per_s": 1000.0}
+    )
+    assert (settings.pipeline.submit_batch_size, settings.pipeline.inbox_settle_s) == (2, 0.0)
     truth = _drop(world, "five.csv", [(f"B-{i}", "veh_demo1", [100 + i]) for i in range(5)])
     # no settle_s / batch_size arguments: a file written just now is taken at once (settle 0)
     result = ingest(settings.with_service("http://sandbox.test"), transport=world.transport)
@@ -344,7 +346,7 @@ def test_dates_in_figures_follow_the_declared_order_and_a_columns_proof_is_told(
     report = (world.data_dir / "rejected" / "london.csv.errors.csv").read_text("utf-8-sig")
     assert "could be 3 April 2027 (day first) or 4 March 2027 (month first)" in report
 
-    london = world.settings.model_copy(update={"date_order": "dmy"})
+    london = world.settings.updated(pipeline={"date_order": "dmy"})
     write_sheet(world.inbox / "london2.csv", [("L-2", "veh_demo1", [100_00])], date="03/04/2027")
     accepted = ingest(london, transport=world.transport, settle_s=0)
     assert [f.state for f in accepted.files] == ["processed"]
@@ -369,6 +371,6 @@ def test_a_rejected_file_carries_the_total_of_the_rows_that_could_be_read(world:
         )
     result = ingest(world.settings, transport=world.transport, settle_s=0)
     assert [(f.state, f.total_cents) for f in result.files] == [("rejected", 350_01)]
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         files = ledger.files()
     assert [(f["state"], f["total_cents"]) for f in files] == [("rejected", 350_01)]

@@ -167,7 +167,7 @@ def test_a_changed_account_for_an_existing_entity_is_held_for_a_person(
         assert "matches none of the instructions it has" in held.reason
 
     # no full account number in the ledger, the logs, the summary or any file written
-    ledger = duckdb.connect(str(world.settings.ledger_file), read_only=True)
+    ledger = duckdb.connect(str(world.settings.local.ledger_file), read_only=True)
     try:
         bodies = " ".join(
             str(r) for r in ledger.execute("SELECT * FROM ledger_requests").fetchall()
@@ -215,7 +215,7 @@ def test_without_the_ledger_the_service_records_are_matched_by_fingerprint(
     before = _instructions(world)
     _later(world)
     fresh = World(
-        settings=world.settings.model_copy(update={"data_dir": tmp_path / "other"}),
+        settings=world.settings.updated(local={"data_dir": tmp_path / "other"}),
         transport=world.transport if served else NoInstructionList(world.transport),  # type: ignore[arg-type]
     )
     fresh.inbox.mkdir(parents=True)

@@ -133,7 +133,7 @@ def test_a_locked_warehouse_falls_back_to_the_full_walk(tmp_path: Path) -> None:
     _create_elsewhere(world, "LATE-1", [100, 200])
     write_sheet(world.inbox / "late.csv", [("LATE-1", "veh_demo1", [100, 200])])
     counting = Counting(world.transport)
-    holder = hold_until_released(world.settings.warehouse_file)
+    holder = hold_until_released(world.settings.local.warehouse_file)
     try:
         result = ingest(world.settings, transport=counting, settle_s=0)
     finally:
@@ -206,7 +206,7 @@ def test_distributions_do_not_wait_for_contact_associations(world: World) -> Non
 def test_a_failing_association_never_blocks_a_distribution(world: World) -> None:
     held = _roster_night(world, 422)
     assert held.timed_out == 0
-    with open_ledger(world.settings.ledger_file) as ledger:
+    with open_ledger(world.settings.local.ledger_file) as ledger:
         states = {r["state"] for r in ledger.payments()}
         failed = [r for r in ledger.requests() if r.phase == "associations"]
     assert states == {"created"}

@@ -57,7 +57,7 @@ def test_the_samples_pass_a_proxy_refusing_what_the_public_description_forbids(
     assert {"NEW-E1", "NEW-E2", "NEW-E3"} <= refs
 
     # the roster's own references of contacts and instructions stay in the ledger
-    with duckdb.connect(str(world.settings.ledger_file), read_only=True) as con:
+    with duckdb.connect(str(world.settings.local.ledger_file), read_only=True) as con:
         kept = dict(
             con.execute(
                 "SELECT phase, own_references FROM ledger_requests "
@@ -95,7 +95,7 @@ def test_a_roster_of_wires_passes_the_proxy_with_the_public_wire_fields(
     assert proxy.checked["/v1/payment_instructions"] == 1
     # the instructions were never refused: only the entities' documented-first form was
     assert [r.path for r in proxy.refused] == ["/v1/entities"], proxy.refused
-    with duckdb.connect(str(world.settings.ledger_file), read_only=True) as con:
+    with duckdb.connect(str(world.settings.local.ledger_file), read_only=True) as con:
         (body,) = con.execute(
             "SELECT body FROM ledger_requests WHERE phase = 'payment_instructions'"
         ).fetchone() or ("",)

@@ -166,7 +166,7 @@ def test_an_outage_past_the_deadline_fails_plainly_and_the_next_night_finishes_o
     message = str(failure)
     assert "unavailable for 2 min" in message  # FUNDPIPE_RETRY_DEADLINE_S: 120 s by default
     assert "nothing was lost" in message
-    assert virtual_clock.t >= world.settings.retry_deadline_s
+    assert virtual_clock.t >= world.settings.http.retry_deadline_s
 
     world.control("DELETE", "faults")  # the service is back: the next night
     result = ingest(world.settings, transport=world.transport, settle_s=0)

@@ -30,7 +30,7 @@ def test_sync_on_the_strict_sandbox_reads_balances_of_the_known_vehicles(tmp_pat
 
 def test_fundpipe_vehicles_adds_a_vehicle_no_sheet_named(tmp_path: Path) -> None:
     world = sandbox_world(tmp_path / "data", strict_interface=True)
-    settings = world.settings.model_copy(update={"vehicles": ["veh_demo3", "veh_nosuch"]})
+    settings = world.settings.updated(service={"vehicles": ["veh_demo3", "veh_nosuch"]})
     result = sync(settings, transport=world.transport)
     assert result.counts["financial_accounts"] == 2
     assert any("veh_nosuch" in w and "unknown" in w for w in result.warnings)

@@ -50,9 +50,7 @@ class Counting(httpx.AsyncBaseTransport):
 def _service(tmp_path: Path, **config: Any) -> tuple[Counting, Settings]:
     app = create_app(SandboxConfig(seed="demo", rate_limit_requests=1_000_000, **config))
     settings = Settings(
-        data_dir=tmp_path / "data",
-        rate_limit_per_s=100_000,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, local={"data_dir": tmp_path / "data"}, http={"rate_limit_per_s": 100_000}
     ).with_service(BASE)
     return Counting(httpx.ASGITransport(app=app)), settings
 
@@ -95,7 +93,7 @@ def _create(transport: Counting, settings: Settings, count: int, date: str, ref:
 
 
 def _rows(settings: Settings, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(settings.warehouse_file), read_only=True)
+    con = duckdb.connect(str(settings.local.warehouse_file), read_only=True)
     try:
         return con.execute(sql, list(params)).fetchall()
     finally:
@@ -235,7 +233,7 @@ def test_full_pulls_everything_and_a_week_brings_a_full_walk_by_itself(tmp_path:
     assert everything.counts == first.counts
     assert everything.counts["distributions"] == 300
     assert everything.counts["distribution_payments"] == 300
-    week = everything.seen_at + dt.timedelta(days=settings.full_sync_days)
+    week = everything.seen_at + dt.timedelta(days=settings.pipeline.full_sync_days)
     assert sync(settings, transport=transport, clock=lambda: week).walks["distributions"] == "full"
     day = week + dt.timedelta(days=1)
     assert sync(settings, transport=transport, clock=lambda: day).walks == dict.fromkeys(

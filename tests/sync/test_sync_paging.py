@@ -51,7 +51,7 @@ def test_every_page_of_every_list_lands_once(service: tuple[httpx.ASGITransport,
     assert result.counts["distribution_payments"] == 230
     assert result.ledger_found is False
     again = sync(settings, transport=transport)
-    con = duckdb.connect(str(settings.warehouse_file), read_only=True)
+    con = duckdb.connect(str(settings.local.warehouse_file), read_only=True)
     try:
         payments = con.execute(
             "SELECT count(*), count(DISTINCT id), sum(amount_cents) FROM distribution_payments WHERE distribution = ?",
@@ -89,13 +89,13 @@ def test_sync_waits_for_a_warehouse_held_by_another_process_and_names_it(
             release(holder)
 
     wh = Warehouse(
-        settings.warehouse_file,
+        settings.local.warehouse_file,
         lock_timeout_s=20,
         retry_interval_s=0.05,
         sleep=release_on_first_wait,
     )
     wh.migrate()
-    holder = hold_until_released(settings.warehouse_file)
+    holder = hold_until_released(settings.local.warehouse_file)
     try:
         with caplog.at_level(logging.WARNING, logger="fundpipe.warehouse.file"):
             result = sync(settings, transport=transport, warehouse=wh)
@@ -122,10 +122,10 @@ def test_a_failed_pull_leaves_the_warehouse_as_it_was(
             assert faults.status_code < 300, faults.text
 
     asyncio.run(break_distributions())
-    failing = settings.model_copy(update={"max_attempts": 1})
+    failing = settings.updated(http={"max_attempts": 1})
     with pytest.raises(FundServiceError):
         sync(failing, transport=transport)
-    con = duckdb.connect(str(settings.warehouse_file), read_only=True)
+    con = duckdb.connect(str(settings.local.warehouse_file), read_only=True)
     try:
         syncs = con.execute("SELECT sync_id FROM syncs").fetchall()
         snapshots = con.execute("SELECT count(DISTINCT sync_id) FROM balance_snapshots").fetchone()

@@ -254,13 +254,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     app = create_app(SandboxConfig(seed="demo", rate_limit_requests=100_000))
     transport = httpx.ASGITransport(app=app)
     settings = Settings(
-        data_dir=root / "data",
-        rate_limit_per_s=10_000,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, local={"data_dir": root / "data"}, http={"rate_limit_per_s": 10_000}
     ).with_service(BASE)
     w = World()
     asyncio.run(_build(transport, settings, w))
-    _write_ledger(settings.ledger_file, w)
+    _write_ledger(settings.local.ledger_file, w)
 
     async def sandbox_now() -> dt.datetime:
         async with httpx.AsyncClient(transport=transport, base_url=BASE) as control:
@@ -287,7 +285,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     second_at = asyncio.run(sandbox_now())
     w.second = sync(settings, transport=transport, clock=lambda: second_at)
     later = w.second.seen_at
-    w.warehouse = settings.warehouse_file
+    w.warehouse = settings.local.warehouse_file
     w.result = reconcile(
         settings, as_of=later.date(), out_dir=root / "reports", clock=lambda: later
     )

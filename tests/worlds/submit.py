@@ -131,7 +131,7 @@ class World:
 
     @property
     def data_dir(self) -> Path:
-        return self.settings.data_dir
+        return self.settings.local.data_dir
 
     @property
     def inbox(self) -> Path:
@@ -221,9 +221,7 @@ def sandbox_world(data_dir: Path, **config: Any) -> World:
 
     app = create_app(SandboxConfig(rate_limit_requests=10_000, rate_limit_window_s=1, **config))
     settings = Settings(
-        data_dir=data_dir,
-        rate_limit_per_s=1000.0,
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None, local={"data_dir": data_dir}, http={"rate_limit_per_s": 1000.0}
     ).with_service("http://sandbox.test")
     (data_dir / "inbox").mkdir(parents=True, exist_ok=True)
     return World(settings=settings, transport=httpx.ASGITransport(app=app))

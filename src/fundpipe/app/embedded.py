@@ -35,10 +35,10 @@ def attach(settings: Settings, base_url: str) -> Settings:
     """Settings pointed at an embedded sandbox already listening at `base_url` (a child run of
     the nightly fan-out reaches its parent's sandbox this way)."""
     # the port changes every run: the ledger binds to "the embedded sandbox" instead
-    return settings.with_service(base_url).model_copy(
-        update={
-            "service_name": settings.service_name or EMBEDDED_SERVICE_NAME,
-            "livemode": False if settings.livemode is None else settings.livemode,
+    return settings.with_service(base_url).updated(
+        service={
+            "service_name": settings.service.service_name or EMBEDDED_SERVICE_NAME,
+            "livemode": False if settings.service.livemode is None else settings.service.livemode,
         }
     )
 
@@ -46,20 +46,20 @@ def attach(settings: Settings, base_url: str) -> Settings:
 @contextmanager
 def service(settings: Settings) -> Iterator[Settings]:
     """Yield settings for a running service: the configured one, or an embedded sandbox."""
-    if not settings.embedded:
+    if not settings.service.embedded:
         yield settings
         return
 
     # Imported here: the pipeline touches the sandbox only to start it.
     from fundpipe.sandbox import SandboxConfig, SandboxServer
 
-    state_dir = settings.data_dir / "sandbox"
+    state_dir = settings.local.data_dir / "sandbox"
     state_dir.mkdir(parents=True, exist_ok=True)
     config = SandboxConfig(
         db_path=state_dir / "sandbox.sqlite",
         seed="demo",
-        strict_interface=settings.sandbox_strict,
-        public_forms=settings.sandbox_public_forms,
+        strict_interface=settings.sandbox.sandbox_strict,
+        public_forms=settings.sandbox.sandbox_public_forms,
         demo_orgs=EMBEDDED_DEMO_ORGS,
     )
     with SandboxServer(config, host="127.0.0.1", port=0) as server:
@@ -98,7 +98,8 @@ def one_org(
     with service(settings) as live:
         yield org_settings(
             live,
-            wanted or settings.org_id,  # as configured: the embedded sandbox fills in its own
+            wanted
+            or settings.service.org_id,  # as configured: the embedded sandbox fills in its own
             among=Among.SERVICE,
             load_secret=with_secret_block,
             say=say,

@@ -41,7 +41,7 @@ def sample_sheets(
     (``FUNDPIPE_DATA_DIR``) usually has no `samples/` of its own; the project's samples are used
     then, so `run --samples` never silently sees no files.
     """
-    for root in (settings.data_dir / "samples", bundled):
+    for root in (settings.local.data_dir / "samples", bundled):
         if org_id and _sheets(root / org_id):
             return _sheets(root / org_id)
         if (single or org_id == DEMO_ORG_ID) and _sheets(root):
@@ -63,7 +63,7 @@ def copy_samples(
     Copying the same samples twice is harmless: the ledger recognises a file it has already
     submitted by its content hash and creates nothing new.
     """
-    inbox = inbox or settings.data_dir / "inbox"
+    inbox = inbox or settings.local.data_dir / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     copied = []
     for sheet in sample_sheets(settings, bundled, org_id=org_id, single=single):

@@ -1,23 +1,44 @@
 """Typed configuration, read from `FUNDPIPE_*` environment variables and an optional `.env`.
 
-One `Settings`, composed of groups each defined in a module of its own (attribute access and the
-environment variable names are the same whichever group a field belongs to): `service` (the
-service, credentials, organizations; the embedded sandbox's switches), `http` (the client's HTTP
-policy, handed to the client as its own `ClientConfig` by `Settings.client_config()`), `local`
-(where the state lives; the data path's choices), `orchestration` (schedules, fan-out, the Prefect
-server: owned by the Prefect shell), and `organization` (one organization fundpipe runs for).
+One `Settings`, made of groups, each a model defined in a module of its own and read as an
+attribute of the settings (`settings.http.retry_deadline_s`); a field's environment variable is
+`FUNDPIPE_<FIELD>` whichever group it is in (`FUNDPIPE_RETRY_DEADLINE_S`):
 
-Settings are built at the entry points (CLI commands, flows) and passed down; nothing reads the
-environment deep inside a function. With no `FUNDPIPE_BASE_URL`, fundpipe runs against the
-embedded sandbox (see `fundpipe.app.embedded`) with the demo client's credentials.
+- `service` (`ServiceSettings`): the service, credentials, organizations, scopes, paths;
+- `sandbox` (`EmbeddedSandboxSettings`): how the embedded sandbox answers;
+- `http` (`HttpPolicySettings`): the client's HTTP policy, handed to the client with the
+  service's fields as its own `ClientConfig` by `Settings.client_config()`;
+- `local` (`LocalPathSettings`): where the state lives (data directory, ledger, warehouse,
+  reports, the durable record);
+- `pipeline` (`PipelineSettings`): the data path's choices (dates, time zone, materiality, the
+  inbox, batches);
+- `orchestration` (`OrchestrationSettings`): schedules, fan-out, the Prefect server (owned by
+  the Prefect shell).
+
+`Settings()` reads the environment; `Settings(http={"retry_deadline_s": 1})` sets fields of a
+group (the others still from the environment), and `grouped(data_dir=…, orgs=…)` puts field
+names in their groups for it. `settings.updated(local={"data_dir": p})` is a copy with some
+fields replaced. `organization` (`Organization`) is one organization fundpipe runs for; one
+organization's settings come from `fundpipe.orgs.org_settings`.
+
+Settings are built once at each entry point (a CLI command, a flow) and passed down; nothing
+reads the environment deep inside a function. With no `FUNDPIPE_BASE_URL`, fundpipe runs
+against the embedded sandbox (see `fundpipe.app.embedded`) with the demo client's credentials.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from fundpipe.config.http import HttpPolicySettings
 from fundpipe.config.local import LocalPathSettings, PipelineSettings
@@ -40,70 +61,160 @@ __all__ = [
     "DEMO_CLIENT_ID",
     "DEMO_CLIENT_SECRET",
     "DEMO_ORG_ID",
+    "GROUPS",
     "OWN_ORG_FOLDER",
     "Organization",
     "Settings",
+    "grouped",
     "require_service",
 ]
 
+#: The groups of `Settings`, by attribute, in the order `fundpipe config` shows them.
+GROUPS: Mapping[str, type[BaseModel]] = {
+    "service": ServiceSettings,
+    "sandbox": EmbeddedSandboxSettings,
+    "http": HttpPolicySettings,
+    "local": LocalPathSettings,
+    "pipeline": PipelineSettings,
+    "orchestration": OrchestrationSettings,
+}
 
-class Settings(
-    # listed last to first: `fundpipe config` shows the service first, orchestration last
-    OrchestrationSettings,
-    PipelineSettings,
-    LocalPathSettings,
-    HttpPolicySettings,
-    EmbeddedSandboxSettings,
-    ServiceSettings,
-    BaseSettings,
-):
-    """The effective configuration of one fundpipe process: every group's fields, each read
-    from `FUNDPIPE_<FIELD>` (the groups only say where a field is defined)."""
+#: Each field's group: `FIELD_GROUPS["retry_deadline_s"] == "http"`.
+FIELD_GROUPS: Mapping[str, str] = {
+    field: group for group, model in GROUPS.items() for field in model.model_fields
+}
+
+#: Every variable is `FUNDPIPE_<FIELD>`, whichever group the field is in.
+ENV_PREFIX = "FUNDPIPE_"
+
+
+def grouped(**fields: Any) -> dict[str, Any]:
+    """`Settings`' keyword arguments from field names, each put in its group:
+    ``Settings(**grouped(data_dir=p, orgs="a,b"))`` is ``Settings(local={"data_dir": p},
+    service={"orgs": "a,b"})``. A group's name passes through (its fields merged), and so does
+    a pydantic-settings argument such as ``_env_file``; an unknown name is a TypeError."""
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if name in GROUPS:
+            out.setdefault(name, {}).update(value)
+        elif name in FIELD_GROUPS:
+            out.setdefault(FIELD_GROUPS[name], {})[name] = value
+        elif name.startswith("_"):
+            out[name] = value
+        else:
+            raise TypeError(f"no setting {name!r}")
+    return out
+
+
+class _GroupedSource(PydanticBaseSettingsSource):
+    """The environment (or `.env`) read group by group: each group's fields from their
+    `FUNDPIPE_<FIELD>` variables, parsed as pydantic-settings parses them (JSON for a dict)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env_file: Any | None) -> None:
+        super().__init__(settings_cls)
+        self._env_file = env_file
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: `__call__` reads whole groups."""
+        return None, field_name, False
+
+    def _source(self, model: type[BaseModel]) -> PydanticBaseSettingsSource:
+        settings_cls: Any = model  # the sources read only its fields and model_config
+        if self._env_file is None:
+            return EnvSettingsSource(settings_cls, case_sensitive=False, env_prefix=ENV_PREFIX)
+        return DotEnvSettingsSource(
+            settings_cls,
+            env_file=self._env_file,
+            env_file_encoding="utf-8",
+            dotenv_filtering="only_existing",
+            case_sensitive=False,
+            env_prefix=ENV_PREFIX,
+        )
+
+    def __call__(self) -> dict[str, Any]:
+        """Each group's values found, by group."""
+        out = {name: self._source(model)() for name, model in GROUPS.items()}
+        return {name: values for name, values in out.items() if values}
+
+
+class Settings(BaseSettings):
+    """The effective configuration of one fundpipe process, in groups (see the module's
+    docstring); each field read from `FUNDPIPE_<FIELD>`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="FUNDPIPE_",
         env_file=".env",
         env_file_encoding="utf-8",
-        extra="ignore",
+        extra="forbid",
     )
 
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
+    sandbox: EmbeddedSandboxSettings = Field(default_factory=EmbeddedSandboxSettings)
+    http: HttpPolicySettings = Field(default_factory=HttpPolicySettings)
+    local: LocalPathSettings = Field(default_factory=LocalPathSettings)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments first, then the environment, then `.env`, each read group by group."""
+        env_file = getattr(dotenv_settings, "env_file", None)
+        return (
+            init_settings,
+            _GroupedSource(settings_cls, None),
+            *([_GroupedSource(settings_cls, env_file)] if env_file else []),
+        )
+
+    def updated(self, **groups: Mapping[str, Any]) -> Settings:
+        """A copy with some fields of some groups replaced, e.g.
+        ``settings.updated(local={"data_dir": p}, http={"max_attempts": 1})`` (not validated,
+        like `model_copy`); an unknown group or field is a TypeError."""
+        update: dict[str, BaseModel] = {}
+        for name, fields in groups.items():
+            if name not in GROUPS:
+                raise TypeError(f"no settings group {name!r}; groups: {list(GROUPS)}")
+            group: BaseModel = getattr(self, name)
+            unknown = sorted(set(fields) - set(type(group).model_fields))
+            if unknown:
+                raise TypeError(f"no setting {unknown} in group {name!r}")
+            update[name] = group.model_copy(update=dict(fields))
+        return self.model_copy(update=update)
+
     def client_config(self) -> ClientConfig:
-        """The service client's own configuration (`fundpipe.client.ClientConfig`) from these
-        settings: service, credentials, organization, paths and the HTTP policy."""
+        """The service client's own configuration (`fundpipe.client.ClientConfig`): the `http`
+        group as it is, with the service, credentials, organization and paths."""
         from fundpipe.client._config import ClientConfig
 
+        service = self.service
         return ClientConfig(
-            base_url=self.base_url,
-            token_url=self.token_url,
-            client_id=self.client_id,
-            client_secret=self.client_secret,
-            client_secret_block=self.client_secret_block,
-            scopes=self.scopes,
-            org_id=self.org_id,
-            paths=dict(self.paths),
-            connect_timeout_s=self.connect_timeout_s,
-            read_timeout_s=self.read_timeout_s,
-            token_leeway_s=self.token_leeway_s,
-            retry_deadline_s=self.retry_deadline_s,
-            backoff_initial_s=self.backoff_initial_s,
-            backoff_max_s=self.backoff_max_s,
-            retry_after_cap_s=self.retry_after_cap_s,
-            max_attempts=self.max_attempts,
-            rate_limit_per_s=self.rate_limit_per_s,
-            max_concurrency=self.max_concurrency,
-            ca_bundle=self.ca_bundle,
+            base_url=service.base_url,
+            token_url=service.token_url,
+            client_id=service.client_id,
+            client_secret=service.client_secret,
+            client_secret_block=service.client_secret_block,
+            scopes=service.scopes,
+            org_id=service.org_id,
+            paths=dict(service.paths),
+            **self.http.model_dump(),
         )
 
     def with_service(self, base_url: str) -> Settings:
         """A copy pointed at `base_url`, filling the demo credentials where none are set (a
         secret named by a Secret block counts as set: the entry point's loader fills it)."""
-        named = self.client_secret is not None or bool(self.client_secret_block)
-        return self.model_copy(
-            update={
+        service = self.service
+        named = service.client_secret is not None or bool(service.client_secret_block)
+        return self.updated(
+            service={
                 "base_url": base_url,
-                "client_id": self.client_id or DEMO_CLIENT_ID,
-                "client_secret": self.client_secret if named else SecretStr(DEMO_CLIENT_SECRET),
-                "org_id": self.org_id or DEMO_ORG_ID,
+                "client_id": service.client_id or DEMO_CLIENT_ID,
+                "client_secret": service.client_secret if named else SecretStr(DEMO_CLIENT_SECRET),
+                "org_id": service.org_id or DEMO_ORG_ID,
             }
         )
 
@@ -119,39 +230,44 @@ class Settings(
         """
         from fundpipe.errors import ConfigurationError
 
-        if several and (self.ledger_path or self.warehouse_path):
+        local = self.local
+        if several and (local.ledger_path or local.warehouse_path):
             raise ConfigurationError(
                 "FUNDPIPE_LEDGER_PATH / FUNDPIPE_WAREHOUSE_PATH name one organization's files, "
                 "but several organizations are configured: unset them (each organization keeps "
                 "its ledger and warehouse in data/orgs/<org_id>/)"
             )
-        update: dict[str, Any] = {
+        service: dict[str, Any] = {
             "org_id": org.id,
-            "org_name": org.name or self.org_name,
-            "data_dir": self.data_dir / "orgs" / org.folder,
-            "reports_dir": self.reports_folder / org.folder,
+            "org_name": org.name or self.service.org_name,
         }
-        if self.reports_url:
-            update["reports_url"] = f"{self.reports_url.rstrip('/')}/{org.folder}"
-        if self.reports_public_url:
-            update["reports_public_url"] = f"{self.reports_public_url.rstrip('/')}/{org.folder}"
-        record = self.record_url or str(self.data_dir / "record")
-        update["record_url"] = f"{record.rstrip('/')}/{org.folder}"
+        paths: dict[str, Any] = {
+            "data_dir": local.data_dir / "orgs" / org.folder,
+            "reports_dir": local.reports_folder / org.folder,
+        }
+        if local.reports_url:
+            paths["reports_url"] = f"{local.reports_url.rstrip('/')}/{org.folder}"
+        if local.reports_public_url:
+            paths["reports_public_url"] = f"{local.reports_public_url.rstrip('/')}/{org.folder}"
+        record = local.record_url or str(local.data_dir / "record")
+        paths["record_url"] = f"{record.rstrip('/')}/{org.folder}"
         if org.base_url:
-            update["base_url"] = org.base_url
+            service["base_url"] = org.base_url
         if org.client_id:
-            update["client_id"] = org.client_id
+            service["client_id"] = org.client_id
         if org.secret_block:
-            update.update(client_secret=None, client_secret_block=org.secret_block)
+            service.update(client_secret=None, client_secret_block=org.secret_block)
+        pipeline: dict[str, Any] = {}
         if org.materiality is not None:
-            update["materiality"] = org.materiality
-        return self.model_copy(update=update)
+            pipeline["materiality"] = org.materiality
+        return self.updated(service=service, local=paths, pipeline=pipeline)
 
     def redacted(self) -> dict[str, Any]:
-        """The settings as a dict with every secret replaced by `**********`."""
+        """The settings as a dict of groups (the service first, orchestration last) with every
+        secret replaced by `**********`."""
         out = self.model_dump(mode="json")
-        if self.client_secret is not None:
-            out["client_secret"] = "**********"  # noqa: S105 - the redaction marker itself
+        if self.service.client_secret is not None:
+            out["service"]["client_secret"] = "**********"  # noqa: S105 - the redaction marker
         return out
 
 
@@ -164,7 +280,7 @@ def require_service(settings: Settings, transport: object | None = None) -> None
     """
     from fundpipe.errors import ConfigurationError
 
-    if settings.embedded and transport is None:
+    if settings.service.embedded and transport is None:
         raise ConfigurationError(
             "no service configured: set FUNDPIPE_BASE_URL (the CLI and the flows start the "
             "embedded sandbox when it is unset)"

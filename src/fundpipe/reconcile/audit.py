@@ -72,7 +72,7 @@ def export_audit(settings: Settings, out: Path, *, start: datetime, end: datetim
     into `out` (Parquet and CSV each); the warehouse is only read."""
     if end <= start:
         raise ValueError(f"the span is empty: {start.isoformat()} is not before {end.isoformat()}")
-    with Warehouse(settings.warehouse_file).read() as con:
+    with Warehouse(settings.local.warehouse_file).read() as con:
         rows = write_events(con, out, start=start, end=end)
     files = tuple(
         out / f"{name}.{suffix}" for name, _ in AUDIT_TABLES for suffix in ("parquet", "csv")

@@ -131,7 +131,7 @@ def parse_period(text: str) -> tuple[date, date]:
 
 def closed_folder(settings: Settings, period: str) -> Path:
     """`<reports>/closed/YYYY-MM`: where a closed period's files are (its first version)."""
-    return settings.reports_folder / "closed" / period
+    return settings.local.reports_folder / "closed" / period
 
 
 def version_folder(settings: Settings, period: str, version: int) -> Path:
@@ -146,12 +146,12 @@ def list_periods(
 ) -> list[PeriodState]:
     """Every month from the first sync (or first close) to this one, each open or closed."""
     now = (clock or (lambda: datetime.now(UTC)))()
-    today = now.astimezone(ZoneInfo(settings.reporting_timezone)).date()
-    with Warehouse(settings.warehouse_file).read() as con:
+    today = now.astimezone(ZoneInfo(settings.pipeline.reporting_timezone)).date()
+    with Warehouse(settings.local.warehouse_file).read() as con:
         decided = {s.period: s for s in period_states(con)}
         row = con.execute("SELECT min(started_at), max(started_at) FROM syncs").fetchone()
     known = [date(int(p[:4]), int(p[5:]), 1) for p in decided]
-    zone = ZoneInfo(settings.reporting_timezone)
+    zone = ZoneInfo(settings.pipeline.reporting_timezone)
     if row and row[0]:
         known += [row[0].astimezone(zone).date(), row[1].astimezone(zone).date()]
     start = min(known, default=today).replace(day=1)
@@ -265,14 +265,14 @@ def close_period(
     period = period_of(first_day)
     name = _name(prepared_by, "--prepared-by")
     now = (clock or (lambda: datetime.now(UTC)))()
-    zone = settings.reporting_timezone
+    zone = settings.pipeline.reporting_timezone
     today = now.astimezone(ZoneInfo(zone)).date()
     if last_day >= today:
         raise CloseError(
             f"{period} has not ended yet in {zone} (its last day is {last_day}); close it from "
             f"{date.fromordinal(last_day.toordinal() + 1)}"
         )
-    warehouse = Warehouse(settings.warehouse_file)
+    warehouse = Warehouse(settings.local.warehouse_file)
     with warehouse.read() as con:
         existing = period_state(con, period)
         balances = _closing_balances(con, period, last_day, zone, now)
@@ -442,7 +442,7 @@ def _two_people(
     same_user = reviewer_user is not None and reviewer_user == state.prepared_os_user
     if not (same_name or same_user):
         return False
-    if settings.one_person_close:
+    if settings.pipeline.one_person_close:
         return True
     if same_name:
         raise CloseError(
@@ -485,7 +485,7 @@ def _decide(
     reason = " ".join((reason or "").split()) or None
     now = (clock or (lambda: datetime.now(UTC)))()
     reviewer_user = _user(user)
-    warehouse = Warehouse(settings.warehouse_file)
+    warehouse = Warehouse(settings.local.warehouse_file)
     with warehouse.write() as con:
         state = period_state(con, period)
         if not state.closed:
@@ -596,7 +596,7 @@ def reopen_period(
     if not reason.strip():
         raise CloseError("a reopening needs the reason (--reason TEXT)")
     now = (clock or (lambda: datetime.now(UTC)))()
-    with Warehouse(settings.warehouse_file).write() as con:
+    with Warehouse(settings.local.warehouse_file).write() as con:
         state = period_state(con, period)
         if not state.closed:
             raise CloseError(f"{period} is not closed: there is nothing to reopen")
@@ -664,7 +664,7 @@ def verify_period(settings: Settings, period: str) -> VerifyResult:
     and the review against the hashes the warehouse recorded."""
     first_day, _ = parse_period(period)
     period = period_of(first_day)
-    with Warehouse(settings.warehouse_file).read() as con:
+    with Warehouse(settings.local.warehouse_file).read() as con:
         events = records(
             con,
             "SELECT event, version, folder, manifest_sha256, review_sha256 FROM period_events "

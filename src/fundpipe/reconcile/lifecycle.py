@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENTS",
+    "EVENT_COLUMNS",
+    "EXCEPTION_COLUMNS",
     "STATES",
     "ExceptionEvent",
     "ExceptionNotFoundError",
@@ -71,14 +73,17 @@ SYSTEM = "fundpipe"
 #: The end of time: every event recorded.
 _ALL = "TIMESTAMPTZ 'infinity'"
 
-_COLUMNS = (
+#: The select list `list_exceptions` and `history` read a `TrackedException` from. Each field is
+#: taken by its column's name, so any order of this list reads the same.
+EXCEPTION_COLUMNS = (
     "id, kind, state, first_seen, last_seen, resolved_on, acknowledged_by, acknowledged_at, "
     'note, vehicle, object_type, object_id, source_file, "row", amount_cents, what, action, '
     "owner, acknowledged_amount_cents"
 )
 
-#: The columns of `exception_events` an `ExceptionEvent` is read from (by name).
-_EVENT_COLUMNS = (
+#: The columns of `exception_events` an `ExceptionEvent` is read from (by name: any order of
+#: this list reads the same).
+EVENT_COLUMNS = (
     'seq, exception_id, event, event_at AS "at", as_of, by_name AS "by", os_user, amount_cents, '
     "note, assignee"
 )
@@ -219,7 +224,7 @@ def _rows(
 ) -> list[TrackedException]:
     rows = records(
         con,
-        f"SELECT {_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
+        f"SELECT {EXCEPTION_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
         "ORDER BY kind, vehicle NULLS FIRST, id",
         params,
     )
@@ -498,7 +503,7 @@ def history(
             raise ExceptionNotFoundError(f"no exception {exception_id}")
         rows = records(
             con,
-            f"SELECT {_EVENT_COLUMNS} FROM exception_events WHERE exception_id = ? ORDER BY seq",
+            f"SELECT {EVENT_COLUMNS} FROM exception_events WHERE exception_id = ? ORDER BY seq",
             [exception_id],
         )
     return found[0], [ExceptionEvent(**r) for r in rows]

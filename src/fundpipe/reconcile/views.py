@@ -530,8 +530,8 @@ def point_latest(reports: Path, out_dir: Path) -> None:
 
 def _organization(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
     """The organization the reports are for: the settings' id, else the vehicles' own."""
-    if settings.org_id:
-        return settings.org_id
+    if settings.service.org_id:
+        return settings.service.org_id
     row = con.execute(
         "SELECT organization FROM vehicles WHERE organization IS NOT NULL "
         "GROUP BY organization ORDER BY count(*) DESC, organization LIMIT 1"
@@ -572,15 +572,15 @@ def reconcile(
     organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
     run_at = (clock or (lambda: datetime.now(UTC)))()
-    zone = settings.reporting_timezone
+    zone = settings.pipeline.reporting_timezone
     today = run_at.astimezone(ZoneInfo(zone)).date()
     as_of = as_of or today
     historical = as_of < today or known_at is not None
     default = out_dir is None
     if out_dir is None:
-        out_dir = run_folder(settings.reports_folder, as_of, run_at)
+        out_dir = run_folder(settings.local.reports_folder, as_of, run_at)
     out_dir.mkdir(parents=True, exist_ok=True)
-    warehouse = warehouse or Warehouse(settings.warehouse_file)
+    warehouse = warehouse or Warehouse(settings.local.warehouse_file)
     # what the report knows: a run for today, everything up to its own clock; a past as-of,
     # everything by the end of that day; else the time asked for
     knowledge = known_at or (end_of_day(as_of, zone) if as_of < today else run_at)
@@ -591,7 +591,7 @@ def reconcile(
             out_dir,
             timezone=zone,
             known_at=known_at,
-            materiality_cents=settings.materiality,
+            materiality_cents=settings.pipeline.materiality,
         )
         last_sync = _last_sync(con, as_of, zone, known_at)
         period = period_state(
@@ -619,8 +619,8 @@ def reconcile(
             parquet, as_of=as_of, run_at=run_at, last_sync=last_sync, organization=organization
         ),
         reporting_timezone=zone,
-        materiality_cents=settings.materiality,
-        organization_name=settings.org_name,
+        materiality_cents=settings.pipeline.materiality,
+        organization_name=settings.service.org_name,
         historical=historical,
         period=closing if closing is not None else period,
         known_at=knowledge,
@@ -648,9 +648,9 @@ def reconcile(
         ),
         [SheetSource(name, parquet[view], **SHEET_LAYOUT.get(view, {})) for name, view in SHEETS],
     )
-    newest = latest_as_of(settings.reports_folder)
+    newest = latest_as_of(settings.local.reports_folder)
     if default and not historical and (newest is None or as_of >= newest):
-        point_latest(settings.reports_folder, out_dir)
+        point_latest(settings.local.reports_folder, out_dir)
     return ReconcileResult(
         summary=summary,
         out_dir=out_dir,

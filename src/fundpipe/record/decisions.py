@@ -118,8 +118,8 @@ def record_decision(
     local files it filed below the reports folder (a closed month's package), copied to the
     record once. Call it right after the rows are written.
     """
-    record = Record(settings.record_location)
-    reports = settings.reports_folder.resolve()
+    record = Record(settings.local.record_location)
+    reports = settings.local.reports_folder.resolve()
     filed: dict[str, str] = {}
     for path in files:
         relative = path.resolve().relative_to(reports).as_posix()

@@ -53,7 +53,7 @@ class RestoreResult:
 
 def has_local_state(settings: Settings) -> bool:
     """Whether this machine holds the organization's ledger or warehouse."""
-    return settings.warehouse_file.exists() or settings.ledger_file.exists()
+    return settings.local.warehouse_file.exists() or settings.local.ledger_file.exists()
 
 
 def _pick(record: Record, at: datetime | None) -> Snapshot:
@@ -97,12 +97,12 @@ def restore(
     """
     from fundpipe.warehouse.file import Warehouse
 
-    record = Record(settings.record_location)
+    record = Record(settings.local.record_location)
     snapshot = _pick(record, at)
     _check_schema(snapshot)
     targets = state_files(settings)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    staging = settings.data_dir / f".restore-{os.getpid()}"
+    settings.local.data_dir.mkdir(parents=True, exist_ok=True)
+    staging = settings.local.data_dir / f".restore-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
@@ -138,9 +138,9 @@ def restore(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     decisions = read_decisions(record, until=at)
-    with Warehouse(settings.warehouse_file).write() as con:
+    with Warehouse(settings.local.warehouse_file).write() as con:
         replayed = replay(con, decisions)
-    put_back = restore_files(record, decisions, settings.reports_folder)
+    put_back = restore_files(record, decisions, settings.local.reports_folder)
     return RestoreResult(
         location=record.location,
         snapshot=snapshot.url,
@@ -162,11 +162,11 @@ def durable_night(
     """The night's part in the durable record (see the module): the lock held for the block,
     a restore first when there is no local state but a snapshot (yielded; None otherwise), the
     snapshot after the block when it raised nothing."""
-    record = Record(settings.record_location)
+    record = Record(settings.local.record_location)
     lock = OrgLock(
         record,
-        expiry_s=settings.record_lock_expiry_s,
-        wait_s=settings.inbox_lock_wait_s,  # the flows wait: a nightly and an inbox run may meet
+        expiry_s=settings.local.record_lock_expiry_s,
+        wait_s=settings.pipeline.inbox_lock_wait_s,  # the flows wait: a nightly and an inbox run may meet
         clock=clock,
     )
     with lock:

@@ -95,8 +95,8 @@ def state_files(settings: Settings) -> dict[str, tuple[Path, Path | None]]:
     from fundpipe.warehouse.file import SCHEMA_FILE as WAREHOUSE_SCHEMA
 
     return {
-        "warehouse.duckdb": (settings.warehouse_file, WAREHOUSE_SCHEMA),
-        "ledger.duckdb": (settings.ledger_file, LEDGER_SCHEMA),
+        "warehouse.duckdb": (settings.local.warehouse_file, WAREHOUSE_SCHEMA),
+        "ledger.duckdb": (settings.local.ledger_file, LEDGER_SCHEMA),
         "ledger.binding.json": (binding_file(settings), None),
     }
 
@@ -135,15 +135,15 @@ def take_snapshot(
     from fundpipe import __version__
 
     files = state_files(settings)
-    if not settings.warehouse_file.exists() and not settings.ledger_file.exists():
+    if not settings.local.warehouse_file.exists() and not settings.local.ledger_file.exists():
         return None
-    record = Record(settings.record_location)
+    record = Record(settings.local.record_location)
     taken = (clock or (lambda: datetime.now(UTC)))()
     name = f"{SNAPSHOTS}/{taken.astimezone(UTC).strftime('%Y%m%dT%H%M%S.%fZ')}"
     listed: dict[str, dict[str, Any]] = {}
     schema: dict[str, int] = {}
     closed: list[str] = []
-    with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=settings.data_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=settings.local.data_dir) as tmp:
         for file_name, (path, schema_file) in files.items():
             if not path.exists():
                 continue
@@ -157,7 +157,7 @@ def take_snapshot(
             listed[file_name] = {"sha256": sha256_file(copy), "bytes": copy.stat().st_size}
             record.create_from(f"{name}/{file_name}", copy)
     manifest = {
-        "organization": settings.org_id,
+        "organization": settings.service.org_id,
         "taken_at": taken.astimezone(UTC).isoformat(),
         "as_of": as_of.isoformat() if as_of else None,
         "fundpipe_version": __version__,
@@ -166,7 +166,7 @@ def take_snapshot(
         "files": listed,
     }
     record.create(f"{name}/{MANIFEST}", (json.dumps(manifest, indent=1) + "\n").encode())
-    prune(record, keep=settings.record_keep_nights)
+    prune(record, keep=settings.local.record_keep_nights)
     return Snapshot(name=name, taken_at=taken, url=record.url(name), manifest=manifest)
 
 
@@ -216,7 +216,7 @@ def verify_record(settings: Settings) -> RecordCheck:
     decision against its own SHA-256, every filed file against the decision that filed it."""
     import hashlib
 
-    record = Record(settings.record_location)
+    record = Record(settings.local.record_location)
     problems: list[str] = []
     snapshots = list_snapshots(record)
     for snapshot in snapshots:

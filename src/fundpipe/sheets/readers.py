@@ -57,12 +57,18 @@ __all__ = ["AroundCells", "MiB", "RawSheet", "ReadLimits", "ReadResult", "read_f
 
 
 def read_file(
-    path: Path, limits: ReadLimits | None = None, *, around_cells: AroundCells = nullcontext
+    path: Path,
+    limits: ReadLimits | None = None,
+    *,
+    around_cells: AroundCells = nullcontext,
+    columnar: bool = True,
 ) -> ReadResult:
     """Read ``path`` by its extension (``.csv``/``.txt``/``.tsv``, ``.xlsx``/``.xlsm``, ``.parquet``).
 
     Never raises for bad input: an unreadable file comes back with a file-level error.
     ``around_cells``: the entry point's choice around an XLSX sheet's cells (`AroundCells`).
+    ``columnar``: False reads every XLSX sheet cell by cell (python-calamine), the reference
+    the column-wise path (fastexcel) must agree with.
     """
     limits = limits or ReadLimits()
     result = ReadResult()
@@ -88,7 +94,7 @@ def read_file(
         if suffix in {".csv", ".txt", ".tsv"}:
             _read_csv(path, limits, result)
         elif suffix in {".xlsx", ".xlsm"}:
-            read_xlsx(path, limits, result, around_cells)
+            read_xlsx(path, limits, result, around_cells, columnar=columnar)
         elif suffix == ".parquet":
             _read_parquet(path, limits, result)
         else:

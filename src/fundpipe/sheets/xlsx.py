@@ -340,12 +340,19 @@ def _check_zip(path: Path, limits: ReadLimits, result: ReadResult) -> bool:
 
 
 def read_xlsx(
-    path: Path, limits: ReadLimits, result: ReadResult, around_cells: AroundCells = nullcontext
+    path: Path,
+    limits: ReadLimits,
+    result: ReadResult,
+    around_cells: AroundCells = nullcontext,
+    *,
+    columnar: bool = True,
 ) -> None:
     """Read every visible worksheet of ``path`` into ``result`` (errors recorded, never raised).
 
     ``around_cells`` wraps the cell-by-cell path's turning of a sheet into one Python object per
-    cell: the entry point's process-wide choice (see `fundpipe.sheets.frames.AroundCells`).
+    cell: the entry point's process-wide choice (see `fundpipe.sheets.frames.AroundCells`); it
+    is entered once for each sheet read cell by cell. ``columnar`` False: no sheet is read
+    column-wise (fastexcel), every one cell by cell.
     """
     import python_calamine as calamine
 
@@ -364,7 +371,7 @@ def read_xlsx(
             ("xlsx_corrupt", "the file is not a valid XLSX workbook (corrupt)", None)
         )
         return
-    reader = _open_fastexcel(path)
+    reader = _open_fastexcel(path) if columnar else None
     # The formula scan inflates the sheet XML a second time; it runs in a thread beside the
     # parse, so on two cores it adds little to the read.
     with (

@@ -49,7 +49,7 @@ _OWN = "(the client's own organization)"
 
 def binding_file(settings: Settings) -> Path:
     """Where the ledger's binding is kept: beside the ledger file."""
-    return settings.ledger_file.with_suffix(".binding.json")
+    return settings.local.ledger_file.with_suffix(".binding.json")
 
 
 def read_binding(settings: Settings) -> dict[str, str] | None:
@@ -134,7 +134,7 @@ def check_binding(settings: Settings, organization: str | None, *, bind: bool) -
     """Refuse a data directory bound to another service or organization; with ``bind``, record
     the binding on the first run. ``organization`` None: not known (a sync without
     ``FUNDPIPE_ORG_ID``), compared by service only."""
-    service = settings.service_identity
+    service = settings.service.service_identity
     bound = read_binding(settings)
     if bound is None:
         if bind:
@@ -145,10 +145,10 @@ def check_binding(settings: Settings, organization: str | None, *, bind: bool) -
     if bound["service"] == service and same_org:
         return
     raise ConfigurationError(
-        f"the data directory {settings.data_dir} belongs to {bound['service']} (organization "
+        f"the data directory {settings.local.data_dir} belongs to {bound['service']} (organization "
         f"{_org(bound['organization'])}), not to {service} (organization "
         f"{_org(organization or '')}): its ledger would take files as already submitted. To "
-        f"start fresh, set FUNDPIPE_DATA_DIR to a new folder (or move {settings.data_dir} "
+        f"start fresh, set FUNDPIPE_DATA_DIR to a new folder (or move {settings.local.data_dir} "
         f"away); to keep it, point fundpipe back at {bound['service']}"
     )
 
@@ -172,11 +172,11 @@ def _store(path: Path, record: dict[str, object]) -> None:
 
 def check_livemode(settings: Settings, seen: bool | None) -> None:
     """Stop when the service's objects are live and test ones were expected, or the reverse."""
-    if settings.livemode is None or seen is None or seen == settings.livemode:
+    if settings.service.livemode is None or seen is None or seen == settings.service.livemode:
         return
     found, expected = ("live", "test") if seen else ("test", "live")
     raise ConfigurationError(
-        f"the service at {settings.service_identity} answers with {found} objects, but this "
+        f"the service at {settings.service.service_identity} answers with {found} objects, but this "
         f"run expects {expected} ones (FUNDPIPE_LIVEMODE / the embedded sandbox): stopped "
         "before creating anything — check FUNDPIPE_BASE_URL"
     )

@@ -70,21 +70,23 @@ def write_report(report: FileReport, sheet_path: Path) -> list[Path]:
 @contextmanager
 def _maybe_ledger(settings: Settings, *, dry_run: bool) -> Iterator[Ledger | None]:
     if not dry_run:
-        with open_ledger(settings.ledger_file, org=settings.org_id) as ledger:
+        with open_ledger(settings.local.ledger_file, org=settings.service.org_id) as ledger:
             yield ledger
         return
-    if not settings.ledger_file.exists():
+    if not settings.local.ledger_file.exists():
         yield None
         return
     try:
-        with faults_named(settings.ledger_file, "ledger", org=settings.org_id):
-            con = duckdb.connect(str(settings.ledger_file), read_only=True)
+        with faults_named(settings.local.ledger_file, "ledger", org=settings.service.org_id):
+            con = duckdb.connect(str(settings.local.ledger_file), read_only=True)
     except duckdb.Error:  # another run holds it: a dry run can do without
         yield None
         return
     try:  # a damaged ledger is said so, not read around
-        with faults_named(settings.ledger_file, "ledger", org=settings.org_id, con=con):
-            refuse_damaged(con, settings.ledger_file, "ledger", org=settings.org_id)
+        with faults_named(
+            settings.local.ledger_file, "ledger", org=settings.service.org_id, con=con
+        ):
+            refuse_damaged(con, settings.local.ledger_file, "ledger", org=settings.service.org_id)
             yield Ledger(con, read_only=True)
     finally:
         con.close()
@@ -121,18 +123,22 @@ def ingest(
     another ingest holds the lock, :class:`fundpipe.errors.ConfigurationError` when
     ``settings`` name no service.
     """
-    require = settings.require_funds if require_funds is None else require_funds
-    settle_s = settings.inbox_settle_s if settle_s is None else settle_s
-    batch_size = settings.submit_batch_size if batch_size is None else batch_size
+    require = settings.pipeline.require_funds if require_funds is None else require_funds
+    settle_s = settings.pipeline.inbox_settle_s if settle_s is None else settle_s
+    batch_size = settings.pipeline.submit_batch_size if batch_size is None else batch_size
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, not {batch_size}")
     require_service(settings, transport)
-    check_binding(settings, settings.org_id, bind=False)  # before any file is moved
+    check_binding(settings, settings.service.org_id, bind=False)  # before any file is moved
     lock: AbstractContextManager[Any] = (
-        nullcontext() if dry_run else InboxLock(settings.data_dir, settings.inbox_lock_wait_s)
+        nullcontext()
+        if dry_run
+        else InboxLock(settings.local.data_dir, settings.pipeline.inbox_lock_wait_s)
     )
     with lock:
-        collected = collect_candidates(settings.data_dir, paths, dry_run=dry_run, settle_s=settle_s)
+        collected = collect_candidates(
+            settings.local.data_dir, paths, dry_run=dry_run, settle_s=settle_s
+        )
         candidates, in_inbox = collected.candidates, collected.in_inbox
         result = IngestResult(dry_run=dry_run, left_alone=collected.left_alone)
         if not candidates:
@@ -175,7 +181,7 @@ class _Run:
         self.in_inbox = in_inbox
         self.progress = progress
         self.dry_run = result.dry_run
-        self.dirs = InboxDirs(settings.data_dir)
+        self.dirs = InboxDirs(settings.local.data_dir)
         self.around_submit: Callable[[], AbstractContextManager[object]] = nullcontext
         self.around_cells: Callable[[], AbstractContextManager[object]] = nullcontext
         #: a valid roster's counts by file hash (see `FileOutcome.roster`)
@@ -184,7 +190,9 @@ class _Run:
     def finish(self, c: Candidate, outcome: FileOutcome, dest: Path | None) -> None:
         """Record ``outcome``; an inbox file moves to ``dest`` (unless a dry run)."""
         if self.in_inbox and not self.dry_run and dest is not None:
-            outcome.moved_to = move_into(c.path, dest, self.settings.data_dir, c.original_name)
+            outcome.moved_to = move_into(
+                c.path, dest, self.settings.local.data_dir, c.original_name
+            )
             ValidationCache(self.dirs.processing / ".validated", enabled=True).drop(c.file_hash)
         outcome.roster = outcome.roster or self.rosters.get(c.file_hash)
         self.result.files.append(outcome)
@@ -202,18 +210,20 @@ class _Run:
         if not todo:
             return self.result
         async with learned_client(self.settings, transport) as client:
-            org_id = self.settings.org_id or await only_organization(client, self.result.warnings)
+            org_id = self.settings.service.org_id or await only_organization(
+                client, self.result.warnings
+            )
             # before anything is read or sent: this data directory is this service's
             check_binding(self.settings, org_id, bind=not self.dry_run)
             # what the last sync saw is known: the service is asked only for what is newer
-            known = read_known(self.settings.warehouse_file)
+            known = read_known(self.settings.local.warehouse_file)
             snap = await load_snapshot(client, org_id, known=known)
             valid, inputs = self.validate(todo, snap.state.entities_by_ref)
             opened = self.ledger.open_requests() if self.ledger is not None else []
             wanted = references(inputs) | {r for o in opened for r in o.distribution_refs}
             state = await with_distributions(client, snap, wanted)
             state = await with_vehicles(
-                client, state, vehicles_of(inputs) | set(self.settings.vehicles)
+                client, state, vehicles_of(inputs) | set(self.settings.service.vehicles)
             )
             state = await with_known_instructions(client, state, self.ledger, inputs)
             self.result.warnings.extend(state.warnings)
@@ -269,7 +279,11 @@ class _Run:
         cache = ValidationCache(self.dirs.processing / ".validated", enabled=enabled)
         cached = {c.file_hash: cache.load(c.file_hash) for c in todo}
         fresh = [c for c in todo if cached[c.file_hash] is None]
-        paths, order, refs = [c.path for c in fresh], self.settings.date_order, set(known_refs)
+        paths, order, refs = (
+            [c.path for c in fresh],
+            self.settings.pipeline.date_order,
+            set(known_refs),
+        )
         fresh_reports = iter(
             validate_files(
                 paths,
@@ -386,7 +400,7 @@ class _Run:
         with ledger.batched():  # one commit for everything the lookup settles
             settle(ledger, plan, state)
         with self.around_submit():
-            concurrency = self.settings.max_concurrency
+            concurrency = self.settings.http.max_concurrency
             submitted = await execute(
                 client, ledger, plan, state, concurrency=concurrency, progress=self.progress
             )

@@ -325,21 +325,22 @@ async def sync_async(
 ) -> SyncResult:
     """`sync` for callers already inside an event loop."""
     require_service(settings, transport)
-    check_binding(settings, settings.org_id, bind=False)
+    check_binding(settings, settings.service.org_id, bind=False)
     now = clock or (lambda: datetime.now(UTC))
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
-    warehouse = warehouse or Warehouse(settings.warehouse_file)
-    known = read_known(warehouse, full=full, full_every_days=settings.full_sync_days, now=seen_at)
+    local, http, every = settings.local, settings.http, settings.pipeline.full_sync_days
+    warehouse = warehouse or Warehouse(local.warehouse_file)
+    known = read_known(warehouse, full=full, full_every_days=every, now=seen_at)
     for name in WALKED_LISTS:
         log.info("sync %s: %s walk (%s)", name, known.modes[name], known.reasons[name])
     fresh = FreshWarehouse(warehouse)
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
         stage = Stage(Path(tmp), progress)
         try:
-            hints = set(settings.vehicles) | ledger_vehicles(settings.ledger_file)
+            hints = set(settings.service.vehicles) | ledger_vehicles(local.ledger_file)
             async with FundClient(settings.client_config(), transport=transport) as client:
-                puller = _Puller(client, stage, settings.max_concurrency, page_size, hints, known)
+                puller = _Puller(client, stage, http.max_concurrency, page_size, hints, known)
                 await puller.run()
             check_livemode(settings, puller.livemode)  # before the warehouse is touched
             await fresh.place()
@@ -348,11 +349,10 @@ async def sync_async(
             await fresh.discard()
         counts = {name: sink.rows for name, sink in stage.sinks.items()}
         with warehouse.write() as con:
-            changes = merge(
-                con, {name: stage[name].path for name in STAGE_SCHEMAS}, sync_id, seen_at
-            )
+            staged = {name: stage[name].path for name in STAGE_SCHEMAS}
+            changes = merge(con, staged, sync_id, seen_at)
             timeout_s, stamp = warehouse.lock_timeout_s, (seen_at, sync_id)
-            ledger_rows = copy_ledger(con, settings.ledger_file, timeout_s=timeout_s, stamp=stamp)
+            ledger_rows = copy_ledger(con, local.ledger_file, timeout_s=timeout_s, stamp=stamp)
             finished_at = now()
             con.execute(
                 "UPDATE syncs SET finished_at = ?, vehicles = ?, financial_accounts = ?, "
@@ -384,7 +384,7 @@ async def sync_async(
         counts=counts,
         status_changes=changes,
         ledger_payments=ledger_rows,
-        ledger_found=settings.ledger_file.exists(),
+        ledger_found=local.ledger_file.exists(),
         warnings=tuple(puller.warnings),
         livemode=puller.livemode,
         walks=walks,

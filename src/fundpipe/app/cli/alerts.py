@@ -64,7 +64,7 @@ def install_command(
         if not webhook.startswith(("http://", "https://")):
             raise InputError("--webhook must be an http:// or https:// URL")
         settings = settings_for()
-        complete_by = complete_by or settings.complete_by
+        complete_by = complete_by or settings.orchestration.complete_by
         try:  # the option follows the rule of FUNDPIPE_COMPLETE_BY
             deadline = time.fromisoformat(hh_mm(complete_by))
         except ValueError as exc:
@@ -75,8 +75,8 @@ def install_command(
         night = Night(
             organizations=organizations_named(settings),
             complete_by=deadline.strftime("%H:%M"),
-            zone=settings.nightly_timezone,
-            nightly_cron=settings.nightly_cron,
+            zone=settings.orchestration.nightly_timezone,
+            nightly_cron=settings.orchestration.nightly_cron,
         )
         done, notes = install(webhook, night)
         for item in done:
@@ -84,11 +84,11 @@ def install_command(
         for note in notes:
             err_console.print(f"note: {note}", soft_wrap=True)
         wanted = deadline.strftime("%H:%M")
-        if wanted != settings.complete_by:
+        if wanted != settings.orchestration.complete_by:
             # the night-check deployment's record keeps FUNDPIPE_COMPLETE_BY
             err_console.print(
                 f"note: the night-check run records missed nights at FUNDPIPE_COMPLETE_BY "
-                f"({settings.complete_by}), not {wanted}; the alert keeps {wanted} "
+                f"({settings.orchestration.complete_by}), not {wanted}; the alert keeps {wanted} "
                 f"(set FUNDPIPE_COMPLETE_BY={wanted} for both)",
                 soft_wrap=True,
             )

@@ -63,7 +63,7 @@ def export_command(
         if first and last and last < first:
             raise InputError(f"--to {last} is before --from {first}")
         settings = local_org_settings(data_dir, org)
-        start, end = span(first, last, settings.reporting_timezone, now=datetime.now(UTC))
+        start, end = span(first, last, settings.pipeline.reporting_timezone, now=datetime.now(UTC))
         done = export_audit(settings, out, start=start, end=end)
         if json_out:
             print(

@@ -68,7 +68,7 @@ def config_command(json_out: JsonOption = False) -> None:
     with user_errors():
         settings = settings_for()
         values = settings.redacted()
-        values["mode"] = "embedded sandbox" if settings.embedded else "configured service"
+        values["mode"] = "embedded sandbox" if settings.service.embedded else "configured service"
         from fundpipe.orgs import describe_orgs
         from fundpipe.submit.binding import describe_binding
 
@@ -124,7 +124,10 @@ def validate_command(
 
         with RichProgress(err_console) as progress:
             reports = validate_files(
-                files, progress=progress, date_order=settings.date_order, around_cells=paused_gc
+                files,
+                progress=progress,
+                date_order=settings.pipeline.date_order,
+                around_cells=paused_gc,
             )
         if output_format == "json":
             print(json.dumps(validation_dict(reports), indent=2, default=str))
@@ -258,7 +261,9 @@ def reconcile_command(
         from fundpipe.reconcile.views import reconcile
 
         settings = local_org_settings(data_dir, org)
-        known_at = _parse_instant(as_known_at, settings.reporting_timezone, "--as-known-at")
+        known_at = _parse_instant(
+            as_known_at, settings.pipeline.reporting_timezone, "--as-known-at"
+        )
         result = reconcile(settings, as_of=report_date, out_dir=out, known_at=known_at)
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict

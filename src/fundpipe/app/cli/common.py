@@ -41,7 +41,7 @@ def settings_for(data_dir: Path | None = None) -> Settings:
     """Settings from the environment, with `--data-dir` when given."""
     settings = Settings()
     if data_dir is not None:
-        settings = settings.model_copy(update={"data_dir": data_dir})
+        settings = settings.updated(local={"data_dir": data_dir})
     return settings
 
 
@@ -66,7 +66,7 @@ def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
 
     settings = settings_for(data_dir)
     return org_settings(
-        settings, org or settings.org_id, among=Among.LOCAL, load_secret=None, say=_say
+        settings, org or settings.service.org_id, among=Among.LOCAL, load_secret=None, say=_say
     ).settings
 
 
@@ -79,7 +79,7 @@ def run_log_file(data_dir: Path | None = None) -> Path:
     """The run's log file, where a bug's traceback goes: `<data dir>/logs/fundpipe.log`."""
     if data_dir is None:
         try:
-            data_dir = settings_for().data_dir
+            data_dir = settings_for().local.data_dir
         except Exception:  # the settings themselves may be what failed
             data_dir = Path(os.environ.get("FUNDPIPE_DATA_DIR") or "data")
     return data_dir / "logs" / "fundpipe.log"

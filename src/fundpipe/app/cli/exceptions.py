@@ -60,7 +60,7 @@ def _person_act(
     settings = local_org_settings(data_dir, org)
     try:
         return act(
-            Warehouse(settings.warehouse_file),
+            Warehouse(settings.local.warehouse_file),
             exception_id,
             by=by or getpass.getuser(),
             now=datetime.now(UTC),
@@ -94,7 +94,7 @@ def exceptions_list_command(
         if state is not None and state not in STATES:
             raise InputError(f"--state {state!r} is not one of {', '.join(STATES)}")
         settings = local_org_settings(data_dir, org)
-        found = list_exceptions(Warehouse(settings.warehouse_file), state=state)
+        found = list_exceptions(Warehouse(settings.local.warehouse_file), state=state)
         if json_out:
             print(json.dumps([t.as_dict() for t in found], indent=2, default=str))
             return
@@ -144,7 +144,7 @@ def exceptions_show_command(
 
         settings = local_org_settings(data_dir, org)
         try:
-            found, events = history(Warehouse(settings.warehouse_file), exception_id)
+            found, events = history(Warehouse(settings.local.warehouse_file), exception_id)
         except ExceptionNotFoundError as exc:
             raise InputError(str(exc).strip("'\"")) from None
         if json_out:

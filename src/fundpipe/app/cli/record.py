@@ -25,14 +25,14 @@ def _org_settings(data_dir: Path | None, org: str | None) -> Settings:
 
     settings = settings_for(data_dir)
     return org_settings(
-        settings, org or settings.org_id, among=Among.CONFIGURED, load_secret=None
+        settings, org or settings.service.org_id, among=Among.CONFIGURED, load_secret=None
     ).settings
 
 
 def where_the_record_is(settings: Settings) -> str:
     """One line saying where the organizations' durable record is (`fundpipe run` ends with
     it)."""
-    base = (settings.record_url or str(settings.data_dir / "record")).rstrip("/")
+    base = (settings.local.record_url or str(settings.local.data_dir / "record")).rstrip("/")
     return (
         f"durable record: {base}/<org>/ (decisions when made, a snapshot after each night; "
         "FUNDPIPE_RECORD_URL moves it, fundpipe backup --org ORG shows it)"
@@ -80,8 +80,8 @@ def restore_command(
         settings = _org_settings(data_dir, org)
         moment = _parse_at(at)
         # no night of the organization runs meanwhile, here or on another machine
-        record = Record(settings.record_location)
-        with OrgLock(record, expiry_s=settings.record_lock_expiry_s, what="restore"):
+        record = Record(settings.local.record_location)
+        with OrgLock(record, expiry_s=settings.local.record_lock_expiry_s, what="restore"):
             done = restore(settings, at=moment)
         if json_out:
             print(
@@ -100,7 +100,7 @@ def restore_command(
             )
             return
         lines = [
-            f"restored {settings.org_id or 'the organization'} from {done.snapshot} "
+            f"restored {settings.service.org_id or 'the organization'} from {done.snapshot} "
             f"(taken {done.taken_at:%Y-%m-%d %H:%M} UTC; hashes checked: {', '.join(done.files)})",
             f"decisions replayed after it: {done.decisions_replayed}; "
             f"closed files put back: {done.files_put_back}",
@@ -144,7 +144,7 @@ def backup_command(
         if snapshot:
             taken = take_snapshot(settings)
             if taken is None:
-                raise InputError(f"no ledger or warehouse in {settings.data_dir} to snapshot")
+                raise InputError(f"no ledger or warehouse in {settings.local.data_dir} to snapshot")
             console.print(f"snapshot {taken.url}", markup=False, highlight=False, soft_wrap=True)
         if verify:
             check = verify_all(settings)
@@ -176,7 +176,7 @@ def backup_command(
             if not check.ok:
                 raise typer.Exit(1)
             return
-        record = Record(settings.record_location)
+        record = Record(settings.local.record_location)
         snapshots = list_snapshots(record)
         decisions = read_decisions(record)
         if json_out:

@@ -291,12 +291,16 @@ def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:
 
 
 def render_config(values: dict[str, Any], console: Console) -> None:
-    """Print the effective configuration (already redacted) as a table."""
+    """Print the effective configuration (already redacted) as a table: a group's settings
+    as `group.field` (`http.retry_deadline_s`), in the groups' order."""
     table = Table(title="fundpipe configuration", show_header=True)
     table.add_column("setting")
     table.add_column("value")
     for key, value in values.items():
-        table.add_row(key, "" if value is None else str(value))
+        fields = value if isinstance(value, dict) else {None: value}
+        for field, shown in fields.items():
+            name = key if field is None else f"{key}.{field}"
+            table.add_row(name, "" if shown is None else str(shown))
     console.print(table)
 
 

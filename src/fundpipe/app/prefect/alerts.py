@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -266,7 +266,13 @@ def describe(trigger: Any) -> str:
     return f"{posture}: {expect}{window}"
 
 
-async def _block(webhook: str) -> tuple[Any, Installed]:
+#: Saves the alerts' webhook block for a webhook URL: its block document id and what became of it.
+BlockSaver = Callable[[str], Awaitable[tuple[Any, Installed]]]
+
+
+async def webhook_block(webhook: str) -> tuple[Any, Installed]:
+    """Create or update the `fundpipe-alerts` webhook block for `webhook`; its document id and
+    what became of it (unchanged when it already points there)."""
     from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
     wanted = {"webhook_url": webhook}
@@ -317,13 +323,15 @@ async def _nightly_cron(client: Any, default: str) -> tuple[str, str | None]:
     return crons[0], f"the nightly deployment runs at '{crons[0]}', not '{default}': using it"
 
 
-async def _install(webhook: str, night: Night) -> tuple[list[Installed], list[str]]:
+async def _install(
+    webhook: str, night: Night, save_block: BlockSaver
+) -> tuple[list[Installed], list[str]]:
     from prefect.client.orchestration import get_client
 
     from fundpipe.app.prefect.deadline import night_window
     from fundpipe.errors import InputError
 
-    block_id, done = await _block(webhook)
+    block_id, done = await save_block(webhook)
     report = [done]
     notes: list[str] = []
     async with get_client() as client:
@@ -362,11 +370,14 @@ async def _install(webhook: str, night: Night) -> tuple[list[Installed], list[st
     return report, notes
 
 
-def install(webhook: str, night: Night) -> tuple[list[Installed], list[str]]:
+def install(
+    webhook: str, night: Night, *, save_block: BlockSaver = webhook_block
+) -> tuple[list[Installed], list[str]]:
     """Create or update the webhook block and the automations; report what each became, and
     notes for the person installing (the nightly deployment's cron, when it differs from the
-    configured one: the missed-night window counts from the deployed one)."""
-    return asyncio.run(_install(webhook, night))
+    configured one: the missed-night window counts from the deployed one). `save_block` saves
+    the webhook block (a test hands a stand-in)."""
+    return asyncio.run(_install(webhook, night, save_block))
 
 
 async def _list() -> list[dict[str, Any]]:

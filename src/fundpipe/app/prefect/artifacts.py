@@ -38,9 +38,11 @@ def _where(settings: Settings, path: Path | str | None, night: OrgNight) -> link
     if not path:
         return None
     published = night.url_of(path) or oncall.report_url(
-        settings.reports_url, path, settings.reports_folder
+        settings.local.reports_url, path, settings.local.reports_folder
     )
-    return links.where(published, path, settings.reports_url, settings.reports_public_url)
+    return links.where(
+        published, path, settings.local.reports_url, settings.local.reports_public_url
+    )
 
 
 def _link(settings: Settings, path: Path | str | None, night: OrgNight) -> str | None:

@@ -246,18 +246,11 @@ async def _completed_between(since: datetime, until: datetime) -> set[str]:
             page = more.json()
 
 
-def _organizations() -> list[str]:
-    """Every organization a night runs for, by id, without asking the service: the configured
-    ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else those with a folder under `data/orgs/` (the
-    embedded sandbox's nightly runs both demo organizations, so both are checked), else
-    FUNDPIPE_ORG_ID, else the demo one. Nothing is moved: the check only reads."""
-    from fundpipe.app.prefect.steps import _settings
-
-    return organizations_to_check(_settings(None))
-
-
 def organizations_to_check(settings: Settings) -> list[str]:
-    """The organization folders the night check looks for (see `_organizations`)."""
+    """Every organization a night runs for, by folder, without asking the service: the
+    configured ones (FUNDPIPE_ORGS / FUNDPIPE_ORGS_FILE), else those with a folder under
+    `data/orgs/` (the embedded sandbox's nightly runs both demo organizations, so both are
+    checked), else FUNDPIPE_ORG_ID, else the demo one. Nothing is moved: the check only reads."""
     from fundpipe.app.prefect.tell import organization
     from fundpipe.orgs import Among, configured_organizations, find_organizations
 
@@ -270,18 +263,7 @@ def organizations_to_check(settings: Settings) -> list[str]:
     return [organization(settings)]
 
 
-def _check_name() -> str:
-    """`night-check-<date>`: the date of the deadline it checks, in the reporting timezone —
-    the night's date, as its runs and artifacts have it (`uiview.night_date`)."""
-    from prefect.runtime import flow_run
-
-    from fundpipe.app.prefect.uiview import _zones, night_date
-
-    scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo("UTC"))
-    return f"night-check-{night_date(None, _zones()[1], now=scheduled)}"
-
-
-@flow(name=CHECK_FLOW, flow_run_name=_check_name)
+@flow(name=CHECK_FLOW)
 def night_check(organizations: list[str] | None = None) -> State[Any]:
     """At the deadline (this run's scheduled time): one `fundpipe.night.missed` event for each
     organization (`organizations`, default every configured one) with no
@@ -293,10 +275,11 @@ def night_check(organizations: list[str] | None = None) -> State[Any]:
 
     from fundpipe.app.prefect.steps import _settings
 
-    zone = _settings(None).nightly_timezone
+    settings = _settings(None)
+    zone = settings.orchestration.nightly_timezone
     scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo(zone))
     deadline = deadline_of(scheduled, zone)
-    orgs = organizations or _organizations()
+    orgs = organizations or organizations_to_check(settings)
     completed = asyncio.run(_completed_between(deadline - timedelta(days=1), deadline))
     late = missed(orgs, completed)
     logger = get_run_logger()

@@ -161,16 +161,16 @@ def fan_out(
     """
     hosts: dict[str, int] = {}
     for org in orgs:
-        name = limit_name(live.model_copy(update={"base_url": org.base_url or live.base_url}))
+        name = limit_name(live.updated(service={"base_url": org.base_url or live.service.base_url}))
         hosts[name] = hosts.get(name, 0) + 1
     for name in hosts:
-        ensure_limit(name, live.org_concurrency)
+        ensure_limit(name, live.orchestration.org_concurrency)
     if mode == "deployments":
         check_deployment()
 
     def run_one(org: Organization) -> OrgRow:
-        url = org.base_url or live.base_url
-        name = limit_name(live.model_copy(update={"base_url": url}))
+        url = org.base_url or live.service.base_url
+        name = limit_name(live.updated(service={"base_url": url}))
         params = {
             "org": org.id or "",
             "as_of": as_of,
@@ -186,17 +186,16 @@ def fan_out(
 
 
 def run_night(
-    samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
+    settings: Settings, samples: bool, as_of: str | None, data_dir: str | None, mode: str | None
 ) -> State[Any]:
-    """The parent `nightly` run: every organization's night (see the module docstring)."""
+    """The parent `nightly` run: every organization's night (see the module docstring), with
+    the settings the flow built (`steps._settings(data_dir)`)."""
     from fundpipe.app.embedded import every_org
-    from fundpipe.app.prefect import steps
     from fundpipe.app.samples import copy_samples
     from fundpipe.orgs import org_settings
 
     logger = get_run_logger()
-    settings = steps._settings(data_dir)
-    mode = mode or settings.fan_out
+    mode = mode or settings.orchestration.fan_out
     if mode not in {"subflows", "deployments"}:
         from fundpipe.errors import InputError
 
@@ -206,7 +205,7 @@ def run_night(
         if samples:
             for org in orgs:
                 one = org_settings(live, org, among=orgs, load_secret=None).settings
-                inbox = one.data_dir / "inbox"
+                inbox = one.local.data_dir / "inbox"
                 copy_samples(live, inbox=inbox, org_id=org.id, single=not several)
         logger.info("organizations tonight: %s", ", ".join(o.label for o in orgs))
         deadline = _deadline(settings)
@@ -220,7 +219,7 @@ def run_night(
             orgs,
             as_of=as_of,
             data_dir=data_dir,
-            base_url=live.base_url if settings.embedded else None,
+            base_url=live.service.base_url if settings.service.embedded else None,
             mode=mode,
         )
     state = _the_night_told(settings, summary)
@@ -238,7 +237,9 @@ def _deadline(settings: Settings) -> datetime | None:
 
     scheduled = flow_run.scheduled_start_time
     try:
-        return deadline_after(scheduled, settings.complete_by, settings.nightly_timezone)
+        return deadline_after(
+            scheduled, settings.orchestration.complete_by, settings.orchestration.nightly_timezone
+        )
     except (ValueError, TypeError, AttributeError):
         return None
 
@@ -278,11 +279,11 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
 
     logger = get_run_logger()
     # the night's date, one for its run's name and its artifacts: the report date
-    day = date.fromisoformat(night_date(summary.as_of, settings.reporting_timezone))
+    day = date.fromisoformat(night_date(summary.as_of, settings.pipeline.reporting_timezone))
     lines = [line_of(row) for row in summary.rows]
     reports = {
         row.organization: openable(
-            row.report_folder, settings.reports_url, settings.reports_public_url
+            row.report_folder, settings.local.reports_url, settings.local.reports_public_url
         )
         for row in summary.rows
     }

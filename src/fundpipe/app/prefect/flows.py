@@ -58,11 +58,7 @@ from fundpipe.app.prefect.tell import TELLING_OF
 from fundpipe.app.prefect.uiview import (
     NEEDS_REVIEW,
     called,
-    inbox_run_name,
-    nightly_run_name,
     org_tags,
-    reconcile_run_name,
-    sync_run_name,
 )
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
@@ -89,13 +85,13 @@ def ingest_file(path: str, data_dir: str | None = None, org: str | None = None) 
     return _guard(_ingest_flow, data_dir, path, org)
 
 
-@flow(name="sync", flow_run_name=sync_run_name)
+@flow(name="sync")
 def sync(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Pull vehicles, balances, distributions, payments, entities and contacts into DuckDB."""
     return _guard(_sync_flow, data_dir, org)
 
 
-@flow(name="reconcile", flow_run_name=reconcile_run_name)
+@flow(name="reconcile")
 def reconcile(
     as_of: str | None = None, data_dir: str | None = None, org: str | None = None
 ) -> State[Any]:
@@ -103,14 +99,14 @@ def reconcile(
     return _guard(_reconcile_flow, data_dir, as_of, org)
 
 
-@flow(name="inbox", flow_run_name=inbox_run_name)
+@flow(name="inbox")
 def inbox(data_dir: str | None = None, org: str | None = None) -> State[Any]:
     """Ingest whatever complete files wait in the inbox (every few minutes, and at once when
     `fundpipe watch` announces a settled file): `org`'s, else every organization's in turn."""
     return _guard(_inbox_flow, data_dir, org)
 
 
-@flow(name="nightly", flow_run_name=nightly_run_name)
+@flow(name="nightly")
 def nightly(
     samples: bool = False,
     as_of: str | None = None,
@@ -123,12 +119,19 @@ def nightly(
     `fundpipe.app.prefect.fanout`."""
     from fundpipe.app.prefect.fanout import run_night
 
-    final = _guard(run_night, samples, as_of, data_dir, fan_out)
-    _tell_if_no_night_ran(final, data_dir)
+    built: list[Settings] = []
+
+    def night() -> State[Any]:
+        built.append(_settings(data_dir))
+        return run_night(built[0], samples, as_of, data_dir, fan_out)
+
+    final = _guard(night)
+    # settings that cannot be read: the message says so, no secret to hide
+    _tell_if_no_night_ran(final, built[0] if built else Settings.model_construct())
     return final
 
 
-def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
+def _tell_if_no_night_ran(final: State[Any], settings: Settings) -> None:
     """A nightly run that failed before any organization's night (its configuration, the
     org-night deployment missing, a bug): one `fundpipe.night.failed` alert for every
     organization (the Failed run itself is not alerted: `alerts.NIGHTS_TOLD_BY_EVENT`)."""
@@ -143,12 +146,12 @@ def _tell_if_no_night_ran(final: State[Any], data_dir: str | None) -> None:
     if isinstance(error, NightsFailed):  # each organization's failure was told already
         return
     code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)
-    try:
-        settings = _settings(data_dir)
-    except Exception:  # settings that cannot be read: the message says so, no secret to hide
-        settings = Settings.model_construct()
     why = final.message or "the nightly run failed"
-    host = urlsplit(settings.base_url or "").hostname if not settings.embedded else None
+    host = (
+        urlsplit(settings.service.base_url or "").hostname
+        if not settings.service.embedded
+        else None
+    )
     for org, name in _known_organizations(settings):
         tell_night_failed(org, name, why, host, next_step_for(code, host or ""), settings)
 
@@ -164,8 +167,8 @@ def _known_organizations(settings: Settings) -> list[tuple[str, str]]:
         configured = []
     if configured:
         return [(o.folder, o.name or o.folder) for o in configured]
-    if settings.org_id:
-        return [(settings.org_id, settings.org_id)]
+    if settings.service.org_id:
+        return [(settings.service.org_id, settings.service.org_id)]
     return [("all", "every organization")]
 
 
@@ -204,7 +207,7 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
 
     top = _settings(data_dir)
     with every_org(top, get_run_logger().warning) as (live, orgs):
-        chosen = [pick_org(orgs, org or top.org_id)] if org or top.org_id else orgs
+        chosen = [pick_org(orgs, org or top.service.org_id)] if org or top.service.org_id else orgs
         several = len(chosen) > 1
         if several:
             _tag_this_run([tag for o in chosen for tag in org_tags(o.folder, o.name)])
@@ -280,7 +283,11 @@ def _reconcile_flow(data_dir: str | None, as_of: str | None, org: str | None) ->
     # reconcile reads only the warehouse: the organization is found without the service
     top = _settings(data_dir)
     settings = org_settings(
-        top, org or top.org_id, among=Among.LOCAL, load_secret=None, say=get_run_logger().warning
+        top,
+        org or top.service.org_id,
+        among=Among.LOCAL,
+        load_secret=None,
+        say=get_run_logger().warning,
     ).settings
     result, stopped = _outcome(reconcile_step(settings, as_of, return_state=True))
     if stopped is not None:
@@ -301,8 +308,8 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     `nightly_timezone`, `inbox_interval_s`, `complete_by`.
     """
     settings = settings or _settings(None)
-    cron, zone = settings.nightly_cron, settings.nightly_timezone
-    interval_s = settings.inbox_interval_s
+    cron, zone = settings.orchestration.nightly_cron, settings.orchestration.nightly_timezone
+    interval_s = settings.orchestration.inbox_interval_s
     from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.events import DeploymentEventTrigger
     from prefect.schedules import Cron, Interval
@@ -350,8 +357,8 @@ def deployments(settings: Settings | None = None) -> list[Any]:
         # no concurrency limit, so a stuck earlier check never keeps the next one from alerting
         night_check.to_deployment(
             name=CHECK_FLOW,
-            schedules=[Cron(settings.night_check_cron, timezone=zone)],
-            description=f"At {settings.complete_by} ({zone}): which organizations have no "
+            schedules=[Cron(settings.orchestration.night_check_cron, timezone=zone)],
+            description=f"At {settings.orchestration.complete_by} ({zone}): which organizations have no "
             "completed night (fundpipe.night.missed)",
         ),
     ]
@@ -377,13 +384,13 @@ def serve_all() -> None:
     stop = threading.Event()
     watcher = threading.Thread(
         target=watch_inboxes,
-        args=(find, settings.data_dir, prefect_announcer(settings.data_dir)),
-        kwargs={"settle_s": settings.inbox_settle_s, "stop": stop},
+        args=(find, settings.local.data_dir, prefect_announcer(settings.local.data_dir)),
+        kwargs={"settle_s": settings.pipeline.inbox_settle_s, "stop": stop},
         name="fundpipe-inbox-watch",
         daemon=True,
     )
     watcher.start()
     try:
-        serve(*deployments())
+        serve(*deployments(settings))
     finally:
         stop.set()

@@ -35,7 +35,6 @@ from prefect.states import Completed
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
 from fundpipe.app.prefect.nightsummary import org_row
-from fundpipe.app.prefect.uiview import org_run_name
 from fundpipe.config import Organization, Settings
 from fundpipe.nights import OrgNight
 
@@ -56,18 +55,20 @@ ORG_DEPLOYMENT = f"{ORG_FLOW}/{ORG_FLOW}"
 
 def limit_name(settings: Settings) -> str:
     """The global concurrency limit of the service host `settings` talk to."""
-    host = urlsplit(settings.base_url or "").hostname or "embedded"
+    host = urlsplit(settings.service.base_url or "").hostname or "embedded"
     return "fundpipe-service-" + re.sub(r"[^a-z0-9-]+", "-", host.lower()).strip("-")
 
 
 def shared_rate(settings: Settings, orgs_on_host: int) -> Settings:
     """`settings` with the client rate of one of `orgs_on_host` organizations sharing a host
     (the rule in the module docstring)."""
-    if settings.host_rate_limit_per_s is None:
+    if settings.orchestration.host_rate_limit_per_s is None:
         return settings
-    at_once = max(1, min(settings.org_concurrency, orgs_on_host))
-    rate = min(settings.rate_limit_per_s, settings.host_rate_limit_per_s / at_once)
-    return settings.model_copy(update={"rate_limit_per_s": rate})
+    at_once = max(1, min(settings.orchestration.org_concurrency, orgs_on_host))
+    rate = min(
+        settings.http.rate_limit_per_s, settings.orchestration.host_rate_limit_per_s / at_once
+    )
+    return settings.updated(http={"rate_limit_per_s": rate})
 
 
 def ensure_limit(name: str, limit: int) -> None:
@@ -84,12 +85,12 @@ def service_slot(settings: Settings) -> Iterator[None]:
     from prefect.concurrency.sync import concurrency
 
     name = limit_name(settings)
-    ensure_limit(name, settings.org_concurrency)
+    ensure_limit(name, settings.orchestration.org_concurrency)
     with concurrency(name, occupy=1, strict=True):
         yield
 
 
-@flow(name=ORG_FLOW, flow_run_name=org_run_name)
+@flow(name=ORG_FLOW)
 def org_night(
     org: str = "",
     as_of: str | None = None,
@@ -138,7 +139,7 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     settings: Settings | None = who.get("settings")
     name = (org.name if org is not None else "") or who.get("name") or org_id or "its own"
     name = f"{name} ({org_id})" if org_id and name != org_id else name
-    host = urlsplit(settings.base_url or "").hostname or "" if settings is not None else ""
+    host = urlsplit(settings.service.base_url or "").hostname or "" if settings is not None else ""
     line = VerdictLine(
         org_id,
         name,
@@ -149,7 +150,7 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     )
     from fundpipe.app.prefect.uiview import night_date
 
-    zone = settings.reporting_timezone if settings is not None else "UTC"
+    zone = settings.pipeline.reporting_timezone if settings is not None else "UTC"
     try:
         # the night's date, as its run's name and its artifacts have it
         publish_verdict([line], date.fromisoformat(night_date(who.get("as_of"), zone)))
@@ -202,7 +203,7 @@ def _org_night(
     from fundpipe.night import night as run_the_night
 
     top = steps._settings(data_dir)
-    if base_url and top.embedded:
+    if base_url and top.service.embedded:
         top = attach(top, base_url)
     org, settings = _org_settings(top, org_id, orgs_on_host, several)
     if who.get("name") and not org.name:  # the name the parent found (the service's)
@@ -213,8 +214,8 @@ def _org_night(
     get_run_logger().info(
         "organization %s: state in %s, reports in %s",
         org.label,
-        settings.data_dir,
-        settings.reports_folder,
+        settings.local.data_dir,
+        settings.local.reports_folder,
     )
     # `fundpipe.night.night`, the one sequence: each step a Prefect task (the UI shows each),
     # ingest and sync holding the host's slot
@@ -241,7 +242,9 @@ def _org_night(
     row = org_row(org, Completed(), summary)
     lines = [line_of(row)]
     link = openable(
-        summary.url_of(summary.workbook), settings.reports_url, settings.reports_public_url
+        summary.url_of(summary.workbook),
+        settings.local.reports_url,
+        settings.local.reports_public_url,
     )
     publish_verdict(lines, summary.as_of, {org.folder: link} if link else {})
     publish_health(lines, summary.as_of)

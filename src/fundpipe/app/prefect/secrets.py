@@ -39,7 +39,7 @@ def with_secret_block(settings: Settings) -> Settings:
     Unchanged when a secret is already set or no `client_secret_block` is configured. A block
     that is missing or holds no string is a configuration error (exit 2).
     """
-    if settings.client_secret is not None or not settings.client_secret_block:
+    if settings.service.client_secret is not None or not settings.service.client_secret_block:
         return settings
-    value = asyncio.run(_load(settings.client_secret_block))
-    return settings.model_copy(update={"client_secret": SecretStr(value)})
+    value = asyncio.run(_load(settings.service.client_secret_block))
+    return settings.updated(service={"client_secret": SecretStr(value)})

@@ -139,9 +139,11 @@ def serve(settings: Settings, say: Callable[[str], object]) -> None:
 def _serve(settings: Settings, say: Callable[[str], object]) -> None:
     with ExitStack() as stack:
         if not os.environ.get("PREFECT_API_URL"):
-            log = settings.data_dir / "prefect-server.log"
-            say(f"starting a Prefect server on 127.0.0.1:{settings.prefect_port}")
-            url = stack.enter_context(local_prefect_server(settings.prefect_port, log))
+            log = settings.local.data_dir / "prefect-server.log"
+            say(f"starting a Prefect server on 127.0.0.1:{settings.orchestration.prefect_port}")
+            url = stack.enter_context(
+                local_prefect_server(settings.orchestration.prefect_port, log)
+            )
             # before anything imports prefect's settings in this process
             os.environ["PREFECT_API_URL"] = url
             say(f"Prefect UI: {url.removesuffix('/api')}  (server log: {log})")

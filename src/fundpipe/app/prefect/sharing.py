@@ -30,14 +30,14 @@ def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Publi
     from fundpipe.reports.morning import PublishedNight
     from fundpipe.reports.publish import publish_night
 
-    if not settings.reports_url or not night.workbook:
+    if not settings.local.reports_url or not night.workbook:
         return None
     # each rejected file's error reports: the CSV, and the workbook its alert links
     errors = [str(p) for f in night.rejected for p in f.error_reports]
     record = PublishedNight.of(org.folder, org.name or "", night)
     return publish_night(
-        settings.reports_url,
-        settings.reports_folder,
+        settings.local.reports_url,
+        settings.local.reports_folder,
         Path(night.workbook).parent,
         [Path(e) for e in errors if e],
         record.as_json(),
@@ -59,14 +59,17 @@ def morning(settings: Settings, nights: Nights) -> str | None:
     from fundpipe.app.prefect.links import markdown, openable, where
     from fundpipe.reports.morning import build_morning_view, describe, write_morning_view
 
-    if not settings.reports_url:
+    if not settings.local.reports_url:
         return None
-    day = nights.as_of or datetime.now(ZoneInfo(settings.nightly_timezone)).date().isoformat()
+    day = (
+        nights.as_of
+        or datetime.now(ZoneInfo(settings.orchestration.nightly_timezone)).date().isoformat()
+    )
     view = build_morning_view(day, nights.rows)
-    written = write_morning_view(settings.reports_url, view)
+    written = write_morning_view(settings.local.reports_url, view)
     get_run_logger().info("%s; workbook: %s", describe(view), written.workbook)
     title = f"Morning view {day}: every organization (morning.xlsx)"
-    url = openable(written.workbook, settings.reports_url, settings.reports_public_url)
+    url = openable(written.workbook, settings.local.reports_url, settings.local.reports_public_url)
     if url:
         create_link_artifact(
             link=url,
@@ -79,7 +82,7 @@ def morning(settings: Settings, nights: Nights) -> str | None:
     # reports location (the same on every machine)
     create_markdown_artifact(
         markdown=f"# {title}\n\n"
-        + markdown("morning.xlsx", where(written.workbook, None, settings.reports_url, None))
+        + markdown("morning.xlsx", where(written.workbook, None, settings.local.reports_url, None))
         + f"\n- Parquet: `{written.parquet}`\n\n{NO_LINKS}\n",
         key=MORNING_KEY,
         description="One row per organization: where the morning view is",

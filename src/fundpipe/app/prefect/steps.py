@@ -170,18 +170,21 @@ def _settings(data_dir: str | None) -> Settings:
     from `fundpipe.orgs.org_settings` (which loads the secret from a Prefect Secret block with
     `fundpipe.app.prefect.secrets.with_secret_block`). Every flow starts here, so this is also
     where the process picks Arrow's allocator (`use_system_allocator`) and quiets fastexcel's
-    fallback warnings (`quiet_fastexcel`)."""
+    fallback warnings (`quiet_fastexcel`), and where the run is named in the nightly's timezone
+    (`uiview.name_run`: its name needs the settings, so no run-name callback builds them)."""
+    from fundpipe.app.prefect.uiview import name_run
     from fundpipe.sheets.frames import quiet_fastexcel, use_system_allocator
 
     use_system_allocator()
     quiet_fastexcel()
 
     settings = Settings()
-    if "inbox_lock_wait_s" not in settings.model_fields_set:
+    if "inbox_lock_wait_s" not in settings.pipeline.model_fields_set:
         # a nightly run and an inbox run may start together: wait for the other, don't give up
-        settings = settings.model_copy(update={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
+        settings = settings.updated(pipeline={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
     if data_dir:
-        settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+        settings = settings.updated(local={"data_dir": Path(data_dir)})
+    name_run(settings)
     return settings
 
 

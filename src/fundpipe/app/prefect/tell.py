@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def _secrets(settings: Settings) -> list[str | None]:
-    secret = settings.client_secret
+    secret = settings.service.client_secret
     return [secret.get_secret_value() if secret is not None else None]
 
 
@@ -60,7 +60,7 @@ def _emit(settings: Settings, event: tuple[str, dict[str, str], dict[str, Any]])
 
 def organization(settings: Settings) -> str:
     """The organization a night acts for (the demo organization of the embedded sandbox)."""
-    return settings.org_id or DEMO_ORG_ID
+    return settings.service.org_id or DEMO_ORG_ID
 
 
 def tell_ingest(ingested: IngestResult, settings: Settings, *, alert: bool = True) -> None:
@@ -94,9 +94,9 @@ def _where(settings: Settings, path: str | Path | None, night: OrgNight | None) 
     if not path:
         return None
     published = (night.url_of(path) if night is not None else None) or oncall.report_url(
-        settings.reports_url, path, settings.reports_folder
+        settings.local.reports_url, path, settings.local.reports_folder
     )
-    return where(published, path, settings.reports_url, settings.reports_public_url)
+    return where(published, path, settings.local.reports_url, settings.local.reports_public_url)
 
 
 def tell_incidents(night: OrgNight, settings: Settings) -> None:
@@ -175,9 +175,14 @@ def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:
 
     from fundpipe.app.prefect.links import openable
 
-    published = oncall.report_url(settings.reports_url, night.workbook, settings.reports_folder)
-    url = openable(published, settings.reports_url, settings.reports_public_url) or published
-    reports_dir = night.workbook.parent if night.workbook else settings.reports_folder
+    published = oncall.report_url(
+        settings.local.reports_url, night.workbook, settings.local.reports_folder
+    )
+    url = (
+        openable(published, settings.local.reports_url, settings.local.reports_public_url)
+        or published
+    )
+    reports_dir = night.workbook.parent if night.workbook else settings.local.reports_folder
     line = oncall.reports_line(reports_dir, url, socket.gethostname())
     _say(settings, [line, sentence])
     _emit(settings, oncall.night_event(night, organization(settings)))

@@ -8,7 +8,8 @@ artifact keys and plain column labels.
   `org-night-demo-fund-b-2026-11-25-…`): the night's date is its report date (`as_of`, else the
   scheduled day in the reporting timezone), the one date its artifacts, reports and morning
   view carry. A child run is tagged `org:<name>` (to filter by in the UI) and `org-id:<id>`
-  (the id, for scripts), so runs can be filtered by organization.
+  (the id, for scripts), so runs can be filtered by organization. Each flow names its own run
+  (`name_run`) once it has built its settings, so no run-name callback reads the environment.
 - Artifact keys carry the organization (`fundpipe-exceptions-org-a`), so the latest artifact
   of a key is that organization's; the parent's `fundpipe-open-exceptions` is one table over
   every organization.
@@ -17,7 +18,7 @@ artifact keys and plain column labels.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -26,6 +27,7 @@ from zoneinfo import ZoneInfo
 from fundpipe.nights import NEEDS_REVIEW
 
 if TYPE_CHECKING:
+    from fundpipe.config import Settings
     from fundpipe.night import NightException
     from fundpipe.nights import OrgRow
 
@@ -33,7 +35,9 @@ __all__ = [
     "EXCEPTION_LABELS",
     "NEEDS_REVIEW",
     "OPEN_EXCEPTIONS_KEY",
+    "RUN_NAMES",
     "called",
+    "name_run",
     "night_date",
     "nightly_run_name",
     "org_key",
@@ -103,26 +107,16 @@ def plain_exceptions(
     return rows
 
 
-def _zones() -> tuple[str, str]:
+def _zones(settings: Settings) -> tuple[str, str]:
     """The nightly's timezone (its cron's) and the reporting timezone (the night's date)."""
-    from fundpipe.config import Settings
-
-    try:
-        settings = Settings()
-        return settings.nightly_timezone, settings.reporting_timezone
-    except Exception:  # a bad setting fails the run itself, with its message, not its name
-        return "UTC", "UTC"
+    return settings.orchestration.nightly_timezone, settings.pipeline.reporting_timezone
 
 
-def _configured_name(org_id: str) -> str:
+def _configured_name(settings: Settings, org_id: str) -> str:
     """The configured name of the organization ``org_id`` (FUNDPIPE_ORGS), else ''."""
-    from fundpipe.config import Settings
     from fundpipe.orgs import configured_organizations
 
-    try:
-        found = configured_organizations(Settings()) or []
-    except Exception:  # the run itself says what is wrong with the list
-        return ""
+    found = configured_organizations(settings) or []
     return next((o.name or "" for o in found if o.folder == org_id), "")
 
 
@@ -149,37 +143,40 @@ def run_name(
     return unique_run_name(flow, at, run_id, *parts)
 
 
-def _unique(flow: str, *parts: str) -> str:
+def _unique(flow: str, zones: tuple[str, str], *parts: str) -> str:
     """The current run's name (see `run_name`)."""
     from prefect.runtime import flow_run
 
     when = flow_run.scheduled_start_time
     scheduled = when if isinstance(when, datetime) else datetime.now(ZoneInfo("UTC"))
     as_of = flow_run.parameters.get("as_of")
-    return run_name(flow, scheduled, str(flow_run.id or ""), as_of, _zones(), *parts)
+    return run_name(flow, scheduled, str(flow_run.id or ""), as_of, zones, *parts)
 
 
-def nightly_run_name() -> str:
+def nightly_run_name(settings: Settings) -> str:
     """The `nightly` run's name: `nightly-<date>-<HHMM>-<id>` (the night's date, the scheduled
     time, the run id's first digits: unique within a day; `nightly-<date>` is its prefix)."""
-    return _unique("nightly")
+    return _unique("nightly", _zones(settings))
 
 
 def org_part(org_id: str | None, name: str | None = None) -> str:
-    """An organization in a run's name: its name slugified (``demo-fund-b``: the one its
-    parent passed, else its configured one), else its id; '' for none."""
+    """An organization in a run's name: its ``name`` slugified (``demo-fund-b``), else its id;
+    '' for none."""
     if not org_id:
         return slug(name) if name else ""
-    return slug(name or _configured_name(org_id)) or org_id
+    return slug(name or "") or org_id
 
 
-def org_run_name() -> str:
+def org_run_name(settings: Settings) -> str:
     """An `org-night` run's name: `org-night-<name>-<date>-<HHMM>-<id>` (unique within a day):
-    the organization by its name (`org-night-demo-fund-b-2026-11-28-0130-1a2b3c4d`)."""
+    the organization by its name (the one its parent passed, else its configured one:
+    `org-night-demo-fund-b-2026-11-28-0130-1a2b3c4d`)."""
     from prefect.runtime import flow_run
 
     params = flow_run.parameters
-    return _unique("org-night", org_part(params.get("org"), params.get("name")) or "own")
+    org = params.get("org")
+    name = params.get("name") or (_configured_name(settings, org) if org else "")
+    return _unique("org-night", _zones(settings), org_part(org, name) or "own")
 
 
 def step_run_name(
@@ -194,27 +191,54 @@ def step_run_name(
     return "-".join([step, *([who] if who else []), day])
 
 
-def _step_name(step: str) -> str:
+def _step(step: str) -> Callable[[Settings], str]:
+    def name(settings: Settings) -> str:
+        from prefect.runtime import flow_run
+
+        params = flow_run.parameters
+        who = _configured_name(settings, params["org"]) if params.get("org") else ""
+        return step_run_name(step, params, _zones(settings)[1], name=who)
+
+    return name
+
+
+def night_check_run_name(settings: Settings) -> str:
+    """`night-check-<date>`: the date of the deadline it checks, in the reporting timezone —
+    the night's date, as its runs and artifacts have it (`night_date`)."""
     from prefect.runtime import flow_run
 
-    params = flow_run.parameters
-    name = _configured_name(params["org"]) if params.get("org") else ""
-    return step_run_name(step, params, _zones()[1], name=name)
+    scheduled = flow_run.scheduled_start_time or datetime.now(ZoneInfo("UTC"))
+    return f"night-check-{night_date(None, _zones(settings)[1], now=scheduled)}"
 
 
-def inbox_run_name() -> str:
-    """An `inbox` run's name (see `step_run_name`)."""
-    return _step_name("inbox")
+#: How each flow's run is named, from its settings: the flow names its run with `name_run` once
+#: its settings are built (a run-name callback would have to read them first).
+RUN_NAMES: dict[str, Callable[[Settings], str]] = {
+    "nightly": nightly_run_name,
+    "org-night": org_run_name,
+    "inbox": _step("inbox"),
+    "sync": _step("sync"),
+    "reconcile": _step("reconcile"),
+    "night-check": night_check_run_name,
+}
 
 
-def sync_run_name() -> str:
-    """A `sync` run's name (see `step_run_name`)."""
-    return _step_name("sync")
+def name_run(settings: Settings) -> None:
+    """Name the current flow run as `RUN_NAMES` says for its flow, from ``settings`` (nothing
+    outside a flow run, or for a flow not listed)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
 
-
-def reconcile_run_name() -> str:
-    """A `reconcile` run's name (see `step_run_name`): the date is its `as_of`."""
-    return _step_name("reconcile")
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or context.flow is None:
+        return
+    naming = RUN_NAMES.get(context.flow.name)
+    if naming is None:
+        return
+    name = naming(settings)
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_name(flow_run_id=context.flow_run.id, name=name)
+    context.flow_run.name = name
 
 
 def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:

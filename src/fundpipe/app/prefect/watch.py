@@ -126,9 +126,9 @@ def inbox_finder(settings: Settings) -> Callable[[], list[Path]]:
     runs); the folders under `data/orgs/` and a legacy `data/inbox` are looked for each time."""
     from fundpipe.orgs import configured_organizations, org_settings
 
-    top = settings.data_dir
+    top = settings.local.data_dir
     configured = {
-        org_settings(settings, o, among=orgs, load_secret=None).settings.data_dir / "inbox"
+        org_settings(settings, o, among=orgs, load_secret=None).settings.local.data_dir / "inbox"
         for orgs in [configured_organizations(settings) or []]
         for o in orgs
     }
@@ -254,7 +254,7 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
             "fundpipe watch announces files to a Prefect server: set PREFECT_API_URL "
             "(or use `fundpipe serve`, which watches the inbox itself)"
         )
-    announce = prefect_announcer(settings.data_dir)
+    announce = prefect_announcer(settings.local.data_dir)
 
     def announce_and_say(paths: list[Path]) -> None:
         announce(paths)
@@ -262,12 +262,12 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
 
     now = ", ".join(str(p) for p in inboxes(settings)) or "none yet"
     say(
-        f"watching every organization's inbox under {settings.data_dir / 'orgs'} (now: {now}), "
+        f"watching every organization's inbox under {settings.local.data_dir / 'orgs'} (now: {now}), "
         "including ones created later (Ctrl-C stops)"
     )
     watch_inboxes(
         inbox_finder(settings),
-        settings.data_dir,
+        settings.local.data_dir,
         announce_and_say,
-        settle_s=settings.inbox_settle_s,
+        settle_s=settings.pipeline.inbox_settle_s,
     )
