@@ -27,23 +27,26 @@ typecheck: install
 
 # The suite runs on both cores; the end-to-end tests then run after it, because Prefect's
 # temporary server (SQLite) times out when it has to fight the parallel suite for the CPU. They
-# run a file at a time on each of two workers, longest first (tests/e2e/conftest.py). The
-# late-night alert test mostly waits minutes for a deadline on the wall clock: it runs alone
-# beside the unit suite, its output printed after the suite's; either failing fails `make`.
-# Both pytest runs keep xdist's files in the order collected (`--no-loadscope-reorder`): the
-# files with slow tests first, so no worker ends the run alone with a long file.
+# run a file at a time on each of two workers, longest first (tests/e2e/conftest.py). Beside the
+# unit suite, two things that mostly wait: the late-night alert test, which waits minutes for a
+# deadline on the wall clock (its output is printed after the suite's; either failing fails
+# `make`), and one Prefect server start whose home the end-to-end tests' homes start as copies
+# of (tests/e2e/prefect_processes.py: HOME_TEMPLATE). Both pytest runs keep xdist's files in
+# the order collected (`--no-loadscope-reorder`): slow files first (tests/conftest.py).
 WAITS := tests/e2e/test_deadline_alert.py
+E2E_HOME := .pytest_cache/e2e-prefect-home
 
 unit: install
-	@waits_log=$$(mktemp); \
-	$(BIN)/pytest -m e2e $(WAITS) -p no:cacheprovider --durations=1 >$$waits_log 2>&1 & waits=$$!; \
+	@beside=$$(mktemp); \
+	$(BIN)/pytest -m e2e $(WAITS) -p no:cacheprovider --durations=1 >$$beside 2>&1 & waits=$$!; \
+	$(BIN)/python tests/e2e/prefect_processes.py $(E2E_HOME) >>$$beside 2>&1 & home=$$!; \
 	echo "$(BIN)/pytest -m e2e $(WAITS) (beside the unit suite, output below it)"; \
 	echo '$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5'; \
 	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5; \
-	suite=$$?; wait $$waits; waited=$$?; cat $$waits_log; rm -f $$waits_log; \
+	suite=$$?; wait $$waits; waited=$$?; wait $$home; cat $$beside; rm -f $$beside; \
 	test $$suite -eq 0 -a $$waited -eq 0
-	$(BIN)/pytest -m e2e tests/e2e --deselect $(WAITS) -n 2 --dist loadfile \
-		--no-loadscope-reorder --durations=10
+	E2E_PREFECT_HOME_TEMPLATE=$(CURDIR)/$(E2E_HOME) $(BIN)/pytest -m e2e tests/e2e \
+		--deselect $(WAITS) -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 
 test: lint typecheck unit ## install, lint, type-check and run the whole suite
 
