@@ -1,5 +1,5 @@
 """How `make test` runs the end-to-end tests: a file at a time on each of two xdist workers,
-the longest files first, and the late-night alert test beside the unit suite.
+the longest files first, and the late-night alert test beside lint, mypy and the unit suite.
 
 `make test` runs this directory with `-n 2 --dist loadfile --no-loadscope-reorder`: each file
 stays on one worker (its module fixtures — a built wheel, a night, a Prefect test harness — are
@@ -7,8 +7,9 @@ made once), and the files are handed out in the order below, longest first, so n
 is left with a long file while the other has nothing to do.
 
 `test_deadline_alert.py` spends most of its three minutes waiting for a wall-clock deadline: the
-Makefile runs it alone, beside the unit suite (its server needs little CPU while it waits, and
-the alert's 2-minute window is generous), and leaves it out of this directory's run.
+Makefile starts it alone, in the background, before lint, mypy and the unit suite (its server
+needs little CPU while it waits, and the alert's 2-minute window is generous; it passed on this
+machine at a load average of 8), and leaves it out of this directory's run.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ PREFECT = str(BIN / "prefect")
 FUNDPIPE = str(BIN / "fundpipe")
 T = TypeVar("T")
 #: Names a Prefect home whose database a server has already created (`build_home_template`):
-#: `make test` builds one beside the unit suite, and each test's Prefect home then starts as a
+#: `make test` builds one while lint and the unit suite run, and each test's Prefect home then starts as a
 #: copy of it, so its server starts without first migrating an empty database (about half of a
 #: start). A test run without it (a file alone) starts each home empty, as a new user does; the
 #: late-night alert test always does.
