@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint typecheck unit bench clean
+.PHONY: run test install lint typecheck unit suite bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,15 +26,37 @@ typecheck: install
 	$(BIN)/mypy
 
 # The suite runs on both cores; the end-to-end tests then run after it, because Prefect's
-# temporary server (SQLite) times out when it has to fight the parallel suite for the CPU. Of
-# those, the ones that start servers and nights run one after another; the late-night alert
-# test, which mostly waits for a deadline on the wall clock, runs beside them
-# (tests/e2e/conftest.py).
-unit: install
-	$(BIN)/pytest -n 2 --dist loadfile -m "not e2e" --durations=5
-	$(BIN)/pytest -m e2e tests/e2e -n 2 --dist loadgroup --durations=10
+# temporary server (SQLite) times out when it has to fight the parallel suite for the CPU. They
+# run a file at a time on each of two workers, longest first (tests/e2e/conftest.py).
+# What mostly waits starts first, in the background, while lint, mypy (one core) and the suite
+# run: the late-night alert test, which waits minutes for a deadline on the wall clock (its
+# output is printed after the suite's; either failing fails `make`), and one Prefect server
+# start whose home the end-to-end tests' homes start as copies of (tests/e2e/prefect_processes.py:
+# HOME_TEMPLATE). Both pytest runs keep xdist's files in the order collected
+# (`--no-loadscope-reorder`): slow files first (tests/conftest.py).
+WAITS    := tests/e2e/test_deadline_alert.py
+E2E_HOME := .pytest_cache/e2e-prefect-home
 
-test: lint typecheck unit ## install, lint, type-check and run the whole suite
+define beside_then_e2e
+	@beside=$$(mktemp); \
+	$(BIN)/pytest -m e2e $(WAITS) -p no:cacheprovider --durations=1 >>$$beside 2>&1 & waits=$$!; \
+	$(BIN)/python tests/e2e/prefect_processes.py $(E2E_HOME) >>$$beside 2>&1 & home=$$!; \
+	echo "$(BIN)/pytest -m e2e $(WAITS) (in the background, its output below)"; \
+	$(MAKE) --no-print-directory $(1); made=$$?; \
+	wait $$waits; waited=$$?; wait $$home; cat $$beside; rm -f $$beside; \
+	test $$made -eq 0 -a $$waited -eq 0
+	E2E_PREFECT_HOME_TEMPLATE=$(CURDIR)/$(E2E_HOME) $(BIN)/pytest -m e2e tests/e2e \
+		--deselect $(WAITS) -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+endef
+
+suite: install
+	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5
+
+unit: install
+	$(call beside_then_e2e,suite)
+
+test: install ## install, lint, type-check and run the whole suite
+	$(call beside_then_e2e,lint typecheck suite)
 
 bench: install
 	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[dev,bench]'

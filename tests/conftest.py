@@ -245,7 +245,7 @@ class EveryTestRuns:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give every item a node id of its own.
+    """Give every item a node id of its own; put the files of slow tests first.
 
     schemathesis 4 on pytest 9 names its items `test[GET /v1/…]` but leaves every one with the
     bare function's node id; xdist then schedules only one of them. The node id is the parent's
@@ -257,6 +257,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if isinstance(item, pytest.Function) and not item.nodeid.endswith(item.name):
             parent, _, _ = item.nodeid.rpartition("::")
             item._id = coerce_node_id(f"{parent}::{item.name}")
+    # the order `make test` hands files to its two workers in: the files of `slow` tests first,
+    # then the files with more tests: a long file handed out last would leave the other worker
+    # idle until it ends (xdist's own reordering, by tests per file alone, put them last)
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    tests = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in slow, -tests[item.path]))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ import datetime as dt
 from pathlib import Path
 
 import openpyxl
+import pytest
 
 from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
@@ -18,6 +19,9 @@ from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, write_sheet
 from worlds.summary import assert_summary_is_its_tabs
+
+#: Among the longest files: `make test` hands them out first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 LATE = 25_000  # $250.00
 

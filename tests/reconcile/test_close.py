@@ -30,6 +30,9 @@ from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, write_sheet
 
+#: Among the longest files: `make test` hands them out first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 
 def _hashes(folder: Path) -> dict[str, str]:
     return {

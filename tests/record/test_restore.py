@@ -33,6 +33,9 @@ from fundpipe.record import (
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, write_sheet
 
+#: Among the longest files: `make test` hands them out first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

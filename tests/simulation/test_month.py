@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from fundpipe.keys import file_hash
 from fundpipe.reconcile.close import close_period
@@ -42,6 +43,9 @@ from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import DEMO_STATE, World, write_sheet
 from worlds.summary import assert_summary_is_its_tabs
+
+#: Among the longest files: `make test` hands them out first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 START = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC)
 FINAL = ("disbursed", "failed", "cancelled")

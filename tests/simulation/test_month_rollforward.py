@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from fundpipe.reconcile.lifecycle import acknowledge
 from fundpipe.reconcile.views import ReconcileResult, reconcile
@@ -31,6 +32,9 @@ from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
 from worlds.submit import World, sandbox_world, write_sheet
 from worlds.summary import assert_summary_is_its_tabs
+
+#: Among the longest files: `make test` hands them out first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 BASE = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
 CREDIT = 1_000_000  # $10,000.00
