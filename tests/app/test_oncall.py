@@ -136,6 +136,10 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     now = datetime(2026, 11, 23, tzinfo=UTC)
     synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
     assert oncall.sync_line(synced) == "sync: 3 distributions"
+    # the service's object names in words, not `financial_accounts` (seen in a child's log)
+    counts = {"vehicles": 2, "financial_accounts": 4, "distribution_payments": 0}
+    synced = SyncResult("sync_1", now, now, tmp_path, counts, 0, 0, True)
+    assert oncall.sync_line(synced) == "sync: 2 vehicles, 4 accounts, 0 payments"
     line = oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW]))
     assert line.startswith("reconcile: 1 exception(s) (1 Sheet file rejected)")
     assert "vehicles short of funds by $" in line

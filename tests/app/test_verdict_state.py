@@ -153,6 +153,28 @@ def test_each_organization_s_row_reads_as_its_verdict_line_and_the_night_s_state
     assert night_state(lines[:1], data=night).data is night  # a clean night's result as it is
 
 
+def test_a_failed_night_s_verdict_says_what_its_internal_words_mean() -> None:
+    """Seen in the UI: the verdict read "(ConnectError on GET /v1/vehicles, 5 attempts), longer
+    than the retry deadline of 2 s (FUNDPIPE_RETRY_DEADLINE_S) … same Idempotency-Key" bare,
+    while the parent's log line said what each meant."""
+    from fundpipe.nights import OrgRow
+
+    down = OrgRow(
+        "org_night",
+        "Dogwood Trust",
+        state="Failed",
+        exit_code=3,
+        host="127.0.0.1",
+        message="could not reach the service: (ConnectError on GET /v1/vehicles, 5 attempts), "
+        "longer than the retry deadline of 2 s (FUNDPIPE_RETRY_DEADLINE_S); what was not "
+        "confirmed is resent with the same Idempotency-Key",
+    )
+    sentence = line_of(down).sentence()
+    assert "ConnectError (the service could not be reached)" in sentence
+    assert "FUNDPIPE_RETRY_DEADLINE_S (how long fundpipe keeps retrying the service)" in sentence
+    assert "Idempotency-Key (the key that lets a request be sent again" in sentence
+
+
 def test_the_health_page_s_cells_stay_short_the_whole_verdict_is_in_the_run_s() -> None:
     """Prefect draws a table's cells without wrapping: a long "What" pushed the health page past
     a 1600-pixel screen. Each cell is at most WHAT_WIDTH characters, cut at a word, the amount

@@ -10,7 +10,8 @@ artifact of a key is that organization's.
 - ``fundpipe-workbook``: a link to the published workbook (only where it opens);
 - ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
 - ``fundpipe-exceptions``: the exceptions, with the labels a person reads (Exception, State,
-  Age (days), What, Amount, What to do).
+  Age (days), What, Amount, What to do), "What" and "What to do" cut to fit a 1600-pixel
+  screen; the run summary lists each open one in full.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from prefect.artifacts import (
 )
 
 from fundpipe.app.prefect import links, oncall
-from fundpipe.app.prefect.uiview import org_key, plain_exceptions
+from fundpipe.app.prefect.uiview import org_key, plain_exceptions, whole_exceptions
 from fundpipe.config import Settings
+from fundpipe.reports.headers import kind_words
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgNight
@@ -85,8 +87,12 @@ def summary_markdown(night: OrgNight) -> str:
         lines += ["", "## Warnings and notes", ""]
         lines += [f"- {w}" for w in [*night.warnings, *night.notes]]
     if night.exception_counts:
-        lines += ["", "## Exceptions", "", "| kind | count |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in night.exception_counts.items()]
+        lines += ["", "## Exceptions", "", "| Kind | Count |", "|---|---|"]
+        lines += [f"| {kind_words(k)} | {v} |" for k, v in night.exception_counts.items()]
+    whole = whole_exceptions(night.exceptions)
+    if whole:
+        # the exceptions table cuts its cells to fit the screen: here each one is whole
+        lines += ["", "## Open exceptions, in full", "", *whole]
     lines += ["", "## Reports", ""]
     return "\n".join(lines) + "\n"
 
@@ -141,5 +147,6 @@ def publish_artifacts(night: OrgNight, settings: Settings) -> None:
     create_table_artifact(
         table=plain_exceptions(night.exceptions) or [{"State": "no open exceptions"}],
         key=org_key("fundpipe-exceptions", org),
-        description="Exceptions that need a person: id, state, age, what, amount, what to do",
+        description="Exceptions that need a person: id, state, age, what, amount, what to do "
+        "(cut short to fit; each in full: the run's summary)",
     )

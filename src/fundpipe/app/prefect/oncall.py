@@ -192,10 +192,19 @@ def left_alone_lines(ingested: IngestResult) -> list[str]:
     return [f"inbox: {entry.sentence}" for entry in ingested.left_alone]
 
 
+#: The service's object names as a person says them in the sync line.
+SYNC_WORDS = {
+    "financial_accounts": "accounts",
+    "distribution_payments": "payments",
+    "distribution_notifications": "payment notices",
+}
+
+
 def sync_line(synced: SyncResult) -> str:
     """The sync step in one line: how many of each object were pulled."""
     counts = synced.counts
-    return "sync: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing pulled")
+    said = (f"{n} {SYNC_WORDS.get(k, k.replace('_', ' '))}" for k, n in counts.items())
+    return "sync: " + (", ".join(said) or "nothing pulled")
 
 
 def reconcile_line(reconciled: ReconcileResult) -> str:

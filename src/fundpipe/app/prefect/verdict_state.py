@@ -204,7 +204,10 @@ def line_of(row: OrgRow) -> VerdictLine:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         what = "; ".join(f.plain for f in found[:3]) + more
         return VerdictLine(row.organization, name, Verdict.NEEDS_A_PERSON, what=what)
-    why = row.message or f"the night ended {row.state.lower()}"
+    from fundpipe.app.prefect.oncall import in_words
+
+    # internal words (ConnectError, FUNDPIPE_RETRY_DEADLINE_S, Idempotency-Key) say what they mean
+    why = in_words(row.message) if row.message else f"the night ended {row.state.lower()}"
     return VerdictLine(
         row.organization,
         name,
