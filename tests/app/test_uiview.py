@@ -193,6 +193,9 @@ def test_the_exceptions_tables_fit_a_screen_and_the_summary_keeps_each_whole() -
         "$754,500.00 by $4,500.00 from 2026-12-15 — fund the depository account of Demo Real "
         "Assets III with $4,500.00 before 2026-12-15, or move the distribution's date"
     ) in summary
+    # titled by the organization's name (its id beside it), not "organization org_demo"
+    named = summary_markdown(OrgNight("org_demo", date(2026, 11, 28)), "Alder Capital")
+    assert named.startswith("# fundpipe nightly run — 2026-11-28 — Alder Capital (org_demo)\n")
     # the kinds counted in words, not the warehouse's `shortfall`
     assert "| Vehicle short of funds | 1 |" in summary
     assert "| shortfall |" not in summary

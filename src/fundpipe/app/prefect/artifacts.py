@@ -67,14 +67,17 @@ def rejected_key(file_name: str, org: str | None = None) -> str:
     return f"fundpipe-rejected-{slug}"[:100]
 
 
-def summary_markdown(night: OrgNight) -> str:
+def summary_markdown(night: OrgNight, name: str | None = None) -> str:
     """The run summary as the markdown of a Prefect artifact (its reports are linked by
-    `summary_with_links`)."""
-    org = f" — organization {night.organization}" if night.organization else ""
+    `summary_with_links`), titled by the organization's ``name`` when it has one."""
+    from fundpipe.app.prefect.uiview import called
+
+    who = called(night.organization, name) if night.organization else ""
+    org = f" — {who}" if who else ""
     lines = [
         f"# fundpipe nightly run — {night.as_of.isoformat()}{org}",
         "",
-        "| what | value |",
+        "| What | Value |",
         "|---|---|",
     ]
     lines += [f"| {label} | {value} |" for label, value in night.plain_facts()]
@@ -101,7 +104,7 @@ def summary_with_links(night: OrgNight, settings: Settings) -> str:
     """The run summary's markdown with every report as a link that opens, or as its path and
     the machine it is on."""
     places = {name: _where(settings, path, night) for name, path in night.reports.items()}
-    text = summary_markdown(night).rstrip("\n")
+    text = summary_markdown(night, settings.org_name).rstrip("\n")
     lines = [text, ""] + [links.markdown(name, place) for name, place in places.items()]
     if places and not any(p and p.url for p in places.values()):
         lines += ["", NO_LINKS]
