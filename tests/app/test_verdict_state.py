@@ -201,6 +201,14 @@ def test_the_health_page_s_cells_stay_short_the_whole_verdict_is_in_the_run_s() 
     assert by_name["Beta Fund"]["What"].endswith("…")
     assert by_name["Gamma Fund"]["What"].startswith("could not reach the service")
     assert by_name["Alpha Fund"]["What"] == ""
+    # a night's finding carries its dollars as words ("$4,500.00"): first too, not cut off
+    # (seen in Chromium: "Vehicle short of funds: Demo…", with no amount on the page)
+    from fundpipe.nights import Finding, OrgRow
+
+    found = Finding("Vehicle short of funds: Demo Real Assets III", "$4,500.00", "today")
+    row = OrgRow("org_demo", "Alder Capital", state="Completed", findings=(found,))
+    (health,) = health_rows([], [line_of(row)], date(2026, 11, 28))
+    assert health["What"] == "$4,500.00 — Vehicle short of…"
     # a count of rows is no amount: the file's name comes first
     rejected = replace(SHORT, what="q4_typo.csv rejected: 1 validation error(s)", amount_cents=None)
     (row,) = health_rows([], [replace(rejected, much="1 row(s)")], date(2026, 11, 28))

@@ -296,7 +296,8 @@ def _what(line: VerdictLine) -> str:
         return ""
     if line.verdict is Verdict.NEEDS_A_PERSON:
         # dollars first, never the part cut; a count of rows reads after the file's name
-        dollars = line.amount_cents is not None
+        # (cents, or the dollars a finding carries as words: "$4,500.00", not "3 row(s)")
+        dollars = line.amount_cents is not None or line.how_much.startswith("$")
         return short(f"{line.how_much} — {line.what}" if dollars else line.what)
     return short(line.why or "see the run's logs")
 
