@@ -442,3 +442,32 @@ def _render(template: str, payload: dict[str, object]) -> str:
 
     env = Environment(autoescape=False)  # noqa: S701 - plain text, as the server renders it
     return env.from_string(template).render(event={"payload": payload})
+
+
+def test_a_rejected_file_s_table_reads_in_words() -> None:
+    """Seen in Chromium: the rejected file's table had the CSV's own columns (`severity`,
+    `letter`, `check` = `amount_negative`) and its reason, the one thing to read, off the
+    page. Now: Row(s), Column (with its letter), Value, Why."""
+    report = {
+        "severity": "error",
+        "sheet": "",
+        "row": "3",
+        "rows": "3",
+        "count": "1",
+        "column": "Amount ($)",
+        "letter": "G",
+        "value": "(1,000.00)",
+        "check": "amount_negative",
+        "reason": "the amount is negative; payments must be positive amounts",
+    }
+    assert oncall.plain_error_rows([report]) == [
+        {
+            "Row(s)": "3",
+            "Column": "Amount ($) (column G)",
+            "Value": "(1,000.00)",
+            "Why": "the amount is negative; payments must be positive amounts",
+        }
+    ]
+    warned = {**report, "severity": "warning", "sheet": "Q4"}
+    (row,) = oncall.plain_error_rows([warned])
+    assert list(row)[:2] == ["Severity", "Sheet"]

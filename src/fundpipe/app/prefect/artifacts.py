@@ -143,7 +143,7 @@ def publish_artifacts(night: OrgNight, settings: Settings) -> None:
     for f in night.rejected:
         name = Path(f.source_file).name
         create_table_artifact(
-            table=oncall.error_rows(f) or [{"reason": f.message or "rejected"}],
+            table=oncall.error_rows(f) or [{"Why": f.message or "rejected"}],
             key=rejected_key(name, org),
             description=f"Why {name} was rejected (its error report's rows)",
         )
