@@ -105,7 +105,10 @@ def summary_with_links(night: OrgNight, settings: Settings) -> str:
     the machine it is on."""
     places = {name: _where(settings, path, night) for name, path in night.reports.items()}
     text = summary_markdown(night, settings.org_name).rstrip("\n")
-    lines = [text, ""] + [links.markdown(name, place) for name, place in places.items()]
+    # a view's label in words ("parquet balance movement"), not its file stem
+    lines = [text, ""] + [
+        links.markdown(name.replace("_", " "), place) for name, place in places.items()
+    ]
     if places and not any(p and p.url for p in places.values()):
         lines += ["", NO_LINKS]
     errors = [
