@@ -115,12 +115,21 @@ def test_the_verdict_says_what_needs_a_person_how_much_and_by_when() -> None:
     assert row.why == (
         Finding("bad.csv rejected: bad.csv says", "3 row(s)", "before the next night"),
         # an exception of any kind: one still due from an earlier night, one new tonight
-        Finding("shortfall on veh_1 — fund it", "$12,000.00", "overdue: open 4 day(s)"),
+        # each led by its kind in words, not the warehouse's `shortfall` / `status_mismatch`
         Finding(
-            "status mismatch: payment failed — pay again", "$250.00", "today (new or worse tonight)"
+            "Vehicle short of funds: shortfall on veh_1 — fund it",
+            "$12,000.00",
+            "overdue: open 4 day(s)",
+        ),
+        Finding(
+            "Payment failed, cancelled or not confirmed: payment failed — pay again",
+            "$250.00",
+            "today (new or worse tonight)",
         ),
     )
-    assert row.why[1].plain == "shortfall on veh_1 — fund it ($12,000.00) — overdue: open 4 day(s)"
+    assert row.why[1].plain == (
+        "Vehicle short of funds: shortfall on veh_1 — fund it ($12,000.00) — overdue: open 4 day(s)"
+    )
 
     down = row_of(org, "Failed", "could not reach the service", None, host="api.example.com")
     assert down.verdict is Verdict.FAILED

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode, FundpipeError
 from fundpipe.night import NightException
+from fundpipe.reports.headers import kind_words
 
 if TYPE_CHECKING:
     from fundpipe.config import Organization
@@ -284,8 +285,9 @@ class OrgNight:
         for e in self.open_exceptions:
             if e.opened_tonight and e.kind in _FILE_KINDS and found:
                 continue  # tonight's file finding above is this exception: one line, not two
-            kind = e.kind.replace("_", " ")
-            what = e.what if e.what.startswith(kind) else f"{kind}: {e.what}"
+            # the kind in a person's words ("Vehicle short of funds"), never `shortfall`
+            kind = kind_words(e.kind)
+            what = e.what if e.what.lower().startswith(kind.lower()) else f"{kind}: {e.what}"
             when = (
                 "today (new or worse tonight)"
                 if e.opened_tonight

@@ -136,6 +136,10 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     now = datetime(2026, 11, 23, tzinfo=UTC)
     synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
     assert oncall.sync_line(synced) == "sync: 3 distributions"
+    # the service's object names in words, not `financial_accounts` (seen in a child's log)
+    counts = {"vehicles": 2, "financial_accounts": 4, "distribution_payments": 0}
+    synced = SyncResult("sync_1", now, now, tmp_path, counts, 0, 0, True)
+    assert oncall.sync_line(synced) == "sync: 2 vehicles, 4 accounts, 0 payments"
     line = oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW]))
     assert line.startswith("reconcile: 1 exception(s) (1 Sheet file rejected)")
     assert "vehicles short of funds by $" in line
@@ -288,6 +292,11 @@ def test_a_report_is_a_link_only_where_a_browser_opens_it(tmp_path: Path) -> Non
     assert f"- workbook: `{workbook}` on host `{socket.gethostname()}`" in local
     assert "set FUNDPIPE_REPORTS_URL to an http(s) location" in local
     assert f"- q4_typo.csv.errors.csv: `{moved}.errors.csv` on host" in local
+    # each Parquet view labelled in words, not its snake_case stem
+    views = replace(summary, parquet={"balance_movement": tmp_path / "balance_movement.parquet"})
+    labelled = summary_with_links(views, Settings(data_dir=tmp_path))
+    assert "- parquet balance movement: `" in labelled
+    assert "parquet balance_movement" not in labelled
     # a folder every machine mounts: its path as text, the same on every machine
     folder = summary_with_links(
         summary, Settings(local={"data_dir": tmp_path, "reports_url": "/mnt/share/fp"})
@@ -444,3 +453,32 @@ def _render(template: str, payload: dict[str, object]) -> str:
 
     env = Environment(autoescape=False)  # noqa: S701 - plain text, as the server renders it
     return env.from_string(template).render(event={"payload": payload})
+
+
+def test_a_rejected_file_s_table_reads_in_words() -> None:
+    """Seen in Chromium: the rejected file's table had the CSV's own columns (`severity`,
+    `letter`, `check` = `amount_negative`) and its reason, the one thing to read, off the
+    page. Now: Row(s), Column (with its letter), Value, Why."""
+    report = {
+        "severity": "error",
+        "sheet": "",
+        "row": "3",
+        "rows": "3",
+        "count": "1",
+        "column": "Amount ($)",
+        "letter": "G",
+        "value": "(1,000.00)",
+        "check": "amount_negative",
+        "reason": "the amount is negative; payments must be positive amounts",
+    }
+    assert oncall.plain_error_rows([report]) == [
+        {
+            "Row(s)": "3",
+            "Column": "Amount ($) (column G)",
+            "Value": "(1,000.00)",
+            "Why": "the amount is negative; payments must be positive amounts",
+        }
+    ]
+    warned = {**report, "severity": "warning", "sheet": "Q4"}
+    (row,) = oncall.plain_error_rows([warned])
+    assert list(row)[:2] == ["Severity", "Sheet"]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from fundpipe.app.prefect.steps import _finished, _sentence
 from fundpipe.app.prefect.uiview import (
@@ -12,6 +12,7 @@ from fundpipe.app.prefect.uiview import (
     called,
     needs_a_person,
     night_date,
+    open_exceptions_rows,
     org_key,
     org_part,
     org_tags,
@@ -20,7 +21,7 @@ from fundpipe.app.prefect.uiview import (
     step_run_name,
 )
 from fundpipe.night import NightException
-from fundpipe.nights import Finding, OrgRow
+from fundpipe.nights import Finding, OrgNight, OrgRow
 from fundpipe.submit.verdicts import FileOutcome
 
 
@@ -151,3 +152,69 @@ def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
     assert exception_line(replace(rejected, amount_cents=500)).endswith(
         "paid — $5.00; to do: fix the sheet"
     )
+
+
+#: A shortfall as the warehouse words it: a sentence far wider than a table cell on a screen.
+SHORTFALL = NightException(
+    "EX-24D72797D6",
+    "open",
+    0,
+    "Demo Real Assets III (veh_demo3): depository available $750,000.00 is short of open "
+    "obligations $754,500.00 by $4,500.00 from 2026-12-15",
+    450_000,
+    "fund the depository account of Demo Real Assets III with $4,500.00 before 2026-12-15, "
+    "or move the distribution's date",
+    "shortfall",
+    True,
+)
+
+
+def test_the_exceptions_tables_fit_a_screen_and_the_summary_keeps_each_whole() -> None:
+    """Seen in Chromium at 1600 pixels: the whole "What" pushed "What to do" off the page of
+    `fundpipe-open-exceptions` and `fundpipe-exceptions-<org>`. Both cells are now cut at a
+    word (the amount has its own column); the run summary has each sentence in full."""
+    from fundpipe.app.prefect.artifacts import summary_markdown
+
+    (mine,) = plain_exceptions([SHORTFALL])
+    row = OrgRow("org_demo", "Alder Capital", state="Completed", exceptions=(SHORTFALL,))
+    (across,) = open_exceptions_rows([row])
+    for table in (mine, across):
+        # what it is and on which vehicle first; the next step's verb and object
+        assert table["What"] == "Vehicle short of funds: Demo…"
+        assert table["What to do"] == "fund the depository account of…"
+        assert table["Amount"] == "$4,500.00"
+    assert across["Organization"] == "Alder Capital (org_demo)"
+    rejected = replace(
+        SHORTFALL,
+        kind="file_rejected",
+        what="file rejected/q4_typo.csv (3 row(s), $2,000.00) was rejected on 2026-11-28",
+    )
+    assert plain_exceptions([rejected])[0]["What"] == "Sheet file rejected: q4_typo.csv"
+    summary = summary_markdown(
+        OrgNight(
+            "org_demo",
+            date(2026, 11, 28),
+            exceptions=(SHORTFALL,),
+            exception_counts={"shortfall": 1},
+        )
+    )
+    assert (
+        "- **EX-24D72797D6** (vehicle short of funds, $4,500.00): Demo Real Assets III "
+        "(veh_demo3): depository available $750,000.00 is short of open obligations "
+        "$754,500.00 by $4,500.00 from 2026-12-15 — fund the depository account of Demo Real "
+        "Assets III with $4,500.00 before 2026-12-15, or move the distribution's date"
+    ) in summary
+    # titled by the organization's name (its id beside it), not "organization org_demo"
+    named = summary_markdown(OrgNight("org_demo", date(2026, 11, 28)), "Alder Capital")
+    assert named.startswith("# fundpipe nightly run — 2026-11-28 — Alder Capital (org_demo)\n")
+    # the kinds counted in words, not the warehouse's `shortfall`
+    assert "| Vehicle short of funds | 1 |" in summary
+    assert "| shortfall |" not in summary
+
+
+def test_a_shortfall_needs_a_person_in_words_not_the_internal_kind() -> None:
+    """The verdict read "shortfall: Demo Real Assets III …": the warehouse's kind, not words."""
+    night = OrgNight("org_demo", date(2026, 11, 28), exceptions=(SHORTFALL,))
+    (finding,) = night.findings()
+    assert finding.what.startswith("Vehicle short of funds: Demo Real Assets III (veh_demo3)")
+    assert "shortfall" not in finding.plain

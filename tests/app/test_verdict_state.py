@@ -153,6 +153,28 @@ def test_each_organization_s_row_reads_as_its_verdict_line_and_the_night_s_state
     assert night_state(lines[:1], data=night).data is night  # a clean night's result as it is
 
 
+def test_a_failed_night_s_verdict_says_what_its_internal_words_mean() -> None:
+    """Seen in the UI: the verdict read "(ConnectError on GET /v1/vehicles, 5 attempts), longer
+    than the retry deadline of 2 s (FUNDPIPE_RETRY_DEADLINE_S) … same Idempotency-Key" bare,
+    while the parent's log line said what each meant."""
+    from fundpipe.nights import OrgRow
+
+    down = OrgRow(
+        "org_night",
+        "Dogwood Trust",
+        state="Failed",
+        exit_code=3,
+        host="127.0.0.1",
+        message="could not reach the service: (ConnectError on GET /v1/vehicles, 5 attempts), "
+        "longer than the retry deadline of 2 s (FUNDPIPE_RETRY_DEADLINE_S); what was not "
+        "confirmed is resent with the same Idempotency-Key",
+    )
+    sentence = line_of(down).sentence()
+    assert "ConnectError (the service could not be reached)" in sentence
+    assert "FUNDPIPE_RETRY_DEADLINE_S (how long fundpipe keeps retrying the service)" in sentence
+    assert "Idempotency-Key (the key that lets a request be sent again" in sentence
+
+
 def test_the_health_page_s_cells_stay_short_the_whole_verdict_is_in_the_run_s() -> None:
     """Prefect draws a table's cells without wrapping: a long "What" pushed the health page past
     a 1600-pixel screen. Each cell is at most WHAT_WIDTH characters, cut at a word, the amount
@@ -179,6 +201,14 @@ def test_the_health_page_s_cells_stay_short_the_whole_verdict_is_in_the_run_s() 
     assert by_name["Beta Fund"]["What"].endswith("…")
     assert by_name["Gamma Fund"]["What"].startswith("could not reach the service")
     assert by_name["Alpha Fund"]["What"] == ""
+    # a night's finding carries its dollars as words ("$4,500.00"): first too, not cut off
+    # (seen in Chromium: "Vehicle short of funds: Demo…", with no amount on the page)
+    from fundpipe.nights import Finding, OrgRow
+
+    found = Finding("Vehicle short of funds: Demo Real Assets III", "$4,500.00", "today")
+    row = OrgRow("org_demo", "Alder Capital", state="Completed", findings=(found,))
+    (health,) = health_rows([], [line_of(row)], date(2026, 11, 28))
+    assert health["What"] == "$4,500.00 — Vehicle short of…"
     # a count of rows is no amount: the file's name comes first
     rejected = replace(SHORT, what="q4_typo.csv rejected: 1 validation error(s)", amount_cents=None)
     (row,) = health_rows([], [replace(rejected, much="1 row(s)")], date(2026, 11, 28))

@@ -97,11 +97,15 @@ def test_the_cross_organization_summary_adds_up() -> None:
     text = cross_markdown(summary)
     # a completed night with a rejected file reads as its run's badge in the UI does
     assert (
-        "| Alder | Needs a person | 2 | 1 | 2 | $1,500.00 | 1 | [1111](http://127.0.0.1:4200"
+        "| Alder | Needs a person | 2 | 1 | 2 | $1,500.00 | 1 | [open run](http://127.0.0.1:4200"
         in text
     )
     assert "| org_b | Failed | 0 | 0 | 0 | $0.00 | 0 | `2222` |" in text
     assert "- org_b (Failed): the service failed" in text
+    # a failed organization's reason says what its internal words mean, as the verdict does
+    down = replace(b, message="could not reach the service (ConnectError on GET /v1/vehicles)")
+    glossed = cross_markdown(Nights.of([a, down], "2026-11-30"))
+    assert "ConnectError (the service could not be reached) on GET" in glossed
     # the child's "Needs a person" state (FAILED type, not green) is a night that completed
     needs = org_row(
         Organization(id="org_a", name="Alder"),
@@ -284,7 +288,10 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     assert "org_a reports: /reports/org_a/2026-11-30/reconciliation.xlsx" in text
     # the verdict's findings: what needs a person, how much and by when
     assert "needs a person org_a: q4.csv rejected: see its error report" in text
-    assert "needs a person org_a: missing: w — fix — today (new or worse tonight)" in text
+    # the exception's kind in words ("Sheet row not at the service"), not `missing`
+    assert (
+        "needs a person org_a: Sheet row not at the service: w — fix — today (new or worse tonight)"
+    ) in text
     # org_a's night completed with a rejected file: the table says so as the UI's badge does,
     # while --json keeps the run's state type
     (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]

@@ -10,7 +10,8 @@ artifact of a key is that organization's.
 - ``fundpipe-workbook``: a link to the published workbook (only where it opens);
 - ``fundpipe-rejected-<file>``: a table of one rejected file's errors (values already masked);
 - ``fundpipe-exceptions``: the exceptions, with the labels a person reads (Exception, State,
-  Age (days), What, Amount, What to do).
+  Age (days), What, Amount, What to do), "What" and "What to do" cut to fit a 1600-pixel
+  screen; the run summary lists each open one in full.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from prefect.artifacts import (
 )
 
 from fundpipe.app.prefect import links, oncall
-from fundpipe.app.prefect.uiview import org_key, plain_exceptions
+from fundpipe.app.prefect.uiview import org_key, plain_exceptions, whole_exceptions
 from fundpipe.config import Settings
+from fundpipe.reports.headers import kind_words
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgNight
@@ -67,14 +69,17 @@ def rejected_key(file_name: str, org: str | None = None) -> str:
     return f"fundpipe-rejected-{slug}"[:100]
 
 
-def summary_markdown(night: OrgNight) -> str:
+def summary_markdown(night: OrgNight, name: str | None = None) -> str:
     """The run summary as the markdown of a Prefect artifact (its reports are linked by
-    `summary_with_links`)."""
-    org = f" — organization {night.organization}" if night.organization else ""
+    `summary_with_links`), titled by the organization's ``name`` when it has one."""
+    from fundpipe.app.prefect.uiview import called
+
+    who = called(night.organization, name) if night.organization else ""
+    org = f" — {who}" if who else ""
     lines = [
         f"# fundpipe nightly run — {night.as_of.isoformat()}{org}",
         "",
-        "| what | value |",
+        "| What | Value |",
         "|---|---|",
     ]
     lines += [f"| {label} | {value} |" for label, value in night.plain_facts()]
@@ -87,8 +92,12 @@ def summary_markdown(night: OrgNight) -> str:
         lines += ["", "## Warnings and notes", ""]
         lines += [f"- {w}" for w in [*night.warnings, *night.notes]]
     if night.exception_counts:
-        lines += ["", "## Exceptions", "", "| kind | count |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in night.exception_counts.items()]
+        lines += ["", "## Exceptions", "", "| Kind | Count |", "|---|---|"]
+        lines += [f"| {kind_words(k)} | {v} |" for k, v in night.exception_counts.items()]
+    whole = whole_exceptions(night.exceptions)
+    if whole:
+        # the exceptions table cuts its cells to fit the screen: here each one is whole
+        lines += ["", "## Open exceptions, in full", "", *whole]
     lines += ["", "## Reports", ""]
     return "\n".join(lines) + "\n"
 
@@ -97,8 +106,11 @@ def summary_with_links(night: OrgNight, settings: Settings) -> str:
     """The run summary's markdown with every report as a link that opens, or as its path and
     the machine it is on."""
     places = {name: _where(settings, path, night) for name, path in night.reports.items()}
-    text = summary_markdown(night).rstrip("\n")
-    lines = [text, ""] + [links.markdown(name, place) for name, place in places.items()]
+    text = summary_markdown(night, settings.org_name).rstrip("\n")
+    # a view's label in words ("parquet balance movement"), not its file stem
+    lines = [text, ""] + [
+        links.markdown(name.replace("_", " "), place) for name, place in places.items()
+    ]
     if places and not any(p and p.url for p in places.values()):
         lines += ["", NO_LINKS]
     errors = [
@@ -136,12 +148,13 @@ def publish_artifacts(night: OrgNight, settings: Settings) -> None:
     for f in night.rejected:
         name = Path(f.source_file).name
         create_table_artifact(
-            table=oncall.error_rows(f) or [{"reason": f.message or "rejected"}],
+            table=oncall.error_rows(f) or [{"Why": f.message or "rejected"}],
             key=rejected_key(name, org),
             description=f"Why {name} was rejected (its error report's rows)",
         )
     create_table_artifact(
         table=plain_exceptions(night.exceptions) or [{"State": "no open exceptions"}],
         key=org_key("fundpipe-exceptions", org),
-        description="Exceptions that need a person: id, state, age, what, amount, what to do",
+        description="Exceptions that need a person: id, state, age, what, amount, what to do "
+        "(cut short to fit; each in full: the run's summary)",
     )

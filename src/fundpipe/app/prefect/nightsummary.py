@@ -70,7 +70,8 @@ def cross_markdown(summary: Nights) -> str:
     ]
     for row in summary.rows:
         run = row.run
-        link = f"[{run.rsplit('/', 1)[-1]}]({run})" if run.startswith("http") else f"`{run}`"
+        # a link reads "open run" (a run id is no word, and 36 characters pushed it off the page)
+        link = f"[open run]({run})" if run.startswith("http") else f"`{run}`"
         lines.append(
             f"| {row.name or row.organization} | {row.state_shown} | {row.files} | {row.rejected} | "
             f"{row.distributions} | {row.total} | {row.open_exceptions} | {link} |"
@@ -86,7 +87,12 @@ def cross_markdown(summary: Nights) -> str:
         lines += ["", f"Morning view across organizations: `{summary.morning}`"]
     if summary.failed:
         lines += ["", "## Did not complete", ""]
-        lines += [f"- {r.name or r.organization} ({r.state}): {r.message}" for r in summary.failed]
+        from fundpipe.app.prefect.oncall import in_words
+
+        lines += [
+            f"- {r.name or r.organization} ({r.state}): {in_words(r.message)}"
+            for r in summary.failed
+        ]
     return "\n".join(lines) + "\n"
 
 

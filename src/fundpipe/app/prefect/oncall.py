@@ -192,10 +192,19 @@ def left_alone_lines(ingested: IngestResult) -> list[str]:
     return [f"inbox: {entry.sentence}" for entry in ingested.left_alone]
 
 
+#: The service's object names as a person says them in the sync line.
+SYNC_WORDS = {
+    "financial_accounts": "accounts",
+    "distribution_payments": "payments",
+    "distribution_notifications": "payment notices",
+}
+
+
 def sync_line(synced: SyncResult) -> str:
     """The sync step in one line: how many of each object were pulled."""
     counts = synced.counts
-    return "sync: " + (", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing pulled")
+    said = (f"{n} {SYNC_WORDS.get(k, k.replace('_', ' '))}" for k, n in counts.items())
+    return "sync: " + (", ".join(said) or "nothing pulled")
 
 
 def reconcile_line(reconciled: ReconcileResult) -> str:
@@ -383,4 +392,27 @@ def error_rows(file: FileOutcome, limit: int = 200) -> list[dict[str, str]]:
         return []
     with open(report, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
-    return [{k: (v or "") for k, v in row.items() if k != "file"} for row in rows[:limit]]
+    return plain_error_rows(rows[:limit])
+
+
+def plain_error_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """An error report's rows (``severity, sheet, row, rows, count, column, letter, value,
+    check, reason``) in the columns a person reads, the reason whole: Row(s), Column (with its
+    spreadsheet letter), Value, Why; Sheet when a workbook names one, Severity when one is not
+    an error. The check's code (``amount_negative``) is for scripts: the CSV keeps it."""
+    sheets = any((r.get("sheet") or "").strip() for r in rows)
+    severities = any((r.get("severity") or "error") != "error" for r in rows)
+    plain = []
+    for r in rows:
+        column, letter = r.get("column") or "", r.get("letter") or ""
+        row: dict[str, str] = {}
+        if severities:
+            row["Severity"] = r.get("severity") or ""
+        if sheets:
+            row["Sheet"] = r.get("sheet") or ""
+        row["Row(s)"] = r.get("rows") or r.get("row") or ""
+        row["Column"] = f"{column} (column {letter})" if column and letter else column or letter
+        row["Value"] = r.get("value") or ""
+        row["Why"] = r.get("reason") or ""
+        plain.append(row)
+    return plain

@@ -105,7 +105,10 @@ def _refusal(exc: BaseException) -> State[Any]:
     from fundpipe.app.prefect.tell import TELLING_OF
 
     of = TELLING_OF.get()  # a run over several organizations: the line names which
-    logger.error(f"{of}: {message}" if of else message)
+    from fundpipe.app.prefect.oncall import in_words
+
+    # the run's log line says what its internal words mean (ConnectError: not reached)
+    logger.error(in_words(f"{of}: {message}" if of else message))
     # the error is the state's data: Prefect raises it when it reads a failed run's result (a
     # worker does), and `summary_of_run` reads its exit code
     return state_for(code)(message=message, data=error)

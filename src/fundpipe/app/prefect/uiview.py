@@ -40,6 +40,7 @@ __all__ = [
     "name_run",
     "night_date",
     "nightly_run_name",
+    "open_exceptions_rows",
     "org_key",
     "org_part",
     "org_run_name",
@@ -48,6 +49,7 @@ __all__ = [
     "run_name",
     "slug",
     "step_run_name",
+    "whole_exceptions",
 ]
 
 #: Key of the parent run's table of every organization's open exceptions.
@@ -95,16 +97,59 @@ def night_date(as_of: str | None, zone: str, now: datetime | None = None) -> str
     return (now or datetime.now(ZoneInfo(zone))).astimezone(ZoneInfo(zone)).date().isoformat()
 
 
+#: The cells of an exceptions table cut short (`verdict_state.short`) to fit a 1600-pixel
+#: screen: Prefect draws a table artifact's cells on one line, so a whole sentence pushes "What
+#: to do" off the page. The whole sentences are in the run's summary (an organization's) and
+#: in the verdict (every organization's).
+SHORT_CELLS = ("What", "What to do")
+
+
+def _cut(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its long cells (:data:`SHORT_CELLS`) cut at a word."""
+    from fundpipe.app.prefect.verdict_state import short
+
+    return {k: short(str(v)) if k in SHORT_CELLS and v else v for k, v in row.items()}
+
+
+def headline(e: NightException) -> str:
+    """What an exception is about, for a table cell: its kind in words, then its vehicle,
+    account or file (``Vehicle short of funds: Demo Real Assets III (veh_demo3)``, ``Sheet
+    file rejected: q4.csv``), before the rest of its sentence."""
+    from fundpipe.reports.headers import kind_words
+
+    what = e.what
+    found = re.match(r"file (\S+)", what)
+    if e.kind.startswith("file_") and found:
+        what = found.group(1).rsplit("/", 1)[-1]
+    return f"{kind_words(e.kind)}: {what}"
+
+
 def plain_exceptions(
     exceptions: Iterable[NightException], organization: str | None = None
 ) -> list[dict[str, Any]]:
-    """Exceptions with the labels a person reads (and the organization first, when given)."""
+    """Exceptions with the labels a person reads (and the organization first, when given),
+    their "What" and "What to do" cut to fit the screen (:data:`SHORT_CELLS`)."""
     rows = []
     for e in exceptions:
         row: dict[str, Any] = {"Organization": organization} if organization else {}
         row.update({label: getattr(e, name) for name, label in EXCEPTION_LABELS.items()})
-        rows.append(row)
+        row["What"] = headline(e)
+        rows.append(_cut(row))
     return rows
+
+
+def whole_exceptions(exceptions: Iterable[NightException]) -> list[str]:
+    """Each open exception as one whole markdown line (id, amount, what, what to do): what the
+    cut cells of the exceptions table leave out."""
+    from fundpipe.reports.headers import kind_words
+
+    return [
+        f"- **{e.id}** ({kind_words(e.kind).lower()}"
+        + (f", {e.amount}" if e.amount else "")
+        + f"): {e.what} — {e.what_to_do}"
+        for e in exceptions
+        if e.is_open
+    ]
 
 
 def _zones(settings: Settings) -> tuple[str, str]:
@@ -260,20 +305,29 @@ def open_exceptions_table(rows: Iterable[OrgRow]) -> None:
     amount, what to do), as the `fundpipe-open-exceptions` artifact."""
     from prefect.artifacts import create_table_artifact
 
-    table = [
-        {
-            "Organization": row.label,
-            "Exception": e.id,
-            "Amount": e.amount,
-            "What": e.what,
-            "What to do": e.what_to_do,
-        }
+    create_table_artifact(
+        table=open_exceptions_rows(rows)
+        or [{"Organization": "every one", "Exception": "no open exceptions"}],
+        key=OPEN_EXCEPTIONS_KEY,
+        description="Open exceptions of every organization tonight: who, which, how much, "
+        "what to do (cut short to fit; each whole sentence: the run's verdict, "
+        "fundpipe-verdict)",
+    )
+
+
+def open_exceptions_rows(rows: Iterable[OrgRow]) -> list[dict[str, Any]]:
+    """The rows of the parent's `fundpipe-open-exceptions` table: organization, id, amount, and
+    "What" and "What to do" cut to fit the screen (:data:`SHORT_CELLS`)."""
+    return [
+        _cut(
+            {
+                "Organization": row.label,
+                "Exception": e.id,
+                "Amount": e.amount,
+                "What": headline(e),
+                "What to do": e.what_to_do,
+            }
+        )
         for row in rows
         for e in row.exceptions
     ]
-    create_table_artifact(
-        table=table or [{"Organization": "every one", "Exception": "no open exceptions"}],
-        key=OPEN_EXCEPTIONS_KEY,
-        description="Open exceptions of every organization tonight: who, which, how much, "
-        "what to do",
-    )

@@ -204,7 +204,10 @@ def line_of(row: OrgRow) -> VerdictLine:
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         what = "; ".join(f.plain for f in found[:3]) + more
         return VerdictLine(row.organization, name, Verdict.NEEDS_A_PERSON, what=what)
-    why = row.message or f"the night ended {row.state.lower()}"
+    from fundpipe.app.prefect.oncall import in_words
+
+    # internal words (ConnectError, FUNDPIPE_RETRY_DEADLINE_S, Idempotency-Key) say what they mean
+    why = in_words(row.message) if row.message else f"the night ended {row.state.lower()}"
     return VerdictLine(
         row.organization,
         name,
@@ -293,7 +296,8 @@ def _what(line: VerdictLine) -> str:
         return ""
     if line.verdict is Verdict.NEEDS_A_PERSON:
         # dollars first, never the part cut; a count of rows reads after the file's name
-        dollars = line.amount_cents is not None
+        # (cents, or the dollars a finding carries as words: "$4,500.00", not "3 row(s)")
+        dollars = line.amount_cents is not None or line.how_much.startswith("$")
         return short(f"{line.how_much} — {line.what}" if dollars else line.what)
     return short(line.why or "see the run's logs")
 
