@@ -26,12 +26,9 @@ from fundpipe.sheets.readers import AroundCells, RawSheet, ReadLimits, read_file
 from fundpipe.sheets.templates import best_match, load_templates
 from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
-from fundpipe.validate.distribution import (
-    ParsedDistributions,
-    canonical_payments,
-    check_distributions,
-)
+from fundpipe.validate.distribution import check_distributions
 from fundpipe.validate.issues import FileReport, Issue, column_letter, mask_account_number
+from fundpipe.validate.payments import ParsedDistributions, canonical_payments
 from fundpipe.validate.roster import check_roster, roster_frames
 
 __all__ = [
