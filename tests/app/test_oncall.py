@@ -294,7 +294,7 @@ def test_a_report_is_a_link_only_where_a_browser_opens_it(tmp_path: Path) -> Non
     assert f"- q4_typo.csv.errors.csv: `{moved}.errors.csv` on host" in local
     # each Parquet view labelled in words, not its snake_case stem
     views = replace(summary, parquet={"balance_movement": tmp_path / "balance_movement.parquet"})
-    labelled = summary_with_links(views, Settings(data_dir=tmp_path))
+    labelled = summary_with_links(views, Settings(local={"data_dir": tmp_path}))
     assert "- parquet balance movement: `" in labelled
     assert "parquet balance_movement" not in labelled
     # a folder every machine mounts: its path as text, the same on every machine

@@ -106,7 +106,7 @@ def summary_with_links(night: OrgNight, settings: Settings) -> str:
     """The run summary's markdown with every report as a link that opens, or as its path and
     the machine it is on."""
     places = {name: _where(settings, path, night) for name, path in night.reports.items()}
-    text = summary_markdown(night, settings.org_name).rstrip("\n")
+    text = summary_markdown(night, settings.service.org_name).rstrip("\n")
     # a view's label in words ("parquet balance movement"), not its file stem
     lines = [text, ""] + [
         links.markdown(name.replace("_", " "), place) for name, place in places.items()
