@@ -482,3 +482,62 @@ def test_a_rejected_file_s_table_reads_in_words() -> None:
     warned = {**report, "severity": "warning", "sheet": "Q4"}
     (row,) = oncall.plain_error_rows([warned])
     assert list(row)[:2] == ["Severity", "Sheet"]
+
+
+def test_a_child_run_that_needs_a_person_warns_by_name_and_is_named_by_its_own_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `org-night` run's summary line starts "org-night:" (not the parent's "nightly:"),
+    and what needs a person is a WARNING naming the organization: what, how much, by when."""
+    from prefect.states import Completed
+
+    from fundpipe.app.prefect import tell
+    from fundpipe.app.prefect.nightsummary import org_row
+    from fundpipe.app.prefect.orgnight import _tell_the_night
+    from fundpipe.app.prefect.verdict_state import line_of
+    from fundpipe.config import Organization, Settings
+
+    monkeypatch.setattr(tell, "emit_event", lambda **_: None)
+    said: list[tuple[str, str]] = []
+
+    class Logger:
+        def info(self, message: str) -> None:
+            said.append(("INFO", message))
+
+        def warning(self, message: str) -> None:
+            said.append(("WARNING", message))
+
+    monkeypatch.setattr(tell, "get_run_logger", Logger)
+    shortfall = NightException(
+        "EX-7",
+        "open",
+        0,
+        "Demo Real Assets III (veh_demo3): depository available $750,000.00 is short of open "
+        "obligations $754,500.00 by $4,500.00 from 2026-12-15",
+        450_000,
+        "fund it",
+        "shortfall",
+        True,
+    )
+    summary = OrgNight(
+        "org_a", date(2026, 11, 28), files=(PROCESSED,), exceptions=(shortfall,), exceptions_found=1
+    )
+    org = Organization(id="org_a", name="Alder Capital")
+    settings = Settings(local={"data_dir": tmp_path}, service={"org_id": "org_a"})
+    _tell_the_night(summary, [PROCESSED], [line_of(org_row(org, Completed(), summary))], settings)
+    assert any(level == "INFO" and text.startswith("org-night: 1 file") for level, text in said), (
+        said
+    )
+    assert not any(text.startswith("nightly:") for _, text in said), said
+    warnings = [text for level, text in said if level == "WARNING"]
+    assert len(warnings) == 1, said
+    (warning,) = warnings
+    assert warning.startswith("Alder Capital (org_a): NEEDS A PERSON: "), warning
+    assert "$4,500.00" in warning, warning
+    assert "2026-12-15" in warning, warning
+
+    # a night that needs nobody: no warning
+    said.clear()
+    calm = replace(summary, exceptions=(), exceptions_found=0)
+    _tell_the_night(calm, [PROCESSED], [line_of(org_row(org, Completed(), calm))], settings)
+    assert [level for level, _ in said] == ["INFO", "INFO"], said
