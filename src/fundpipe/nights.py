@@ -287,7 +287,11 @@ class OrgNight:
                 continue  # tonight's file finding above is this exception: one line, not two
             # the kind in a person's words ("Vehicle short of funds"), never `shortfall`
             kind = kind_words(e.kind)
-            what = e.what if e.what.lower().startswith(kind.lower()) else f"{kind}: {e.what}"
+            # a sheet's exception names it already ("Sheet q4.csv rejected: …")
+            said = e.what.lower().startswith(kind.lower()) or (
+                e.kind in _FILE_KINDS and e.what.startswith("Sheet ")
+            )
+            what = e.what if said else f"{kind}: {e.what}"
             when = (
                 "today (new or worse tonight)"
                 if e.opened_tonight

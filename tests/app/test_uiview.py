@@ -191,6 +191,11 @@ def test_the_exceptions_tables_fit_a_screen_and_the_summary_keeps_each_whole() -
         "was paid",
     )
     assert plain_exceptions([rejected])[0]["What"] == "Sheet file rejected: q4 (1).csv"
+    # still open from an earlier night: the verdict says the sheet once, not "Sheet file
+    # rejected: Sheet q4 (1).csv rejected: …"
+    earlier = replace(rejected, opened_tonight=False, age_days=2)
+    (finding,) = OrgNight("org_demo", date(2026, 11, 28), exceptions=(earlier,)).findings()
+    assert finding.what.startswith("Sheet q4 (1).csv rejected: 3 rows, $2,000.00, "), finding
     # one recorded before the warehouse said it in words
     before = replace(rejected, what="file rejected/q4_typo.csv (3 row(s)) was rejected on …")
     assert plain_exceptions([before])[0]["What"] == "Sheet file rejected: q4_typo.csv"
