@@ -225,7 +225,7 @@ def test_summary_table_prints_totals_and_exception_counts(known_result: Reconcil
     text = console.export_text()
     assert "Reconciliation as of 2026-11-30" in text
     assert "$1,100.00" in text  # available across both vehicles
-    assert "$110.00 (1 vehicles)" in text  # $200 staged + $10 failed still owed − $100
+    assert "$110.00 (1 vehicle)" in text  # $200 staged + $10 failed still owed − $100
     assert "unexplained_balance" in text
     assert "10" in text.split("total")[-1]  # issue 22: + 3 distributions not tying out
 

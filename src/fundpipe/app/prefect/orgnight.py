@@ -267,7 +267,7 @@ def _tell_the_night(
     lines: Sequence[VerdictLine],
     settings: Settings,
 ) -> None:
-    """The night's summary line, named by this run's own flow (``org-night: 2 file(s) seen,
+    """The night's summary line, named by this run's own flow (``org-night: 2 files seen,
     …``), where its reports are, its `fundpipe.night.completed` event; and, when the night
     needs a person, its verdict as a WARNING (the organization by name: what, how much, by
     when), so the run's Logs tab shows it as one."""
