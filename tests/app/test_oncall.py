@@ -443,6 +443,11 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
     automations = {a.name: a for a in alerts.automations(BLOCK, "06:00", [("org_demo", "Demo")])}
     text = _render(automations["fundpipe: a file was rejected"].actions[0].body, rejected)
     assert f"Error report: {day}/errors/q4_typo.csv.errors.xlsx." in text
+    assert ", 3 rows): " in text  # counts agree with their nouns: "1 row", "3 rows"
+    one = _render(
+        automations["fundpipe: a file was rejected"].actions[0].body, {**rejected, "rows": 1}
+    )
+    assert ", 1 row): " in one
     text = _render(automations["fundpipe: an exception opened"].actions[0].body, opened)
     assert f"Report: {day}/reconciliation.xlsx" in text
 
