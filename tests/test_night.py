@@ -113,13 +113,13 @@ def test_the_verdict_says_what_needs_a_person_how_much_and_by_when() -> None:
     row = row_of(org, "Completed", "", night)  # type: ignore[arg-type]
     assert row.verdict is Verdict.NEEDS_A_PERSON
     assert row.why == (
-        Finding("bad.csv rejected: bad.csv says", "3 row(s)", "before the next night"),
+        Finding("bad.csv rejected: bad.csv says", "3 rows", "before the next night"),
         # an exception of any kind: one still due from an earlier night, one new tonight
         # each led by its kind in words, not the warehouse's `shortfall` / `status_mismatch`
         Finding(
             "Vehicle short of funds: shortfall on veh_1 — fund it",
             "$12,000.00",
-            "overdue: open 4 day(s)",
+            "overdue: open 4 days",
         ),
         Finding(
             "Payment failed, cancelled or not confirmed: payment failed — pay again",
@@ -128,7 +128,7 @@ def test_the_verdict_says_what_needs_a_person_how_much_and_by_when() -> None:
         ),
     )
     assert row.why[1].plain == (
-        "Vehicle short of funds: shortfall on veh_1 — fund it ($12,000.00) — overdue: open 4 day(s)"
+        "Vehicle short of funds: shortfall on veh_1 — fund it ($12,000.00) — overdue: open 4 days"
     )
 
     down = row_of(org, "Failed", "could not reach the service", None, host="api.example.com")

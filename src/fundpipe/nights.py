@@ -56,6 +56,7 @@ from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode, FundpipeError
 from fundpipe.night import NightException
 from fundpipe.reports.headers import kind_words
+from fundpipe.words import counted
 
 if TYPE_CHECKING:
     from fundpipe.config import Organization
@@ -277,7 +278,7 @@ class OrgNight:
         found = [
             Finding(
                 f"{Path(f.source_file).name} {f.state}: {f.message or 'see its error report'}",
-                format_cents(f.total_cents) if f.total_cents else f"{f.rows} row(s)",
+                format_cents(f.total_cents) if f.total_cents else counted(f.rows, "row"),
                 NEXT_NIGHT,
             )
             for f in self.in_state("rejected", "conflict", "refused")
@@ -287,11 +288,15 @@ class OrgNight:
                 continue  # tonight's file finding above is this exception: one line, not two
             # the kind in a person's words ("Vehicle short of funds"), never `shortfall`
             kind = kind_words(e.kind)
-            what = e.what if e.what.lower().startswith(kind.lower()) else f"{kind}: {e.what}"
+            # a sheet's exception names it already ("Sheet q4.csv rejected: …")
+            said = e.what.lower().startswith(kind.lower()) or (
+                e.kind in _FILE_KINDS and e.what.startswith("Sheet ")
+            )
+            what = e.what if said else f"{kind}: {e.what}"
             when = (
                 "today (new or worse tonight)"
                 if e.opened_tonight
-                else f"overdue: open {e.age_days} day(s)"
+                else f"overdue: open {counted(e.age_days, 'day')}"
             )
             found.append(Finding(f"{what} — {e.what_to_do}", e.amount, when))
         return tuple(found)

@@ -87,7 +87,7 @@ def _reconciled(tmp_path: Path, rows: list[dict[str, object]]) -> ReconcileResul
 
 def test_a_file_line_says_the_outcome_in_dollars_or_why_and_where() -> None:
     assert oncall.file_line(PROCESSED) == (
-        "file distributions_q4.csv: processed, 12 row(s), 2 distribution(s), $223,250.50"
+        "file distributions_q4.csv: processed, 12 rows, 2 distributions, $223,250.50"
     )
     line = oncall.file_line(REJECTED)
     assert "q4_typo.csv: rejected" in line
@@ -106,8 +106,7 @@ def test_a_roster_line_says_what_the_roster_holds_not_dollars() -> None:
         roster={"entities": 3, "contacts": 4, "payment_instructions": 2},
     )
     assert oncall.file_line(roster) == (
-        "file roster_new_investors.xlsx: processed, 3 entities, 4 contact(s), "
-        "2 payment instruction(s)"
+        "file roster_new_investors.xlsx: processed, 3 entities, 4 contacts, 2 payment instructions"
     )
 
 
@@ -121,7 +120,7 @@ def test_a_file_dropped_again_unchanged_says_so_without_counts() -> None:
     )
     line = oncall.file_line(again)
     assert line == "file roster_new_investors.xlsx: duplicate: already submitted, nothing sent"
-    assert "row(s)" not in line
+    assert "row" not in line
     assert "$0.00" not in line
 
 
@@ -131,7 +130,7 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     from fundpipe.submit.verdicts import IngestResult
 
     assert oncall.ingest_line(IngestResult(files=[PROCESSED, REJECTED])) == (
-        "ingest: 2 file(s) seen (1 processed, 1 rejected); 2 distribution(s) submitted, $223,250.50"
+        "ingest: 2 files seen (1 processed, 1 rejected); 2 distributions submitted, $223,250.50"
     )
     now = datetime(2026, 11, 23, tzinfo=UTC)
     synced = SyncResult("sync_1", now, now, tmp_path, {"distributions": 3}, 0, 0, True)
@@ -140,9 +139,21 @@ def test_the_step_lines_carry_counts(tmp_path: Path) -> None:
     counts = {"vehicles": 2, "financial_accounts": 4, "distribution_payments": 0}
     synced = SyncResult("sync_1", now, now, tmp_path, counts, 0, 0, True)
     assert oncall.sync_line(synced) == "sync: 2 vehicles, 4 accounts, 0 payments"
-    line = oncall.reconcile_line(_reconciled(tmp_path, [EXCEPTION_ROW]))
-    assert line.startswith("reconcile: 1 exception(s) (1 Sheet file rejected)")
-    assert "vehicles short of funds by $" in line
+    # one of each: "1 distribution", not "1 distributions" (seen in a child's log)
+    counts = {"vehicles": 1, "entities": 1, "distributions": 1, "distribution_notifications": 1}
+    synced = SyncResult("sync_1", now, now, tmp_path, counts, 0, 0, True)
+    assert oncall.sync_line(synced) == "sync: 1 vehicle, 1 entity, 1 distribution, 1 payment notice"
+    assert oncall.ingest_line(IngestResult(files=[PROCESSED])).startswith(
+        "ingest: 1 file seen (1 processed); 2 distributions submitted"
+    )
+    reconciled = _reconciled(tmp_path, [EXCEPTION_ROW])
+    line = oncall.reconcile_line(reconciled)
+    assert line.startswith("reconcile: 1 exception (1 Sheet file rejected)")
+    # a night with no shortfall says so, not "short of funds by $0.00 in all"
+    assert line.endswith(", no vehicle short of funds"), line
+    assert "$0.00 in all" not in line
+    short = replace(reconciled, summary=replace(reconciled.summary, shortfall_cents=450_000))
+    assert oncall.reconcile_line(short).endswith(", vehicles short of funds by $4,500.00 in all")
 
 
 def test_no_internal_word_reaches_the_on_call_without_what_it_means() -> None:
@@ -172,7 +183,8 @@ def test_exception_ids_are_stable_and_the_columns_plain(tmp_path: Path) -> None:
     assert oncall.exception_line(line).startswith(f"exception {line.id} opened: ")
     assert oncall.opened(first) == list(first)
     aged = replace(line, age_days=3, opened_tonight=False)
-    assert "still open (3 day(s))" in oncall.exception_line(aged)
+    assert "still open (3 days)" in oncall.exception_line(aged)
+    assert "still open (1 day)" in oncall.exception_line(replace(aged, age_days=1))
     assert oncall.opened([aged]) == []
 
 
@@ -431,6 +443,11 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
     automations = {a.name: a for a in alerts.automations(BLOCK, "06:00", [("org_demo", "Demo")])}
     text = _render(automations["fundpipe: a file was rejected"].actions[0].body, rejected)
     assert f"Error report: {day}/errors/q4_typo.csv.errors.xlsx." in text
+    assert ", 3 rows): " in text  # counts agree with their nouns: "1 row", "3 rows"
+    one = _render(
+        automations["fundpipe: a file was rejected"].actions[0].body, {**rejected, "rows": 1}
+    )
+    assert ", 1 row): " in one
     text = _render(automations["fundpipe: an exception opened"].actions[0].body, opened)
     assert f"Report: {day}/reconciliation.xlsx" in text
 
@@ -482,3 +499,63 @@ def test_a_rejected_file_s_table_reads_in_words() -> None:
     warned = {**report, "severity": "warning", "sheet": "Q4"}
     (row,) = oncall.plain_error_rows([warned])
     assert list(row)[:2] == ["Severity", "Sheet"]
+
+
+def test_a_child_run_that_needs_a_person_warns_by_name_and_is_named_by_its_own_flow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `org-night` run's summary line starts "org-night:" (not the parent's "nightly:"),
+    and what needs a person is a WARNING naming the organization: what, how much, by when."""
+    from prefect.states import Completed
+
+    from fundpipe.app.prefect import tell
+    from fundpipe.app.prefect.nightsummary import org_row
+    from fundpipe.app.prefect.orgnight import _tell_the_night
+    from fundpipe.app.prefect.verdict_state import line_of
+    from fundpipe.config import Organization, Settings
+
+    monkeypatch.setattr(tell, "emit_event", lambda **_: None)
+    said: list[tuple[str, str]] = []
+
+    class Logger:
+        def info(self, message: str) -> None:
+            said.append(("INFO", message))
+
+        def warning(self, message: str) -> None:
+            said.append(("WARNING", message))
+
+    monkeypatch.setattr(tell, "get_run_logger", Logger)
+    shortfall = NightException(
+        "EX-7",
+        "open",
+        0,
+        "Demo Real Assets III (veh_demo3): depository available $750,000.00 is short of open "
+        "obligations $754,500.00 by $4,500.00 from 2026-12-15",
+        450_000,
+        "fund it",
+        "shortfall",
+        True,
+    )
+    summary = OrgNight(
+        "org_a", date(2026, 11, 28), files=(PROCESSED,), exceptions=(shortfall,), exceptions_found=1
+    )
+    org = Organization(id="org_a", name="Alder Capital")
+    settings = Settings(local={"data_dir": tmp_path}, service={"org_id": "org_a"})
+    _tell_the_night(summary, [PROCESSED], [line_of(org_row(org, Completed(), summary))], settings)
+    summary_line = (
+        "org-night: 1 file seen, 1 processed, 2 distributions submitted, 1 exception to review"
+    )
+    assert ("INFO", summary_line) in said, said
+    assert not any(text.startswith("nightly:") for _, text in said), said
+    warnings = [text for level, text in said if level == "WARNING"]
+    assert len(warnings) == 1, said
+    (warning,) = warnings
+    assert warning.startswith("Alder Capital (org_a): NEEDS A PERSON: "), warning
+    assert "$4,500.00" in warning, warning
+    assert "2026-12-15" in warning, warning
+
+    # a night that needs nobody: no warning
+    said.clear()
+    calm = replace(summary, exceptions=(), exceptions_found=0)
+    _tell_the_night(calm, [PROCESSED], [line_of(org_row(org, Completed(), calm))], settings)
+    assert [level for level, _ in said] == ["INFO", "INFO"], said

@@ -187,9 +187,18 @@ def test_the_exceptions_tables_fit_a_screen_and_the_summary_keeps_each_whole() -
     rejected = replace(
         SHORTFALL,
         kind="file_rejected",
-        what="file rejected/q4_typo.csv (3 row(s), $2,000.00) was rejected on 2026-11-28",
+        what="Sheet q4 (1).csv rejected: 3 rows, $2,000.00, received 2026-11-28; nothing in it "
+        "was paid",
     )
-    assert plain_exceptions([rejected])[0]["What"] == "Sheet file rejected: q4_typo.csv"
+    assert plain_exceptions([rejected])[0]["What"] == "Sheet file rejected: q4 (1).csv"
+    # still open from an earlier night: the verdict says the sheet once, not "Sheet file
+    # rejected: Sheet q4 (1).csv rejected: …"
+    earlier = replace(rejected, opened_tonight=False, age_days=2)
+    (finding,) = OrgNight("org_demo", date(2026, 11, 28), exceptions=(earlier,)).findings()
+    assert finding.what.startswith("Sheet q4 (1).csv rejected: 3 rows, $2,000.00, "), finding
+    # one recorded before the warehouse said it in words
+    before = replace(rejected, what="file rejected/q4_typo.csv (3 row(s)) was rejected on …")
+    assert plain_exceptions([before])[0]["What"] == "Sheet file rejected: q4_typo.csv"
     summary = summary_markdown(
         OrgNight(
             "org_demo",

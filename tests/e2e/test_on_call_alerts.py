@@ -148,7 +148,7 @@ def test_the_on_call_hears_of_bad_nights_and_only_of_those(tmp_path: Path) -> No
         logs = api.logs(night["id"])
         _logs_tell_the_night(logs)
         assert any(line.startswith("file distributions_q4.csv: processed") for line in logs), logs
-        for step in ("ingest: 3 file(s) seen", "sync: ", "reconcile: 0 exception(s)", "reports: "):
+        for step in ("ingest: 3 files seen", "sync: ", "reconcile: 0 exceptions", "reports: "):
             assert any(line.startswith(step) for line in logs), (step, logs)
         wait_for("fundpipe.night.completed", lambda: _events(api, "fundpipe.night.completed"), 90)
         # the first thing the run shows: each organization's verdict, by name

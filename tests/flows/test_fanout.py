@@ -297,3 +297,61 @@ def test_fundpipe_run_prints_each_organization_its_rejections_and_reports() -> N
     (org_a_line,) = [line for line in text.splitlines() if line.startswith("│ org_a")]
     assert "Needs a person" in org_a_line
     assert Nights.of([a, b], None).as_json()["organizations"]["org_a"]["state"] == "Completed"
+
+
+def test_a_child_s_hand_off_is_for_the_parent_not_the_person_and_comes_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child's hand-off to the parent is titled as what it is, for whom, of Prefect's
+    ``result`` type (which the run's Artifacts tab does not list), and made after the run's
+    verdict; the parent reads it back whole."""
+    import uuid
+    from types import SimpleNamespace
+
+    import prefect.artifacts
+    import prefect.client.orchestration
+    from prefect.states import Completed, Failed
+
+    from fundpipe.app.prefect import handoff
+    from fundpipe.app.prefect.orgnight import _stopped
+    from fundpipe.errors import ServiceUnavailable
+
+    made: list[SimpleNamespace] = []
+
+    def create(self: prefect.artifacts.Artifact, *_: object, **__: object) -> SimpleNamespace:
+        made.append(
+            SimpleNamespace(type=self.type, description=self.description, data=self.format())
+        )
+        return SimpleNamespace(id=uuid.uuid4())
+
+    monkeypatch.setattr(prefect.artifacts.Artifact, "create", create)
+    org = Organization(id="org_a", name="Alder")
+    # a stopped child: its verdict (a person's first read) first, the hand-off last
+    _stopped(
+        "org_a", Failed(message="the service did not answer", data=ServiceUnavailable("x")), {}
+    )
+    verdict, left = made
+    assert verdict.type == "markdown"
+    assert "FAILED" in verdict.data
+    assert left.type == "result"  # the UI's run Artifacts tab lists every type but "result"
+    assert left.description == "Hand-off to the nightly run (for fundpipe, not for people)"
+
+    made.clear()
+    child = org_row(org, Completed(), _child([("processed", 2, 150_000)], 2))
+    handoff.leave_row(org, _child([("processed", 2, 150_000)], 2), Completed())
+    (left,) = made
+    assert (left.type, left.description) == ("result", handoff.HANDOFF)
+
+    class Client:
+        def __enter__(self) -> Client:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+        def read_artifacts(self, **_: object) -> list[SimpleNamespace]:
+            return made
+
+    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda **_: Client())
+    back = org_row(org, Completed(), None).with_json(handoff.row_left_by(uuid.uuid4()))
+    assert back == replace(child, night=None)

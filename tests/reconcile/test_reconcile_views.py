@@ -225,7 +225,7 @@ def test_summary_table_prints_totals_and_exception_counts(known_result: Reconcil
     text = console.export_text()
     assert "Reconciliation as of 2026-11-30" in text
     assert "$1,100.00" in text  # available across both vehicles
-    assert "$110.00 (1 vehicles)" in text  # $200 staged + $10 failed still owed − $100
+    assert "$110.00 (1 vehicle)" in text  # $200 staged + $10 failed still owed − $100
     assert "unexplained_balance" in text
     assert "10" in text.split("total")[-1]  # issue 22: + 3 distributions not tying out
 
@@ -250,3 +250,23 @@ def test_an_empty_warehouse_reconciles_to_empty_reports(settings: Settings, tmp_
     }
     assert result.summary.exceptions == 0
     assert result.workbook.exists()
+
+
+def test_a_rejected_sheet_s_exception_reads_in_words_in_the_views_and_the_workbook(
+    known_result: ReconcileResult,
+) -> None:
+    """A rejected file's exception names the sheet, not its path in the data folder (that is
+    its location column): the run's log, summary and alerts read `what`, the workbook's
+    Exceptions sheet shows it."""
+    import openpyxl
+
+    exceptions = known_result.frame("exceptions")
+    (rejected,) = exceptions[exceptions.kind == "file_rejected"].itertuples()
+    sentence = "Sheet bad.csv rejected: 1 row, $1.00, received 2026-11-20; nothing in it was paid"
+    assert rejected.what == sentence
+    assert rejected.reason == sentence
+    assert rejected.file_location == "rejected/bad.csv"
+    sheet = openpyxl.load_workbook(known_result.workbook)["Exceptions"]
+    texts = [c.value for row in sheet.iter_rows() for c in row if isinstance(c.value, str)]
+    assert any(t.startswith("Sheet bad.csv rejected: 1 row, $1.00") for t in texts), texts
+    assert not [t for t in texts if t.startswith("file rejected/")]

@@ -132,6 +132,13 @@ def test_the_morning_view_adds_up_what_each_organization_published(
         None,
     )
     assert view.totals["tieout_sheet_cents"] == 1234_56 + 99
+    # the parent run's line: counts that agree with their nouns
+    from fundpipe.reports.morning import describe
+
+    assert describe(view) == (
+        "morning view: 3 organizations, 4 distributions ($1,235.55), shortfall $40.00, "
+        "1 open exception"
+    )
     assert view.exceptions == [
         {"organization": "org_b", **{k: v for k, v in OPEN.items() if k != "state"}}
     ]

@@ -362,7 +362,7 @@ def test_thirty_days_of_drops_fixes_and_service_changes_stay_reconciled(
         }
         if day == 2:  # a rejected file: where it is now, what to do
             what, action = lines[("file_rejected", month.files["bad"])]
-            assert what.startswith("file rejected/bad.csv (1 row(s)) was rejected on "), what
+            assert what.startswith("Sheet bad.csv rejected: 1 row, received "), what
             assert "fix the sheet" in action
         if day == 8:  # a conflict: the changed row side by side, in dollars, and where to change it
             what, _ = lines[("file_conflict", month.files["A-edit"])]

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
 from fundpipe.reports.publish import NIGHT, join, read_json
+from fundpipe.words import counted
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgNight, OrgRow
@@ -408,8 +409,10 @@ def write_morning_view(reports_url: str, view: MorningView) -> MorningFiles:
 def describe(view: MorningView) -> str:
     """The morning view's totals in one line (for the parent run's log)."""
     t = view.totals
+    short = t["shortfall_cents"]
     return (
-        f"morning view: {len(view.rows)} organization(s), {t['distributions']} distribution(s) "
-        f"({format_cents(t['submitted_cents'])}), shortfall {format_cents(t['shortfall_cents'])}, "
-        f"{t['open_exceptions']} open exception(s)"
+        f"morning view: {counted(len(view.rows), 'organization')}, "
+        f"{counted(t['distributions'], 'distribution')} ({format_cents(t['submitted_cents'])}), "
+        + (f"shortfall {format_cents(short)}, " if short else "no shortfall, ")
+        + counted(t["open_exceptions"], "open exception")
     )

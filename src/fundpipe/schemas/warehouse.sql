@@ -2478,3 +2478,33 @@ CREATE VIEW period_closing_balances AS
 SELECT * FROM period_closing_records
 WHERE recorded_at < reconcile_cutoff()
 QUALIFY row_number() OVER (PARTITION BY period, financial_account ORDER BY recorded_at DESC) = 1;
+
+-- migration: 041 a rejected sheet's exception in words
+-- A rejected (or conflicting) file's exception names the sheet as a person does, not by its
+-- path in the data folder (that is `file_location`): "Sheet q4_typo.csv rejected: 3 rows,
+-- $2,000.00, received 2026-11-28; nothing in it was paid", not "file rejected/q4_typo.csv
+-- (3 row(s), $2,000.00) was rejected on 2026-11-28: …" — in the reason and in the whole line
+-- (`what`) the run's log, its summary, the alerts and the workbook's Exceptions sheet read.
+-- Wrapped, as migration 028 does.
+CREATE MACRO sheet_in_words(text) AS
+    regexp_replace(
+        regexp_replace(
+            regexp_replace(
+                regexp_replace(
+                    text,
+                    '^file (?:[^/]*/)*(.+) \(([0-9?]+ row\(s\)[^)]*)\) was rejected on ([0-9]{4}-[0-9]{2}-[0-9]{2}): ',
+                    'Sheet \1 rejected: \2, received \3; '),
+                '^(Sheet .+ rejected: 1) row\(s\)', '\1 row'),
+            '^(Sheet .+ rejected: [0-9?]+) row\(s\)', '\1 rows'),
+        '^file (?:[^/]*/)*(.+?) changes distributions already at the service',
+        'Sheet \1 changes distributions already at the service');
+
+ALTER VIEW exceptions RENAME TO exceptions_before_041;
+
+CREATE VIEW exceptions AS
+SELECT * REPLACE (
+    CASE WHEN kind IN ('file_rejected', 'file_conflict') THEN sheet_in_words(reason)
+         ELSE reason END AS reason,
+    CASE WHEN kind IN ('file_rejected', 'file_conflict') THEN sheet_in_words(what)
+         ELSE what END AS what)
+FROM exceptions_before_041;

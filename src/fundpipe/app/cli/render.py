@@ -17,6 +17,7 @@ from rich.table import Table
 
 from fundpipe.app.cli.progress_bars import RichProgress
 from fundpipe.cents import format_cents
+from fundpipe.words import counted
 
 if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports pandas
     from fundpipe.nights import Nights
@@ -55,7 +56,8 @@ def render_summary(result: ReconcileResult, console: Console) -> None:
     short_style = "red" if s.shortfall_cents else "green"
     table.add_row(
         "Shortfall",
-        f"[{short_style}]{format_cents(s.shortfall_cents)}[/] ({s.vehicles_short:,} vehicles)",
+        f"[{short_style}]{format_cents(s.shortfall_cents)}[/] "
+        f"({counted(f'{s.vehicles_short:,}', 'vehicle')})",
     )
     table.add_row("Unexplained this month (Roll-forward)", format_cents(s.unexplained_cents))
     table.add_row("Sheet rows / service payments", f"{s.sheet_rows:,} / {s.service_payments:,}")
@@ -155,7 +157,10 @@ def render_ingest(result: IngestResult, console: Console) -> None:
         )
         line = f"[{style}]{f.state}[/{style}] {f.source_file}"
         if f.distributions:
-            line += f": {f.distributions} distribution(s), {f.rows} row(s), {format_cents(f.total_cents, unit='USD')}"
+            line += (
+                f": {counted(f.distributions, 'distribution')}, {counted(f.rows, 'row')}, "
+                f"{format_cents(f.total_cents, unit='USD')}"
+            )
         if states:
             line += f" ({states})"
         if f.message:

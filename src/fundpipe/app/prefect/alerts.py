@@ -103,7 +103,8 @@ _LATE_BODY = (
 _REJECTED_BODY = (
     "{{ event.payload.file }} was rejected ("
     + _EVENT_ORG
-    + ", {{ event.payload.rows }} row(s)): {{ event.payload.reason }}.\n"
+    + ", {{ event.payload.rows }} row{{ '' if event.payload.rows|string == '1' else 's' }}): "
+    "{{ event.payload.reason }}.\n"
     "{% if event.payload.error_report %}Error report: {{ event.payload.error_report }}.\n"
     "{% endif %}Next step: correct the file and drop it again; until a corrected file carries "
     "its distributions it stays an open exception." + RUN_LINK

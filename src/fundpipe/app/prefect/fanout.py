@@ -276,6 +276,7 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
         publish_health,
         publish_verdict,
     )
+    from fundpipe.words import counted
 
     logger = get_run_logger()
     # the night's date, one for its run's name and its artifacts: the report date
@@ -303,12 +304,12 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
     open_exceptions_table(summary.rows)
     t = summary.totals
     logger.info(
-        "nightly: %s organization(s), %s file(s), %s distribution(s) (%s), %s open exception(s)",
-        t.organizations,
-        t.files,
-        t.distributions,
+        "nightly: %s, %s, %s (%s), %s",
+        counted(t.organizations, "organization"),
+        counted(t.files, "file"),
+        counted(t.distributions, "distribution"),
         t.total,
-        t.open_exceptions,
+        counted(t.open_exceptions, "open exception"),
     )
     for sentence in needs_a_person(summary.rows):
         logger.warning("needs a person: %s", sentence)

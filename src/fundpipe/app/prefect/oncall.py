@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
+from fundpipe.words import counted, singular
 
 if TYPE_CHECKING:
     from fundpipe.night import NightException
@@ -152,22 +153,21 @@ def file_line(file: FileOutcome) -> str:
         reason = file.message or "see its error report"
         report = error_report_of(file) if state == "rejected" else None
         where = f"; error report: {report}" if report else ""
-        return f"file {name}: {state}, {file.rows} row(s) — {reason}{where}"
+        return f"file {name}: {state}, {counted(file.rows, 'row')} — {reason}{where}"
     if state == "duplicate":
         return f"file {name}: duplicate: already submitted, nothing sent"
     parts = [f"file {name}: {state}"]
     roster = file.roster
     if roster:  # what a roster holds, not distribution totals it has none of
-        entities = int(roster.get("entities", 0))
         parts += [
-            f"{entities} {'entity' if entities == 1 else 'entities'}",
-            f"{roster.get('contacts', 0)} contact(s)",
-            f"{roster.get('payment_instructions', 0)} payment instruction(s)",
+            counted(int(roster.get("entities", 0)), "entity"),
+            counted(int(roster.get("contacts", 0)), "contact"),
+            counted(int(roster.get("payment_instructions", 0)), "payment instruction"),
         ]
     if not roster or file.distributions:
         parts += [
-            f"{file.rows} row(s)",
-            f"{file.distributions} distribution(s)",
+            counted(file.rows, "row"),
+            counted(file.distributions, "distribution"),
             format_cents(file.total_cents),
         ]
     return ", ".join(parts)
@@ -180,9 +180,9 @@ def ingest_line(ingested: IngestResult) -> str:
     created = ingested.by_state("processed")
     by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
     return (
-        f"ingest: {len(files)} file(s) seen"
+        f"ingest: {counted(len(files), 'file')} seen"
         + (f" ({by_state})" if by_state else "")
-        + f"; {sum(f.distributions for f in created)} distribution(s) submitted, "
+        + f"; {counted(sum(f.distributions for f in created), 'distribution')} submitted, "
         f"{format_cents(sum(f.total_cents for f in created))}"
     )
 
@@ -203,7 +203,7 @@ SYNC_WORDS = {
 def sync_line(synced: SyncResult) -> str:
     """The sync step in one line: how many of each object were pulled."""
     counts = synced.counts
-    said = (f"{n} {SYNC_WORDS.get(k, k.replace('_', ' '))}" for k, n in counts.items())
+    said = (counted(n, singular(SYNC_WORDS.get(k, k.replace("_", " ")))) for k, n in counts.items())
     return "sync: " + (", ".join(said) or "nothing pulled")
 
 
@@ -213,11 +213,13 @@ def reconcile_line(reconciled: ReconcileResult) -> str:
 
     summary = reconciled.summary
     by_kind = ", ".join(f"{n} {kind_words(k)}" for k, n in summary.exception_counts.items())
+    short = "no vehicle short of funds"  # never "short of funds by $0.00"
+    if summary.shortfall_cents:
+        short = f"vehicles short of funds by {format_cents(summary.shortfall_cents)} in all"
     return (
-        f"reconcile: {summary.exceptions} exception(s)"
+        f"reconcile: {counted(summary.exceptions, 'exception')}"
         + (f" ({by_kind})" if by_kind else "")
-        + f"; depository available {format_cents(summary.available_cents)}, "
-        f"vehicles short of funds by {format_cents(summary.shortfall_cents)} in all"
+        + f"; depository available {format_cents(summary.available_cents)}, {short}"
     )
 
 
@@ -226,7 +228,7 @@ def exception_line(exception: NightException) -> str:
     state = exception.state
     if state == "open":
         age = exception.age_days
-        state = "opened" if exception.opened_tonight else f"still open ({age} day(s))"
+        state = "opened" if exception.opened_tonight else f"still open ({counted(age, 'day')})"
     amount = f" — {exception.amount}" if exception.amount else ""  # never a blank
     return f"exception {exception.id} {state}: {exception.what}{amount}; " + (
         f"to do: {exception.what_to_do}"

@@ -22,11 +22,11 @@ child only: it publishes its FAILED verdict and leaves its exit code for the par
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from prefect import State, flow, get_run_logger
@@ -37,6 +37,10 @@ from fundpipe.app.prefect.handoff import leave_row as _leave_row
 from fundpipe.app.prefect.nightsummary import org_row
 from fundpipe.config import Organization, Settings
 from fundpipe.nights import OrgNight
+
+if TYPE_CHECKING:
+    from fundpipe.app.prefect.verdict_state import VerdictLine
+    from fundpipe.submit.verdicts import FileOutcome
 
 __all__ = [
     "ORG_DEPLOYMENT",
@@ -193,7 +197,7 @@ def _org_night(
     from fundpipe.app.prefect import steps
     from fundpipe.app.prefect.links import openable
     from fundpipe.app.prefect.sharing import publish_org
-    from fundpipe.app.prefect.tell import NAMED, tell_incidents, tell_night, tell_rejected
+    from fundpipe.app.prefect.tell import NAMED, tell_incidents, tell_rejected
     from fundpipe.app.prefect.verdict_state import (
         line_of,
         night_state,
@@ -249,10 +253,26 @@ def _org_night(
     publish_verdict(lines, summary.as_of, {org.folder: link} if link else {})
     publish_health(lines, summary.as_of)
     steps.publish(summary, settings)
-    sentence = steps._sentence("nightly", night.files, summary.exceptions_found)
-    tell_night(summary, settings, sentence)
+    _tell_the_night(summary, night.files, lines, settings)
     # the child's result: the small typed summary (the night's plan stays behind), in a state
     # that is not green when the night needs a person
     final = night_state(lines, data=summary)
     _leave_row(org, summary, final)
     return final  # type: ignore[no-any-return]
+
+
+def _tell_the_night(
+    summary: OrgNight,
+    files: Sequence[FileOutcome],
+    lines: Sequence[VerdictLine],
+    settings: Settings,
+) -> None:
+    """The night's summary line, named by this run's own flow (``org-night: 2 files seen,
+    …``), where its reports are, its `fundpipe.night.completed` event; and, when the night
+    needs a person, its verdict as a WARNING (the organization by name: what, how much, by
+    when), so the run's Logs tab shows it as one."""
+    from fundpipe.app.prefect import steps
+    from fundpipe.app.prefect.tell import tell_needs_a_person, tell_night
+
+    tell_night(summary, settings, steps._sentence(ORG_FLOW, files, summary.exceptions_found))
+    tell_needs_a_person(lines, settings)

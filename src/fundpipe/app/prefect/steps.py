@@ -135,15 +135,18 @@ def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
 
 def _sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
     """One plain line for the state message: files, distributions, and what needs a person
-    (``exceptions``: how many to review, when the step reconciled)."""
+    (``exceptions``: how many to review, when the step reconciled); each count agrees with its
+    noun (``1 file``, ``2 files``)."""
+    from fundpipe.words import counted
+
     states = Counter(f.state for f in files)
-    parts = [f"{len(files)} file(s) seen"] if files or what != "reconcile" else []
+    parts = [f"{counted(len(files), 'file')} seen"] if files or what != "reconcile" else []
     parts += [f"{n} {state}" for state, n in sorted(states.items())]
     created = sum(f.distributions for f in files if f.state == "processed")
     if created:
-        parts.append(f"{created} distribution(s) submitted")
+        parts.append(f"{counted(created, 'distribution')} submitted")
     if exceptions is not None:
-        parts.append(f"{exceptions} exception(s) to review")
+        parts.append(f"{counted(exceptions, 'exception')} to review")
     rejected = [f for f in files if f.state in {"rejected", "conflict", "refused"}]
     needs = "; ".join(
         f"{Path(f.source_file).name} {f.state}: {f.message or 'see its error report'}"

@@ -21,6 +21,7 @@ from fundpipe.config import DEMO_ORG_ID, Settings
 
 if TYPE_CHECKING:
     from fundpipe.app.prefect.links import Where
+    from fundpipe.app.prefect.verdict_state import VerdictLine
     from fundpipe.night import NightException
     from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
@@ -166,6 +167,18 @@ def tell_late(
         )
     )
     _emit(settings, oncall.late_event(event_name, org, name, when, verdict))
+
+
+def tell_needs_a_person(lines: Sequence[VerdictLine], settings: Settings) -> None:
+    """Each verdict that needs a person as a WARNING (the run's Logs tab marks it): the
+    organization by name, then what, how much and by when (``Alder Capital (org_a): NEEDS A
+    PERSON: Vehicle short of funds …, $4,500.00, by 2026-12-15``)."""
+    from fundpipe.app.prefect.verdict_state import Verdict
+
+    logger = get_run_logger()
+    for line in lines:
+        if line.verdict is Verdict.NEEDS_A_PERSON:
+            logger.warning(oncall.plain(line.sentence(), _secrets(settings)))
 
 
 def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:

@@ -114,11 +114,13 @@ def _cut(row: dict[str, Any]) -> dict[str, Any]:
 def headline(e: NightException) -> str:
     """What an exception is about, for a table cell: its kind in words, then its vehicle,
     account or file (``Vehicle short of funds: Demo Real Assets III (veh_demo3)``, ``Sheet
-    file rejected: q4.csv``), before the rest of its sentence."""
+    file rejected: q4.csv``), before the rest of its sentence. A file's is its sheet's name,
+    whether its sentence reads ``Sheet q4.csv rejected: …`` (the warehouse's words since its
+    migration 041) or ``file rejected/q4.csv (…)`` (an exception recorded before)."""
     from fundpipe.reports.headers import kind_words
 
     what = e.what
-    found = re.match(r"file (\S+)", what)
+    found = re.match(r"Sheet (.+?) (?:rejected:|changes )", what) or re.match(r"file (\S+)", what)
     if e.kind.startswith("file_") and found:
         what = found.group(1).rsplit("/", 1)[-1]
     return f"{kind_words(e.kind)}: {what}"
