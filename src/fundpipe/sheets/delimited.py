@@ -15,7 +15,7 @@ import hashlib
 import io
 import re
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -178,42 +178,67 @@ def _csv_utf8(head: bytes, path: Path) -> tuple[list[str], pa.Table, str] | None
     end = start.find("\n")
     delimiter = _sniff_delimiter(start if end < 0 else start[:end])
     header = next(csv.reader(io.StringIO(start[:1_048_576]), delimiter=delimiter), [])
-    blank, digest = _scan_file(path)
-    if blank or not header:
+    if not header:
         return None
-    table = _csv_arrow(str(path), delimiter, len(header))
-    return None if table is None else (header, table, digest)
-
-
-def _scan_file(path: Path) -> tuple[bool, str]:
-    """(a blank line before the last non-blank byte, SHA-256 of the bytes), reading the file a
-    few MiB at a time."""
-    digest = hashlib.sha256()
-    blank_seen = False
-    carry = b""
     with open(path, "rb") as handle:
-        for piece in iter(lambda: handle.read(8 * MiB), b""):
-            digest.update(piece)
-            if blank_seen:
-                if piece.strip():
-                    return True, _finish_digest(digest, handle)
-                continue
-            text = carry + piece
-            found = _BLANK_LINE.search(text)
+        scan = _ScanningReader(handle)
+        table = _csv_arrow(scan, delimiter, len(header))
+    if table is None or scan.blank:
+        return None
+    return header, table, scan.digest.hexdigest()
+
+
+class _ScanningReader(io.RawIOBase):
+    """The file as pyarrow's reader reads it, hashed (SHA-256) and watched for a blank line
+    before the last non-blank byte (pyarrow skips blank lines, which would shift Excel row
+    numbers): one pass over the file's bytes for the three."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self._handle = handle
+        self.digest = hashlib.sha256()
+        #: a blank line found with something after it: the careful reader must read the file
+        self.blank = False
+        self._blank_seen = False
+        # the last line of the previous piece, for a blank line straddling two pieces
+        self._tail = b""
+
+    def readable(self) -> bool:
+        """Always (a file opened for reading)."""
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        """The next ``size`` bytes of the file (all the rest for -1), seen on the way."""
+        piece = self._handle.read(size)
+        self.digest.update(piece)
+        if not self.blank and piece:
+            self._see(piece)
+        return piece
+
+    def _see(self, piece: bytes) -> None:
+        if self._blank_seen:
+            self.blank = bool(piece.strip())
+            return
+        first = piece.find(b"\n")
+        # a blank line that starts in the previous piece ends at this piece's first newline
+        if self._tail and first >= 0:
+            found = _BLANK_LINE.search(self._tail + piece[: first + 1])
             if found is not None:
-                if text[found.end() :].strip():
-                    return True, _finish_digest(digest, handle)
-                blank_seen = True
-            # a blank line may straddle two pieces: keep the last line's start
-            cut = text.rfind(b"\n")
-            carry = text[cut:] if cut >= 0 and len(text) - cut < MiB else b""
-    return False, digest.hexdigest()
+                self._after_blank(piece[first + 1 :])
+                return
+        found = _BLANK_LINE.search(piece)
+        if found is not None:
+            self._after_blank(piece[found.end() :])
+            return
+        cut = piece.rfind(b"\n")
+        if cut >= 0:
+            self._tail = piece[cut:] if len(piece) - cut < MiB else b""
+        elif self._tail:
+            self._tail = self._tail + piece if len(self._tail) + len(piece) < MiB else b""
 
-
-def _finish_digest(digest: Any, handle: Any) -> str:
-    for piece in iter(lambda: handle.read(8 * MiB), b""):
-        digest.update(piece)
-    return str(digest.hexdigest())
+    def _after_blank(self, rest: bytes) -> None:
+        self._blank_seen = True
+        self.blank = bool(rest.strip())
 
 
 _BLANK_LINE = re.compile(rb"\n[ \t]*\r?\n")
