@@ -32,6 +32,7 @@ from fundpipe.sheets.frames import (
     finish_sheet,
     finish_table,
     give_back_freed_memory,
+    small_blocks_mapped,
 )
 
 #: control characters that never appear in text (tab, LF and CR do)
@@ -100,17 +101,18 @@ def read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     errors and warnings), within ``limits``."""
     with open(path, "rb") as handle:
         head = handle.read(4 * MiB)
-    fast = _csv_utf8(head, path) if head[:65536].strip() else None
-    if fast is not None:
-        # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's bytes
-        # nor a decoded copy (up to four bytes a character in Python) are ever held whole, and
-        # the sheet stays in Arrow (`RawSheet`)
-        header, table, digest = fast
-        result.sha256 = digest
-        table = clean_arrow(table)
-        give_back_freed_memory()
-        _add_sheet(result, finish_table(None, header, table), limits)
-        return
+    with small_blocks_mapped():
+        fast = _csv_utf8(head, path) if head[:65536].strip() else None
+        if fast is not None:
+            # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's
+            # bytes nor a decoded copy (up to four bytes a character in Python) are ever held
+            # whole, and the sheet stays in Arrow (`RawSheet`)
+            header, table, digest = fast
+            result.sha256 = digest
+            table = clean_arrow(table)
+            give_back_freed_memory()
+            _add_sheet(result, finish_table(None, header, table), limits)
+            return
     data = path.read_bytes()
     result.sha256 = content_hash(data)
     if not data[:65536].strip() and not data.strip():
