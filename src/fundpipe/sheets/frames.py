@@ -141,16 +141,24 @@ def clean_arrow(columns: pa.Table | list[Any], names: list[str] | None = None) -
         columns = list(columns.columns)
     cleaned = []
     for column in columns:
-        trimmed = pc.utf8_trim_whitespace(column)
-        blank = pc.equal(trimmed, "")
-        if pc.any(blank).as_py():
-            cleaned.append(pc.if_else(blank, pa.scalar(None, pa.string()), trimmed))
-        elif pc.all(pc.equal(trimmed, column)).as_py() is not False:
-            cleaned.append(column)  # the same cells: the trimmed copy is let go at once
+        if isinstance(column, pa.ChunkedArray):
+            # a block at a time: the trimmed copy of one block is let go before the next
+            cleaned.append(pa.chunked_array([_clean_text(c) for c in column.chunks], column.type))
         else:
-            cleaned.append(trimmed)
-        del trimmed, blank
+            cleaned.append(_clean_text(column))
     return pa.table(cleaned, names=names)
+
+
+def _clean_text(column: Any) -> Any:
+    """One text array trimmed, blanks null; the array itself when it has nothing to change."""
+    trimmed = pc.utf8_trim_whitespace(column)
+    blank = pc.equal(trimmed, "")
+    if pc.any(blank).as_py():
+        return pc.if_else(blank, pa.scalar(None, pa.string()), trimmed)
+    # trimming only removes bytes: as many bytes left means the same cells
+    if pc.sum(pc.binary_length(trimmed)).as_py() == pc.sum(pc.binary_length(column)).as_py():
+        return column
+    return trimmed
 
 
 def finish_sheet(
