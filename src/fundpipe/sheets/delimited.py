@@ -113,6 +113,12 @@ def read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
         table = clean_arrow(table)
         _add_sheet(result, finish_table(None, header, table), limits)
         return
+    with small_blocks_mapped():
+        _read_csv_whole(path, limits, result)
+
+
+def _read_csv_whole(path: Path, limits: ReadLimits, result: ReadResult) -> None:
+    """`read_csv` for any file the streaming UTF-8 path does not take: its bytes read whole."""
     data = path.read_bytes()
     result.sha256 = content_hash(data)
     if not data[:65536].strip() and not data.strip():
