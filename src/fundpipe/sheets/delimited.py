@@ -103,17 +103,16 @@ def read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
         head = handle.read(4 * MiB)
     with small_blocks_mapped():
         fast = _csv_utf8(head, path) if head[:65536].strip() else None
-    if fast is not None:
-        # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's bytes
-        # nor a decoded copy (up to four bytes a character in Python) are ever held whole, and
-        # the sheet stays in Arrow (`RawSheet`)
-        header, table, digest = fast
-        result.sha256 = digest
-        give_back_freed_memory()
-        table = clean_arrow(table)
-        _add_sheet(result, finish_table(None, header, table), limits)
-        return
-    with small_blocks_mapped():
+        if fast is not None:
+            # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's
+            # bytes nor a decoded copy (up to four bytes a character in Python) are ever held
+            # whole, and the sheet stays in Arrow (`RawSheet`)
+            header, table, digest = fast
+            result.sha256 = digest
+            table = clean_arrow(table)
+            give_back_freed_memory()
+            _add_sheet(result, finish_table(None, header, table), limits)
+            return
         _read_csv_whole(path, limits, result)
 
 
