@@ -8,6 +8,7 @@ import ctypes
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -245,6 +246,10 @@ _WORK_MAPPED_FROM = 1 * MiB
 #: Whether the entry point fixed that size (`use_system_allocator`): only then is it moved.
 _mapped_sizes_chosen = False
 
+#: Parses under way (`small_blocks_mapped`), and the lock that counts them.
+_parsing = 0
+_parsing_lock = threading.Lock()
+
 
 def _return_large_blocks_at_once() -> None:
     """Fix the size from which glibc's ``malloc`` gives a block its own mapping (handed back to
@@ -271,14 +276,22 @@ def small_blocks_mapped() -> Iterator[None]:
     """While the body parses a large file: every ``malloc`` block of 128 KiB or more its own
     mapping, handed back when freed (see `_return_large_blocks_at_once`). Changes nothing unless
     the entry point chose the sizes (`use_system_allocator`)."""
+    global _parsing
     if not _mapped_sizes_chosen:
         yield
         return
-    _set_mapped_from(_PARSE_MAPPED_FROM)
+    # organizations of a fan-out read in threads of one process: the size goes back up when
+    # the last parse ends
+    with _parsing_lock:
+        _parsing += 1
+        _set_mapped_from(_PARSE_MAPPED_FROM)
     try:
         yield
     finally:
-        _set_mapped_from(_WORK_MAPPED_FROM)
+        with _parsing_lock:
+            _parsing -= 1
+            if not _parsing:
+                _set_mapped_from(_WORK_MAPPED_FROM)
 
 
 @functools.cache
