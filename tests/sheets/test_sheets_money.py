@@ -54,6 +54,8 @@ def test_accepted_money_becomes_exact_cents(text: str, cents: int) -> None:
         ("", "amount_required"),
         (None, "amount_required"),
         ("99999999999999999", "amount_too_large"),
+        # thousands separators do not let an amount past int64 (it wrapped round once)
+        ("1,000,000,000,000,000,000", "amount_too_large"),
     ],
 )
 def test_rejected_money_names_its_reason(text: str | None, check: str) -> None:

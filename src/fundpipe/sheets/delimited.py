@@ -15,7 +15,7 @@ import hashlib
 import io
 import re
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -32,6 +32,7 @@ from fundpipe.sheets.frames import (
     finish_sheet,
     finish_table,
     give_back_freed_memory,
+    small_blocks_mapped,
 )
 
 #: control characters that never appear in text (tab, LF and CR do)
@@ -100,17 +101,23 @@ def read_csv(path: Path, limits: ReadLimits, result: ReadResult) -> None:
     errors and warnings), within ``limits``."""
     with open(path, "rb") as handle:
         head = handle.read(4 * MiB)
-    fast = _csv_utf8(head, path) if head[:65536].strip() else None
-    if fast is not None:
-        # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's bytes
-        # nor a decoded copy (up to four bytes a character in Python) are ever held whole, and
-        # the sheet stays in Arrow (`RawSheet`)
-        header, table, digest = fast
-        result.sha256 = digest
-        table = clean_arrow(table)
-        give_back_freed_memory()
-        _add_sheet(result, finish_table(None, header, table), limits)
-        return
+    with small_blocks_mapped():
+        fast = _csv_utf8(head, path) if head[:65536].strip() else None
+        if fast is not None:
+            # valid UTF-8 read by pyarrow from the file, a block at a time: neither the file's
+            # bytes nor a decoded copy (up to four bytes a character in Python) are ever held
+            # whole, and the sheet stays in Arrow (`RawSheet`)
+            header, table, digest = fast
+            result.sha256 = digest
+            table = clean_arrow(table)
+            give_back_freed_memory()
+            _add_sheet(result, finish_table(None, header, table), limits)
+            return
+        _read_csv_whole(path, limits, result)
+
+
+def _read_csv_whole(path: Path, limits: ReadLimits, result: ReadResult) -> None:
+    """`read_csv` for any file the streaming UTF-8 path does not take: its bytes read whole."""
     data = path.read_bytes()
     result.sha256 = content_hash(data)
     if not data[:65536].strip() and not data.strip():
@@ -178,42 +185,67 @@ def _csv_utf8(head: bytes, path: Path) -> tuple[list[str], pa.Table, str] | None
     end = start.find("\n")
     delimiter = _sniff_delimiter(start if end < 0 else start[:end])
     header = next(csv.reader(io.StringIO(start[:1_048_576]), delimiter=delimiter), [])
-    blank, digest = _scan_file(path)
-    if blank or not header:
+    if not header:
         return None
-    table = _csv_arrow(str(path), delimiter, len(header))
-    return None if table is None else (header, table, digest)
-
-
-def _scan_file(path: Path) -> tuple[bool, str]:
-    """(a blank line before the last non-blank byte, SHA-256 of the bytes), reading the file a
-    few MiB at a time."""
-    digest = hashlib.sha256()
-    blank_seen = False
-    carry = b""
     with open(path, "rb") as handle:
-        for piece in iter(lambda: handle.read(8 * MiB), b""):
-            digest.update(piece)
-            if blank_seen:
-                if piece.strip():
-                    return True, _finish_digest(digest, handle)
-                continue
-            text = carry + piece
-            found = _BLANK_LINE.search(text)
+        scan = _ScanningReader(handle)
+        table = _csv_arrow(scan, delimiter, len(header))
+    if table is None or scan.blank:
+        return None
+    return header, table, scan.digest.hexdigest()
+
+
+class _ScanningReader(io.RawIOBase):
+    """The file as pyarrow's reader reads it, hashed (SHA-256) and watched for a blank line
+    before the last non-blank byte (pyarrow skips blank lines, which would shift Excel row
+    numbers): one pass over the file's bytes for the three."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        super().__init__()
+        self._handle = handle
+        self.digest = hashlib.sha256()
+        #: a blank line found with something after it: the careful reader must read the file
+        self.blank = False
+        self._blank_seen = False
+        # the last line of the previous piece, for a blank line straddling two pieces
+        self._tail = b""
+
+    def readable(self) -> bool:
+        """Always (a file opened for reading)."""
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        """The next ``size`` bytes of the file (all the rest for -1), seen on the way."""
+        piece = self._handle.read(size)
+        self.digest.update(piece)
+        if not self.blank and piece:
+            self._see(piece)
+        return piece
+
+    def _see(self, piece: bytes) -> None:
+        if self._blank_seen:
+            self.blank = bool(piece.strip())
+            return
+        first = piece.find(b"\n")
+        # a blank line that starts in the previous piece ends at this piece's first newline
+        if self._tail and first >= 0:
+            found = _BLANK_LINE.search(self._tail + piece[: first + 1])
             if found is not None:
-                if text[found.end() :].strip():
-                    return True, _finish_digest(digest, handle)
-                blank_seen = True
-            # a blank line may straddle two pieces: keep the last line's start
-            cut = text.rfind(b"\n")
-            carry = text[cut:] if cut >= 0 and len(text) - cut < MiB else b""
-    return False, digest.hexdigest()
+                self._after_blank(piece[first + 1 :])
+                return
+        found = _BLANK_LINE.search(piece)
+        if found is not None:
+            self._after_blank(piece[found.end() :])
+            return
+        cut = piece.rfind(b"\n")
+        if cut >= 0:
+            self._tail = piece[cut:] if len(piece) - cut < MiB else b""
+        elif self._tail:
+            self._tail = self._tail + piece if len(self._tail) + len(piece) < MiB else b""
 
-
-def _finish_digest(digest: Any, handle: Any) -> str:
-    for piece in iter(lambda: handle.read(8 * MiB), b""):
-        digest.update(piece)
-    return str(digest.hexdigest())
+    def _after_blank(self, rest: bytes) -> None:
+        self._blank_seen = True
+        self.blank = bool(rest.strip())
 
 
 _BLANK_LINE = re.compile(rb"\n[ \t]*\r?\n")
@@ -247,7 +279,7 @@ def _csv_table(data: bytes, delimiter: str, width: int) -> pa.Table | None:
     return _csv_arrow(io.BytesIO(data), delimiter, width)
 
 
-def _csv_arrow(source: str | io.BytesIO, delimiter: str, width: int) -> pa.Table | None:
+def _csv_arrow(source: str | io.IOBase, delimiter: str, width: int) -> pa.Table | None:
     """pyarrow's reader on a UTF-8 file or bytes without blank lines (see `_csv_table`)."""
     names = [f"c{i}" for i in range(width)]
     try:

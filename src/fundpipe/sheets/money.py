@@ -52,7 +52,31 @@ def _flag(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-_PLAIN = r"^\$?(?P<int>\d{1,3}(?:,\d{3})+|\d{1,13})(?:\.(?P<frac>\d{0,2}))?$"
+#: The common shapes (``1234.56``, ``$1,234.56``): matched without captures, which RE2 answers
+#: several times faster than an extraction.
+_PLAIN = r"^\$?(?:\d{1,3}(?:,\d{3})+|\d{1,13})(?:\.\d{0,2})?$"
+
+#: Most digits a plain amount may have (13 before the point, 2 after): its cents fit an int64.
+_PLAIN_DIGITS = _MAX_INT_DIGITS + 2
+
+
+def _parse_plain(raw: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(is a plain shape, its cents — 0 elsewhere) per text (see `_PLAIN`).
+
+    The digits without ``$``, ``,`` and ``.`` are one integer; the decimals written (0 to 2)
+    say the power of ten that makes it cents.
+    """
+    raw = pc.fill_null(raw, "")
+    digits = pc.replace_substring(pc.replace_substring(raw, "$", ""), ",", "")
+    point = np.asarray(pc.find_substring(digits, ".").to_numpy(zero_copy_only=False))
+    length = np.asarray(pc.binary_length(digits).to_numpy(zero_copy_only=False))
+    digits = pc.replace_substring(digits, ".", "")
+    plain = _flag(pc.match_substring_regex(raw, _PLAIN)) & (length <= _PLAIN_DIGITS + 1)
+    whole = pc.cast(pc.if_else(pa.array(plain), digits, "0"), pa.int64())
+    decimals = np.where(point < 0, 0, length - point - 1)
+    scale = np.array([100, 10, 1], dtype=np.int64)[np.where(plain, decimals, 0)]
+    cents = np.asarray(whole.to_numpy(zero_copy_only=False), dtype=np.int64) * scale
+    return plain, cents
 
 
 def parse_money(values: pd.Series) -> pd.DataFrame:
@@ -66,16 +90,7 @@ def parse_money(values: pd.Series) -> pd.DataFrame:
     raw = pc.utf8_trim_whitespace(
         pa.array(values.astype("str"), type=pa.string(), from_pandas=True)
     )
-    plain = pc.extract_regex(raw, _PLAIN)
-    plain_ok = _flag(pc.is_valid(plain))
-    whole = pc.replace_substring(pc.fill_null(pc.struct_field(plain, "int"), "0"), ",", "")
-    cents_plain = pc.add(
-        pc.multiply(pc.cast(whole, pa.int64()), 100),
-        pc.cast(
-            pc.utf8_rpad(pc.fill_null(pc.struct_field(plain, "frac"), ""), width=2, padding="0"),
-            pa.int64(),
-        ),
-    ).to_numpy(zero_copy_only=False)
+    plain_ok, cents_plain = _parse_plain(raw)
     if plain_ok.all() and (cents_plain > 0).all():
         cents_col = pd.Series(pd.array(cents_plain, dtype="Int64"), index=values.index)
         return pd.DataFrame(

@@ -28,6 +28,7 @@ from fundpipe.sheets.frames import (
     ReadLimits,
     ReadResult,
     finish_sheet,
+    small_blocks_mapped,
 )
 from fundpipe.sheets.money import format_spreadsheet_number
 from fundpipe.sheets.xlsx import read_xlsx
@@ -85,9 +86,11 @@ def read_file(
         if suffix in {".csv", ".txt", ".tsv"}:
             read_csv(path, limits, result)
         elif suffix in {".xlsx", ".xlsm"}:
-            read_xlsx(path, limits, result, around_cells, columnar=columnar)
+            with small_blocks_mapped():
+                read_xlsx(path, limits, result, around_cells, columnar=columnar)
         elif suffix == ".parquet":
-            _read_parquet(path, limits, result)
+            with small_blocks_mapped():
+                _read_parquet(path, limits, result)
         else:
             result.errors.append(
                 (
