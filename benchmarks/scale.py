@@ -532,9 +532,17 @@ def print_breakdown(results: list[Result], base: Baselines) -> None:
                 phases["reconcile"].seconds if "reconcile" in phases else 0.0,
             ),
         ]
-        print(f"  the rest, {total - floor.seconds:.1f} s (start-ups counted inside each phase):")
+        print(
+            f"  the rest, {total - floor.seconds:.1f} s (start-ups counted inside each phase; "
+            "a phase's own CPU beside it: on a shared machine the wall time moves with the load)"
+        )
+        cpu = {
+            "process start-ups (3 × fundpipe config)": 3 * base.startup_cpu_s,
+            **{f"{name} beyond its requests' floor": p.cpu_s for name, p in phases.items()},
+            "reconcile (no requests)": phases["reconcile"].cpu_s if "reconcile" in phases else 0.0,
+        }
         for what, seconds in rows:
-            print(f"    {what:<44} {seconds:>6.1f} s")
+            print(f"    {what:<44} {seconds:>6.1f} s   CPU {cpu.get(what, 0.0):>4.1f} s")
         print("  the ingest's stages, recorded in a run without a rate limit (wall / CPU s):")
         for stage, (wall, cpu) in r.recording.stages.items():
             print(f"    {stage:<44} {wall:>6.1f} / {cpu:.1f}")

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
+from fundpipe.arrowpandas import spare_pandas
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
@@ -571,6 +572,7 @@ def reconcile(
     (never at a re-run of a past as-of); `<reports>` is `settings.reports_folder` (an
     organization's `data/reports/<org_id>`, or `<data_dir>/reports`).
     """
+    spare_pandas()  # the views stay Arrow: pyarrow need not import pandas (typed values)
     run_at = (clock or (lambda: datetime.now(UTC)))()
     zone = settings.pipeline.reporting_timezone
     today = run_at.astimezone(ZoneInfo(zone)).date()

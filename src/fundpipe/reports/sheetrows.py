@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from fundpipe.arrowpandas import scalar
 from fundpipe.reports.sheetxml import XmlColumn, rows_xml
 
 __all__ = ["TOTAL_FLAG", "SheetRows", "totals_batch"]
@@ -51,7 +52,7 @@ def totals_batch(
             arrays.append(pa.array(["Total"], pa.string()).cast(type_))
         else:
             arrays.append(pa.nulls(1, type_))
-    arrays.append(pa.array([True]))
+    arrays.append(pa.array([True], pa.bool_()))
     return pa.RecordBatch.from_arrays(arrays, names=[*names, flag or TOTAL_FLAG])
 
 
@@ -68,7 +69,9 @@ def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> 
             plain = pc.take(pa.array(list(table.values()), pa.string()), index)
             spaced = pc.utf8_trim_whitespace(pc.replace_substring(text, "_", " "))
             first = pc.utf8_upper(pc.utf8_slice_codeunits(spaced, 0, 1))
-            said = pc.binary_join_element_wise(first, pc.utf8_slice_codeunits(spaced, 1), "")
+            said = pc.binary_join_element_wise(
+                first, pc.utf8_slice_codeunits(spaced, 1), scalar("")
+            )
             column = pc.coalesce(plain, said)
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
@@ -92,7 +95,9 @@ class SheetRows:
         read = [*names, in_file] if in_file else names
         batches: Iterator[pa.RecordBatch] = pf.iter_batches(batch_size=16_384, columns=read)
         if total_rows and not in_file:  # only the appended row is a total
-            batches = (b.append_column(total_rows, pa.repeat(False, b.num_rows)) for b in batches)
+            batches = (
+                b.append_column(total_rows, pa.repeat(scalar(False), b.num_rows)) for b in batches
+            )
         if appended is not None:
             batches = itertools.chain(batches, [appended])
         if any(name in words for name in names):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fundpipe.arrowpandas import scalar
 from fundpipe.reports.cells import INJECTION_PATTERN
 
 __all__ = ["MAX_TEXT", "RowSource", "XmlColumn", "neutralised", "rows_xml", "splice_rows"]
@@ -77,7 +78,7 @@ def _escape(text: pa.Array) -> pa.Array:
 def _cut(text: pa.Array) -> pa.Array:
     """Text cut to Excel's MAX_TEXT UTF-16 units, as xlsxwriter cuts it (never within a
     character above U+FFFF, which counts twice)."""
-    if not pc.any(pc.greater(pc.utf8_length(text), MAX_TEXT // 2)).as_py():
+    if not pc.any(pc.greater(pc.utf8_length(text), scalar(MAX_TEXT // 2))).as_py():
         return text  # too short to reach the limit even in UTF-16
     return pa.array([None if v is None else _utf16_cut(v) for v in text.to_pylist()], pa.string())
 
@@ -96,7 +97,7 @@ def neutralised(values: pa.Array) -> pa.Array:
     text = values if pa.types.is_string(values.type) else values.cast(pa.string())
     risky = pc.fill_null(pc.match_substring_regex(text, INJECTION_PATTERN), False)
     if pc.any(risky).as_py():
-        text = pc.if_else(risky, pc.binary_join_element_wise("'", text, ""), text)
+        text = pc.if_else(risky, pc.binary_join_element_wise(scalar("'"), text, scalar("")), text)
     return text
 
 
@@ -111,7 +112,8 @@ def _cells(
     `totals` marks the total rows, written in the column's `total_style`."""
     style: pa.Array | str = _style_attribute(column.style)
     if totals is not None and column.total_style is not None:
-        style = pc.if_else(pc.fill_null(totals, False), _style_attribute(column.total_style), style)
+        total_style = scalar(_style_attribute(column.total_style))
+        style = pc.if_else(pc.fill_null(totals, False), total_style, scalar(style))
     parts: list[pa.Array | str]
     if column.kind == "text":
         text = _cut(values if pa.types.is_string(values.type) else values.cast(pa.string()))
@@ -120,14 +122,14 @@ def _cells(
         if pc.any(pc.match_substring_regex(text, _ANY_CHANGE)).as_py():
             text = _escape(_cut(neutralised(values)))
             preserve = pc.match_substring_regex(text, r"^\s|\s$")
-            t_open = pc.if_else(preserve, '<t xml:space="preserve">', "<t>")
+            t_open = pc.if_else(preserve, scalar('<t xml:space="preserve">'), scalar("<t>"))
         parts = [' t="inlineStr"><is>', t_open, text, "</t></is></c>"]
     elif column.kind == "bool":
-        parts = [' t="b"><v>', pc.if_else(values, "1", "0"), "</v></c>"]
+        parts = [' t="b"><v>', pc.if_else(values, scalar("1"), scalar("0")), "</v></c>"]
     else:
         parts = ["><v>", _number_text(column.kind, values), "</v></c>"]
     cells = _join('<c r="', column.letter, numbers, '"', style, *parts)
-    return pc.fill_null(cells, "") if cells.null_count else cells
+    return pc.fill_null(cells, scalar("")) if cells.null_count else cells
 
 
 def _join(*parts: pa.Array | str) -> pa.Array:
@@ -140,19 +142,22 @@ def _join(*parts: pa.Array | str) -> pa.Array:
             merged[-1] += part
         else:
             merged.append(part)
-    return pc.binary_join_element_wise(*merged, "")
+    # typed: pyarrow would import pandas to infer a Python string's type
+    return pc.binary_join_element_wise(
+        *(scalar(p) if isinstance(p, str) else p for p in merged), scalar("")
+    )
 
 
 def _number_text(kind: str, values: pa.Array) -> pa.Array:
     """A numeric column as the text of `<v>`: dollars, Excel serial days, or the number."""
     if kind == "money":
-        number = pc.divide(values.cast(pa.float64()), 100.0)
+        number = pc.divide(values.cast(pa.float64()), scalar(100.0))
     elif kind == "instant":
         micros = values.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).cast(pa.float64())
-        number = pc.add(pc.divide(micros, _US_PER_DAY), _EXCEL_EPOCH_DAYS)
+        number = pc.add(pc.divide(micros, scalar(_US_PER_DAY)), scalar(_EXCEL_EPOCH_DAYS))
     elif kind == "date":
         days = values.cast(pa.date32()).cast(pa.int32()).cast(pa.float64())
-        number = pc.add(days, _EXCEL_EPOCH_DAYS)
+        number = pc.add(days, scalar(_EXCEL_EPOCH_DAYS))
     elif pa.types.is_floating(values.type):
         # NaN and infinities are no number Excel can store: the cell stays blank.
         number = pc.if_else(pc.is_finite(values), values, pa.scalar(None, values.type))
@@ -214,12 +219,12 @@ def _heights(columns: Sequence[XmlColumn], batch: pa.RecordBatch) -> pa.Array | 
             continue
         length = pc.fill_null(pc.utf8_length(batch.column(i).cast(pa.string())), 0)
         per_line = max(column.wrap - 2, 1)
-        needed = pc.divide(pc.add(length, per_line - 1), per_line)
+        needed = pc.divide(pc.add(length, scalar(per_line - 1)), scalar(per_line))
         lines = needed if lines is None else pc.max_element_wise(lines, needed)
     if lines is None:
         return None
-    lines = pc.max_element_wise(lines, 1)
-    return pc.multiply(lines, LINE_POINTS).cast(pa.string())
+    lines = pc.max_element_wise(lines, scalar(1))
+    return pc.multiply(lines, scalar(LINE_POINTS)).cast(pa.string())
 
 
 def _buffer(rows: pa.StringArray) -> memoryview:

@@ -22,6 +22,7 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import Worksheet
 
+from fundpipe.arrowpandas import scalar
 from fundpipe.reports.cells import neutralise
 from fundpipe.reports.layout import Formats, PageHeader, set_page
 
@@ -95,14 +96,14 @@ def chart_data(
     if head is None:
         return ChartData(0, letters, [], [])
     values = head.column(1)
-    positive = pc.fill_null(pc.greater(values, 0), False)
+    positive = pc.fill_null(pc.greater(values, scalar(0)), False)
     head = head.filter(positive)
     names = pc.coalesce(head.column(0).cast(pa.string()), head.column(2).cast(pa.string()))
     return ChartData(
         head.num_rows,
         letters,
         [neutralise(v) for v in names.to_pylist()],
-        pc.divide(head.column(1).cast(pa.float64()), 100.0).to_pylist(),
+        pc.divide(head.column(1).cast(pa.float64()), scalar(100.0)).to_pylist(),
     )
 
 

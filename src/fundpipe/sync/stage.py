@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from fundpipe.arrowpandas import spare_pandas
 from fundpipe.progress import NullProgress, ProgressSink
 
 __all__ = ["STAGE_SCHEMAS", "Stage"]
@@ -121,6 +122,7 @@ class Stage:
     """One staged Parquet file per table of :data:`STAGE_SCHEMAS`, in ``root``."""
 
     def __init__(self, root: Path, progress: ProgressSink | None = None) -> None:
+        spare_pandas()  # pages become Arrow without pyarrow importing pandas (typed columns)
         progress = progress or NullProgress()
         for name in STAGE_SCHEMAS:
             progress.start(name, f"sync {name.replace('_', ' ')}")
