@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -316,10 +315,6 @@ async def execute(
     started = time.perf_counter()
     flusher = asyncio.create_task(writer.run_flusher())
     beside: asyncio.Task[None] | None = None
-    # what is alive now (the sheets, the plan: a big night's is millions of objects) lives until
-    # the end of the run: the cyclic collector leaves it out of its full passes while the
-    # requests run, each of which would otherwise walk all of it again (~1 ms a request)
-    gc.freeze()
     try:
         for phase in PHASES:
             if phase == "associations":
@@ -343,7 +338,6 @@ async def execute(
             await flusher
         await writer.flush()
         writer.close()
-        gc.unfreeze()
     result.elapsed_s = time.perf_counter() - started
     return result
 
