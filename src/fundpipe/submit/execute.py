@@ -136,7 +136,8 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
         return await client.create_contacts(body, idempotency_key=request.key)
     if request.phase == "associations":
         ent_id = request.path.split("/")[3]
-        return await client.associate_contacts(
+        # only the contacts' ids are kept (the ledger's service ids): no record is built
+        return await client.associate_contact_ids(
             ent_id, [c["id"] for c in body], idempotency_key=request.key
         )
     if request.phase == "payment_instructions":
@@ -149,7 +150,7 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
 def _ids_of(records: Iterable[Any]) -> list[str]:
     out = []
     for r in records:
-        ident = getattr(r, "id", None) or getattr(r, "entity", None)
+        ident = r if isinstance(r, str) else getattr(r, "id", None) or getattr(r, "entity", None)
         if ident:
             out.append(str(ident))
     return out
