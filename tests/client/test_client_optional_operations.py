@@ -97,8 +97,9 @@ async def test_configured_paths_are_used(service):
         assert [v.id for v in await c.list_vehicles().to_list()] == ["veh_1"]
         assert (await c.get_vehicle("veh_1")).id == "veh_1"
         assert [x.id for x in await c.associate_contacts("ent_1", ["cnt_1"])] == ["cnt_1"]
+        assert await c.associate_contact_ids("ent_1", ["cnt_1"]) == ["cnt_1"]
         assert c.path_of("vehicle", veh_id="a/b") == "/v2/funds/a%2Fb"
-    assert (funds.call_count, fund.call_count, links.call_count) == (1, 1, 1)
+    assert (funds.call_count, fund.call_count, links.call_count) == (1, 1, 2)
 
 
 # --- unserved guessed operations -------------------------------------------------------------
@@ -135,6 +136,17 @@ async def test_a_missing_resource_of_a_served_operation_stays_not_found(client, 
     with pytest.raises(errors.OperationUnavailableError) as info:
         await client.associate_contacts("ent_1", ["cnt_1"])
     assert info.value.operation == "associate_contacts"
+    with pytest.raises(errors.OperationUnavailableError) as info:
+        await client.associate_contact_ids("ent_1", ["cnt_1"])
+    assert info.value.operation == "associate_contacts"
+
+
+async def test_an_association_answer_read_for_its_ids_names_a_record_without_one(client, service):
+    service.post("/v1/entities/ent_1/contacts").mock(
+        return_value=httpx.Response(201, json=envelope([{"id": "cnt_1"}, {"name": "no id"}]))
+    )
+    with pytest.raises(errors.ResponseDecodeError, match="POST /v1/entities/ent_1/contacts"):
+        await client.associate_contact_ids("ent_1", ["cnt_1", "cnt_2"])
 
 
 async def test_documented_operations_never_become_unavailable(client, service):

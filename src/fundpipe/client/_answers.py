@@ -99,3 +99,21 @@ def parse_list(model: type[M], response: httpx.Response, what: str) -> list[M]:
         records.append(parse_record(model, item, response))
         data[i] = None
     return records
+
+
+def ids_of_list(response: httpx.Response, what: str) -> list[str]:
+    """The `id` of each record of a list-envelope answer, read without building a model.
+
+    For answers of which only the ids are kept (a contact association's); a record without a
+    text `id` is a `ResponseDecodeError` naming the request, like any answer that does not fit.
+    """
+    data = list_envelope(response, what)["data"]
+    ids = [item.get("id") if isinstance(item, dict) else None for item in data]
+    if not all(isinstance(i, str) and i for i in ids):
+        raise ResponseDecodeError(
+            f"{what}: a record of the answer has no id",
+            status=response.status_code,
+            request_id=request_id_of(response),
+            body=response.content,
+        )
+    return ids  # type: ignore[return-value]

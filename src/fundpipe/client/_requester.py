@@ -22,7 +22,13 @@ import httpx
 from pydantic import BaseModel
 
 from fundpipe import __version__
-from fundpipe.client._answers import json_of, list_envelope, parse_list, parse_record
+from fundpipe.client._answers import (
+    ids_of_list,
+    json_of,
+    list_envelope,
+    parse_list,
+    parse_record,
+)
 from fundpipe.client._auth import ClientCredentialsAuth
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import error_from_response, request_id_of
@@ -317,6 +323,17 @@ class Requester:
         idempotency_key_: str | None,
     ) -> list[M]:
         """POST a create body (list) with a derived or given Idempotency-Key; the created records."""
+        response = await self._post_create(path, body, idempotency_key_)
+        return parse_list(model, response, f"POST {path}")
+
+    async def create_ids(self, path: str, body: Any, idempotency_key_: str | None) -> list[str]:
+        """As `create`, but only the ids of the records answered (no record validated)."""
+        response = await self._post_create(path, body, idempotency_key_)
+        return ids_of_list(response, f"POST {path}")
+
+    async def _post_create(
+        self, path: str, body: Any, idempotency_key_: str | None
+    ) -> httpx.Response:
         if isinstance(body, CanonicalBody) and body:
             text = body.text  # made once, when the plan resolved the request
         else:
@@ -338,7 +355,7 @@ class Requester:
             secrets=partial(_body_secrets, content),
         )
         del content
-        return parse_list(model, response, f"POST {path}")
+        return response
 
     def _resolve_page_url(self, url: str) -> str:
         target = httpx.URL(url)

@@ -136,7 +136,8 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
         return await client.create_contacts(body, idempotency_key=request.key)
     if request.phase == "associations":
         ent_id = request.path.split("/")[3]
-        return await client.associate_contacts(
+        # only the contacts' ids are kept (the ledger's service ids): no record is built
+        return await client.associate_contact_ids(
             ent_id, [c["id"] for c in body], idempotency_key=request.key
         )
     if request.phase == "payment_instructions":
@@ -149,7 +150,7 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
 def _ids_of(records: Iterable[Any]) -> list[str]:
     out = []
     for r in records:
-        ident = getattr(r, "id", None) or getattr(r, "entity", None)
+        ident = r if isinstance(r, str) else getattr(r, "id", None) or getattr(r, "entity", None)
         if ident:
             out.append(str(ident))
     return out
@@ -169,9 +170,9 @@ async def execute(
     """Run the plan's phases in order (associations beside the later ones), with at most
     ``concurrency`` requests in flight.
 
-    A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``; fewer
-    when they carry over 50k payments), each resolved just before it is sent (ids of earlier
-    phases only): the chunk's intents are committed in one statement before any of its requests
+    A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``, four
+    times that for contact associations; fewer when they carry over 50k payments), each
+    resolved just before it is sent (ids of earlier phases only): the chunk's intents are committed in one statement before any of its requests
     is sent, and its outcomes in one commit before the next chunk's intents. ``progress`` hears
     one step per planned request, whatever its outcome.
     """
@@ -297,6 +298,9 @@ async def execute(
         # each chunk is resolved just before it is sent (a big night's bodies are not all
         # held at once); what blocks a request is decided as when the phase began
         blocked = dict(broken)
+        # an association's body is one id: its chunks are larger (fewer ledger statements
+        # and commits a request, and fewer waits for a chunk's last answer)
+        size = chunk * _ASSOCIATION_CHUNKS if phase == "associations" and not chunk_size else chunk
         batch: list[tuple[PlannedRequest, ResolvedRequest]] = []
         weight = 0
         for request in plan.phase(phase):
@@ -306,7 +310,7 @@ async def execute(
                 continue
             batch.append((request, resolved))
             weight += _weight(request)
-            if len(batch) >= chunk or (len(batch) >= concurrency and weight >= _CHUNK_ELEMENTS):
+            if len(batch) >= size or (len(batch) >= concurrency and weight >= _CHUNK_ELEMENTS):
                 await run_chunk(batch)
                 batch, weight = [], 0
         if batch:
@@ -359,6 +363,9 @@ def _learn(ids: IdMap, request: PlannedRequest, records: Sequence[Any]) -> None:
             if getattr(c, "email", None):
                 ids.contacts[c.email.lower()] = c.id
 
+
+#: How many times the default chunk an association chunk holds (its body is one contact id).
+_ASSOCIATION_CHUNKS = 4
 
 #: Elements (payments, for distributions) a chunk of requests stops growing at once it holds
 #: ``concurrency`` requests: bounds the bodies resolved at once on a big night.
