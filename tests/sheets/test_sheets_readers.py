@@ -230,3 +230,26 @@ def test_hidden_and_unrecognised_sheets_are_warnings(tmp_path: Path) -> None:
     report = only(path)
     assert report.valid
     assert sorted(w.check for w in report.warnings) == ["sheet_hidden", "sheet_ignored"]
+
+
+#: Every character Arrow's ``utf8_trim_whitespace`` trims, ASCII and wider.
+_SPACES = [chr(c) for c in (9, 10, 11, 12, 13, 28, 29, 30, 31, 32, 0x85, 0xA0, 0x2003, 0x3000)]
+
+
+@pytest.mark.parametrize("space", _SPACES)
+def test_a_cell_padded_with_any_space_is_trimmed_and_a_clean_column_is_not_copied(
+    space: str,
+) -> None:
+    """A cell with a space of any kind at either end is read trimmed (a cell of spaces alone is
+    blank), whatever the rest of its column; a column with nothing to trim is kept as read."""
+    import pyarrow as pa
+
+    from fundpipe.sheets.frames import clean_arrow
+
+    clean = pa.array(["€5", "veh_a", "Zoë", "a b", "x", None], pa.string())
+    padded = pa.array(
+        ["€5", f"{space}veh_a", f"Zoë{space}", f"{space}é{space}", space * 2, None], pa.string()
+    )
+    table = clean_arrow(pa.table({"clean": clean, "padded": padded}))
+    assert table.column("clean").chunk(0).buffers()[2].address == clean.buffers()[2].address
+    assert table.column("padded").to_pylist() == ["€5", "veh_a", "Zoë", "é", None, None]
