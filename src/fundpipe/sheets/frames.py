@@ -80,7 +80,20 @@ class RawSheet:
 
     def __len__(self) -> int:
         """Number of body rows."""
-        return len(self._body) if self._body is not None else int(self.table.num_rows)
+        if self._body is not None:
+            return len(self._body)
+        if self._table is None and self._rows is not None:  # handed over (`take_table`)
+            return len(self._rows)
+        return int(self.table.num_rows)
+
+    def take_table(self) -> pa.Table:
+        """The body as Arrow (`table`), handed over: the sheet keeps its row numbers but no
+        longer holds its body, so the taker can let each column go once it is read."""
+        table = self.table
+        _ = self.rows
+        self._table = None
+        self._body = None
+        return table
 
     @property
     def rows(self) -> np.ndarray:

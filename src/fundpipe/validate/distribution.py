@@ -56,7 +56,7 @@ _COLUMNS = (
 
 
 def check_distributions(
-    table: pa.Table,
+    columns: dict[str, pa.ChunkedArray],
     rows: np.ndarray,
     issues: IssueCollector,
     *,
@@ -67,6 +67,10 @@ def check_distributions(
     """Parse and check a sheet's canonical-named text columns (Arrow; ``rows``: each row's Excel
     row number) and return what was read.
 
+    ``columns`` is handed over: the columns only the row-level checks read (amount, dates, zone,
+    currency, notify) are dropped from it once the slices are done, so their memory goes back
+    before the cross-row rules run (the caller holds no other reference to them).
+
     The row-level checks (money, zones, date-times, the pandera model) run on slices of
     ``chunk_rows`` rows (default `CHUNK_ROWS`), each turned into pandas and let go before the next; the column-wide
     decisions (the order a date column proves) are taken once beforehand and the cross-row
@@ -74,12 +78,12 @@ def check_distributions(
     the same rows and cells as checking the sheet whole would. ``date_order``: the order
     declared for day and month in figures (see `fundpipe.sheets.datetimes.DateOrder`).
     """
-    n = table.num_rows
+    n = len(rows)
     chunk_rows = chunk_rows or CHUNK_ROWS
     # optional columns the sheet lacks are blank columns of each slice (not of the sheet)
-    absent = [c for c in _COLUMNS if c not in table.column_names]
+    absent = [c for c in _COLUMNS if c not in columns]
     whole_dates = {
-        column: _distinct_texts(table.column(column)) if column not in absent else []
+        column: _distinct_texts(columns[column]) if column not in absent else []
         for column in ("distribution_date", "distribution_date_override")
     }
     cents = np.zeros(n, dtype=np.int64)
@@ -89,7 +93,9 @@ def check_distributions(
     notes: dict[str, tuple[str, str]] = {}
     for start in range(0, n, chunk_rows):
         stop = min(start + chunk_rows, n)
-        frame: pd.DataFrame = table.slice(start, stop - start).to_pandas()
+        frame: pd.DataFrame = pa.table(
+            {column: values.slice(start, stop - start) for column, values in columns.items()}
+        ).to_pandas()
         frame.index = pd.Index(rows[start:stop].astype(np.int64))
         for column in absent:
             frame[column] = pd.Series(pd.NA, index=frame.index, dtype="str")
@@ -106,9 +112,10 @@ def check_distributions(
         del out
         give_back_freed_memory()
     text = {
-        column: table.column(column)
+        column: columns[column]
         for column in ("distribution_name", "vehicle", "external_reference", "entity")
     }
+    columns.clear()
     give_back_freed_memory()
     read_cents = int(cents[cents_ok].sum()) if cents_ok.any() else None
     del cents_ok

@@ -219,22 +219,18 @@ def _validate_sheet(
         )
     parsed: ParsedDistributions | pd.DataFrame
     if match.template.name == "distribution":
-        # the sheet stays in Arrow; it is checked a slice at a time (`check_distributions`)
-        table = raw.table
-        parsed = check_distributions(
-            pa.table(
-                {
-                    column: table.column(f"c{at}")
-                    for column in match.template.column_names
-                    if (at := match.positions.get(column)) is not None
-                }
-            ),
-            raw.rows,
-            issues,
-            excel=raw.excel,
-            date_order=date_order,
-        )
+        # the sheet stays in Arrow; it is checked a slice at a time (`check_distributions`),
+        # which is handed its columns and lets go of each once it has no more use for it
+        table = raw.take_table()
+        columns = {
+            column: table.column(f"c{at}")
+            for column in match.template.column_names
+            if (at := match.positions.get(column)) is not None
+        }
         del table
+        parsed = check_distributions(
+            columns, raw.rows, issues, excel=raw.excel, date_order=date_order
+        )
     else:
         body = raw.body
         absent = pd.Series(pd.NA, index=body.index, dtype="str")
