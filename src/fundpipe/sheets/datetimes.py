@@ -281,54 +281,112 @@ def parse_datetimes(
         empty = pd.Series(pd.NA, index=text.index, dtype="str")
         return pd.DataFrame({"iso": empty, "check": empty, "reason": empty}, copy=False)
     values = text.astype("str").str.strip()
-    blank = values.isna() | values.eq("")
+    blank = (values.isna() | values.eq("")).to_numpy(dtype=bool)
     text_codes, text_names = pd.factorize(values)
     zone_codes, zone_names = pd.factorize(zones.astype("str"))
-    live = (text_codes >= 0) & (zone_codes >= 0) & ~blank.to_numpy()
-    # One code per distinct (text, zone) pair, without building tuples per row.
-    pair = text_codes.astype(np.int64) * (len(zone_names) + 1) + zone_codes
-    codes, distinct = pd.factorize(pair[live])  # hashing, not sorting, a million rows
-    width = len(zone_names) + 1
     distinct_texts = [str(t) for t in text_names]
-    order: DateOrder | None = date_order
-    proof: tuple[DateOrder, str] | None = None
     whole = distinct_texts if column_texts is None else column_texts
-    if order is None:
-        order = column_date_order(whole)
-        if order is not None:
-            proof = (order, proving_example(whole, order))
-    resolved = resolve_many(
-        [distinct_texts[int(p) // width] for p in distinct],
-        [str(zone_names[int(p) % width]) for p in distinct],
+    order, proof = column_order(whole, date_order)
+    row_code, answers = datetime_codes(
+        text_codes,
+        distinct_texts,
+        zone_codes,
+        [str(z) for z in zone_names],
+        blank,
         excel_serials=excel_serials,
+        required=required,
         order=order,
         declared=date_order is not None,
     )
-    # Each row holds a code into the distinct pairs' answers (the last entry: blank), and the
-    # columns are built from those codes in Arrow: no per-row Python strings.
-    row_code = np.full(len(text), -1, dtype=np.int32)
-    row_code[np.flatnonzero(live)] = codes
-    iso_of: list[str | None] = [iso for iso, _, _ in resolved] + [None]
-    check_of: list[str | None] = [check for _, check, _ in resolved] + [None]
-    reason_of: list[str | None] = [
-        reason if check is not None else None for _, check, reason in resolved
-    ] + [None]
-    if required:
-        row_code[blank.to_numpy(dtype=bool)] = len(resolved)
-        check_of[-1] = "datetime_required"
-        reason_of[-1] = DATETIME_CHECKS["datetime_required"]
+    # the columns are built from the codes in Arrow: no per-row Python strings
     out = pd.DataFrame(
         {
-            "iso": text_by_code(row_code, iso_of, text.index),
-            "check": text_by_code(row_code, check_of, text.index),
-            "reason": text_by_code(row_code, reason_of, text.index),
+            "iso": text_by_code(row_code, [iso for iso, _, _ in answers], text.index),
+            "check": text_by_code(row_code, [check for _, check, _ in answers], text.index),
+            "reason": text_by_code(
+                row_code,
+                [reason if check is not None else None for _, check, reason in answers],
+                text.index,
+            ),
         },
         index=text.index,
         copy=False,
     )
-    if proof is not None and any(is_open(t) for t in whole):
+    if proof is not None:
         out.attrs["date_order_from_column"] = proof
     return out
+
+
+#: (iso, check, reason) of one distinct (text, zone) pair (see `resolve_many`)
+Answer = tuple[str | None, str | None, str]
+
+
+def column_order(
+    whole: list[str], date_order: DateOrder | None
+) -> tuple[DateOrder | None, tuple[DateOrder, str] | None]:
+    """How a column's day and month in figures are read: the declared ``date_order``, else the
+    order the column's distinct texts ``whole`` prove; and that proof (the order, an example),
+    when it settled a date that was open."""
+    if date_order is not None:
+        return date_order, None
+    order = column_date_order(whole)
+    if order is None:
+        return None, None
+    proof = (order, proving_example(whole, order))
+    return order, proof if any(is_open(t) for t in whole) else None
+
+
+def datetime_codes(
+    text_codes: np.ndarray,
+    texts: list[str],
+    zone_codes: np.ndarray,
+    zones: list[str],
+    blank: np.ndarray,
+    *,
+    excel_serials: bool,
+    required: bool,
+    order: DateOrder | None,
+    declared: bool,
+    known: dict[tuple[str, str], Answer] | None = None,
+) -> tuple[np.ndarray, list[Answer]]:
+    """`parse_datetimes` on codes: each row's answer as a code into a list of (iso, check,
+    reason) answers, -1 where there is none (a blank optional cell, an unknown zone).
+
+    ``text_codes`` index the (stripped) ``texts``, ``zone_codes`` the ``zones``; -1 is missing.
+    Each distinct (text, zone) pair is resolved once; ``known``, when given, keeps the answers
+    across calls (the slices of one column, read in one order), so a pair is resolved once
+    for the whole column.
+    """
+    live = (text_codes >= 0) & (zone_codes >= 0) & ~blank
+    width = len(zones) + 1
+    # One code per distinct (text, zone) pair, without building tuples per row.
+    pair = text_codes.astype(np.int64) * width + zone_codes
+    codes, distinct = pd.factorize(pair[live])  # hashing, not sorting, a million rows
+    keys = [(texts[int(p) // width], zones[int(p) % width]) for p in distinct]
+    if known is None:
+        known = {}
+    missing = [key for key in dict.fromkeys(keys) if key not in known]
+    if missing:
+        known.update(
+            zip(
+                missing,
+                resolve_many(
+                    [t for t, _ in missing],
+                    [z for _, z in missing],
+                    excel_serials=excel_serials,
+                    order=order,
+                    declared=declared,
+                ),
+                strict=True,
+            )
+        )
+    answers: list[Answer] = [known[key] for key in keys]
+    row_code = np.full(len(text_codes), -1, dtype=np.int32)
+    row_code[np.flatnonzero(live)] = codes
+    if required:
+        row_code[blank] = len(answers)
+        answers.append((None, "datetime_required", DATETIME_CHECKS["datetime_required"]))
+    return row_code, answers
 
 
 def known_zones(zones: pd.Series) -> pd.Series:

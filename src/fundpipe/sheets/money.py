@@ -84,34 +84,44 @@ def parse_money(values: pd.Series) -> pd.DataFrame:
 
     Returns a frame on ``values``' index with ``cents`` (nullable Int64, <NA> where the text
     was rejected) and ``check`` (the failed check's name, <NA> where the amount is fine).
-    All string work runs in Arrow compute kernels (RE2). The common shapes (``1234.56``,
-    ``$1,234.56``) take one regex pass; only the rest go through every rule to find the reason.
+    All string work runs in Arrow compute kernels (RE2); see `money_codes`.
     """
-    raw = pc.utf8_trim_whitespace(
-        pa.array(values.astype("str"), type=pa.string(), from_pandas=True)
-    )
-    plain_ok, cents_plain = _parse_plain(raw)
-    if plain_ok.all() and (cents_plain > 0).all():
-        cents_col = pd.Series(pd.array(cents_plain, dtype="Int64"), index=values.index)
-        return pd.DataFrame(
-            {"cents": cents_col, "check": pd.Series(pd.NA, index=values.index, dtype="str")}
-        )
-    rest = np.flatnonzero(~plain_ok)
-    # The check per row as a code into _CHECK_NAMES (-1: fine), so no per-row strings are made.
-    check = np.where(cents_plain > 0, -1, _ZERO).astype(np.int32)
-    cents = cents_plain.copy()
-    if len(rest):
-        cents_rest, check_rest = _parse_in_full(pc.take(raw, pa.array(rest)))
-        cents[rest] = cents_rest
-        check[rest] = check_rest
+    cents, check = money_codes(pa.array(values.astype("str"), type=pa.string(), from_pandas=True))
     good: np.ndarray = check < 0
     cents_col = pd.Series(pd.arrays.IntegerArray(cents, ~good), index=values.index)
-    check_col = text_by_code(check, _CHECK_NAMES, values.index)
+    if good.all():
+        check_col = pd.Series(pd.NA, index=values.index, dtype="str")
+    else:
+        check_col = text_by_code(check, MONEY_CHECKS, values.index)
     return pd.DataFrame({"cents": cents_col, "check": check_col}, copy=False)
 
 
-_CHECK_NAMES: list[str | None] = list(MONEY_REASONS)
-_ZERO = _CHECK_NAMES.index("amount_zero")
+def money_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Money text (Arrow) → (cents per row, 0 where rejected; the failed check per row as an
+    index into `MONEY_CHECKS`, -1 where the amount is fine), without a pandas copy.
+
+    The common shapes (``1234.56``, ``$1,234.56``) take one regex pass; only the rest go
+    through every rule to find the reason.
+    """
+    raw = pc.utf8_trim_whitespace(values)
+    plain_ok, cents = _parse_plain(raw)
+    # The check per row as a code into MONEY_CHECKS (-1: fine), so no per-row strings are made.
+    check = np.where(cents > 0, -1, _ZERO).astype(np.int32)
+    if plain_ok.all():
+        if not (cents > 0).all():
+            cents = np.where(check < 0, cents, 0)
+        return cents, check
+    rest = np.flatnonzero(~plain_ok)
+    cents_rest, check_rest = _parse_in_full(pc.take(raw, pa.array(rest)))
+    cents[rest] = cents_rest
+    check[rest] = check_rest
+    cents[check >= 0] = 0
+    return cents, check
+
+
+#: The money checks in order of precedence (`money_codes`'s codes index it).
+MONEY_CHECKS: list[str | None] = list(MONEY_REASONS)
+_ZERO = MONEY_CHECKS.index("amount_zero")
 
 
 def _parse_in_full(text: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from fundpipe.validate.issues import SENSITIVE_COLUMNS, Issue, mask_account_number
@@ -43,6 +44,31 @@ class IssueCollector:
             }
         )
         self._parts.append(part)
+
+    def add_rows(
+        self,
+        rows: np.ndarray,
+        column: str,
+        values: list[str | None],
+        check: str | list[str | None],
+        reason: str | list[str | None],
+    ) -> None:
+        """Record the cells of ``column`` at Excel ``rows`` (what `add` records from a mask,
+        from plain arrays: ``values`` as written, a check and reason per row or for all)."""
+        if len(rows):
+            self._parts.append(
+                pd.DataFrame(
+                    {
+                        "row": np.asarray(rows, dtype=np.int64),
+                        "column": column,
+                        "value": np.array(values, dtype=object),
+                        "check": check if isinstance(check, str) else np.array(check, dtype=object),
+                        "reason": reason
+                        if isinstance(reason, str)
+                        else np.array(reason, dtype=object),
+                    }
+                )
+            )
 
     def add_frame(self, frame: pd.DataFrame) -> None:
         """Record issues already shaped as a frame with the collector's columns."""

@@ -10,16 +10,15 @@ needs every file of the drop and happens in `fundpipe.validate.files`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fundpipe.sheets.datetimes import known_zones, parse_datetimes
+from fundpipe import timerules
+from fundpipe.sheets.datetimes import Answer, column_order, datetime_codes
 from fundpipe.sheets.frames import give_back_freed_memory
-from fundpipe.sheets.money import MONEY_REASONS, parse_money
+from fundpipe.sheets.money import MONEY_CHECKS, MONEY_REASONS, money_codes
 from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
 from fundpipe.validate.cross_row import check_cross_row
@@ -82,34 +81,34 @@ def check_distributions(
     chunk_rows = chunk_rows or CHUNK_ROWS
     # optional columns the sheet lacks are blank columns of each slice (not of the sheet)
     absent = [c for c in _COLUMNS if c not in columns]
-    whole_dates = {
-        column: _distinct_texts(columns[column]) if column not in absent else []
+    dates = {
+        column: _DateColumn(
+            column,
+            _distinct_texts(columns[column]) if column not in absent else [],
+            date_order,
+            excel=excel,
+        )
         for column in ("distribution_date", "distribution_date_override")
     }
     cents = np.zeros(n, dtype=np.int64)
     cents_ok = np.zeros(n, dtype=bool)
     is_ref = np.zeros(n, dtype=bool)
     parsed = {column: CodedColumn(n) for column in _PARSED_TEXT}
-    notes: dict[str, tuple[str, str]] = {}
     for start in range(0, n, chunk_rows):
         stop = min(start + chunk_rows, n)
-        frame: pd.DataFrame = pa.table(
-            {column: values.slice(start, stop - start) for column, values in columns.items()}
-        ).to_pandas()
-        frame.index = pd.Index(rows[start:stop].astype(np.int64))
-        for column in absent:
-            frame[column] = pd.Series(pd.NA, index=frame.index, dtype="str")
-        out = _check_rows(frame, issues, excel=excel, date_order=date_order, whole=whole_dates)
-        del frame
-        amount = out.pop("amount_cents")
-        cents_ok[start:stop] = amount.notna().to_numpy()
-        cents[start:stop] = amount.fillna(0).to_numpy(dtype=np.int64)
-        is_ref[start:stop] = out.pop("entity_is_ref").to_numpy(dtype=bool)
-        for column in _PARSED_TEXT:
-            parsed[column].put(start, out[column])
-        for column, proof in out.pop("notes", {}).items():
-            notes.setdefault(column, proof)
-        del out
+        part = {
+            column: columns[column].slice(start, stop - start)
+            if column not in absent
+            else pa.chunked_array([pa.nulls(stop - start, pa.string())])
+            for column in _COLUMNS
+        }
+        slice_cents, slice_ok, slice_is_ref = _check_rows(
+            part, rows[start:stop], start, issues, dates=dates, parsed=parsed
+        )
+        del part
+        cents[start:stop] = slice_cents
+        cents_ok[start:stop] = slice_ok
+        is_ref[start:stop] = slice_is_ref
         give_back_freed_memory()
     text = {
         column: columns[column]
@@ -128,9 +127,9 @@ def check_distributions(
     del cents
     result = ParsedDistributions(rows, text, parsed, read_cents, kept, is_ref)
     result.notes = [
-        _order_note(column, *notes[column])
-        for column in ("distribution_date", "distribution_date_override")
-        if column in notes
+        _order_note(column, *date.proof)
+        for column, date in dates.items()
+        if date.proof is not None and date.seen
     ]
     check_cross_row(result, issues, block_rows=chunk_rows)
     give_back_freed_memory()
@@ -143,74 +142,188 @@ def _distinct_texts(column: pa.ChunkedArray) -> list[str]:
     return list(dict.fromkeys(t for t in (str(v).strip() for v in distinct) if t))
 
 
+class _DateColumn:
+    """One date column of a sheet checked in slices: the order its distinct texts prove, and
+    the answer of each (text, zone) pair met so far, so that a pair is resolved once."""
+
+    #: most pairs remembered (a column of a million distinct date-times is resolved per slice)
+    MAX_KNOWN = 100_000
+
+    def __init__(
+        self, column: str, whole: list[str], date_order: DateOrder | None, *, excel: bool
+    ) -> None:
+        self.column = column
+        self.required = column == "distribution_date"
+        self.excel = excel
+        self.declared = date_order is not None
+        self.order, self.proof = column_order(whole, date_order)
+        #: whether a slice had a date in it (an optional column left blank says nothing)
+        self.seen = self.required
+        self.known: dict[tuple[str, str], Answer] = {}
+
+    def check(
+        self,
+        text: pa.ChunkedArray,
+        zone_codes: np.ndarray,
+        zones: list[str],
+        rows: np.ndarray,
+        issues: IssueCollector,
+    ) -> tuple[np.ndarray, list[Answer]]:
+        """Each row's answer (a code into the answers; -1: none) for one slice; its issues."""
+        if not self.required and text.null_count == len(text):
+            return np.full(len(text), -1, dtype=np.int32), []
+        self.seen = True
+        encoded = _encoded(text)
+        texts = pc.utf8_trim_whitespace(encoded.dictionary)
+        blank_text = np.asarray(
+            pc.fill_null(pc.equal(texts, ""), True).to_numpy(zero_copy_only=False), dtype=bool
+        )
+        codes = _indices(encoded)
+        blank = (codes < 0) | np.append(blank_text, True)[codes]
+        if len(self.known) > self.MAX_KNOWN:
+            self.known.clear()
+        row_code, answers = datetime_codes(
+            codes,
+            [str(t) for t in texts.to_pylist()],
+            zone_codes,
+            zones,
+            blank,
+            excel_serials=self.excel,
+            required=self.required,
+            order=self.order,
+            declared=self.declared,
+            known=self.known,
+        )
+        failed = np.array([check is not None for _, check, _ in answers] + [False], dtype=bool)
+        bad = np.flatnonzero(failed[row_code])
+        if len(bad):
+            at = row_code[bad]
+            issues.add_rows(
+                rows[bad],
+                self.column,
+                text.take(pa.array(bad)).to_pylist(),
+                [answers[i][1] for i in at],
+                [answers[i][2] for i in at],
+            )
+        return row_code, answers
+
+
+def _encoded(values: pa.ChunkedArray) -> pa.DictionaryArray:
+    """A slice's text as one dictionary array (codes into its distinct values)."""
+    encoded = pc.dictionary_encode(
+        values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    )
+    assert isinstance(encoded, pa.DictionaryArray)
+    return encoded
+
+
+def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
+    """A dictionary array's codes as int32, -1 for null."""
+    return np.asarray(
+        pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int32
+    )
+
+
+def _flag(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A boolean Arrow result as numpy (null: False)."""
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+_ENTITY_ID_WHOLE = f"^{ENTITY_ID}$"
+
+_ZONE_REASON = "not a known IANA time zone (e.g. America/New_York, UTC)"
+
+
 def _check_rows(
-    frame: pd.DataFrame,
+    part: dict[str, pa.ChunkedArray],
+    rows: np.ndarray,
+    start: int,
     issues: IssueCollector,
     *,
-    excel: bool,
-    date_order: DateOrder | None,
-    whole: dict[str, list[str]],
-) -> dict[str, Any]:
-    """The row-level checks of one slice (index = Excel row); its parsed columns."""
-    columns: dict[str, Any] = {
-        column: frame[column]
-        for column in ("distribution_name", "vehicle", "external_reference", "entity", "amount")
-    }
+    dates: dict[str, _DateColumn],
+    parsed: dict[str, CodedColumn],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row-level checks of one slice (Arrow; ``rows``: its Excel row numbers), its parsed
+    columns recorded in ``parsed`` from row ``start``; returns its cents (0 where rejected),
+    which amounts were read, and which entities are named by reference.
 
-    money = parse_money(frame["amount"])
-    bad_money = money["check"].notna()
-    failed = money["check"][bad_money]
-    issues.add(bad_money, "amount", frame["amount"], failed, failed.map(MONEY_REASONS))
-    columns["amount_cents"] = money["cents"]
-
-    written_currency = frame["currency"]
-    columns["currency"] = written_currency.str.upper().fillna("USD")
-
-    zone = frame["distribution_timezone"].fillna("UTC")
-    zone_ok = known_zones(zone)
-    columns["distribution_timezone"] = zone
-    issues.add(
-        ~zone_ok,
-        "distribution_timezone",
-        zone,
-        "known_time_zone",
-        "not a known IANA time zone (e.g. America/New_York, UTC)",
-    )
-    usable_zone = zone.where(zone_ok)
-
-    notes: dict[str, tuple[str, str]] = {}
-    for column, required in (("distribution_date", True), ("distribution_date_override", False)):
-        dates = parse_datetimes(
-            frame[column],
-            usable_zone,
-            excel_serials=excel,
-            required=required,
-            date_order=date_order,
-            column_texts=whole[column],
+    Money, zones, currency and date-times are worked out in Arrow on codes into each column's
+    distinct values; the pandera model then checks a pandas frame of the slice."""
+    amount = part["amount"]
+    cents, money_check = money_codes(amount)
+    bad = np.flatnonzero(money_check >= 0)
+    if len(bad):
+        failed = [MONEY_CHECKS[c] for c in money_check[bad]]
+        issues.add_rows(
+            rows[bad],
+            "amount",
+            amount.take(pa.array(bad)).to_pylist(),
+            failed,
+            [MONEY_REASONS[str(c)] for c in failed],
         )
-        issues.add(dates["check"].notna(), column, frame[column], dates["check"], dates["reason"])
-        columns[column] = dates["iso"]
-        if "date_order_from_column" in dates.attrs:
-            notes[column] = dates.attrs["date_order_from_column"]
+    amount_ok = money_check < 0
 
-    notify = frame["notify"]
+    currency = _encoded(part["currency"])
+    currency_codes = _indices(currency)
+    written = [
+        None if c is None else str(c) for c in pc.utf8_upper(currency.dictionary).to_pylist()
+    ]
+    # blank → USD, as the payment is read (the model checks the currency as written)
+    parsed["currency"].put_codes(start, currency_codes, [*written, "USD"])
+
+    zone = _encoded(pc.fill_null(part["distribution_timezone"], "UTC"))
+    zone_codes = _indices(zone)
+    zones = [str(z) for z in zone.dictionary.to_pylist()]
+    known = np.array([timerules.is_valid_zone(z) for z in zones] + [False], dtype=bool)
+    parsed["distribution_timezone"].put_codes(start, zone_codes, zones)
+    bad = np.flatnonzero(~known[zone_codes])
+    if len(bad):
+        issues.add_rows(
+            rows[bad],
+            "distribution_timezone",
+            [zones[c] for c in zone_codes[bad]],
+            "known_time_zone",
+            _ZONE_REASON,
+        )
+    # rows whose zone is unknown get no date and no date error (the zone is the error)
+    usable = np.where(known[zone_codes], zone_codes, -1)
+
+    for column, date in dates.items():
+        row_code, answers = date.check(part[column], usable, zones, rows, issues)
+        parsed[column].put_codes(start, row_code, [iso for iso, _, _ in answers])
+
+    index = pd.Index(rows.astype(np.int64))
+    notify = pd.Series(part["notify"].to_pandas().array, dtype="str", index=index)
     if notify.notna().any():
         notify = notify.str.strip().str.replace(r"\s*[;,]\s*", "; ", regex=True).str.strip("; ")
         notify = notify.mask(notify.eq(""))
-    columns["notify"] = notify
+        parsed["notify"].put(start, notify)
 
-    entity = frame["entity"]
-    columns["entity_is_ref"] = ~entity.str.fullmatch(ENTITY_ID).fillna(False).astype(bool)
+    entity = part["entity"]
+    is_ref = ~_flag(pc.match_substring_regex(entity, _ENTITY_ID_WHOLE))
 
     # The model sees the currency as written (trimmed, upper-cased), not the USD default.
-    checked = pd.DataFrame(
-        {**columns, "currency": written_currency.str.strip().str.upper()},
-        index=frame.index,
-        copy=False,
-    )
+    checked = pa.table(
+        {
+            **{
+                column: part[column]
+                for column in (
+                    "distribution_name",
+                    "vehicle",
+                    "external_reference",
+                    "entity",
+                    "amount",
+                )
+            },
+            "currency": pc.utf8_upper(pc.utf8_trim_whitespace(part["currency"])),
+            "distribution_timezone": zone.dictionary_decode(),
+        }
+    ).to_pandas()
+    checked.index = index
+    checked.insert(5, "amount_cents", pd.arrays.IntegerArray(cents.copy(), ~amount_ok))
+    checked["notify"] = notify
     failure_issues(DistributionSheetModel, checked, issues)
-    columns["notes"] = notes
-    return columns
+    return cents, amount_ok, is_ref
 
 
 def _order_note(column: str, order: str, example: str) -> tuple[str, str, str, str]:

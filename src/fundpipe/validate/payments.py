@@ -8,6 +8,7 @@ that fill it are in `fundpipe.validate.distribution` and `fundpipe.validate.cros
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +57,18 @@ class CodedColumn:
         elif np.dtype(wide).itemsize > self.codes.itemsize:
             self.codes = self.codes.astype(wide)
         self.codes[start : start + len(values)] = np.array([*ids, -1], dtype=wide)[codes]
+
+    def put_codes(self, start: int, codes: np.ndarray, names: Sequence[str | None]) -> None:
+        """Record rows ``start…`` as ``names[code]`` (-1 or a None name: null)."""
+        ids = [-1 if v is None else self.names.setdefault(v, len(self.names)) for v in names]
+        if all(i < 0 for i in ids):
+            return
+        wide = np.int16 if len(self.names) < 2**15 else np.int32
+        if self.codes is None:
+            self.codes = np.full(self.rows, -1, dtype=wide)
+        elif np.dtype(wide).itemsize > self.codes.itemsize:
+            self.codes = self.codes.astype(wide)
+        self.codes[start : start + len(codes)] = np.array([*ids, -1], dtype=wide)[codes]
 
     def codes_and_names(self) -> tuple[np.ndarray, pa.Array]:
         """Codes per row (-1 = null) and the values they index."""
