@@ -61,3 +61,22 @@ def test_one_mutated_cell_is_rejected_at_exactly_that_row_and_column(
     assert not report.valid
     assert report.distributions is None
     assert {(e.row, e.column) for e in report.errors} == {(target + 2, HEADER[column])}
+
+
+@given(
+    st.sampled_from(["ent_", "veh_", "ent", "ENT_", "x"]),
+    st.text(alphabet=st.sampled_from("aZ09_- .\n\u00e9\uff41\u0663\u00a0"), max_size=6),
+)
+def test_an_id_is_shaped_exactly_when_its_pattern_matches_the_whole_cell(
+    head: str, tail: str
+) -> None:
+    """The vehicle and entity id rules (`VEHICLE_ID`, `ENTITY_ID`) read the same cells whether
+    checked as a regular expression or as prefix + ASCII letters and digits."""
+    import pandas as pd
+
+    from fundpipe.validate.models import ENTITY_ID, VEHICLE_ID, _id_shaped
+
+    cells = pd.Series([head + tail], dtype="str")
+    for prefix, pattern in (("ent_", ENTITY_ID), ("veh_", VEHICLE_ID)):
+        expected = bool(cells.str.fullmatch(pattern).fillna(False).iloc[0])
+        assert bool(_id_shaped(cells, prefix).iloc[0]) == expected

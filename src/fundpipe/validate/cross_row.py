@@ -210,7 +210,9 @@ def _entities_twice(group: np.ndarray, entity: pa.ChunkedArray, block_rows: int)
 def _twice_in_block(group: np.ndarray, entity: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Positions in a block of whole distributions whose (distribution, entity) an earlier row
     of the block already has; rows without either never count."""
-    codes, _ = _codes(entity if isinstance(entity, pa.ChunkedArray) else pa.chunked_array([entity]))
+    # one chunk: encoded with no dictionaries to unify afterwards
+    whole = entity.combine_chunks() if isinstance(entity, pa.ChunkedArray) else entity
+    codes, _ = _codes(pa.chunked_array([whole]))
     key = pd.Series(group.astype(np.int64) * (int(codes.max()) + 2) + codes)
     twice = key.duplicated(keep="first").to_numpy() & (codes >= 0) & (group >= 0)
     return np.flatnonzero(twice)

@@ -22,7 +22,7 @@ from fundpipe.sheets.money import MONEY_CHECKS, MONEY_REASONS, money_codes
 from fundpipe.sheets.written_dates import DateOrder
 from fundpipe.validate.collect import IssueCollector
 from fundpipe.validate.cross_row import check_cross_row
-from fundpipe.validate.models import ENTITY_ID, DistributionSheetModel, failure_issues
+from fundpipe.validate.models import DistributionSheetModel, failure_issues, id_shaped
 from fundpipe.validate.payments import CodedColumn, ParsedDistributions
 
 #: Rows checked at a time: each slice of the sheet becomes a pandas frame of its own, checked
@@ -229,8 +229,6 @@ def _flag(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-_ENTITY_ID_WHOLE = f"^{ENTITY_ID}$"
-
 _ZONE_REASON = "not a known IANA time zone (e.g. America/New_York, UTC)"
 
 
@@ -300,7 +298,7 @@ def _check_rows(
         parsed["notify"].put(start, notify)
 
     entity = part["entity"]
-    is_ref = ~_flag(pc.match_substring_regex(entity, _ENTITY_ID_WHOLE))
+    is_ref = ~id_shaped(entity, "ent_")
 
     # The model sees the currency as written (trimmed, upper-cased), not the USD default.
     checked = pa.table(

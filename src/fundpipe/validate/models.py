@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import pyarrow as pa_arrow
+import pyarrow.compute as pc
 from pandera import dtypes
 from pandera.engines import pandas_engine
 from pandera.errors import SchemaErrors
@@ -67,6 +69,26 @@ class SheetText(pandas_engine.STRING):
         return verdict
 
 
+def id_shaped(values: pa_arrow.Array | pa_arrow.ChunkedArray, prefix: str) -> np.ndarray:
+    """Per cell: ``prefix`` then one or more ASCII letters or digits (`VEHICLE_ID`, `ENTITY_ID`:
+    the same cells as a full match of ``prefix + "[A-Za-z0-9]+"``), as numpy (null: False).
+
+    Two Arrow kernels instead of RE2, which costs twice as much per cell."""
+    shaped = pc.and_(
+        pc.starts_with(values, prefix),
+        pc.ascii_is_alnum(pc.utf8_slice_codeunits(values, len(prefix))),
+    )
+    return np.asarray(pc.fill_null(shaped, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _id_shaped(s: pd.Series, prefix: str) -> pd.Series:
+    """`id_shaped` of a pandas column, on its index."""
+    values = pa_arrow.array(s.array, from_pandas=True)  # the column's own Arrow text, no copy
+    if not (pa_arrow.types.is_string(values.type) or pa_arrow.types.is_large_string(values.type)):
+        values = values.cast(pa_arrow.string())  # an object or all-null column
+    return pd.Series(id_shaped(values, prefix), index=s.index)
+
+
 def _length_ok(s: pd.Series) -> pd.Series:
     return s.str.len().between(1, 255)
 
@@ -95,7 +117,7 @@ class DistributionSheetModel(pa.DataFrameModel):
 
     @pa.check("vehicle", name="vehicle_id_format")
     def _vehicle_id(cls, s: Series[SheetText]) -> Series[bool]:
-        return s.str.fullmatch(VEHICLE_ID)  # type: ignore[return-value]
+        return _id_shaped(s, "veh_")  # type: ignore[return-value]
 
     @pa.check("external_reference", name="reference_length")
     def _reference_length(cls, s: Series[SheetText]) -> Series[bool]:
@@ -103,7 +125,7 @@ class DistributionSheetModel(pa.DataFrameModel):
 
     @pa.check("entity", name="entity_format")
     def _entity_format(cls, s: Series[SheetText]) -> Series[bool]:
-        return _length_ok(s) & ~s.str.startswith("ent_") | s.str.fullmatch(ENTITY_ID)  # type: ignore[return-value]
+        return _length_ok(s) & ~s.str.startswith("ent_") | _id_shaped(s, "ent_")  # type: ignore[return-value]
 
     @pa.check("amount_cents", name="amount_range")
     def _amount_range(cls, s: Series[pd.Int64Dtype]) -> Series[bool]:
