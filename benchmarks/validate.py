@@ -44,8 +44,10 @@ import targets
 
 #: What `fundpipe.validate` checks a sheet with (printed with the targets).
 VALIDATOR = (
-    "pandera (pandas backend) over 50,000-row pandas slices of the Arrow table pyarrow read "
-    "from the file, each freed before the next; the cross-row rules once, on integer codes"
+    "Arrow compute over 50,000-row slices of the table pyarrow read from the file (money, zones, "
+    "currency and date-times on codes into each column's distinct values), then pandera "
+    "(pandas backend) over a pandas frame of the slice's model columns, each freed before the "
+    "next; the cross-row rules once, on integer codes"
 )
 
 HEADER = [
