@@ -1,8 +1,10 @@
 """The distribution template: text columns → parsed columns, with every row-level issue.
 
-Order of work, a slice of rows at a time (`CHUNK_ROWS`, each slice a pandas frame of its own):
-money and date-times are parsed (their own checks), the pandera model checks ids, lengths,
-ranges and zones; then the cross-row rules run once over the whole sheet on integer codes
+Order of work, a slice of rows at a time (`CHUNK_ROWS`): money, zones, currency and date-times
+are worked out in Arrow on codes into each column's distinct values (their own checks; a date
+and zone pair is resolved once for the sheet), then the pandera model checks ids, lengths,
+ranges and currency on a pandas frame of the slice's model columns; then the cross-row rules
+run once over the whole sheet on integer codes
 (`fundpipe.validate.cross_row`). What was read is a `ParsedDistributions`
 (`fundpipe.validate.payments`, which also builds the canonical payment rows). Entity resolution
 needs every file of the drop and happens in `fundpipe.validate.files`.
@@ -25,8 +27,9 @@ from fundpipe.validate.cross_row import check_cross_row
 from fundpipe.validate.models import DistributionSheetModel, failure_issues, id_shaped
 from fundpipe.validate.payments import CodedColumn, ParsedDistributions
 
-#: Rows checked at a time: each slice of the sheet becomes a pandas frame of its own, checked
-#: by the pandera model and freed before the next (a million-row sheet is never whole in pandas).
+#: Rows checked at a time: each slice of the sheet is checked in Arrow, its model columns become
+#: a pandas frame for the pandera model, and all is freed before the next slice (a million-row
+#: sheet is never whole in pandas).
 CHUNK_ROWS = 50_000
 
 #: The parsed text columns kept per row (`CodedColumn`: integer codes into a few distinct values).
@@ -71,7 +74,7 @@ def check_distributions(
     before the cross-row rules run (the caller holds no other reference to them).
 
     The row-level checks (money, zones, date-times, the pandera model) run on slices of
-    ``chunk_rows`` rows (default `CHUNK_ROWS`), each turned into pandas and let go before the next; the column-wide
+    ``chunk_rows`` rows (default `CHUNK_ROWS`), each let go before the next; the column-wide
     decisions (the order a date column proves) are taken once beforehand and the cross-row
     rules run once afterwards on integer codes of the few columns they compare, so issues name
     the same rows and cells as checking the sheet whole would. ``date_order``: the order
