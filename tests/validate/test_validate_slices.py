@@ -91,3 +91,16 @@ def test_a_valid_sheet_in_slices_gives_the_same_payments(
     assert sliced.distributions.equals(whole.distributions)
     assert list(sliced.distributions["amount_cents"]) == [i * 100_000 + 50 for i in range(1, 10)]
     assert set(sliced.distributions["distribution_timezone"]) == {"UTC"}
+
+
+def test_a_blank_currency_is_read_as_usd_in_every_slice(
+    write_csv: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [["Dist 1", "veh_demo1", "D1", "2026-12-15 09:00", "", f"ent_e{i}", "10.00", currency]
+            for i, currency in enumerate(["", "usd", " USD ", "", "USD"])]  # fmt: skip
+    path = write_csv(rows, header=[*HEADER, "Currency"])
+    monkeypatch.setattr(distribution, "CHUNK_ROWS", 2)
+    [report] = validate_files([path])
+    assert report.valid, report.errors
+    assert report.distributions is not None
+    assert list(report.distributions["currency"]) == ["USD"] * 5

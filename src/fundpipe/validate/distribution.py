@@ -270,7 +270,8 @@ def _check_rows(
         None if c is None else str(c) for c in pc.utf8_upper(currency.dictionary).to_pylist()
     ]
     # blank → USD, as the payment is read (the model checks the currency as written)
-    parsed["currency"].put_codes(start, currency_codes, [*written, "USD"])
+    usd = np.where(currency_codes < 0, len(written), currency_codes)
+    parsed["currency"].put_codes(start, usd, [*written, "USD"])
 
     zone = _encoded(pc.fill_null(part["distribution_timezone"], "UTC"))
     zone_codes = _indices(zone)
