@@ -227,11 +227,6 @@ def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
     )
 
 
-def _flag(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A boolean Arrow result as numpy (null: False)."""
-    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
-
-
 _ZONE_REASON = "not a known IANA time zone (e.g. America/New_York, UTC)"
 
 
