@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from fundpipe.arrowpandas import scalar
-from fundpipe.reports.cells import INJECTION_PATTERN
+from fundpipe.reports.cells import INJECTION_PATTERN, INJECTION_PREFIXES
 
 __all__ = ["MAX_TEXT", "RowSource", "XmlColumn", "neutralised", "rows_xml", "splice_rows"]
 
@@ -43,8 +44,15 @@ _EXCEL_EPOCH_DAYS = 25569.0  # 1970-01-01 as an Excel serial day number
 _US_PER_DAY = 86_400_000_000.0
 _CONTROL = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20))] + ["\ufffe", "\uffff"]
 _CONTROL_RE = "[\\x00-\\x08\\x0b-\\x1f\\x{fffe}\\x{ffff}]"
-#: Anything in a text that `neutralised`, `_escape` or `xml:space="preserve"` would act on.
-_ANY_CHANGE = f"{INJECTION_PATTERN}|[&<>]|_x[0-9a-fA-F]{{4}}_|{_CONTROL_RE}|^\\s|\\s$"
+#: Anything inside a text that `_escape` would act on.
+_TO_ESCAPE = f"[&<>]|_x[0-9a-fA-F]{{4}}_|{_CONTROL_RE}"
+#: RE2's `\s` (ASCII only): white space at either end is preserved.
+_SPACE = b"\t\n\f\r "
+#: A text's first byte that `neutralised` or `xml:space="preserve"` would act on; its last byte.
+_FIRST_BYTES = np.zeros(256, np.bool_)
+_FIRST_BYTES[list("".join(INJECTION_PREFIXES).encode("ascii") + _SPACE)] = True
+_LAST_BYTES = np.zeros(256, np.bool_)
+_LAST_BYTES[list(_SPACE)] = True
 _DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
 
 
@@ -102,6 +110,35 @@ def neutralised(values: pa.Array) -> pa.Array:
     return text
 
 
+def _may_change(text: pa.Array) -> bool:
+    """Whether any value of `text` (a string array) may need neutralising, escaping or its white
+    space preserved; False only when none does.
+
+    The common case costs one scan of the column's bytes, not one regular-expression match per
+    value: each value's first and last byte are looked up in a table, and everything `_escape`
+    acts on is searched for in the values' bytes taken as one text (a `_xHHHH_` made of the end
+    of one value and the start of the next only sends the column the slower way).
+    """
+    if not len(text):
+        return False
+    offsets = np.frombuffer(text.buffers()[1], np.int32)  # type: ignore[arg-type]
+    offsets = offsets[text.offset : text.offset + len(text) + 1]
+    data = text.buffers()[2]
+    start, stop = int(offsets[0]), int(offsets[-1])
+    if data is None or stop == start:
+        return False
+    chars = np.frombuffer(data, np.uint8)
+    filled = offsets[1:] > offsets[:-1]
+    if _FIRST_BYTES[chars[offsets[:-1][filled]]].any():
+        return True
+    if _LAST_BYTES[chars[offsets[1:][filled] - 1]].any():
+        return True
+    whole = pa.StringArray.from_buffers(
+        1, pa.py_buffer(np.array([0, stop - start], np.int32)), data.slice(start, stop - start)
+    )
+    return bool(pc.any(pc.match_substring_regex(whole, _TO_ESCAPE)).as_py())
+
+
 def _style_attribute(style: int) -> str:
     return f' s="{style}"' if style else ""
 
@@ -125,7 +162,7 @@ def _cell_parts(
         text = _cut(values if pa.types.is_string(values.type) else values.cast(pa.string()))
         t_open: pa.Array | str = "<t>"
         # one scan for the common case: nothing to neutralise, escape or preserve
-        if pc.any(pc.match_substring_regex(text, _ANY_CHANGE)).as_py():
+        if _may_change(text):
             text = _escape(_cut(neutralised(values)))
             preserve = pc.match_substring_regex(text, r"^\s|\s$")
             t_open = pc.if_else(preserve, scalar('<t xml:space="preserve">'), scalar("<t>"))
