@@ -239,6 +239,8 @@ def _rows_xml(
     totals: pa.Array | None = None,
 ) -> pa.StringArray:
     numbers = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
+    if totals is not None and not pc.any(totals).as_py():
+        totals = None  # no total row here: every cell keeps its column's one style, a literal
     cells = [
         part
         for i, column in enumerate(columns)
