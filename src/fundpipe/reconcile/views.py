@@ -224,8 +224,14 @@ def export_views(
 
 @contextmanager
 def _materialised(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Within the block, each of MATERIALISED is a temporary table holding the view's rows for
-    the connection's point in time (set before); after it, the views again."""
+    """Within the block, each exported view (VIEWS) that is in MATERIALISED is a temporary table
+    holding the view's rows for the connection's point in time (set before); after it, the views
+    again.
+
+    The views only others read are dropped once every table is made, before any export: the
+    exports read their own tables, and the largest one's sort (`sheet_vs_service`, the run's peak
+    of memory) may then reuse what they held.
+    """
     database = con.execute("SELECT current_database()").fetchall()[0][0]
     source = '"' + str(database).replace('"', '""') + '".main'
     made: list[str] = []
@@ -233,6 +239,9 @@ def _materialised(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         for view in MATERIALISED:
             materialise(con, f"{source}.{view}", view)
             made.append(view)
+        for view in [v for v in made if v not in VIEWS]:
+            con.execute(f"DROP TABLE temp.main.{view}")
+            made.remove(view)
         yield
     finally:
         for view in reversed(made):
