@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,38 @@ def test_awkward_text_reads_back_as_xlsxwriter_writes_it(tmp_path: Path) -> None
 def _shown(path: Path) -> list[object]:
     rows = CalamineWorkbook.from_path(str(path)).get_sheet_by_name("Data").to_python()
     return [r[0] for r in rows[1:]]
+
+
+@pytest.mark.parametrize("text", [t for t in AWKWARD[:14] if t])
+def test_one_awkward_text_among_plain_ones_is_written_as_xlsxwriter_writes_it(
+    tmp_path: Path, text: str
+) -> None:
+    """A text needing an escape, an apostrophe or its white space kept gets it when it is the only
+    such text of its column, in a sheet that starts partway through the file's rows."""
+    source = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"note": pa.array(["plain", "plain", text, "plain"])}), source)
+    ours = tmp_path / "ours.xlsx"
+    write_workbook(
+        ours, WorkbookSummary(chart_sheet=None), [SheetSource("Data", source)], max_rows=3
+    )
+    oracle = tmp_path / "oracle.xlsx"
+    book = xlsxwriter.Workbook(str(oracle), {"constant_memory": True})
+    ws = book.add_worksheet("Data")
+    ws.write_string(0, 0, "Note")
+    ws.write_string(1, 0, neutralise(text))
+    book.close()
+    # "Data (2)", after Summary and "Data": its first row is the awkward one
+    assert _cell_content(ours, "xl/worksheets/sheet3.xml") == _cell_content(
+        oracle, "xl/worksheets/sheet1.xml"
+    )
+
+
+def _cell_content(path: Path, member: str) -> bytes:
+    with zipfile.ZipFile(path) as package:
+        xml = package.read(member)
+    found = re.search(rb'<c r="A2"[^>]*>(.*?)</c>', xml, re.DOTALL)
+    assert found is not None
+    return found.group(1)
 
 
 def test_numbers_dates_booleans_and_blanks_keep_values_and_formats(tmp_path: Path) -> None:

@@ -65,8 +65,10 @@ MEMORY_LIMIT = "4GB"
 #: a temporary table shadows the view for the rest of the connection — inside other views'
 #: bodies too — so `exceptions`, which reads most of them (some several times over, through
 #: its layers of migrations), reads each once computed instead of planning and running the
-#: whole stack again. The temporary tables are dropped when the export ends; the views
-#: themselves (schemas/warehouse.sql) are unchanged.
+#: whole stack again. `exceptions` itself comes last: its export asks for its columns first
+#: (`export_query`), and planning its stack of layers twice cost more than running it once.
+#: The temporary tables are dropped when the export ends; the views themselves
+#: (schemas/warehouse.sql) are unchanged.
 MATERIALISED = (
     "payments_effective",
     "as_of_ledger_files",
@@ -86,6 +88,7 @@ MATERIALISED = (
     "adjusted_payments",
     "superseded_files",
     "conflict_rows",
+    "exceptions",
 )
 
 
@@ -221,8 +224,14 @@ def export_views(
 
 @contextmanager
 def _materialised(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Within the block, each of MATERIALISED is a temporary table holding the view's rows for
-    the connection's point in time (set before); after it, the views again."""
+    """Within the block, each exported view (VIEWS) that is in MATERIALISED is a temporary table
+    holding the view's rows for the connection's point in time (set before); after it, the views
+    again.
+
+    The views only others read are dropped once every table is made, before any export: the
+    exports read their own tables, and the largest one's sort (`sheet_vs_service`, the run's peak
+    of memory) may then reuse what they held.
+    """
     database = con.execute("SELECT current_database()").fetchall()[0][0]
     source = '"' + str(database).replace('"', '""') + '".main'
     made: list[str] = []
@@ -230,6 +239,9 @@ def _materialised(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         for view in MATERIALISED:
             materialise(con, f"{source}.{view}", view)
             made.append(view)
+        for view in [v for v in made if v not in VIEWS]:
+            con.execute(f"DROP TABLE temp.main.{view}")
+            made.remove(view)
         yield
     finally:
         for view in reversed(made):
