@@ -387,11 +387,3 @@ def datetime_codes(
         row_code[blank] = len(answers)
         answers.append((None, "datetime_required", DATETIME_CHECKS["datetime_required"]))
     return row_code, answers
-
-
-def known_zones(zones: pd.Series) -> pd.Series:
-    """Boolean per row: is the zone a known IANA zone (checked once per distinct name)."""
-    codes, names = pd.factorize(zones)
-    verdict = np.array([timerules.is_valid_zone(str(z)) for z in names] + [False], dtype=bool)
-    # code -1 (missing) picks the trailing False
-    return pd.Series(verdict[codes], index=zones.index)
