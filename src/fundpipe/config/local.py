@@ -3,6 +3,7 @@ reports are, and the ingest / sync / reconcile choices of one organization's nig
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,12 +12,24 @@ from pydantic import BaseModel, Field, field_validator
 __all__ = ["LocalPathSettings", "PipelineSettings", "iana_zone"]
 
 
+def user_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/fundpipe`, else `~/.cache/fundpipe`: what one machine's runs share."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fundpipe"
+
+
 class LocalPathSettings(BaseModel):
     """Where the state lives: the data directory, its files, and the reports."""
 
     data_dir: Path = Path("data")
     warehouse_path: Path | None = None
     ledger_path: Path | None = None
+    cache_dir: Path = Field(
+        default_factory=user_cache_dir,
+        description="What runs on this machine share and can rebuild (default "
+        "$XDG_CACHE_HOME/fundpipe or ~/.cache/fundpipe): the empty warehouse of the current "
+        "schema, copied by a first sync instead of applying every migration again.",
+    )
     reports_dir: Path | None = Field(
         default=None,
         description="Where reconciliation reports go (default <data_dir>/reports); an "
