@@ -403,7 +403,10 @@ def kept_template() -> Path | None:
     from fundpipe.warehouse.file import SCHEMA_FILE
     from fundpipe.warehouse.template import template_file
 
-    kept = template_file(user_cache_dir(), SCHEMA_FILE.read_text(encoding="utf-8"))
+    cache = user_cache_dir()
+    if cache is None:
+        return None
+    kept = template_file(cache, SCHEMA_FILE.read_text(encoding="utf-8"))
     return kept if kept.is_file() else None
 
 

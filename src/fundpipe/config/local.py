@@ -12,9 +12,15 @@ from pydantic import BaseModel, Field, field_validator
 __all__ = ["LocalPathSettings", "PipelineSettings", "iana_zone"]
 
 
-def user_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/fundpipe`, else `~/.cache/fundpipe`: what one machine's runs share."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+def user_cache_dir() -> Path | None:
+    """`$XDG_CACHE_HOME/fundpipe`, else `~/.cache/fundpipe`: what one machine's runs share;
+    None (no cache) when the user has no home directory to speak of."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not Path(base).is_absolute():  # unset or relative: the XDG default
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no HOME and no password entry (some containers)
+            return None
     return Path(base) / "fundpipe"
 
 
@@ -24,11 +30,12 @@ class LocalPathSettings(BaseModel):
     data_dir: Path = Path("data")
     warehouse_path: Path | None = None
     ledger_path: Path | None = None
-    cache_dir: Path = Field(
+    cache_dir: Path | None = Field(
         default_factory=user_cache_dir,
         description="What runs on this machine share and can rebuild (default "
-        "$XDG_CACHE_HOME/fundpipe or ~/.cache/fundpipe): the empty warehouse of the current "
-        "schema, copied by a first sync instead of applying every migration again.",
+        "$XDG_CACHE_HOME/fundpipe or ~/.cache/fundpipe; none without a home directory): the "
+        "empty warehouse of the current schema, copied by a first sync instead of applying "
+        "every migration again.",
     )
     reports_dir: Path | None = Field(
         default=None,
