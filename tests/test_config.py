@@ -150,3 +150,21 @@ def test_the_embedded_sandbox_fills_only_credentials_nobody_named(
         explicit.with_service("http://127.0.0.1:1").service.client_secret
         == explicit.service.client_secret
     )
+
+
+def test_the_cache_folder_follows_xdg_and_is_none_without_a_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert Settings().local.cache_dir == tmp_path / "xdg" / "fundpipe"
+    monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(tmp_path / "mine"))
+    assert Settings().local.cache_dir == tmp_path / "mine"
+    monkeypatch.delenv("FUNDPIPE_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.delenv("HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert Settings().local.cache_dir is None

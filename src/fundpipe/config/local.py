@@ -3,6 +3,7 @@ reports are, and the ingest / sync / reconcile choices of one organization's nig
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,12 +12,31 @@ from pydantic import BaseModel, Field, field_validator
 __all__ = ["LocalPathSettings", "PipelineSettings", "iana_zone"]
 
 
+def user_cache_dir() -> Path | None:
+    """`$XDG_CACHE_HOME/fundpipe`, else `~/.cache/fundpipe`: what one machine's runs share;
+    None (no cache) when the user has no home directory to speak of."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not Path(base).is_absolute():  # unset or relative: the XDG default
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no HOME and no password entry (some containers)
+            return None
+    return Path(base) / "fundpipe"
+
+
 class LocalPathSettings(BaseModel):
     """Where the state lives: the data directory, its files, and the reports."""
 
     data_dir: Path = Path("data")
     warehouse_path: Path | None = None
     ledger_path: Path | None = None
+    cache_dir: Path | None = Field(
+        default_factory=user_cache_dir,
+        description="What runs on this machine share and can rebuild (default "
+        "$XDG_CACHE_HOME/fundpipe or ~/.cache/fundpipe; none without a home directory): the "
+        "empty warehouse of the current schema, copied by a first sync instead of applying "
+        "every migration again.",
+    )
     reports_dir: Path | None = Field(
         default=None,
         description="Where reconciliation reports go (default <data_dir>/reports); an "

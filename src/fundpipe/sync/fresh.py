@@ -6,6 +6,8 @@ that needs nothing from the service. :class:`FreshWarehouse` does it in a worker
 the pull (which mostly waits on the service), into a file next to the warehouse; the file takes
 the warehouse's name only once the pull is known good (`place`), so a sync refused before it
 writes (say, live objects where test ones were expected) still leaves no warehouse behind.
+Given the settings' cache folder, the new file is a copy of the empty warehouse kept there
+(`fundpipe.warehouse.template`): milliseconds instead of the migrations.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ class FreshWarehouse:
         self.staged = self.target.with_name(f"{self.target.name}.new-{os.getpid()}")
         self._task: asyncio.Future[None] | None = None
         if not self.target.exists():
-            staged = Warehouse(self.staged, schema_file=warehouse.schema_file, org=warehouse.org)
+            staged = Warehouse(
+                self.staged,
+                schema_file=warehouse.schema_file,
+                org=warehouse.org,
+                cache_dir=warehouse.cache_dir,
+            )
             self._task = asyncio.ensure_future(asyncio.to_thread(staged.migrate))
 
     async def place(self) -> None:

@@ -330,7 +330,7 @@ async def sync_async(
     seen_at = now()
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
     local, http, every = settings.local, settings.http, settings.pipeline.full_sync_days
-    warehouse = warehouse or Warehouse(local.warehouse_file)
+    warehouse = warehouse or Warehouse(local.warehouse_file, cache_dir=local.cache_dir)
     known = read_known(warehouse, full=full, full_every_days=every, now=seen_at)
     for name in WALKED_LISTS:
         log.info("sync %s: %s walk (%s)", name, known.modes[name], known.reasons[name])

@@ -12,12 +12,16 @@ is raised as the machine's fault naming the file (`DamagedFileError` with the re
 `DiskFullError`; exit code 6), not as a bug.
 
 The schema lives in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections applied
-by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is).
+by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is). Given a cache
+folder, a new file starts as a copy of the empty warehouse kept there for the same schema
+(`fundpipe.warehouse.template`), and the first one built is kept there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +41,7 @@ from fundpipe.warehouse.migrations import (
     apply_migrations,
     load_migrations,
 )
+from fundpipe.warehouse.template import copy_template, keep_template
 
 __all__ = [
     "SCHEMA_FILE",
@@ -88,12 +93,15 @@ class Warehouse:
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         org: str | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         """Describe the warehouse at `path`; nothing is opened until `write()` or `read()`.
         `org` names its organization in a damaged file's restore command (default: the
-        folder, `data/orgs/<org>/`)."""
+        folder, `data/orgs/<org>/`). With `cache_dir`, a missing file is created from the
+        empty warehouse kept there (`fundpipe.warehouse.template`)."""
         self.path = Path(path)
         self.org = org
+        self.cache_dir = cache_dir
         self.lock_timeout_s = lock_timeout_s
         self.retry_interval_s = retry_interval_s
         self.schema_file = schema_file
@@ -141,11 +149,17 @@ class Warehouse:
         is written to it."""
         with self._faults():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        schema_text = self.schema_file.read_text(encoding="utf-8")
+        copied = False
+        if self.cache_dir is not None and not self.path.exists():
+            copied = self._create(self.cache_dir, schema_text)
         con = self._connect(read_only=False)
         try:
             with self._faults(con):
                 refuse_damaged(con, self.path, "warehouse", org=self.org)
-                apply_migrations(con, load_migrations(self.schema_file.read_text(encoding="utf-8")))
+                apply_migrations(con, load_migrations(schema_text))
+                if copied:  # migrated now, as far as anyone reading the file can tell
+                    con.execute("UPDATE _migrations SET applied_at = current_timestamp")
                 yield con
         finally:
             with self._faults():
@@ -178,6 +192,24 @@ class Warehouse:
                 yield con
         finally:
             con.close()
+
+    def _create(self, cache_dir: Path, schema_text: str) -> bool:
+        """Create the missing file as a copy of the template in `cache_dir` (True), or else
+        by migrating a file of its own, which is then kept as the template (False)."""
+        with self._faults():
+            if copy_template(cache_dir, schema_text, self.path):
+                return True
+        built = self.path.with_name(f"{self.path.name}.build-{os.getpid()}")
+        try:
+            Warehouse(built, schema_file=self.schema_file, org=self.org).migrate()
+            keep_template(cache_dir, schema_text, built)
+            # never over a file that appeared meanwhile (then opened and migrated as usual)
+            with contextlib.suppress(OSError):
+                os.link(built, self.path)
+        finally:
+            for leftover in (built, built.with_name(built.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        return False
 
     def migrate(self) -> None:
         """Create the file if needed and apply pending migrations."""

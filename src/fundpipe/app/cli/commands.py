@@ -404,6 +404,9 @@ def _reads_sheets() -> None:
 
 def main() -> None:
     """Entry point of the `fundpipe` console script."""
+    from fundpipe.app.cli.process import leave_objects_at_exit
+
+    leave_objects_at_exit()  # the process ends with the command: leave its heap to the OS
     try:
         app()
     except SystemExit as exc:

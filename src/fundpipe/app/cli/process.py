@@ -7,11 +7,28 @@ process, and one organization's `gc.unfreeze()` would undo another's `gc.freeze(
 
 from __future__ import annotations
 
+import atexit
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["frozen_gc", "paused_gc"]
+__all__ = ["frozen_gc", "leave_objects_at_exit", "paused_gc"]
+
+
+def leave_objects_at_exit() -> None:
+    """When the interpreter exits, freeze every object still alive out of the garbage
+    collector, so its last collections do not walk them: the operating system takes the
+    process's memory back whole.
+
+    Without it the end of a 10k-payment `fundpipe ingest` (its plan, answers and ledger rows
+    still referenced) spent 0.7–0.9 s after its last line of work, about 0.05 s with it. What
+    must be written is written before: files and DuckDB connections are closed by the
+    commands' own `with` blocks, logging is flushed by its own exit hook; only finalizers of
+    objects caught in reference cycles no longer run, as Python never promised they would.
+    For the `fundpipe` console script (`main`) only: a test session calling commands in-process
+    keeps its collector.
+    """
+    atexit.register(gc.freeze)
 
 
 @contextmanager
