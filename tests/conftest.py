@@ -13,7 +13,8 @@ tests ran than were collected fails (`EveryTestRuns`).
 Every `Settings` built here passes `_env_file=None`: a developer's `.env` never leaks into a test.
 Every test runs in a folder of its own (its working directory, so the default `data/` is its own,
 never the checkout's after `make run`) with no `FUNDPIPE_*` or `PREFECT_*` variable inherited
-from the shell or from an earlier test (`_own_folder_and_environment`).
+from the shell or from an earlier test (`_own_folder_and_environment`), and the session's own
+cache folder (`FUNDPIPE_CACHE_DIR`).
 Helpers the tests import live in the `worlds` package beside this file.
 """
 
@@ -59,6 +60,9 @@ def _own_folder_and_environment(
     for key in list(os.environ):
         if key.startswith(HERMETIC_PREFIXES):
             monkeypatch.delenv(key)
+    # The kept empty warehouse (`fundpipe.warehouse.template`) is the session's, not the
+    # machine's: a test never reads a copy an earlier session or `make run` left in ~/.cache.
+    monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 

@@ -155,6 +155,7 @@ def test_the_embedded_sandbox_fills_only_credentials_nobody_named(
 def test_the_cache_folder_follows_xdg_and_is_none_without_a_home(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.delenv("FUNDPIPE_CACHE_DIR")  # the suite's own (tests/conftest.py)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert Settings().local.cache_dir == tmp_path / "xdg" / "fundpipe"
     monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(tmp_path / "mine"))
