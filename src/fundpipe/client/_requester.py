@@ -23,6 +23,8 @@ from pydantic import BaseModel
 
 from fundpipe import __version__
 from fundpipe.client._answers import (
+    CreatedDistribution,
+    distribution_ids_of_list,
     ids_of_list,
     json_of,
     list_envelope,
@@ -330,6 +332,13 @@ class Requester:
         """As `create`, but only the ids of the records answered (no record validated)."""
         response = await self._post_create(path, body, idempotency_key_)
         return ids_of_list(response, f"POST {path}")
+
+    async def create_distribution_ids(
+        self, path: str, body: Any, idempotency_key_: str | None
+    ) -> list[CreatedDistribution]:
+        """As `create` for distributions, but read for their ids and references only."""
+        response = await self._post_create(path, body, idempotency_key_)
+        return distribution_ids_of_list(response, f"POST {path}")
 
     async def _post_create(
         self, path: str, body: Any, idempotency_key_: str | None

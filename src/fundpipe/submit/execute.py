@@ -31,6 +31,7 @@ from fundpipe.client.errors import (
     APIError,
     FundServiceError,
 )
+from fundpipe.client.models import CreatedDistribution
 from fundpipe.keys import CanonicalBody, idempotency_key
 from fundpipe.plan import (
     PHASES,
@@ -144,7 +145,8 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
         return await client.create_payment_instructions(body, idempotency_key=request.key)
     if request.body_json:  # the text the key was made from: sent as it is
         body = CanonicalBody(body, request.body_json)
-    return await client.create_distributions(body, idempotency_key=request.key)
+    # only the ids and references are kept (the ledger's): no nested payment record is built
+    return await client.create_distribution_ids(body, idempotency_key=request.key)
 
 
 def _ids_of(records: Iterable[Any]) -> list[str]:
@@ -394,10 +396,13 @@ def _fail_distributions(
         ledger.mark_distributions(h, refs, "failed")
 
 
-async def _all_payments(client: FundClient, records: Sequence[Any]) -> dict[str, list[Any]]:
-    """Payments beyond the nested first page (distributions of more than 100 payments)."""
-    out: dict[str, list[Any]] = {}
+async def _all_payments(
+    client: FundClient, records: Sequence[CreatedDistribution]
+) -> dict[str, list[str]]:
+    """The ids of all the payments of the distributions whose answer holds only their first
+    page (distributions of more than 100 payments)."""
+    out: dict[str, list[str]] = {}
     for record in records:
-        if record.payments is not None and record.payments.next_page_url:
-            out[record.id] = [p async for p in client.list_distribution_payments(record.id)]
+        if record.more_payments:
+            out[record.id] = [p.id async for p in client.list_distribution_payments(record.id)]
     return out

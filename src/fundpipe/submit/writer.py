@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
+from fundpipe.client.models import CreatedDistribution
 from fundpipe.plan import ResolvedRequest
 from fundpipe.submit.ledger import Ledger
 
@@ -96,10 +96,13 @@ class Created:
 
 
 def created_by(
-    resolved: ResolvedRequest, records: Sequence[Any], extra: Mapping[str, list[Any]]
+    resolved: ResolvedRequest,
+    records: Sequence[CreatedDistribution],
+    extra: Mapping[str, list[str]],
 ) -> Created:
-    """The ids a distributions request's response ``records`` (and the ``extra`` payments
-    beyond their nested first page) give to the elements of ``resolved``'s body."""
+    """The ids a distributions request's answer ``records`` (and ``extra``: all the payment
+    ids of those whose answer held only a first page) give to the elements of ``resolved``'s
+    body."""
     by_ref = {r.external_reference: r for r in records}
     out = Created({}, {}, {})
     for element in resolved.body:
@@ -108,8 +111,7 @@ def created_by(
         if record is None:
             continue
         out.distribution_ids[ref] = record.id
-        payments = extra.get(record.id) or (list(record.payments.data) if record.payments else [])
-        out.payment_ids[ref] = [p.id for p in payments]
+        out.payment_ids[ref] = list(extra.get(record.id) or record.payment_ids)
         out.entities[ref] = [p["entity"] for p in element["payments"]]
     return out
 
