@@ -8,8 +8,8 @@
   Looking the distribution up by ``external_reference`` comes first, always, so a request whose
   key the service has forgotten (24 h) can never create a second distribution.
 - :func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests
-  in one commit → the chunk sent with bounded concurrency → its outcomes in one commit, before
-  the next chunk's intents. Contact associations (optional; each needs only its entity and
+  in one commit → the chunk sent with bounded concurrency → its outcomes in the commit of the
+  next chunk's intents. Contact associations (optional; each needs only its entity and
   contacts) run beside payment instructions and distributions, in at most half of the
   request slots, and nothing waits for them.
 """
@@ -174,9 +174,10 @@ async def execute(
 
     A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``, four
     times that for contact associations; fewer when they carry over 50k payments), each
-    resolved just before it is sent (ids of earlier phases only): the chunk's intents are committed in one statement before any of its requests
-    is sent, and its outcomes in one commit before the next chunk's intents. ``progress`` hears
-    one step per planned request, whatever its outcome.
+    resolved just before it is sent (ids of earlier phases only): the chunk's intents are
+    committed in one statement before any of its requests is sent, and its outcomes with the
+    next chunk's intents, in the same commit (alone once a second passes without a commit, and
+    at the end). ``progress`` hears one step per planned request, whatever its outcome.
     """
     result = SubmitResult()
     sink = progress or NullProgress()
@@ -290,11 +291,11 @@ async def execute(
         writer.later(record_success)
 
     async def run_chunk(batch: list[tuple[PlannedRequest, ResolvedRequest]]) -> None:
-        await writer.intents([r for _, r in batch])  # durable before any is sent
+        # durable before any is sent, in one commit with the outcomes queued before them
+        await writer.intents([r for _, r in batch])
         result.requests_sent += len(batch)
         result.keys_sent.update(r.key for _, r in batch)
         await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
-        await writer.flush()  # the chunk's outcomes before the next chunk's intents
 
     async def run_phase(phase: Phase) -> None:
         # each chunk is resolved just before it is sent (a big night's bodies are not all
