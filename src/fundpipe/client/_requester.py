@@ -163,6 +163,10 @@ class Requester:
             follow_redirects=False,
         )
         self._base_url = base_url
+        # the client's base URL as text, ending in "/": a plain relative path is joined to it
+        # as text (`_absolute`), not merged by httpx, which parses it twice a request
+        base = self.http.base_url
+        self._base_text = None if base.query or base.fragment else str(base).rstrip("/") + "/"
 
     async def __aenter__(self) -> None:
         """Open the HTTP client."""
@@ -196,7 +200,7 @@ class Requester:
             try:
                 response = await self.http.request(
                     method,
-                    url,
+                    self._absolute(url),
                     params=params,
                     content=content,
                     headers=headers,
@@ -253,6 +257,19 @@ class Requester:
             pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
             self.gate.penalize(min(pause, self.settings.retry_after_cap_s))
         raise error
+
+    def _absolute(self, url: str) -> str:
+        """``url`` joined to the base URL as httpx joins a relative one (the base's path, then
+        the url's without its leading "/"); anything but a plain path is left to httpx."""
+        if (
+            self._base_text is not None
+            and url.startswith("/")
+            and not url.startswith("//")
+            and "%" not in url
+            and "#" not in url
+        ):
+            return self._base_text + url[1:]
+        return url
 
     def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
         def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
