@@ -174,9 +174,7 @@ async def test_sandbox_path_it_does_not_serve_is_unavailable_not_fatal():
             await c.get_vehicle("veh_nope")
 
 
-async def test_a_distributions_answer_read_for_its_ids_fails_as_one_read_in_full(
-    client, service
-):
+async def test_a_distributions_answer_read_for_its_ids_fails_as_one_read_in_full(client, service):
     service.post("/v1/distributions").mock(
         return_value=httpx.Response(
             201, json=envelope([{"id": "dst_1", "payments": envelope([{"amount": 1}])}])

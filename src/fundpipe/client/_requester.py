@@ -4,7 +4,8 @@ One `Requester` per client. `send` runs one logical request: the stamina retry l
 attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
 flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
 into a typed error when the answer is not a success; a success is decoded by
-`fundpipe.client._answers`.
+`fundpipe.client._answers`. Longer than ~400 lines: one class, the chain every operation's
+request goes through (sending, creates, pages), kept whole so that no step of it is skipped.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Part of :mod:`fundpipe.plan` (import from there). Pure data: no network, no clock, no
 filesystem. :class:`Ref` placeholders stand for objects an earlier phase creates;
 :meth:`PlannedRequest.resolve` replaces them with ids and only then derives the key.
+Longer than ~400 lines: the types of one plan, from its inputs to its resolved requests, read
+together (resolution's walk of a body beside the types it walks).
 """
 
 from __future__ import annotations
