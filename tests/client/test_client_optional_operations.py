@@ -172,3 +172,17 @@ async def test_sandbox_path_it_does_not_serve_is_unavailable_not_fatal():
         assert (await c.get_vehicle("veh_demo1")).id == "veh_demo1"
         with pytest.raises(errors.NotFoundError):
             await c.get_vehicle("veh_nope")
+
+
+async def test_a_distributions_answer_read_for_its_ids_fails_as_one_read_in_full(client, service):
+    service.post("/v1/distributions").mock(
+        return_value=httpx.Response(
+            201, json=envelope([{"id": "dst_1", "payments": envelope([{"amount": 1}])}])
+        )
+    )
+    with pytest.raises(errors.ResponseDecodeError) as full:
+        await client.create_distributions([{"external_reference": "X"}])
+    with pytest.raises(errors.ResponseDecodeError) as ids:
+        await client.create_distribution_ids([{"external_reference": "X"}])
+    assert str(ids.value) == str(full.value)
+    assert "payments.data.0.id: Field required" in str(ids.value)  # where it does not fit

@@ -197,3 +197,22 @@ async def test_caller_key_is_used_as_given(client, recorder):
     await client.create_distributions([distribution("KEYED")], idempotency_key="ledger-key-1")
     [request] = recorder.to("/v1/distributions", "POST")
     assert request.headers["Idempotency-Key"] == "ledger-key-1"
+
+
+async def test_a_create_read_for_its_ids_gives_each_distribution_and_its_first_payment_page(
+    client, recorder
+):
+    created = await client.create_distribution_ids(
+        [distribution("IDS-1", payments=3), distribution("IDS-2", payments=101)]
+    )
+    assert [d.external_reference for d in created] == ["IDS-1", "IDS-2"]
+    assert [d.more_payments for d in created] == [False, True]  # 101 payments: a page of 100
+    for d in created:
+        full = await client.get_distribution(d.id)
+        assert d.payment_ids == [p.id for p in full.payments.data]
+    # the same request as `create_distributions` sends (the same body, hence the same key)
+    [request] = recorder.to("/v1/distributions", "POST")
+    body = [distribution("IDS-1", payments=3), distribution("IDS-2", payments=101)]
+    assert request.headers["Idempotency-Key"] == idempotency_key(
+        "org_demo", "POST", "/v1/distributions", body
+    )

@@ -162,3 +162,23 @@ def test_a_chunk_of_intents_with_a_key_already_written_records_each_key_once(
         ledger.record_intents([request("c"), request("a"), request("a")])
         rows = {(r.key, r.state, r.attempts) for r in ledger.requests()}
     assert rows == {("a", "sent", 3), ("b", "sent", 1), ("c", "sent", 1)}
+
+
+def test_outcomes_are_written_in_the_commit_of_the_next_chunk_s_intents(tmp_path: Path) -> None:
+    def request(key: str) -> ResolvedRequest:
+        return ResolvedRequest("associations", "POST", "/v1/x", [{"id": key}], key, ("h",), (), key)
+
+    with open_ledger(tmp_path / "ledger.duckdb") as ledger:
+        ledger.record_intents([request("a"), request("b")])
+        ledger.record_outcomes_and_intents(
+            [lambda: ledger.record_outcome("b", "succeeded", status=201, service_ids=["cnt_b"])],
+            [request("c")],
+        )
+        after_new = {(r.key, r.state, r.attempts) for r in ledger.requests()}
+        # an outcome beside a key sent again: the upsert's commit carries it too
+        ledger.record_outcomes_and_intents(
+            [lambda: ledger.record_outcome("c", "failed", status=422)], [request("a")]
+        )
+        after_resend = {(r.key, r.state, r.attempts) for r in ledger.requests()}
+    assert after_new == {("a", "sent", 1), ("b", "succeeded", 1), ("c", "sent", 1)}
+    assert after_resend == {("a", "sent", 2), ("b", "succeeded", 1), ("c", "failed", 1)}

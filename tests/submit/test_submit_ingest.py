@@ -374,3 +374,34 @@ def test_a_rejected_file_carries_the_total_of_the_rows_that_could_be_read(world:
     with open_ledger(world.settings.local.ledger_file) as ledger:
         files = ledger.files()
     assert [(f["state"], f["total_cents"]) for f in files] == [("rejected", 350_01)]
+
+
+def test_the_plan_is_built_inside_the_entry_point_s_choice_and_nothing_is_sent_in_it(
+    world: World,
+) -> None:
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    import httpx
+
+    sent: list[str] = []
+
+    class Counting(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            sent.append(request.url.path)
+            return await world.transport.handle_async_request(request)
+
+    _drop(world, "q4.csv", [("P-1", "veh_demo1", [100, 200])])
+    inside: list[int] = []
+
+    @contextmanager
+    def around() -> Iterator[None]:
+        before = len(sent)
+        yield
+        inside.append(len(sent) - before)
+
+    result = ingest(world.settings, transport=Counting(), settle_s=0, around_planning=around)
+    assert inside == [0]  # entered once, and no request was sent inside it
+    assert "/v1/distributions" in sent  # ... but after it
+    assert [f.state for f in result.files] == ["processed"]
+    assert world.amounts() == {"P-1": [100, 200]}

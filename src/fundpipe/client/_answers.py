@@ -7,15 +7,18 @@ each failure is a `ResponseDecodeError` naming the request, never the offending 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypeVar
 
 import httpx
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from typing_extensions import TypedDict
 
 from fundpipe.client._error_map import request_id_of
 from fundpipe.client._errors import ResponseDecodeError
+from fundpipe.client._models import Distribution
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -117,3 +120,76 @@ def ids_of_list(response: httpx.Response, what: str) -> list[str]:
             body=response.content,
         )
     return ids  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedDistribution:
+    """A created distribution as a create's answer gives it, read for its ids only: no
+    `Distribution` (and none of its nested payments) is built."""
+
+    id: str
+    external_reference: str | None
+    #: the ids of the payments of the answer's first page, in the answer's order
+    payment_ids: list[str]
+    #: the payments go on past that page (`next_page_url`): list them for the others
+    more_payments: bool
+
+
+class _PaymentId(TypedDict):
+    id: str
+
+
+class _PaymentIds(TypedDict):
+    data: NotRequired[list[_PaymentId] | None]
+    next_page_url: NotRequired[str | None]
+
+
+class _DistributionIds(TypedDict):
+    id: str
+    external_reference: NotRequired[str | None]
+    payments: NotRequired[_PaymentIds | None]
+
+
+class _DistributionIdsEnvelope(TypedDict):
+    data: list[_DistributionIds]
+
+
+@cache
+def _distribution_ids() -> TypeAdapter[_DistributionIdsEnvelope]:
+    # every other field of the answer is skipped by the parser, never made into an object
+    return TypeAdapter(_DistributionIdsEnvelope)
+
+
+def distribution_ids_of_list(response: httpx.Response, what: str) -> list[CreatedDistribution]:
+    """The created distributions of a distributions create's answer, read for their ids and
+    references only (a big create's answer is 100 distributions of 100 nested payments).
+
+    An answer that does not read so is read in full as `Distribution`s (`parse_list`), which
+    raises the `ResponseDecodeError` it always did, naming the request.
+    """
+    try:
+        envelope = _distribution_ids().validate_json(response.content)
+    except ValidationError:
+        return [_created(d) for d in parse_list(Distribution, response, what)]
+    out = []
+    for d in envelope["data"]:
+        payments = d.get("payments") or {}
+        out.append(
+            CreatedDistribution(
+                d["id"],
+                d.get("external_reference"),
+                [p["id"] for p in payments.get("data") or ()],
+                bool(payments.get("next_page_url")),
+            )
+        )
+    return out
+
+
+def _created(d: Distribution) -> CreatedDistribution:
+    page = d.payments
+    return CreatedDistribution(
+        d.id,
+        d.external_reference,
+        [p.id for p in page.data] if page else [],
+        bool(page and page.next_page_url),
+    )

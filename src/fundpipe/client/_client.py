@@ -16,6 +16,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from fundpipe.client._answers import CreatedDistribution
 from fundpipe.client._config import ClientConfig
 from fundpipe.client._error_map import unavailable_error
 from fundpipe.client._errors import APIError, NotFoundError
@@ -68,7 +69,8 @@ class FundClient:
 
     Operations (lists return a lazy `Paginator`, creates a list of the created records):
 
-    - distributions: `create_distributions`, `list_distributions`, `get_distribution`,
+    - distributions: `create_distributions` (`create_distribution_ids` for the ids only),
+      `list_distributions`, `get_distribution`,
       `list_distribution_payments`, `list_payment_notifications`
     - entities: `create_entities`, `list_entities`, `get_entity`, `associate_contacts`,
       `list_entity_payment_instructions`
@@ -252,6 +254,16 @@ class FundClient:
         """
         return await self._requester.create(
             "/v1/distributions", elements, Distribution, idempotency_key
+        )
+
+    async def create_distribution_ids(
+        self, elements: CreateElements, *, idempotency_key: str | None = None
+    ) -> list[CreatedDistribution]:
+        """`create_distributions` (the same request and errors), answering each created
+        distribution's id, reference and first page of payment ids only: no `Distribution` is
+        built (a 100-distribution create answers 10k nested payments)."""
+        return await self._requester.create_distribution_ids(
+            "/v1/distributions", elements, idempotency_key
         )
 
     def list_distributions(self, *, limit: int = DEFAULT_PAGE_SIZE) -> Paginator[Distribution]:

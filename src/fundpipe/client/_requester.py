@@ -4,7 +4,8 @@ One `Requester` per client. `send` runs one logical request: the stamina retry l
 attempts, each attempt waiting for the shared `RateGate`, authorized by the client-credentials
 flow, logged (method, path, status, request id, attempt, latency; never a secret) and turned
 into a typed error when the answer is not a success; a success is decoded by
-`fundpipe.client._answers`.
+`fundpipe.client._answers`. Longer than ~400 lines: one class, the chain every operation's
+request goes through (sending, creates, pages), kept whole so that no step of it is skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic import BaseModel
 
 from fundpipe import __version__
 from fundpipe.client._answers import (
+    CreatedDistribution,
+    distribution_ids_of_list,
     ids_of_list,
     json_of,
     list_envelope,
@@ -161,6 +164,10 @@ class Requester:
             follow_redirects=False,
         )
         self._base_url = base_url
+        # the client's base URL as text, ending in "/": a plain relative path is joined to it
+        # as text (`_absolute`), not merged by httpx, which parses it twice a request
+        base = self.http.base_url
+        self._base_text = None if base.query or base.fragment else str(base).rstrip("/") + "/"
 
     async def __aenter__(self) -> None:
         """Open the HTTP client."""
@@ -194,7 +201,7 @@ class Requester:
             try:
                 response = await self.http.request(
                     method,
-                    url,
+                    self._absolute(url),
                     params=params,
                     content=content,
                     headers=headers,
@@ -251,6 +258,19 @@ class Requester:
             pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
             self.gate.penalize(min(pause, self.settings.retry_after_cap_s))
         raise error
+
+    def _absolute(self, url: str) -> str:
+        """``url`` joined to the base URL as httpx joins a relative one (the base's path, then
+        the url's without its leading "/"); anything but a plain path is left to httpx."""
+        if (
+            self._base_text is not None
+            and url.startswith("/")
+            and not url.startswith("//")
+            and "%" not in url
+            and "#" not in url
+        ):
+            return self._base_text + url[1:]
+        return url
 
     def _on_retry(self, method: str, path: str) -> Callable[[BaseException, int, float], None]:
         def log_retry(exc: BaseException, retry_number: int, delay: float) -> None:
@@ -330,6 +350,13 @@ class Requester:
         """As `create`, but only the ids of the records answered (no record validated)."""
         response = await self._post_create(path, body, idempotency_key_)
         return ids_of_list(response, f"POST {path}")
+
+    async def create_distribution_ids(
+        self, path: str, body: Any, idempotency_key_: str | None
+    ) -> list[CreatedDistribution]:
+        """As `create` for distributions, but read for their ids and references only."""
+        response = await self._post_create(path, body, idempotency_key_)
+        return distribution_ids_of_list(response, f"POST {path}")
 
     async def _post_create(
         self, path: str, body: Any, idempotency_key_: str | None

@@ -1,5 +1,6 @@
 """Pydantic models of the service's records and create bodies (see `fundpipe.client._models`)."""
 
+from fundpipe.client._answers import CreatedDistribution
 from fundpipe.client._models import (
     Balance,
     Contact,
@@ -33,6 +34,7 @@ __all__ = [
     "Contact",
     "ContactCreate",
     "CreateModel",
+    "CreatedDistribution",
     "Distribution",
     "DistributionCreate",
     "DistributionNotification",

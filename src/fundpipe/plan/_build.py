@@ -33,7 +33,7 @@ from fundpipe.plan._roster_instructions import (
     instruction_entities_to_read,
     roster_instructions,
 )
-from fundpipe.plan._values import _blank, _chunks, _pick, _records
+from fundpipe.plan._values import _blank, _chunks, _contact_rows, _entity_rows, _pick
 
 __all__ = ["PUBLIC_FIELDS_BY_TYPE", "build_plan", "instruction_entities_to_read"]
 
@@ -55,7 +55,7 @@ def build_plan(
     excluded = set(exclude)
     roster_refs: set[str] = set()
     for f in files:
-        for e in _records(f.entities):
+        for e in _entity_rows(f):
             ref = _pick(e, "entity_external_reference", "external_reference")
             if ref:
                 roster_refs.add(ref)
@@ -143,7 +143,7 @@ def _entity_requests(
     wanted: dict[str, dict[str, Any]] = {}
     owner_rows = []
     for f in files:
-        for e in _records(f.entities):
+        for e in _entity_rows(f):
             ref = _pick(e, "entity_external_reference", "external_reference")
             if not ref or ref in state.entities_by_ref or ref in held:
                 continue
@@ -177,7 +177,7 @@ def _contact_requests(files: Sequence[FileInput], state: ServiceState) -> list[P
     references: dict[str, str | None] = {}
     owner_rows = []
     for f in files:
-        for c in _records(f.contacts):
+        for c in _contact_rows(f):
             email = (_pick(c, "contact_email", "email") or "").lower()
             if not email or email in state.contacts_by_email:
                 continue
@@ -230,7 +230,7 @@ def _association_requests(
     wanted: dict[str, set[str]] = defaultdict(set)  # entity key -> contact keys
     owner_rows = []
     for f in files:
-        for c in _records(f.contacts):
+        for c in _contact_rows(f):
             email = (_pick(c, "contact_email", "email") or "").lower()
             if not email:
                 continue

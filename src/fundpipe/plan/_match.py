@@ -19,7 +19,15 @@ from fundpipe.plan._model import (
     ServiceDistribution,
     ServiceState,
 )
-from fundpipe.plan._values import _blank, _instant, _pick, _records, _text, derived_reference
+from fundpipe.plan._values import (
+    _blank,
+    _entity_rows,
+    _instant,
+    _pick,
+    _text,
+    _texts,
+    derived_reference,
+)
 
 
 def _entity_of(value: Any, is_ref: Any, state: ServiceState, roster: set[str]) -> str | Ref:
@@ -46,6 +54,10 @@ def _contact_of(value: str, state: ServiceState) -> str | Ref:
 _REFERENCE_COLUMNS = ("external_reference", "vehicle", "distribution_name", "distribution_date")
 
 
+#: The types of a value a reference's columns give that can be remembered as they are.
+_PLAIN_TYPES = frozenset({str, type(None)})
+
+
 def _reference_of(row: dict[str, Any]) -> str:
     vehicle = _text(row.get("vehicle")) or ""
     name = _text(row.get("distribution_name")) or ""
@@ -53,17 +65,43 @@ def _reference_of(row: dict[str, Any]) -> str:
     return _text(row.get("external_reference")) or derived_reference(vehicle, name, date)
 
 
+def _row_references(f: FileInput) -> list[str]:
+    """The reference of each row of ``f``'s distributions (derived where the sheet gives none).
+
+    A distribution's rows repeat its four values: each text is made into a reference once
+    (only texts and blanks are remembered: 1, 1.0 and True would share one entry).
+    """
+    frame = f.distributions
+    if frame is None or frame.empty:
+        return []
+    blank: list[Any] = [None] * len(frame)
+    columns = [frame[c].tolist() if c in frame.columns else blank for c in _REFERENCE_COLUMNS]
+    made: dict[tuple[Any, ...], str] = {}
+    out: list[str] = []
+    # texts and blanks only (the common case): every row can be remembered, unchecked
+    every_plain = all(set(map(type, column)) <= _PLAIN_TYPES for column in columns)
+    for values in zip(*columns, strict=True):
+        plain = every_plain or all(v is None or type(v) is str for v in values)
+        ref = made.get(values) if plain else None
+        if ref is None:
+            ref = _reference_of(dict(zip(_REFERENCE_COLUMNS, values, strict=True)))
+            if plain:
+                made[values] = ref
+        out.append(ref)
+    return out
+
+
+def _references_of(f: FileInput) -> list[str]:
+    """:func:`_row_references`, worked out once per file (ingest asks, then the plan)."""
+    return f.once("row_references", _row_references)
+
+
 def references(files: Sequence[FileInput]) -> set[str]:
     """The ``external_reference`` of every distribution the sheets describe (derived where a
     sheet gives none), as the plan will match them against the service."""
     out: set[str] = set()
     for f in files:
-        frame = f.distributions
-        if frame is None or frame.empty:
-            continue
-        present = [c for c in _REFERENCE_COLUMNS if c in frame.columns]
-        for values in zip(*(frame[c].tolist() for c in present), strict=True):
-            out.add(_reference_of(dict(zip(present, values, strict=True))))
+        out.update(_references_of(f))
     return out
 
 
@@ -82,21 +120,14 @@ def _group_distributions(
         return columns.get(name, blank)
 
     groups: dict[str, list[int]] = {}
-    # a distribution's rows repeat its four values: each text is made into a reference once
-    # (only texts and blanks are remembered: 1, 1.0 and True would share one entry)
-    made: dict[tuple[Any, ...], str] = {}
-    for i, values in enumerate(zip(*(column(c) for c in _REFERENCE_COLUMNS), strict=True)):
-        plain = all(v is None or type(v) is str for v in values)
-        ref = made.get(values) if plain else None
-        if ref is None:
-            ref = _reference_of(dict(zip(_REFERENCE_COLUMNS, values, strict=True)))
-            if plain:
-                made[values] = ref
+    for i, ref in enumerate(_references_of(file)):
         groups.setdefault(ref, []).append(i)
-    sources, sheets, rows = column("source_file"), column("sheet"), column("row")
+    # the payment columns as texts, a column at a time (a big night has 300k rows)
+    sources, sheets, rows = _texts(column("source_file")), _texts(column("sheet")), column("row")
     entities, is_refs = column("entity"), column("entity_is_ref")
-    amounts, currencies = column("amount_cents"), column("currency")
-    overrides, notifies = column("distribution_date_override"), column("notify")
+    amounts, currencies = column("amount_cents"), _texts(column("currency"))
+    overrides = _texts(column("distribution_date_override"))
+    notifies = _texts(column("notify"))
     names, vehicles = column("distribution_name"), column("vehicle")
     dates, zones = column("distribution_date"), column("distribution_timezone")
     known: dict[tuple[Any, Any], str | Ref] = {}  # one placeholder per investor, not per row
@@ -112,20 +143,22 @@ def _group_distributions(
         first = members[0]
         payments = []
         for i in members:
-            notify_text = _text(notifies[i]) or ""
-            notify = tuple(
-                _contact_of(n.strip(), state) for n in notify_text.split(";") if n.strip()
+            notify_text = notifies[i]
+            notify = (
+                tuple(_contact_of(n.strip(), state) for n in notify_text.split(";") if n.strip())
+                if notify_text
+                else ()
             )
             payments.append(
-                PlannedPayment(
-                    source_file=_text(sources[i]) or file.source_file,
-                    sheet=_text(sheets[i]) or "",
-                    row=int(rows[i] or 0),
-                    entity=entity_of(entities[i], is_refs[i]),
-                    amount_cents=int(amounts[i]),
-                    currency=_text(currencies[i]) or "USD",
-                    distribution_date_override=_text(overrides[i]),
-                    notify=notify,
+                PlannedPayment(  # source file, sheet, row, entity, cents, currency, override
+                    sources[i] or file.source_file,
+                    sheets[i] or "",
+                    int(rows[i] or 0),
+                    entity_of(entities[i], is_refs[i]),
+                    int(amounts[i]),
+                    currencies[i] or "USD",
+                    overrides[i],
+                    notify,
                 )
             )
         out.append(
@@ -239,7 +272,7 @@ def _held_investors(
     out: list[HeldInvestor] = []
     for f in files:
         seen: set[str] = set()
-        for e in _records(f.entities):
+        for e in _entity_rows(f):
             ref = _pick(e, "entity_external_reference", "external_reference")
             name = _pick(e, "entity_name", "name")
             kind = _pick(e, "entity_type", "type")

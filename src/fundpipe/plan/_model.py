@@ -3,6 +3,8 @@
 Part of :mod:`fundpipe.plan` (import from there). Pure data: no network, no clock, no
 filesystem. :class:`Ref` placeholders stand for objects an earlier phase creates;
 :meth:`PlannedRequest.resolve` replaces them with ids and only then derives the key.
+Longer than ~400 lines: the types of one plan, from its inputs to its resolved requests, read
+together (resolution's walk of a body beside the types it walks).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
@@ -18,6 +20,8 @@ from fundpipe.keys import dumps_plain, idempotency_key, key_of_canonical, to_jso
 
 if TYPE_CHECKING:
     from fundpipe.plan._held import HeldInstruction
+
+_T = TypeVar("_T")
 
 Phase = Literal["entities", "contacts", "associations", "payment_instructions", "distributions"]
 PHASES: tuple[Phase, ...] = (
@@ -136,7 +140,12 @@ class ServiceState:
 
 @dataclass(frozen=True)
 class FileInput:
-    """One validated file: its content hash and its canonical frames (see validate.py)."""
+    """One validated file: its content hash and its canonical frames (see validate.py).
+
+    The frames are read, never changed: what is worked out from them once (the roster's rows
+    as records, its payment instructions) is kept with the file (:meth:`once`), for the
+    snapshot's reads and the plan alike.
+    """
 
     file_hash: str
     source_file: str
@@ -144,6 +153,13 @@ class FileInput:
     entities: pd.DataFrame | None = None
     contacts: pd.DataFrame | None = None
     payment_instructions: pd.DataFrame | None = None
+    _made: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def once(self, name: str, make: Callable[[FileInput], _T]) -> _T:
+        """``make(self)``, made the first time ``name`` is asked for and kept with the file."""
+        if name not in self._made:
+            self._made[name] = make(self)
+        return self._made[name]  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- plan outputs
@@ -266,12 +282,12 @@ class PlannedRequest:
         path = self.path
         if self.path_ref is not None:
             path = path.replace("{ent_id}", ids.lookup(self.path_ref))
-        if self.needs_ids:
+        if self.needs_ids:  # ids in place and plain JSON data, in one walk of the body
             body = [_substitute(element, ids) for element in self.body]
         else:
             body = list(self.body)
         if key_fn is idempotency_key:  # the recipe's own text of the body, made once
-            body_json = dumps_plain(to_json_value(body))
+            body_json = dumps_plain(body if self.needs_ids else to_json_value(body))
             key = key_of_canonical(org_id, self.method, path, body_json)
         else:
             body_json, key = "", key_fn(org_id, self.method, path, body)
@@ -405,11 +421,24 @@ def _collect_refs(value: Any, found: set[Ref]) -> None:
             _collect_refs(v, found)
 
 
+#: Exact types a body's leaves mostly are: plain JSON data as they are.
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _substitute(value: Any, ids: IdMap) -> Any:
+    """``value`` with every :class:`Ref` replaced by its id, as plain JSON data
+    (``fundpipe.keys.to_json_value``'s result: the same text, the same key)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: v if type(v) in _PLAIN else _substitute(v, ids) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else _substitute(v, ids) for v in value]
     if isinstance(value, Ref):
         return ids.lookup(value)
-    if isinstance(value, dict):
-        return {k: _substitute(v, ids) for k, v in value.items()}
+    if isinstance(value, Mapping):  # keys checked (and refused) as to_json_value does
+        return to_json_value({k: _substitute(v, ids) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return [_substitute(v, ids) for v in value]
-    return value
+    return to_json_value(value)  # anything else (models, dates): converted, or refused

@@ -51,11 +51,14 @@ _ADDRESS_FIELDS = {
 PUBLIC_FIELDS_BY_TYPE = PUBLIC_INSTRUCTION_FIELDS_BY_TYPE
 
 
-def _instruction(p: dict[str, Any]) -> dict[str, Any]:
+def _instruction(
+    p: dict[str, Any], fields: dict[str, tuple[str, ...]], address_fields: dict[str, str]
+) -> dict[str, Any]:
     """The instruction to send for one roster row: public field names only, the address as an
-    object, and only the fields its type's public input allows."""
-    instruction: dict[str, Any] = {k: _pick(p, *names) for k, names in _INSTRUCTION_FIELDS.items()}
-    address = {k: _pick(p, column) for k, column in _ADDRESS_FIELDS.items()}
+    object, and only the fields its type's public input allows. ``fields`` and
+    ``address_fields`` name the columns the frame has (a column it lacks gives nothing)."""
+    instruction: dict[str, Any] = {k: _pick(p, *names) for k, names in fields.items()}
+    address = {k: _pick(p, column) for k, column in address_fields.items()}
     instruction["address"] = {k: v for k, v in address.items() if v is not None} or None
     allowed = PUBLIC_FIELDS_BY_TYPE.get(str(instruction.get("type")))
     return {
@@ -63,20 +66,39 @@ def _instruction(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _instruction_rows(f: FileInput) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(roster row, entity as the roster names it, the instruction to send) for every row of
+    ``f``'s payment instructions that names an entity and carries an instruction."""
+    rows = _records(f.payment_instructions)
+    if not rows:
+        return []
+    present = set(rows[0])  # every record has the frame's columns
+    fields = {
+        k: tuple(n for n in names if n in present) for k, names in _INSTRUCTION_FIELDS.items()
+    }
+    address_fields = {k: c for k, c in _ADDRESS_FIELDS.items() if c in present}
+    out = []
+    for p in rows:
+        entity = _pick(p, "entity_external_reference", "entity") or ""
+        if not entity:
+            continue
+        instruction = _instruction(p, fields, address_fields)
+        if instruction:  # a row carrying only entity or contact columns has none
+            out.append((p, entity, instruction))
+    return out
+
+
 def roster_instructions(
     files: Sequence[FileInput], state: ServiceState, held: set[str]
 ) -> Iterable[tuple[FileInput, dict[str, Any], str, str | None, dict[str, Any]]]:
     """(file, roster row, entity as the roster names it, its id when it exists, the instruction
-    to send) for every roster row carrying an instruction."""
+    to send) for every roster row carrying an instruction. The rows' instructions are worked
+    out once per file (the snapshot's reads and the plan both ask); callers do not change them."""
     for f in files:
-        for p in _records(f.payment_instructions):
-            entity = _pick(p, "entity_external_reference", "entity") or ""
-            if not entity or entity in held:
+        for p, entity, instruction in f.once("instruction_rows", _instruction_rows):
+            if entity in held:
                 continue
             entity_id = entity if entity.startswith("ent_") else state.entities_by_ref.get(entity)
-            instruction = _instruction(p)
-            if not instruction:
-                continue  # a roster row carrying only entity or contact columns
             yield f, p, entity, entity_id, instruction
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from fundpipe.plan._model import Ref
+from fundpipe.plan._model import FileInput, Ref
 from fundpipe.sensitive import SENSITIVE_FIELDS, mask
 
 #: Instruction fields shown only masked: the account number and the wire details.
@@ -54,9 +54,22 @@ def _blank(value: Any) -> bool:
 
 
 def _text(value: Any) -> str | None:
-    if type(value) is str:  # the common case, without the NA checks
+    if type(value) is str:  # the common cases, without the NA checks
         return value.strip() or None
+    if value is None:  # a column the row leaves empty
+        return None
     return None if _blank(value) else str(value).strip()
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """:func:`_text` of every value of a column; a column of texts, or of blanks only (NaN),
+    without a call per value."""
+    kinds = set(map(type, values))
+    if kinds <= {str}:
+        return [v.strip() or None for v in values]
+    if kinds <= {float, type(None)} and all(v is None or math.isnan(v) for v in values):
+        return [None] * len(values)
+    return [_text(v) for v in values]
 
 
 def _instant(value: str | None) -> datetime | None:
@@ -85,6 +98,16 @@ def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
     names = [str(c) for c in frame.columns]
     columns = [frame[c].tolist() for c in frame.columns]
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _entity_rows(f: FileInput) -> list[dict[str, Any]]:
+    """The roster's entity rows of ``f`` as records (made once per file; not to be changed)."""
+    return f.once("entity_rows", lambda file: _records(file.entities))
+
+
+def _contact_rows(f: FileInput) -> list[dict[str, Any]]:
+    """The roster's contact rows of ``f`` as records (made once per file; not to be changed)."""
+    return f.once("contact_rows", lambda file: _records(file.contacts))
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

@@ -8,8 +8,8 @@
   Looking the distribution up by ``external_reference`` comes first, always, so a request whose
   key the service has forgotten (24 h) can never create a second distribution.
 - :func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests
-  in one commit → the chunk sent with bounded concurrency → its outcomes in one commit, before
-  the next chunk's intents. Contact associations (optional; each needs only its entity and
+  in one commit → the chunk sent with bounded concurrency → its outcomes in the commit of the
+  next chunk's intents. Contact associations (optional; each needs only its entity and
   contacts) run beside payment instructions and distributions, in at most half of the
   request slots, and nothing waits for them.
 """
@@ -31,6 +31,7 @@ from fundpipe.client.errors import (
     APIError,
     FundServiceError,
 )
+from fundpipe.client.models import CreatedDistribution
 from fundpipe.keys import CanonicalBody, idempotency_key
 from fundpipe.plan import (
     PHASES,
@@ -144,7 +145,8 @@ async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
         return await client.create_payment_instructions(body, idempotency_key=request.key)
     if request.body_json:  # the text the key was made from: sent as it is
         body = CanonicalBody(body, request.body_json)
-    return await client.create_distributions(body, idempotency_key=request.key)
+    # only the ids and references are kept (the ledger's): no nested payment record is built
+    return await client.create_distribution_ids(body, idempotency_key=request.key)
 
 
 def _ids_of(records: Iterable[Any]) -> list[str]:
@@ -172,9 +174,10 @@ async def execute(
 
     A phase's requests are sent in chunks of ``chunk_size`` (default ``8 × concurrency``, four
     times that for contact associations; fewer when they carry over 50k payments), each
-    resolved just before it is sent (ids of earlier phases only): the chunk's intents are committed in one statement before any of its requests
-    is sent, and its outcomes in one commit before the next chunk's intents. ``progress`` hears
-    one step per planned request, whatever its outcome.
+    resolved just before it is sent (ids of earlier phases only): the chunk's intents are
+    committed in one statement before any of its requests is sent, and its outcomes with the
+    next chunk's intents, in the same commit (alone once a second passes without a commit, and
+    at the end). ``progress`` hears one step per planned request, whatever its outcome.
     """
     result = SubmitResult()
     sink = progress or NullProgress()
@@ -288,11 +291,11 @@ async def execute(
         writer.later(record_success)
 
     async def run_chunk(batch: list[tuple[PlannedRequest, ResolvedRequest]]) -> None:
-        await writer.intents([r for _, r in batch])  # durable before any is sent
+        # durable before any is sent, in one commit with the outcomes queued before them
+        await writer.intents([r for _, r in batch])
         result.requests_sent += len(batch)
         result.keys_sent.update(r.key for _, r in batch)
         await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
-        await writer.flush()  # the chunk's outcomes before the next chunk's intents
 
     async def run_phase(phase: Phase) -> None:
         # each chunk is resolved just before it is sent (a big night's bodies are not all
@@ -394,10 +397,13 @@ def _fail_distributions(
         ledger.mark_distributions(h, refs, "failed")
 
 
-async def _all_payments(client: FundClient, records: Sequence[Any]) -> dict[str, list[Any]]:
-    """Payments beyond the nested first page (distributions of more than 100 payments)."""
-    out: dict[str, list[Any]] = {}
+async def _all_payments(
+    client: FundClient, records: Sequence[CreatedDistribution]
+) -> dict[str, list[str]]:
+    """The ids of all the payments of the distributions whose answer holds only their first
+    page (distributions of more than 100 payments)."""
+    out: dict[str, list[str]] = {}
     for record in records:
-        if record.payments is not None and record.payments.next_page_url:
-            out[record.id] = [p async for p in client.list_distribution_payments(record.id)]
+        if record.more_payments:
+            out[record.id] = [p.id async for p in client.list_distribution_payments(record.id)]
     return out

@@ -104,14 +104,17 @@ def ingest(
     progress: ProgressSink | None = None,
     around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
     around_cells: Callable[[], AbstractContextManager[object]] = nullcontext,
+    around_planning: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> IngestResult:
     """Ingest ``paths`` (None → the inbox): validate, plan, pre-flight and submit exactly once.
 
     ``progress`` hears the files read and validated and the requests submitted.
-    ``around_submit`` wraps the sending and ``around_cells`` an XLSX sheet's turning into cell
-    objects: the entry point's process-wide choices (`fundpipe ingest` freezes the plan out of
-    the garbage collector's sight and pauses it while a sheet's cells are made,
-    `fundpipe.app.cli.process.frozen_gc` / `paused_gc`); the defaults change nothing.
+    ``around_submit`` wraps the sending, ``around_cells`` an XLSX sheet's turning into cell
+    objects and ``around_planning`` the planning and pre-flight (no request is sent in it): the
+    entry point's process-wide choices (`fundpipe ingest` freezes the plan out of the garbage
+    collector's sight while sending, and pauses the collector while a sheet's cells are made
+    and while the plan is built, `fundpipe.app.cli.process.frozen_gc` / `paused_gc`); the
+    defaults change nothing.
 
     ``dry_run`` plans and sends nothing (no file moves, no ledger writes); the plan is in
     the result for the caller to show.
@@ -147,6 +150,7 @@ def ingest(
             run = _Run(settings, ledger, result, in_inbox=in_inbox, progress=progress)
             # process-wide: never chosen by the library
             run.around_submit, run.around_cells = around_submit, around_cells
+            run.around_planning = around_planning
             steps = run.run(
                 candidates, require_funds=require, transport=transport, batch_size=batch_size
             )
@@ -184,6 +188,7 @@ class _Run:
         self.dirs = InboxDirs(settings.local.data_dir)
         self.around_submit: Callable[[], AbstractContextManager[object]] = nullcontext
         self.around_cells: Callable[[], AbstractContextManager[object]] = nullcontext
+        self.around_planning: Callable[[], AbstractContextManager[object]] = nullcontext
         #: a valid roster's counts by file hash (see `FileOutcome.roster`)
         self.rosters: dict[str, dict[str, int]] = {}
 
@@ -230,10 +235,11 @@ class _Run:
             self.result.livemode = state.livemode
             check_livemode(self.settings, state.livemode)
             # 3. plan + pre-flight (refused files stay in the plan, marked, with no request)
-            plan = build_plan(inputs, state, batch_size=batch_size)
-            checked = preflight(plan, state, require_funds=require_funds)
-            if checked.refused:
-                plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
+            with self.around_planning():
+                plan = build_plan(inputs, state, batch_size=batch_size)
+                checked = preflight(plan, state, require_funds=require_funds)
+                if checked.refused:
+                    plan = build_plan(inputs, state, batch_size=batch_size, exclude=checked.refused)
             del inputs  # the validated frames: the plan holds all that is sent from here on
             self.result.plan, self.result.preflight = plan, checked
             self.result.warnings.extend(plan.held_reasons())

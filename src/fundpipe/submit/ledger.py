@@ -456,9 +456,13 @@ class Ledger:
         """
         self.record_intents([request])
 
-    def record_intents(self, requests: Sequence[ResolvedRequest]) -> None:
+    def record_intents(
+        self, requests: Sequence[ResolvedRequest], *, before: Callable[[], None] = lambda: None
+    ) -> None:
         """Write several intents in one statement, one commit (requests about to be sent
-        together): all of them are durable when this returns, none when it raises."""
+        together): all of them are durable when this returns, none when it raises. ``before``
+        runs first inside the same transaction (other writes that share the commit; it may
+        run twice, the first run rolled back)."""
         if not requests:
             return
         now = self._clock()
@@ -492,14 +496,44 @@ class Ledger:
                 # upsert below runs instead — either way one commit holds every intent
                 try:
                     with self.transaction():
+                        before()
                         self._con.execute(_INSERT_INTENTS, {"now": now})
                     return
                 except duckdb.ConstraintException:
                     pass
             with self.transaction():
+                before()
                 self._con.execute(_INSERT_INTENTS + _UPSERT_INTENTS, {"now": now})
         finally:
             self._con.unregister("_intents")
+
+    def record_outcomes_and_intents(
+        self, writes: Sequence[Callable[[], None]], requests: Sequence[ResolvedRequest]
+    ) -> None:
+        """Apply the outcomes and payment marks that ``writes`` make (as inside
+        :meth:`batched`), then write the intents of ``requests`` — all in one commit: the
+        outcomes of the requests sent so far go with the intents of the next ones, which are
+        durable, as with :meth:`record_intents`, when this returns (none of it when it raises).
+        """
+        self._marks, self._outcomes = [], []
+        try:
+            for write in writes:
+                write()
+            marks, outcomes = self._marks, self._outcomes
+        finally:
+            self._marks = self._outcomes = None
+
+        def apply() -> None:
+            if outcomes:
+                self._apply_outcomes(outcomes)
+            if marks:
+                self._apply_marks(marks)
+
+        if requests:
+            self.record_intents(requests, before=apply)
+        elif outcomes or marks:
+            with self.transaction():
+                apply()
 
     def record_outcome(
         self,

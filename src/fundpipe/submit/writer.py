@@ -1,17 +1,19 @@
 """The ledger's writer for :func:`fundpipe.submit.execute.execute`: writes off the event loop.
 
 Intents are committed in one statement per chunk of requests before any of them is sent;
-outcomes and payment marks are queued and committed together when the chunk ends.
+outcomes and payment marks are queued and committed with the next chunk's intents (or alone
+once no commit has been made for a second, and at the end).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
+from fundpipe.client.models import CreatedDistribution
 from fundpipe.plan import ResolvedRequest
 from fundpipe.submit.ledger import Ledger
 
@@ -21,9 +23,10 @@ class LedgerWriter:
 
     Intents are written (and committed) before their request is sent: a chunk's in one
     statement (:meth:`intents`), a lone one (an adopting re-send) through :meth:`intent`.
-    Outcomes are queued and committed together at the end of each chunk, and every ``flush_s``
-    seconds while a slow chunk runs: an outcome lost to a crash leaves its request open, which
-    the next run settles by lookup.
+    Outcomes are queued and committed in the same commit as the next chunk's intents (one
+    commit a chunk), and on their own once ``flush_s`` seconds pass without a commit (a slow
+    chunk) and at the end (:meth:`flush`): an outcome lost to a crash leaves its request open,
+    which the next run settles by lookup.
     """
 
     def __init__(self, ledger: Ledger, flush_s: float = 1.0) -> None:
@@ -33,12 +36,23 @@ class LedgerWriter:
         self._pending: list[Callable[[], None]] = []
         self._intents: list[tuple[ResolvedRequest, asyncio.Future[None]]] = []
         self._draining: asyncio.Task[None] | None = None
+        self._committed = time.monotonic()  # when the last commit was asked for
 
     async def intents(self, requests: Sequence[ResolvedRequest]) -> None:
-        """Return once the intents of ``requests`` are committed (one statement, one commit)."""
-        if requests:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._pool, self.ledger.record_intents, list(requests))
+        """Return once the intents of ``requests`` are committed (one statement), in one
+        commit with the outcomes queued so far."""
+        writes, self._pending = self._pending, []
+        if not (requests or writes):
+            return
+        self._committed = time.monotonic()
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(
+                self._pool, self.ledger.record_outcomes_and_intents, writes, list(requests)
+            )
+        except BaseException:
+            self._pending[:0] = writes  # not written: still to write (the last flush tries)
+            raise
 
     async def intent(self, request: ResolvedRequest) -> None:
         """Return once the intent is committed; intents queued meanwhile share one commit."""
@@ -72,14 +86,19 @@ class LedgerWriter:
                 write()
 
     async def flush(self) -> None:
+        """Commit the outcomes queued so far (one commit)."""
         writes, self._pending = self._pending, []
         if writes:
+            self._committed = time.monotonic()
             await asyncio.get_running_loop().run_in_executor(self._pool, self._apply, writes)
 
     async def run_flusher(self) -> None:
+        """Flush whenever ``flush_s`` seconds pass without a commit (until cancelled)."""
         while True:
-            await asyncio.sleep(self.flush_s)
-            await self.flush()
+            await asyncio.sleep(max(0.0, self._committed + self.flush_s - time.monotonic()))
+            if time.monotonic() - self._committed >= self.flush_s:
+                await self.flush()
+                self._committed = time.monotonic()  # nothing queued: wait a whole period
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -96,10 +115,13 @@ class Created:
 
 
 def created_by(
-    resolved: ResolvedRequest, records: Sequence[Any], extra: Mapping[str, list[Any]]
+    resolved: ResolvedRequest,
+    records: Sequence[CreatedDistribution],
+    extra: Mapping[str, list[str]],
 ) -> Created:
-    """The ids a distributions request's response ``records`` (and the ``extra`` payments
-    beyond their nested first page) give to the elements of ``resolved``'s body."""
+    """The ids a distributions request's answer ``records`` (and ``extra``: all the payment
+    ids of those whose answer held only a first page) give to the elements of ``resolved``'s
+    body."""
     by_ref = {r.external_reference: r for r in records}
     out = Created({}, {}, {})
     for element in resolved.body:
@@ -108,8 +130,7 @@ def created_by(
         if record is None:
             continue
         out.distribution_ids[ref] = record.id
-        payments = extra.get(record.id) or (list(record.payments.data) if record.payments else [])
-        out.payment_ids[ref] = [p.id for p in payments]
+        out.payment_ids[ref] = list(extra.get(record.id) or record.payment_ids)
         out.entities[ref] = [p["entity"] for p in element["payments"]]
     return out
 

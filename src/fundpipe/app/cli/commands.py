@@ -177,6 +177,7 @@ def ingest_command(
                 progress=progress,
                 around_submit=frozen_gc,
                 around_cells=paused_gc,
+                around_planning=paused_gc,
             )
         if json_out:
             from fundpipe.app.outcomes import ingest_dict

@@ -52,12 +52,15 @@ def frozen_gc() -> Iterator[None]:
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while an XLSX sheet becomes Python objects (the
-    readers' `around_cells`).
+    readers' `around_cells`) and while a drop's plan is built (ingest's `around_planning`).
 
-    python-calamine hands over one Python object per cell (800k for a 100k-row sheet); none of
-    them form cycles, but making them starts collections that walk every object alive. Only
-    for a process reading one drop at a time (`fundpipe validate`, `fundpipe ingest`), never
-    around one organization of a fan-out: another thread's pause would end with this one's.
+    python-calamine hands over one Python object per cell (800k for a 100k-row sheet), and a
+    100k-payment plan is about as many; hardly any of them form cycles (a 100k plan leaves
+    ~200 objects for the collector), but making them starts collections that walk every object
+    alive: half of the planning's CPU. What the pause leaves is looked at by the first young
+    collection after it. Only for a process reading one drop at a time (`fundpipe validate`,
+    `fundpipe ingest`), never around one organization of a fan-out: another thread's pause
+    would end with this one's. Nested pauses end with the outermost.
     """
     enabled = gc.isenabled()
     gc.disable()
