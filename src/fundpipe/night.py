@@ -283,6 +283,7 @@ def night(
     progress: ProgressSink | None = None,
     around_submit: Callable[[], AbstractContextManager[object]] = nullcontext,
     around_cells: Callable[[], AbstractContextManager[object]] = nullcontext,
+    around_planning: Callable[[], AbstractContextManager[object]] = nullcontext,
     around_service: Callable[[], AbstractContextManager[object]] = nullcontext,
     step: StepRunner = run_step,
 ) -> NightResult:
@@ -290,9 +291,10 @@ def night(
     reconcile and write its reports; return what happened.
 
     ``settings`` are the organization's (``Settings.for_org``) and name a running service;
-    ``transport`` replaces the network (tests pass the sandbox's ASGI app); ``around_submit``
-    and ``around_cells`` are the entry point's process-wide choices around sending and around
-    an XLSX sheet's cells (see ``fundpipe.submit.ingest``); ``around_service`` is held while
+    ``transport`` replaces the network (tests pass the sandbox's ASGI app); ``around_submit``,
+    ``around_cells`` and ``around_planning`` are the entry point's process-wide choices around
+    sending, around an XLSX sheet's cells and around building the plan (see
+    ``fundpipe.submit.ingest``; a fan-out of organizations in threads passes none); ``around_service`` is held while
     ingest and sync talk to the service (the flow's slot of the host's concurrency limit);
     ``step`` runs each of :data:`STEPS` (the flow's makes each a Prefect task).
     Failures raise the error trees' exceptions (a locked inbox, the service down).
@@ -311,6 +313,7 @@ def night(
                 progress=progress,
                 around_submit=around_submit,
                 around_cells=around_cells,
+                around_planning=around_planning,
             ),
         )
         synced = step("sync", lambda: pull.sync(settings, transport=transport, progress=progress))
