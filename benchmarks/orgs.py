@@ -170,9 +170,12 @@ def _night(
         check=False,
     )
     wall = time.perf_counter() - started
-    if done.returncode != 0:
+    # exit 1 is a night that needs a person: some demo organizations' depositories are short of
+    # what they now owe (an exception, not a failure); anything else, or a failed or rejected
+    # organization, stops the benchmark
+    summary = json.loads(done.stdout) if done.returncode in (0, 1) else None
+    if summary is None or summary["totals"]["failed"] or summary["totals"]["rejected"]:
         raise SystemExit(f"fundpipe run exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
-    summary = json.loads(done.stdout)
     created = summary["totals"]["distributions"]
     if created != expected:
         rows = json.dumps(summary["organizations"], indent=1, default=str)
