@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -296,7 +297,13 @@ def test_a_postgresql_backed_server_runs_each_organization_on_its_own_machine(
         # machine A is lost (its worker stopped, its disk gone): machine B runs the next night
         # of every organization, A's restored from the shared record first
         os.killpg(workers["machine-a"].pid, signal.SIGTERM)
-        workers["machine-a"].wait(timeout=30)
+        try:
+            workers["machine-a"].wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Prefect's worker does not always end on SIGTERM (seen once, idle, after its runs
+            # had finished); a lost machine may just as well die at once
+            os.killpg(workers["machine-a"].pid, signal.SIGKILL)
+            workers["machine-a"].wait(timeout=10)
         shutil.rmtree(roots["machine-a"].parent)
         machine_b = roots["machine-b"]
         procs.start(
