@@ -48,15 +48,7 @@ class CodedColumn:
     def put(self, start: int, values: pd.Series) -> None:
         """Record ``values`` (<NA>: null) for rows ``start…``."""
         codes, distinct = pd.factorize(values)
-        if not len(distinct):
-            return
-        ids = [self.names.setdefault(str(v), len(self.names)) for v in distinct]
-        wide = np.int16 if len(self.names) < 2**15 else np.int32
-        if self.codes is None:
-            self.codes = np.full(self.rows, -1, dtype=wide)
-        elif np.dtype(wide).itemsize > self.codes.itemsize:
-            self.codes = self.codes.astype(wide)
-        self.codes[start : start + len(values)] = np.array([*ids, -1], dtype=wide)[codes]
+        self.put_codes(start, codes, [str(v) for v in distinct])
 
     def put_codes(self, start: int, codes: np.ndarray, names: Sequence[str | None]) -> None:
         """Record rows ``start…`` as ``names[code]`` (-1 or a None name: null)."""
