@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test install lint typecheck unit suite bench clean
+.PHONY: run test install lint typecheck suite bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,38 +25,15 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# The suite runs on both cores; the end-to-end tests then run after it, because Prefect's
-# temporary server (SQLite) times out when it has to fight the parallel suite for the CPU. They
-# run a file at a time on each of two workers, longest first (tests/e2e/conftest.py).
-# What mostly waits starts first, in the background, while lint, mypy (one core) and the suite
-# run: the late-night alert test, which waits minutes for a deadline on the wall clock (its
-# output is printed after the suite's; either failing fails `make`), and one Prefect server
-# start whose home the end-to-end tests' homes start as copies of (tests/e2e/prefect_processes.py:
-# HOME_TEMPLATE). Both pytest runs keep xdist's files in the order collected
-# (`--no-loadscope-reorder`): slow files first (tests/conftest.py).
-WAITS    := tests/e2e/test_deadline_alert.py
-E2E_HOME := .pytest_cache/e2e-prefect-home
-
-define beside_then_e2e
-	@beside=$$(mktemp); \
-	$(BIN)/pytest -m e2e $(WAITS) -p no:cacheprovider --durations=1 >>$$beside 2>&1 & waits=$$!; \
-	$(BIN)/python tests/e2e/prefect_processes.py $(E2E_HOME) >>$$beside 2>&1 & home=$$!; \
-	echo "$(BIN)/pytest -m e2e $(WAITS) (in the background, its output below)"; \
-	$(MAKE) --no-print-directory $(1); made=$$?; \
-	wait $$waits; waited=$$?; wait $$home; cat $$beside; rm -f $$beside; \
-	test $$made -eq 0 -a $$waited -eq 0
-	E2E_PREFECT_HOME_TEMPLATE=$(CURDIR)/$(E2E_HOME) $(BIN)/pytest -m e2e tests/e2e \
-		--deselect $(WAITS) -n 2 --dist loadfile --no-loadscope-reorder --durations=10
-endef
-
+# `make test` is tests/make_test.sh: lint, mypy, the unit suite a year ahead and a year back
+# (Debian's faketime, installed when running as root), the late-night alert test in the
+# background, then the end-to-end tests. Every part runs whichever failed; the last lines give
+# each part's counts and the total. `make suite` is the unit suite alone, on today's clock.
 suite: install
 	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5
 
-unit: install
-	$(call beside_then_e2e,suite)
-
-test: install ## install, lint, type-check and run the whole suite
-	$(call beside_then_e2e,lint typecheck suite)
+test: install ## install, lint, type-check and run the whole suite (every part, every time)
+	BIN=$(BIN) bash tests/make_test.sh
 
 bench: install
 	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[dev,bench]'

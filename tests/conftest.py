@@ -16,6 +16,13 @@ never the checkout's after `make run`) with no `FUNDPIPE_*` or `PREFECT_*` varia
 from the shell or from an earlier test (`_own_folder_and_environment`), and the session's own
 cache folder (`FUNDPIPE_CACHE_DIR`).
 Helpers the tests import live in the `worlds` package beside this file.
+
+No test keeps a date: every test's clock starts at `WORLD_START`, a fixed instant, and ticks
+from there (`_world_clock`, time-machine). The pipeline's "now", the in-process sandbox's base
+time and anything else that asks Python for the time read it; a test that wants another instant
+travels there itself (the `time_machine` fixture) or passes its own `clock=`. Only the
+end-to-end tests, whose Prefect servers are other processes, read the real time. `make test` runs the suite a year ahead and a
+year back under Debian's faketime to keep it so (`tests/run_any_day.sh`).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 import httpx
 import pytest
 import stamina
+import time_machine
 import xlsxwriter
 
 from fundpipe.config import Settings
@@ -42,6 +50,10 @@ from worlds.warehouse import seed_known_world
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)
 BASE = "http://sandbox.test"
+#: Where every test's clock starts (it ticks from there): a Saturday morning in New York before
+#: the known world's as-of, so the worlds' sheets (paid mid-December) are in the future and the
+#: sandbox can be moved forward to any date the tests name.
+WORLD_START = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
 
 
 #: The environment variables a test never inherits: fundpipe's settings and Prefect's.
@@ -64,6 +76,22 @@ def _own_folder_and_environment(
     # machine's: a test never reads a copy an earlier session or `make run` left in ~/.cache.
     monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _world_clock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test module's "now" starts at `WORLD_START` and ticks: no test depends on today's date.
+
+    The clock is the module's, so its module-scoped worlds (a sandbox, a warehouse) and its
+    tests share one timeline that only moves forward. Not for the end-to-end tests: their
+    Prefect server and workers are other processes, on the real clock, and the deadline alerts
+    they prove are read against it.
+    """
+    if any(request.node.iter_markers("e2e")):
+        yield
+        return
+    with time_machine.travel(WORLD_START, tick=True):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -12,11 +12,20 @@ lines name the others.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SHEET_SUFFIXES", "LeftAlone", "Survey", "is_transient_name", "stable_files", "survey"]
+__all__ = [
+    "SHEET_SUFFIXES",
+    "LeftAlone",
+    "Survey",
+    "file_system_now",
+    "is_transient_name",
+    "stable_files",
+    "survey",
+]
 
 #: File suffixes the readers understand.
 SHEET_SUFFIXES = frozenset({".csv", ".xlsx", ".xlsm", ".parquet", ".pq"})
@@ -98,6 +107,12 @@ def survey(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> S
     seconds ago, and its size and modification time do not change while it is watched for
     ``watch_s`` seconds (capped at ``settle_s``; 0 disables both); one that is not yet is left
     for the next run, and said so. Links are never followed, whatever they point at.
+
+    A sheet's age is read on the clock that stamps its modification time, the file system's
+    (:func:`file_system_now`), not the worker's: a share whose clock differs from the worker's
+    neither holds a sheet back nor lets one through early. A modification time still ahead of
+    that clock (set by hand, or a share with a clock of its own) says nothing about the age:
+    such a sheet is judged by the watch alone.
     """
     if not directory.is_dir():
         return Survey([], [])
@@ -118,10 +133,11 @@ def survey(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> S
     if settle_s > 0 and first:
         time.sleep(min(settle_s, watch_s))
     second = look()
-    now = time.time()
+    now = file_system_now(directory.parent) if first else time.time()
     ready = []
     for p, sig in first.items():
-        if second.get(p) == sig and now - sig[1] / 1e9 >= settle_s:
+        age = now - sig[1] / 1e9
+        if second.get(p) == sig and (age >= settle_s or age < 0):
             ready.append(p)
         elif p.name not in left:
             left[p.name] = (
@@ -131,6 +147,18 @@ def survey(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> S
         sorted(ready, key=lambda p: p.name),
         [LeftAlone(name, reason) for name, reason in sorted(left.items())],
     )
+
+
+def file_system_now(folder: Path) -> float:
+    """Now, in seconds since the epoch, on the clock of the file system that holds `folder`:
+    the modification time of a probe file written there and removed at once (for a local inbox,
+    in the organization's folder beside it; an analyst's inbox itself is never written). Where
+    nothing can be written there, this machine's clock."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".fundpipe-clock-") as probe:
+            return os.fstat(probe.fileno()).st_mtime_ns / 1e9
+    except OSError:
+        return time.time()
 
 
 def stable_files(directory: Path, *, settle_s: float = 1.0, watch_s: float = 0.2) -> list[Path]:
