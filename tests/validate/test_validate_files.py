@@ -290,6 +290,29 @@ def test_the_validate_table_reads_like_the_error_report(write_csv: Callable[...,
     text = render_text([only(write_csv(rows, name="bad.csv"))])
     [line] = [line for line in text.splitlines() if "amount_not_a_number" in line]
     assert " 2–4 " in line  # the three rows, one line
-    assert " G " in line  # the column's letter beside its name
-    assert "Amount ($)" in line
+    assert "Amount ($) (G)" in line  # the column's letter beside its name
     assert "sheet" not in text  # a CSV has no sheets: no empty column
+
+
+def test_the_validate_table_keeps_check_names_whole_at_80_columns() -> None:
+    broken = sorted(p for p in (SAMPLES / "broken").iterdir() if p.suffix in {".csv", ".xlsx"})
+    reports = validate_files(broken)
+    console = Console(record=True, width=80)
+    render_validation(reports, console)
+    text = console.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    checks = {issue.check for report in reports for issue in report.errors}
+    assert "amount_negative" in checks
+    for check in checks:
+        assert check in text, check
+
+
+def test_a_reason_names_the_column_as_the_analyst_wrote_it(
+    write_csv: Callable[..., Path],
+) -> None:
+    rows = clean_rows()
+    rows[1][4] = "Europe/London"  # one row of a distribution in another zone
+    report = only(write_csv(rows, name="zones.csv"))
+    [zone] = [e for e in report.errors if e.column == "Timezone"]
+    assert "disagree on Timezone (column E)" in zone.reason
+    assert all("distribution_" not in e.reason for e in report.errors)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -9,6 +11,26 @@ from fundpipe.validate.issues import SENSITIVE_COLUMNS, Issue, mask_account_numb
 
 _COLUMNS = ["row", "column", "value", "check", "reason"]
 _BLANK_CHECKS = ("not_nullable", "amount_required", "datetime_required")
+_NAMED = re.compile("\x1f([^\x1f]+)\x1f")
+
+
+def column_named(column: str) -> str:
+    """How a reason names a column: a mark `IssueCollector.to_issues` turns into the header as
+    the analyst wrote it and its letter (``Timezone (column E)``), not the canonical name."""
+    return f"\x1f{column}\x1f"
+
+
+def _as_written(reason: str, headers: dict[str, str], letters: dict[str, str]) -> str:
+    """``reason`` with each `column_named` mark replaced by its header and letter."""
+    if "\x1f" not in reason:
+        return reason
+
+    def header(match: re.Match[str]) -> str:
+        column = match.group(1)
+        letter = letters.get(column)
+        return headers.get(column, column) + (f" (column {letter})" if letter else "")
+
+    return _NAMED.sub(header, reason)
 
 
 class IssueCollector:
@@ -105,7 +127,8 @@ class IssueCollector:
         letters: dict[str, str] | None = None,
     ) -> list[Issue]:
         """Issues sorted by row then column, with columns named as the analyst wrote them and
-        their letters (``letters``: canonical column → its letter in Excel)."""
+        their letters (``letters``: canonical column → its letter in Excel), in the columns and in
+        the reasons (`column_named`)."""
         letters = letters or {}
         out = [
             Issue(
@@ -115,7 +138,7 @@ class IssueCollector:
                 headers.get(column, column) if column else None,
                 _mask(column, value),
                 check,
-                reason,
+                _as_written(reason, headers, letters),
                 letters.get(column) if column else None,
             )
             for column, value, check, reason in self.sheet_level
@@ -145,7 +168,7 @@ class IssueCollector:
                     headers.get(col, col) if col else None,
                     _mask(col, val),
                     str(check),
-                    str(reason),
+                    _as_written(str(reason), headers, letters),
                     letters.get(col) if col else None,
                 )
             )

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fundpipe.validate.collect import IssueCollector
+from fundpipe.validate.collect import IssueCollector, column_named
 from fundpipe.validate.payments import ParsedDistributions
 
 #: Most payments one distribution may hold (service decision).
@@ -127,6 +127,7 @@ def check_cross_row(
             codes, names = _codes(parsed.text[column])
         disagree, expected = _majority_disagreement(group, codes, block_rows)
         if disagree.any():
+            named = column_named(column)
             where = np.flatnonzero(disagree)
             refs = _texts(ref_names, group[where])
             most = _texts(names, expected[where])
@@ -138,7 +139,7 @@ def check_cross_row(
                         "value": _texts(names, codes[where]),
                         "check": "distribution_rows_agree",
                         "reason": [
-                            f"rows of distribution {r} disagree on {column}; most say {m}"
+                            f"rows of distribution {r} disagree on {named}; most say {m}"
                             for r, m in zip(refs, most, strict=True)
                         ],
                     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fundpipe.enums import DOMESTIC_PAYMENT_TYPES, PAYMENT_TYPES, one_of
-from fundpipe.validate.collect import IssueCollector
+from fundpipe.validate.collect import IssueCollector, column_named
 from fundpipe.validate.issues import mask_account_number
 from fundpipe.validate.models import RosterSheetModel, failure_issues
 
@@ -84,7 +84,7 @@ def check_roster(frame: pd.DataFrame, issues: IssueCollector) -> pd.DataFrame:
         reason = (
             "rows of entity "
             + ref.astype("str")
-            + f" disagree on {column}; the first says "
+            + f" disagree on {column_named(column)}; the first says "
             + first.reindex(out.index).astype("str")
         ).where(disagree)
         issues.add(disagree, column, out[column], "entity_rows_agree", reason)

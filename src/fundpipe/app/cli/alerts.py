@@ -20,10 +20,11 @@ from fundpipe.app.cli.common import (
     settings_for,
     user_errors,
 )
+from fundpipe.app.cli.help_text import Typer
 from fundpipe.config.orchestration import hh_mm
 from fundpipe.errors import ConfigurationError, InputError
 
-alerts_app = typer.Typer(
+alerts_app = Typer(
     help="Alerts through Prefect automations: a failed or crashed run, a night not completed "
     "by a set hour, a rejected file, a newly opened exception — each POSTed to a webhook.",
     no_args_is_help=True,

@@ -18,11 +18,12 @@ from fundpipe.app.cli.common import (
     local_org_settings,
     user_errors,
 )
+from fundpipe.app.cli.help_text import Typer
 from fundpipe.errors import InputError
 
 __all__ = ["audit_app"]
 
-audit_app = typer.Typer(
+audit_app = Typer(
     help="What an auditor takes away: the organization's events and syncs as files.",
     no_args_is_help=True,
 )

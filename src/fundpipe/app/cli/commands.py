@@ -33,6 +33,7 @@ from fundpipe.app.cli.common import (
     user_errors,
 )
 from fundpipe.app.cli.exceptions import exceptions_app
+from fundpipe.app.cli.help_text import Typer
 from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
 from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
@@ -43,7 +44,7 @@ EXIT_CODES_HELP = (
     + "."
 )
 
-app = typer.Typer(
+app = Typer(
     help="fundpipe: fund distribution sheets → the Fund Distribution Service, exactly once, "
     "reconciled in DuckDB.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
@@ -337,8 +338,10 @@ def run_command(
 
 @app.command("serve")
 def serve_command() -> None:
-    """Serve the `nightly` (cron) and `inbox` (on file arrival, and every few minutes)
-    deployments from this process, and watch the inbox.
+    """Serve the four deployments from this process and watch every organization's inbox:
+    `nightly` (cron), `inbox` (on file arrival, and every few minutes), `org-night` (one
+    organization's night, started by the nightly run) and `night-check` (at the
+    FUNDPIPE_COMPLETE_BY deadline).
 
     Uses the Prefect server named by PREFECT_API_URL; without one, starts `prefect server
     start` on 127.0.0.1:FUNDPIPE_PREFECT_PORT (4200) and stops it on exit. Stop with Ctrl-C.

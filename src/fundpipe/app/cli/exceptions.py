@@ -19,6 +19,7 @@ from fundpipe.app.cli.common import (
     local_org_settings,
     user_errors,
 )
+from fundpipe.app.cli.help_text import Typer
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
 from fundpipe.record import decision_sink  # each person's act goes to the durable record too
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["exceptions_app"]
 
-exceptions_app = typer.Typer(
+exceptions_app = Typer(
     help="The exception history: list exceptions and their states, show one's events, "
     "acknowledge what was dealt with, assign an owner.",
     no_args_is_help=True,

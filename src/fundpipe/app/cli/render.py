@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from fundpipe.app.cli.progress_bars import RichProgress
 from fundpipe.cents import format_cents
@@ -82,22 +83,32 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     Account numbers are masked; placeholders show as ``<entity:REF>``.
     """
-    from fundpipe.plan import display_body
 
     counts = plan.counts()
+    requests = ", ".join(f"{counts[p]} {p} request(s)" for p in plan_phases(plan))
     console.print(
         f"[bold]Plan[/bold] for {plan.org_id}: {len(plan.files)} file(s), "
         f"{counts['distributions_create']} distribution(s) to create "
         f"({counts['payments_to_create']} payments), {counts['distributions_link']} already "
         f"at the service, {counts['distributions_conflict']} in conflict; "
-        + ", ".join(f"{counts[p]} {p} request(s)" for p in plan_phases(plan))
+        + (requests or "no request would be sent")
     )
-    vehicles = Table(title="Totals per vehicle (to create)")
-    vehicles.add_column("vehicle")
-    vehicles.add_column("USD", justify="right")
-    for vehicle, cents in plan.totals_by_vehicle().items():
-        vehicles.add_row(vehicle, format_cents(cents))
-    console.print(vehicles)
+    # a table with no rows says nothing the line above did not: only the ones with rows
+    totals = plan.totals_by_vehicle()
+    if totals:
+        vehicles = Table(title="Totals per vehicle (to create)")
+        vehicles.add_column("vehicle")
+        vehicles.add_column("USD", justify="right")
+        for vehicle, cents in totals.items():
+            vehicles.add_row(vehicle, format_cents(cents))
+        console.print(vehicles)
+    if plan.distributions:
+        _render_plan_distributions(plan, console)
+    if plan.requests:
+        _render_plan_requests(plan, console)
+
+
+def _render_plan_distributions(plan: Plan, console: Console) -> None:
     dists = Table(title="Distributions")
     for col in (
         "file",
@@ -124,6 +135,11 @@ def render_plan(plan: Plan, console: Console) -> None:
             action + (f": {d.reason}" if d.reason else ""),
         )
     console.print(dists)
+
+
+def _render_plan_requests(plan: Plan, console: Console) -> None:
+    from fundpipe.plan import display_body
+
     reqs = Table(title="Requests it would send")
     for col in ("#", "phase", "request", "elements", "what", "Idempotency-Key"):
         reqs.add_column(col)
@@ -196,24 +212,30 @@ def render_validation(
         groups = group_issues(report)
         if not groups:
             continue
+        shown = groups[:max_issues]
         table = Table(show_lines=False)
-        sheets = any(g.first.sheet for g in groups)  # a CSV's table has no sheet column
-        for title in ("", *(["sheet"] if sheets else []), "rows", "column", "col", "value"):
-            table.add_column(title, overflow="fold")
-        table.add_column("check", overflow="fold")
-        table.add_column("reason", overflow="fold")
-        for group in groups[:max_issues]:
+        sheets = any(g.first.sheet for g in shown)  # a CSV's table has no sheet column
+        # capped, so the room left holds the longest check name at 80 columns
+        table.add_column("")
+        if sheets:
+            table.add_column("sheet", overflow="fold", max_width=10)
+        table.add_column("rows", overflow="fold", max_width=12)
+        table.add_column("column", overflow="fold", max_width=14)
+        table.add_column("value", overflow="fold", max_width=14)
+        # a check is a name to look up: whole on its own line, its reason wrapping below it
+        longest = max(len(g.first.check) for g in shown)
+        table.add_column("check: reason", overflow="fold", min_width=longest)
+        for group in shown:
             issue = group.first
             kind = "[red]error[/]" if group.severity == "error" else "[yellow]warning[/]"
+            column = escape(issue.column or "")
             table.add_row(
                 kind,
                 *([escape(issue.sheet or "")] if sheets else []),
                 group.rows_text(limit=20),
-                escape(issue.column or ""),
-                issue.letter or "",
+                f"{column} ({issue.letter})" if issue.letter else column,
                 escape(issue.value or ""),
-                issue.check,
-                escape(issue.reason),
+                Text.assemble((issue.check, "bold"), "\n", issue.reason),
             )
         console.print(table)
         if len(groups) > max_issues:

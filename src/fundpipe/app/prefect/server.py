@@ -150,7 +150,7 @@ def _serve(settings: Settings, say: Callable[[str], object]) -> None:
         from fundpipe.app.prefect.watch import inboxes
 
         watched = ", ".join(str(p) for p in inboxes(settings))
-        say(f"serving nightly, inbox and org-night; watching {watched} (Ctrl-C stops)")
+        say(f"serving nightly, inbox, org-night and night-check; watching {watched} (Ctrl-C stops)")
         from fundpipe.app.prefect import flows
 
         flows.serve_all()
