@@ -7,7 +7,8 @@ async with FundClient(settings.client_config()) as client:   # a ClientConfig
         ...
 ```
 
-Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `RateGate`, `idempotency_key`,
+Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `Walk` (when a newest-first
+walk may stop), `RateGate`, `idempotency_key`,
 `canonical_json`, `redact`, the models in `fundpipe.client.models` and the errors in
 `fundpipe.client.errors`.
 """
@@ -20,6 +21,7 @@ from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency
 from fundpipe.client._pagination import Page, Paginator
 from fundpipe.client._ratelimit import RateGate
 from fundpipe.client._redact import REDACTED, redact
+from fundpipe.client._walk import Walk
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -31,6 +33,7 @@ __all__ = [
     "Page",
     "Paginator",
     "RateGate",
+    "Walk",
     "canonical_json",
     "errors",
     "idempotency_key",

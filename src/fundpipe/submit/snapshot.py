@@ -14,13 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from fundpipe.client import FundClient, Paginator
+from fundpipe.client import FundClient, Paginator, Walk
 from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
 from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
 from fundpipe.submit.known import Known, read_distributions
-from fundpipe.sync.incremental import Walk
 
 __all__ = [
     "OPTIONAL_REFUSALS",
@@ -169,7 +168,7 @@ async def _newest(listing: Paginator[R], known: frozenset[str]) -> tuple[list[R]
     """The records listed before the first one in ``known``, newest first, and whether one
     was met (else the list ended: it was read whole); None when the list is not newest first
     (then only the full walk can be trusted). The order is judged as sync judges it
-    (:class:`fundpipe.sync.incremental.Walk`): an unknown record after a known one, or a
+    (:class:`fundpipe.client.Walk`): an unknown record after a known one, or a
     ``created_at`` later than the one before; records without ``created_at`` (the documented
     entity and contact records) are judged by the first rule alone."""
     walk = Walk("snapshot", known)

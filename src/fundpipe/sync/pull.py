@@ -36,14 +36,14 @@ from typing import Any
 
 import httpx
 
-from fundpipe.client import FundClient
+from fundpipe.client import FundClient, Walk
 from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUnavailableError
 from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.sync.fresh import FreshWarehouse
-from fundpipe.sync.incremental import WALKED_LISTS, Known, Walk, read_known, record_walks
+from fundpipe.sync.incremental import WALKED_LISTS, Known, read_known, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.monthend import certify_month_ends
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
