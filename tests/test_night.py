@@ -92,20 +92,20 @@ def _org_night(files: tuple[tuple[str, str, int], ...], exceptions: tuple[object
 
 def test_the_verdict_says_what_needs_a_person_how_much_and_by_when() -> None:
     from fundpipe.config import Organization
-    from fundpipe.night import NightException
-    from fundpipe.nights import Finding, Verdict, row_of
+    from fundpipe.nights import Finding, row_of
+    from fundpipe.vocabulary import ExceptionRecord, Verdict
 
     org = Organization(id="org_a", name="Alder")
     clean = row_of(org, "Completed", "", _org_night((("q4.csv", "processed", 500),), ()))  # type: ignore[arg-type]
     assert (clean.verdict, clean.why) == (Verdict.OK, ())
 
-    shortfall = NightException(
+    shortfall = ExceptionRecord(
         "EX-1", "open", 4, "shortfall on veh_1", 12_000_00, "fund it", "shortfall", False
     )
-    failed_payment = NightException(
+    failed_payment = ExceptionRecord(
         "EX-2", "open", 0, "payment failed", 250_00, "pay again", "status_mismatch", True
     )
-    settled = NightException("EX-3", "acknowledged", 9, "seen", 1, "-", "extra", False)
+    settled = ExceptionRecord("EX-3", "acknowledged", 9, "seen", 1, "-", "extra", False)
     night = _org_night(
         (("q4.csv", "processed", 500), ("bad.csv", "rejected", 0)),
         (shortfall, failed_payment, settled),

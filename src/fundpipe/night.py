@@ -23,28 +23,26 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode
 from fundpipe.record.restore import in_durable_record
+from fundpipe.vocabulary import ExceptionRecord, ExceptionState, what_to_do
 
 if TYPE_CHECKING:
     import httpx
 
     from fundpipe.config import Settings
     from fundpipe.progress import ProgressSink
-    from fundpipe.reconcile.lifecycle import TrackedException
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
 
 __all__ = [
     "STEPS",
-    "WHAT_TO_DO",
-    "NightException",
     "NightResult",
     "StepRunner",
     "exceptions_of",
     "night",
+    "of_view_row",
     "run_step",
 ]
 
@@ -68,138 +66,47 @@ def run_step(name: str, work: Callable[[], _R], /) -> _R:
     return work()
 
 
-#: What a person does about each kind of exception, where the lifecycle gives no action.
-WHAT_TO_DO = {
-    "shortfall": "fund the vehicle's depository account or move the payment date",
-    "amount_mismatch": "compare the sheet with the service; correct whichever is wrong",
-    "missing": "re-drop the file, or find out why the service lacks the payment",
-    "extra": "find the sheet this payment came from, or cancel it at the service",
-    "status_mismatch": "see why the payment failed or was cancelled, and pay it again if due",
-    "unexplained_balance": "look for a movement of the account that no payment explains",
-    "file_rejected": "correct the file from its error report and drop it again",
-    "file_conflict": "decide which version stands: change it at the service, or drop the old one",
-}
+def of_view_row(row: Mapping[str, Any]) -> ExceptionRecord:
+    """One exception from a row of the `exceptions` view's Parquet (a reconciliation without a
+    lifecycle, one for a past as-of date): an id hashed from its kind and subject, open, opened
+    tonight, and what to do as its kind says."""
+    kind = str(row.get("kind") or "exception")
+    subject = str(row.get("object_id") or row.get("source_file") or row.get("vehicle") or "")
+    digest = hashlib.sha256(f"{kind}|{row.get('object_type')}|{subject}".encode()).hexdigest()
+    where = row.get("source_file") or row.get("vehicle") or subject
+    reason, label = str(row.get("reason") or ""), kind.replace("_", " ")
+    what = reason if reason.startswith(label) else f"{label}: {reason}".strip(": ")
+    if where:
+        what = f"{what} ({Path(str(where)).name})"
+    return ExceptionRecord(
+        id=f"exc_{digest[:10]}",
+        state=ExceptionState.OPEN,
+        age_days=0,
+        what=what,
+        amount_cents=int(row.get("amount_cents") or 0),
+        what_to_do=what_to_do(kind),
+        kind=kind,
+        opened_tonight=True,
+    )
 
 
-@dataclass(frozen=True, slots=True)
-class NightException:
-    """One exception of the night in the plain columns of the exception lifecycle: what the
-    run-log lines, the events, the exceptions artifact and the parent's table read."""
-
-    id: str
-    #: "open", "resolved" or "acknowledged"
-    state: str
-    age_days: int
-    what: str
-    #: None: the exception has no amount (never shown as $0.00)
-    amount_cents: int | None
-    what_to_do: str
-    kind: str
-    #: the lifecycle opened (or reopened) it tonight
-    opened_tonight: bool
-
-    @property
-    def amount(self) -> str:
-        """The amount as dollars text (``$1,234.56``), empty when there is none."""
-        return "" if self.amount_cents is None else format_cents(self.amount_cents)
-
-    @property
-    def is_open(self) -> bool:
-        """Open after tonight (acknowledged and resolved ones are not)."""
-        return self.state == "open"
-
-    @property
-    def opened(self) -> bool:
-        """Open, and opened tonight."""
-        return self.is_open and self.opened_tonight
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (the `--json` output, a child's hand-off): the columns, the amount as
-        dollars text."""
-        return {
-            "id": self.id,
-            "state": self.state,
-            "age_days": self.age_days,
-            "what": self.what,
-            "amount": self.amount,
-            "what_to_do": self.what_to_do,
-            "kind": self.kind,
-            "opened_tonight": self.opened_tonight,
-            "amount_cents": self.amount_cents,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NightException:
-        """Read back `as_dict` (a missing key is a KeyError naming it)."""
-        cents = data["amount_cents"]
-        return cls(
-            id=str(data["id"]),
-            state=str(data["state"]),
-            age_days=int(data["age_days"]),
-            what=str(data["what"]),
-            amount_cents=None if cents is None else int(cents),
-            what_to_do=str(data["what_to_do"]),
-            kind=str(data["kind"]),
-            opened_tonight=bool(data["opened_tonight"]),
-        )
-
-    @classmethod
-    def tracked(cls, record: TrackedException, *, opened_tonight: bool) -> NightException:
-        """From one of the lifecycle's typed records."""
-        kind = record.kind or "exception"
-        return cls(
-            id=record.id,
-            state=record.state,
-            age_days=record.age_days,
-            what=record.what or kind.replace("_", " "),
-            amount_cents=record.amount_cents,
-            what_to_do=record.action or WHAT_TO_DO.get(kind, "look into it and decide"),
-            kind=kind,
-            opened_tonight=opened_tonight,
-        )
-
-    @classmethod
-    def of_view_row(cls, row: Mapping[str, Any]) -> NightException:
-        """From a row of the `exceptions` view's Parquet (a reconciliation without a lifecycle,
-        one for a past as-of date): an id hashed from its kind and subject, open, opened
-        tonight."""
-        kind = str(row.get("kind") or "exception")
-        subject = str(row.get("object_id") or row.get("source_file") or row.get("vehicle") or "")
-        digest = hashlib.sha256(f"{kind}|{row.get('object_type')}|{subject}".encode()).hexdigest()
-        where = row.get("source_file") or row.get("vehicle") or subject
-        reason, label = str(row.get("reason") or ""), kind.replace("_", " ")
-        what = reason if reason.startswith(label) else f"{label}: {reason}".strip(": ")
-        if where:
-            what = f"{what} ({Path(str(where)).name})"
-        return cls(
-            id=f"exc_{digest[:10]}",
-            state="open",
-            age_days=0,
-            what=what,
-            amount_cents=int(row.get("amount_cents") or 0),
-            what_to_do=WHAT_TO_DO.get(kind, "look into it and decide"),
-            kind=kind,
-            opened_tonight=True,
-        )
-
-
-def exceptions_of(reconciled: ReconcileResult) -> tuple[NightException, ...]:
+def exceptions_of(reconciled: ReconcileResult) -> tuple[ExceptionRecord, ...]:
     """A reconciliation's exceptions: those its lifecycle opened tonight, those still open
     (aged) and those it resolved — or, without a lifecycle (a past as-of date only reads), the
     `exceptions` view's rows (at most 500), each open."""
     life = reconciled.lifecycle
     if life is not None:
         return (
-            *(NightException.tracked(e, opened_tonight=True) for e in life.opened),
-            *(NightException.tracked(e, opened_tonight=False) for e in life.still_open),
-            *(NightException.tracked(e, opened_tonight=False) for e in life.resolved),
+            *(e.tonight(opened_tonight=True) for e in life.opened),
+            *(e.tonight(opened_tonight=False) for e in life.still_open),
+            *(e.tonight(opened_tonight=False) for e in life.resolved),
         )
     path = reconciled.parquet.get("exceptions")
     if path is None or not Path(path).exists():
         return ()
     frame = reconciled.frame("exceptions").head(500)
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-    return tuple(NightException.of_view_row({str(k): v for k, v in row.items()}) for row in rows)
+    return tuple(of_view_row({str(k): v for k, v in row.items()}) for row in rows)
 
 
 @dataclass(frozen=True)
@@ -222,7 +129,7 @@ class NightResult:
     sync: SyncResult
     reconcile: ReconcileResult
     #: tonight's exceptions (see `exceptions_of`): opened, still open, resolved
-    exceptions: tuple[NightException, ...] = ()
+    exceptions: tuple[ExceptionRecord, ...] = ()
 
     def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
         """The files that ended in one of ``states``."""

@@ -20,7 +20,7 @@ The types, each with one JSON form (``as_json``):
   link: what `fundpipe run`, the `nightly` flow's state and artifact, the morning view and the
   on-call lines read. :class:`NightsFailed` carries it when one organization's night failed.
 
-The verdict (:class:`Verdict`), computed here and nowhere else:
+The verdict (`fundpipe.vocabulary.Verdict`), computed here and nowhere else:
 
 - ``OK``: the night completed and nothing waits for a person;
 - ``NEEDS_A_PERSON``: the night completed, but a file was rejected, in conflict or refused, or
@@ -31,7 +31,8 @@ The verdict (:class:`Verdict`), computed here and nowhere else:
   configuration, a bug): why, in plain words, and the service host it talked to.
 
 A night's run *state* follows its verdict: ``OK`` is "Completed", ``NEEDS_A_PERSON`` is "Needs
-a person" (whether a file was rejected or only a shortfall is open), ``FAILED`` is "Failed"; its
+a person" (`fundpipe.vocabulary.NEEDS_A_PERSON_STATE`: whether a file was rejected or only a
+shortfall is open), ``FAILED`` is "Failed"; its
 exit code (`fundpipe.errors.ExitCode`, `Nights.exit_code`) says the same: 1 at least for a night
 that needs a person.
 
@@ -48,14 +49,18 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import date
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode, FundpipeError
-from fundpipe.night import NightException
-from fundpipe.reports.headers import kind_words
+from fundpipe.vocabulary import (
+    KINDS,
+    NEEDS_A_PERSON_STATE,
+    ExceptionRecord,
+    Verdict,
+    kind_words,
+)
 from fundpipe.words import counted
 
 if TYPE_CHECKING:
@@ -65,27 +70,18 @@ if TYPE_CHECKING:
     from fundpipe.submit.verdicts import FileOutcome
 
 __all__ = [
-    "NEEDS_REVIEW",
     "Finding",
     "Nights",
     "NightsFailed",
     "OrgNight",
     "OrgRow",
     "Totals",
-    "Verdict",
     "file_json",
     "nights",
     "row_of",
 ]
 
 _log = logging.getLogger(__name__)
-
-#: The state name of a night that needs a person (state type COMPLETED): the badge the Prefect
-#: UI shows, and the label `fundpipe run` and the parent's artifact show for it.
-NEEDS_REVIEW = "Needs review"
-#: The state name of a night over one or every organization whose verdict is NEEDS_A_PERSON
-#: (the `org-night` and `nightly` runs' badge), and the label `fundpipe run` shows for it.
-NEEDS_A_PERSON_SHOWN = "Needs a person"
 
 #: How the service objects' mode reads to a person.
 _MODES = {"test": "test mode", "live": "live mode", "not seen": "none seen"}
@@ -94,16 +90,8 @@ _MODES = {"test": "test mode", "live": "live mode", "not seen": "none seen"}
 NEXT_NIGHT = "before the next night"
 
 
-class Verdict(StrEnum):
-    """What one organization's night asks of a person (see the module docstring)."""
-
-    OK = "ok"
-    NEEDS_A_PERSON = "needs a person"
-    FAILED = "failed"
-
-
 #: Exceptions a file opens: on the night it opens them, the file's own finding says it.
-_FILE_KINDS = frozenset({"file_rejected", "file_conflict"})
+_FILE_KINDS = frozenset(str(k) for k, meaning in KINDS.items() if meaning.opened_by_a_file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +155,7 @@ class OrgNight:
     parquet: Mapping[str, Path] = field(default_factory=dict)
     exception_counts: Mapping[str, int] = field(default_factory=dict)
     #: tonight's exceptions: opened, still open, resolved
-    exceptions: tuple[NightException, ...] = ()
+    exceptions: tuple[ExceptionRecord, ...] = ()
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     exit_code: int = 0
@@ -221,12 +209,12 @@ class OrgNight:
         return self.in_state("rejected")
 
     @property
-    def open_exceptions(self) -> tuple[NightException, ...]:
+    def open_exceptions(self) -> tuple[ExceptionRecord, ...]:
         """Tonight's exceptions still open after it."""
         return tuple(e for e in self.exceptions if e.is_open)
 
     @property
-    def opened_exceptions(self) -> tuple[NightException, ...]:
+    def opened_exceptions(self) -> tuple[ExceptionRecord, ...]:
         """The exceptions opened tonight."""
         return tuple(e for e in self.exceptions if e.opened)
 
@@ -324,7 +312,7 @@ class OrgNight:
             "organization": self.organization,
             "open_exceptions": len(self.open_exceptions),
             "opened_ids": [e.id for e in self.opened_exceptions],
-            "exception_list": [e.as_dict() for e in self.open_exceptions],
+            "exception_list": [e.as_json("night") for e in self.open_exceptions],
             "published": (
                 {"folder": self.published.folder, "urls": dict(self.published.urls)}
                 if self.published is not None
@@ -363,7 +351,7 @@ class OrgRow:
     #: the child's night (subflows; a child on another worker leaves only its row)
     night: OrgNight | None = None
     #: its open exceptions (for the parent's table of every organization's)
-    exceptions: tuple[NightException, ...] = ()
+    exceptions: tuple[ExceptionRecord, ...] = ()
 
     @property
     def completed(self) -> bool:
@@ -390,7 +378,7 @@ class OrgRow:
     def state_shown(self) -> str:
         """The state as the Prefect UI shows the child run: a completed night whose verdict is
         NEEDS_A_PERSON is "Needs a person", as its badge says."""
-        return NEEDS_A_PERSON_SHOWN if self.verdict is Verdict.NEEDS_A_PERSON else self.state
+        return NEEDS_A_PERSON_STATE if self.verdict is Verdict.NEEDS_A_PERSON else self.state
 
     @property
     def total(self) -> str:
@@ -432,7 +420,7 @@ class OrgRow:
             "why": [f.as_json() for f in self.why],
             "findings": [f.as_json() for f in self.findings],
             "summary": self.night.as_json() if self.night is not None else None,
-            "exceptions": [e.as_dict() for e in self.exceptions],
+            "exceptions": [e.as_json("night") for e in self.exceptions],
         }
 
     def with_json(self, left: Mapping[str, Any]) -> OrgRow:
@@ -458,7 +446,7 @@ class OrgRow:
             if name in left
         }
         findings = tuple(Finding.from_json(f) for f in left.get("findings") or ())
-        exceptions = tuple(NightException.from_json(e) for e in left.get("exceptions") or ())
+        exceptions = tuple(ExceptionRecord.from_json(e) for e in left.get("exceptions") or ())
         return replace(
             self,
             **counts,  # type: ignore[arg-type]

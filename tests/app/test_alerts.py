@@ -158,10 +158,10 @@ def test_a_rejected_file_is_one_alert_its_exception_folded_in() -> None:
     """The exception a rejected file opens carries "told by its file": the exception alert's
     filter leaves it out, and the file's alert says it stays open until a corrected file."""
     from fundpipe.app.prefect import oncall
-    from fundpipe.night import NightException
+    from fundpipe.vocabulary import ExceptionRecord
 
-    def exception(kind: str) -> NightException:
-        return NightException("EX-9", "open", 0, "what", None, "fix", kind, True)
+    def exception(kind: str) -> ExceptionRecord:
+        return ExceptionRecord("EX-9", "open", 0, "what", None, "fix", kind, True)
 
     filtered = _built()["fundpipe: an exception opened"].trigger.match.root
     assert filtered["fundpipe.exception.alert"] == "own"

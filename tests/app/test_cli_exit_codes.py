@@ -375,15 +375,15 @@ def test_fundpipe_run_exits_1_for_a_night_that_needs_a_person_for_a_shortfall_al
     from fundpipe.app.prefect.nightsummary import org_row
     from fundpipe.app.prefect.verdict_state import line_of, night_state
     from fundpipe.config import Organization
-    from fundpipe.night import NightException
     from fundpipe.nights import Nights, OrgNight
+    from fundpipe.vocabulary import ExceptionRecord
 
-    shortfall = NightException(
+    shortfall = ExceptionRecord(
         "EX-7", "open", 0, "veh_demo3 is short", 450_000, "fund the vehicle", "shortfall", True
     )
     org = Organization(id="org_demo", name="Demo Fund Administration")
 
-    def night_with(*exceptions: NightException) -> Any:
+    def night_with(*exceptions: ExceptionRecord) -> Any:
         # the library's night exits 0: no file was rejected
         child = OrgNight("org_demo", date(2026, 11, 28), exceptions=exceptions, exit_code=0)
         row = org_row(org, Completed(), child)

@@ -10,11 +10,12 @@ import pytest
 
 from fundpipe.app.prefect import oncall
 from fundpipe.app.prefect.artifacts import rejected_key
-from fundpipe.night import NightException, exceptions_of, night
+from fundpipe.night import exceptions_of, night
 from fundpipe.nights import OrgNight
 from fundpipe.reconcile.views import ReconcileResult, ReconcileSummary
 from fundpipe.submit.verdicts import FileOutcome
 from fundpipe.sync.pull import SyncResult
+from fundpipe.vocabulary import ExceptionRecord
 from worlds.submit import World, write_sheet
 
 REJECTED = FileOutcome(
@@ -174,7 +175,7 @@ def test_exception_ids_are_stable_and_the_columns_plain(tmp_path: Path) -> None:
     first, again = exceptions_of(reconciled), exceptions_of(reconciled)
     assert first == again
     (line,) = first
-    assert isinstance(line, NightException)
+    assert isinstance(line, ExceptionRecord)
     assert line.id.startswith("exc_")
     assert len(line.id) == 14
     assert (line.state, line.age_days, line.amount) == ("open", 0, "$0.00")
@@ -413,7 +414,7 @@ def test_a_night_s_alerts_link_the_report_where_a_link_opens(
         )
         for report in reports:
             report.write_bytes(b"errors")
-        shortfall = NightException(
+        shortfall = ExceptionRecord(
             "EX-7", "open", 0, "veh_demo3 short", 450_000, "fund it", "shortfall", True
         )
         return OrgNight(
@@ -525,7 +526,7 @@ def test_a_child_run_that_needs_a_person_warns_by_name_and_is_named_by_its_own_f
             said.append(("WARNING", message))
 
     monkeypatch.setattr(tell, "get_run_logger", Logger)
-    shortfall = NightException(
+    shortfall = ExceptionRecord(
         "EX-7",
         "open",
         0,

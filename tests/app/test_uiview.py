@@ -20,9 +20,9 @@ from fundpipe.app.prefect.uiview import (
     run_name,
     step_run_name,
 )
-from fundpipe.night import NightException
 from fundpipe.nights import Finding, OrgNight, OrgRow
 from fundpipe.submit.verdicts import FileOutcome
+from fundpipe.vocabulary import ExceptionRecord
 
 
 def test_a_night_that_needs_a_person_is_completed_but_named_needs_review() -> None:
@@ -117,7 +117,7 @@ def test_the_parent_names_what_needs_a_person_per_organization() -> None:
 
 
 def test_exceptions_read_with_plain_labels() -> None:
-    exception = NightException("EX-1", "open", 0, "w", 100, "fix", "missing", True)
+    exception = ExceptionRecord("EX-1", "open", 0, "w", 100, "fix", "missing", True)
     (row,) = plain_exceptions([exception], "Alder (org_a)")
     assert list(row) == [
         "Organization",
@@ -134,7 +134,7 @@ def test_exceptions_read_with_plain_labels() -> None:
 def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
     from fundpipe.app.prefect.oncall import exception_line
 
-    rejected = NightException(
+    rejected = ExceptionRecord(
         id="EX-1",
         state="open",
         age_days=0,
@@ -155,7 +155,7 @@ def test_an_exception_without_an_amount_is_logged_without_a_blank() -> None:
 
 
 #: A shortfall as the warehouse words it: a sentence far wider than a table cell on a screen.
-SHORTFALL = NightException(
+SHORTFALL = ExceptionRecord(
     "EX-24D72797D6",
     "open",
     0,

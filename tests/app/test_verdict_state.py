@@ -8,7 +8,6 @@ from zoneinfo import ZoneInfo
 from fundpipe.app.prefect.verdict_state import (
     NEEDS_A_PERSON,
     NeedsAPerson,
-    Verdict,
     VerdictLine,
     health_rows,
     line_of,
@@ -18,6 +17,7 @@ from fundpipe.app.prefect.verdict_state import (
     verdict_markdown,
     verdict_table,
 )
+from fundpipe.vocabulary import Verdict
 
 OK = VerdictLine("org_a", "Alpha Fund", Verdict.OK)
 SHORT = VerdictLine(

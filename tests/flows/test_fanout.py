@@ -12,9 +12,9 @@ import pytest
 from fundpipe.app.prefect.fanout import limit_name, shared_rate
 from fundpipe.app.prefect.nightsummary import cross_markdown, org_row
 from fundpipe.config import Organization, Settings, grouped
-from fundpipe.night import NightException
-from fundpipe.nights import Nights, NightsFailed, OrgNight, Verdict
+from fundpipe.nights import Nights, NightsFailed, OrgNight
 from fundpipe.submit.verdicts import FileOutcome
+from fundpipe.vocabulary import ExceptionRecord, Verdict
 
 
 def _settings(**values: object) -> Settings:
@@ -59,7 +59,7 @@ def _child(files: list[tuple[str, int, int]], exceptions: int) -> OrgNight:
             for n, (state, d, cents) in enumerate(files)
         ),
         exceptions=tuple(
-            NightException(f"EX-{n}", "open", 0, "w", None, "fix", "missing", True)
+            ExceptionRecord(f"EX-{n}", "open", 0, "w", None, "fix", "missing", True)
             for n in range(exceptions)
         ),
         exit_code=1 if any(f[0] == "rejected" for f in files) else 0,

@@ -91,9 +91,9 @@ def reconcile_dict(result: ReconcileResult) -> dict[str, Any]:
     if result.lifecycle is not None:
         life = result.lifecycle
         out["lifecycle"] = {
-            "opened": [_plain(e.as_dict()) for e in life.opened],
-            "still_open": [_plain(e.as_dict()) for e in life.still_open],
-            "resolved": [_plain(e.as_dict()) for e in life.resolved],
+            "opened": [_plain(e.as_json("lifecycle")) for e in life.opened],
+            "still_open": [_plain(e.as_json("lifecycle")) for e in life.still_open],
+            "resolved": [_plain(e.as_json("lifecycle")) for e in life.resolved],
             "acknowledged": life.acknowledged,
         }
     return out

@@ -33,10 +33,11 @@ import getpass
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from fundpipe.vocabulary import ExceptionRecord, ExceptionState, what_to_do
 from fundpipe.warehouse.file import Warehouse, records
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ __all__ = [
     "ExceptionEvent",
     "ExceptionNotFoundError",
     "Lifecycle",
-    "TrackedException",
     "acknowledge",
     "assign",
     "history",
@@ -59,10 +59,8 @@ __all__ = [
     "track",
 ]
 
-State = Literal["open", "acknowledged", "resolved"]
-
-#: The states an exception can be in.
-STATES: tuple[State, ...] = ("open", "acknowledged", "resolved")
+#: The states an exception can be in (`fundpipe.vocabulary.ExceptionState`), in order.
+STATES: tuple[ExceptionState, ...] = tuple(ExceptionState)
 
 #: The events of an exception's history.
 EVENTS = ("opened", "amount_changed", "acknowledged", "assigned", "reopened", "resolved")
@@ -73,7 +71,7 @@ SYSTEM = "fundpipe"
 #: The end of time: every event recorded.
 _ALL = "TIMESTAMPTZ 'infinity'"
 
-#: The select list `list_exceptions` and `history` read a `TrackedException` from. Each field is
+#: The select list `list_exceptions` and `history` read an `ExceptionRecord` from. Each field is
 #: taken by its column's name, so any order of this list reads the same.
 EXCEPTION_COLUMNS = (
     "id, kind, state, first_seen, last_seen, resolved_on, acknowledged_by, acknowledged_at, "
@@ -101,57 +99,6 @@ def os_user() -> str | None:
         return getpass.getuser()
     except (KeyError, OSError):  # no login name and no passwd entry (some containers)
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class TrackedException:
-    """One exception as its events leave it, in the plain columns a person reads."""
-
-    id: str
-    kind: str
-    state: str
-    first_seen: date
-    last_seen: date
-    resolved_on: date | None
-    acknowledged_by: str | None
-    acknowledged_at: datetime | None
-    note: str | None
-    vehicle: str | None
-    object_type: str | None
-    object_id: str | None
-    source_file: str | None
-    row: int | None
-    amount_cents: int | None
-    what: str
-    action: str | None
-    as_of: date
-    #: Who owns it (the last `exceptions assign`), and the amount the last acknowledgement covered.
-    owner: str | None = None
-    acknowledged_amount_cents: int | None = None
-
-    @property
-    def age_days(self) -> int:
-        """Days from first seen to the as-of date (or to the day it was resolved)."""
-        end = self.resolved_on or self.as_of
-        return max((end - self.first_seen).days, 0)
-
-    @property
-    def amount_dollars(self) -> str:
-        """The amount as dollars text (``$1,234.56``), empty when there is none."""
-        from fundpipe.cents import format_cents
-
-        return "" if self.amount_cents is None else format_cents(self.amount_cents)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: dates as ISO text, plus `age_days` and `amount_dollars`."""
-        out = asdict(self)
-        out.pop("as_of")
-        for key in ("first_seen", "last_seen", "resolved_on", "acknowledged_at"):
-            value = out[key]
-            out[key] = value.isoformat() if value is not None else None
-        out["age_days"] = self.age_days
-        out["amount_dollars"] = self.amount_dollars
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +134,9 @@ class Lifecycle:
     """What one reconciliation did to the history: ids opened, resolved, and still open."""
 
     as_of: date
-    opened: tuple[TrackedException, ...]
-    resolved: tuple[TrackedException, ...]
-    still_open: tuple[TrackedException, ...]
+    opened: tuple[ExceptionRecord, ...]
+    resolved: tuple[ExceptionRecord, ...]
+    still_open: tuple[ExceptionRecord, ...]
     acknowledged: int
 
     @property
@@ -221,7 +168,7 @@ def _rows(
     as_of: date,
     *,
     cutoff: str = _ALL,
-) -> list[TrackedException]:
+) -> list[ExceptionRecord]:
     rows = records(
         con,
         f"SELECT {EXCEPTION_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
@@ -231,20 +178,26 @@ def _rows(
     return [_tracked(r, as_of) for r in rows]
 
 
-def _tracked(row: dict[str, Any], as_of: date) -> TrackedException:
+def _tracked(row: dict[str, Any], as_of: date) -> ExceptionRecord:
     """One exception from its row, each field from the column of its name (the gaps of a row
-    with no details yet filled: no kind or text is empty, no date is the as-of date)."""
-    return TrackedException(
+    with no details yet filled: no kind or text is empty, no date is the as-of date), aged to
+    ``as_of`` (or to the day it was resolved), and what to do: its action, else its kind's."""
+    first_seen: date = row["first_seen"] or as_of
+    end: date = row["resolved_on"] or as_of
+    kind = row["kind"] or ""
+    return ExceptionRecord(
         **{
             **row,
-            "kind": row["kind"] or "",
-            "first_seen": row["first_seen"] or as_of,
+            "state": ExceptionState(row["state"]),
+            "kind": kind,
+            "first_seen": first_seen,
             "last_seen": row["last_seen"] or as_of,
             "what": row["what"] or "",
             "row": _int(row["row"]),
             "amount_cents": _int(row["amount_cents"]),
             "acknowledged_amount_cents": _int(row["acknowledged_amount_cents"]),
-            "as_of": as_of,
+            "age_days": max((end - first_seen).days, 0),
+            "what_to_do": row["action"] or what_to_do(kind or "exception"),
         }
     )
 
@@ -372,7 +325,7 @@ def _last_run(con: duckdb.DuckDBPyConnection) -> date | None:
 
 def list_exceptions(
     warehouse: Warehouse, *, state: str | None = None, as_of: date | None = None
-) -> list[TrackedException]:
+) -> list[ExceptionRecord]:
     """Every exception (or those in `state`), aged to `as_of` (default: the last run's date)."""
     if state is not None and state not in STATES:
         raise ValueError(f"state must be one of {', '.join(STATES)}, not {state!r}")
@@ -404,7 +357,7 @@ def _person_event(
     assignee: str | None = None,
     user: str | None = None,
     record: DecisionSink | None = None,
-) -> TrackedException:
+) -> ExceptionRecord:
     with warehouse.write() as con:
         _, amount = _current_state(con, exception_id)
         row = {
@@ -437,7 +390,7 @@ def acknowledge(
     now: datetime,
     user: str | None = None,
     record: DecisionSink | None = None,
-) -> TrackedException:
+) -> ExceptionRecord:
     """Record that `by` dealt with an open (or acknowledged) exception at `now`, with `note`.
 
     The acknowledgement covers the exception's amount at that moment: if it later worsens, the
@@ -471,7 +424,7 @@ def assign(
     note: str | None = None,
     user: str | None = None,
     record: DecisionSink | None = None,
-) -> TrackedException:
+) -> ExceptionRecord:
     """Make `to` the owner of an unresolved exception (an `assigned` event by `by` at `now`).
     ``record``, when given, also writes the decision to the durable record."""
     if not to.strip():
@@ -491,7 +444,7 @@ def assign(
 
 def history(
     warehouse: Warehouse, exception_id: str
-) -> tuple[TrackedException, list[ExceptionEvent]]:
+) -> tuple[ExceptionRecord, list[ExceptionEvent]]:
     """An exception's state and every event of its history, oldest first.
 
     Raises :class:`ExceptionNotFoundError` for an unknown id.

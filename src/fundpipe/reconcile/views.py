@@ -32,8 +32,8 @@ from fundpipe.config import Settings
 from fundpipe.reconcile.lifecycle import Lifecycle, track
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
 from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS, tie_out_lines
-from fundpipe.reports.headers import kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
+from fundpipe.vocabulary import kind_words
 from fundpipe.warehouse.file import Warehouse
 
 if TYPE_CHECKING:

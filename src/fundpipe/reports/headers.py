@@ -7,7 +7,9 @@ money in dollars "(USD)", instants "(UTC)", calendar dates of a distribution "(l
 
 from __future__ import annotations
 
-__all__ = ["KIND_WORDS", "MATCH_WORDS", "OBJECT_WORDS", "WORDS", "header_for", "kind_words"]
+from fundpipe.vocabulary import KINDS
+
+__all__ = ["KIND_WORDS", "MATCH_WORDS", "OBJECT_WORDS", "WORDS", "header_for"]
 
 #: Names whose plain words are not just the name with spaces.
 WORDS: dict[str, str] = {
@@ -68,20 +70,9 @@ WORDS: dict[str, str] = {
 }
 
 
-#: Each exception kind in the words a controller uses (the Parquet files keep the machine kind).
-KIND_WORDS: dict[str, str] = {
-    "shortfall": "Vehicle short of funds",
-    "missing": "Sheet row not at the service",
-    "extra": "Service payment in no sheet",
-    "amount_mismatch": "Amount differs (sheet vs service)",
-    "status_mismatch": "Payment failed, cancelled or not confirmed",
-    "unexplained_balance": "Reconciling item (unexplained balance)",
-    "distribution_tie_out": "Distribution does not tie out",
-    "file_rejected": "Sheet file rejected",
-    "file_conflict": "Sheet file conflicts with the service",
-    "file_refused": "Sheet file refused",
-    "after_close_adjustment": "After-close adjustment (closed month changed)",
-}
+#: Each exception kind in the words a controller uses (the Parquet files keep the machine kind):
+#: the workbook's words map, read from the one table of what each kind means.
+KIND_WORDS: dict[str, str] = {str(kind): meaning.words for kind, meaning in KINDS.items()}
 
 #: What an exception is about, in words (the Exceptions sheet's Object type).
 OBJECT_WORDS: dict[str, str] = {
@@ -100,11 +91,6 @@ MATCH_WORDS: dict[str, str] = {
     "amount_mismatch": "Amount differs (sheet vs service)",
     "status_mismatch": "Payment failed, cancelled or not confirmed",
 }
-
-
-def kind_words(kind: str) -> str:
-    """An exception kind in plain words (an unknown kind as it is, underscores as spaces)."""
-    return KIND_WORDS.get(kind, _words(kind))
 
 
 def _words(name: str) -> str:

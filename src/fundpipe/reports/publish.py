@@ -12,7 +12,7 @@ path below the reports folder:
     <FUNDPIPE_REPORTS_URL>/<org>/<as_of>/<stamp>/night.json                 (the night's facts)
     <FUNDPIPE_REPORTS_URL>/<org>/<as_of>/latest.json                        (where the newest is)
 
-``night.json`` holds what the morning view (`fundpipe.reports.morning`) needs and cannot read
+``night.json`` holds what the morning view (`fundpipe.morning`) needs and cannot read
 from the Parquet files: the organization's name, the night's state, files, rejected files,
 distributions submitted and their total (integer cents). ``latest.json`` is written last, so a
 reader never follows it to a half-published night.

@@ -59,7 +59,7 @@ def totals_batch(
 def _in_words(batch: pa.RecordBatch, words: Mapping[str, Mapping[str, str]]) -> pa.RecordBatch:
     """`batch` with each column of `words` shown in its plain words; a value the table does not
     know is still shown in words, its underscores as spaces and its first letter capitalized
-    (`file_refused` → "File refused", as `fundpipe.reports.headers.kind_words` says it)."""
+    (`file_refused` → "File refused", as `fundpipe.vocabulary.kind_words` says it)."""
     arrays = []
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         table = words.get(name)

@@ -25,7 +25,7 @@ from fundpipe.errors import InputError
 from fundpipe.record import decision_sink  # each person's act goes to the durable record too
 
 if TYPE_CHECKING:
-    from fundpipe.reconcile.lifecycle import TrackedException
+    from fundpipe.vocabulary import ExceptionRecord
 
 __all__ = ["exceptions_app"]
 
@@ -37,13 +37,13 @@ exceptions_app = Typer(
 
 
 def _person_act(
-    act: Callable[..., TrackedException],
+    act: Callable[..., ExceptionRecord],
     exception_id: str,
     by: str | None,
     data_dir: Path | None,
     org: str | None,
     **fields: Any,
-) -> TrackedException:
+) -> ExceptionRecord:
     """A person's event (`acknowledge`, `assign`) on the organization's warehouse, now, by `by`
     (default: the login name); an unknown or resolved id, or an empty name or note, is a usage
     error (exit 2) saying so."""
@@ -97,7 +97,7 @@ def exceptions_list_command(
         settings = local_org_settings(data_dir, org)
         found = list_exceptions(Warehouse(settings.local.warehouse_file), state=state)
         if json_out:
-            print(json.dumps([t.as_dict() for t in found], indent=2, default=str))
+            print(json.dumps([t.as_json("lifecycle") for t in found], indent=2, default=str))
             return
         from fundpipe.app.cli.render import render_exception_log
 
@@ -151,7 +151,7 @@ def exceptions_show_command(
         if json_out:
             print(
                 json.dumps(
-                    {**found.as_dict(), "events": [e.as_dict() for e in events]},
+                    {**found.as_json("lifecycle"), "events": [e.as_dict() for e in events]},
                     indent=2,
                     default=str,
                 )

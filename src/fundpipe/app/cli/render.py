@@ -24,10 +24,11 @@ if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports
     from fundpipe.nights import Nights
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
-    from fundpipe.reconcile.lifecycle import ExceptionEvent, TrackedException
+    from fundpipe.reconcile.lifecycle import ExceptionEvent
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.ingest import IngestResult
     from fundpipe.validate.issues import FileReport
+    from fundpipe.vocabulary import ExceptionRecord
 
 __all__ = [
     "RichProgress",
@@ -331,7 +332,7 @@ def render_config(values: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
+def render_exception_log(found: Sequence[ExceptionRecord], console: Console) -> None:
     """The exception log as a table: id, state, owner, age, what, amount, what to do."""
     if not found:
         console.print("[green]no exceptions[/]")
@@ -346,14 +347,12 @@ def render_exception_log(found: Sequence[TrackedException], console: Console) ->
         state = t.state + (
             f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
         )
-        table.add_row(
-            t.id, state, t.owner or "", str(t.age_days), t.what, t.amount_dollars, t.action or ""
-        )
+        table.add_row(t.id, state, t.owner or "", str(t.age_days), t.what, t.amount, t.action or "")
     console.print(table)
 
 
 def render_exception_history(
-    found: TrackedException, events: Sequence[ExceptionEvent], console: Console
+    found: ExceptionRecord, events: Sequence[ExceptionEvent], console: Console
 ) -> None:
     """One exception as the log shows it, then its history: when (UTC), as of, event, by whom
     (name and operating-system user), amount and note (an assignment names the owner)."""

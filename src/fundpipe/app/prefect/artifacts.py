@@ -29,7 +29,7 @@ from prefect.artifacts import (
 from fundpipe.app.prefect import links, oncall
 from fundpipe.app.prefect.uiview import org_key, plain_exceptions, whole_exceptions
 from fundpipe.config import Settings
-from fundpipe.reports.headers import kind_words
+from fundpipe.vocabulary import kind_words
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgNight

@@ -251,7 +251,8 @@ def _now(deadline: datetime) -> datetime:
 def _completed_late(summary: Nights, deadline: datetime, settings: Settings) -> None:
     """Each organization whose night ended past the deadline, and did not fail (a failed one
     has its alert): `fundpipe.night.completed-late`, with its verdict."""
-    from fundpipe.app.prefect.verdict_state import Verdict, line_of
+    from fundpipe.app.prefect.verdict_state import line_of
+    from fundpipe.vocabulary import Verdict
 
     for line in (line_of(row) for row in summary.rows):
         if line.verdict is Verdict.FAILED:
@@ -276,6 +277,7 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
         publish_health,
         publish_verdict,
     )
+    from fundpipe.vocabulary import Verdict
     from fundpipe.words import counted
 
     logger = get_run_logger()
@@ -291,7 +293,7 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
     publish_verdict(lines, day, {org: url for org, url in reports.items() if url})
     publish_health(lines, day)
     for line in lines:
-        if line.verdict.value == "FAILED":
+        if line.verdict is Verdict.FAILED:
             tell_night_failed(
                 line.organization, line.name, line.why, line.host, line.next_step, settings
             )

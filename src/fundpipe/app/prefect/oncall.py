@@ -1,7 +1,7 @@
 """What the person on call sees and hears of a night: its log lines, events and report links.
 
 Pure functions turn the steps' typed results (`FileOutcome`, `IngestResult`, `SyncResult`,
-`ReconcileResult`, `fundpipe.night.NightResult` and its `NightException`s) into plain lines (one per
+`ReconcileResult`, `fundpipe.night.NightResult` and its `fundpipe.vocabulary.ExceptionRecord`s) into plain lines (one per
 file, per step, per exception, and where the reports are) and into the payloads of the Prefect
 events the alerts (`fundpipe.app.prefect.alerts`) react to:
 
@@ -32,14 +32,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
+from fundpipe.vocabulary import KINDS, kind_words
 from fundpipe.words import counted, singular
 
 if TYPE_CHECKING:
-    from fundpipe.night import NightException
     from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
+    from fundpipe.vocabulary import ExceptionRecord
 
 FILE_REJECTED = "fundpipe.file.rejected"
 EXCEPTION_OPENED = "fundpipe.exception.opened"
@@ -67,7 +68,7 @@ NIGHT_WINDOW = {
 RUN_LINK = "{% if flow_run %}\nOpen the run: {{ flow_run|ui_url }}{% endif %}"
 
 #: Exception kinds whose alert is the one of the file that opened them.
-TOLD_BY_FILE = frozenset({"file_rejected"})
+TOLD_BY_FILE = frozenset(str(k) for k, meaning in KINDS.items() if meaning.told_by_its_file)
 
 #: A run of 9+ digits standing alone: an account number, whatever column it came from.
 _LONG_NUMBER = re.compile(r"(?<![\w.,$])\d{5,}(\d{4})(?![\w])")
@@ -91,8 +92,6 @@ def in_words(text: str) -> str:
     """``text`` with each internal word followed by what it means, once
     (``ConnectError`` → ``ConnectError (the service could not be reached)``); an exception kind
     (``file_rejected``) becomes its plain words (``Sheet file rejected``)."""
-    from fundpipe.reports.headers import KIND_WORDS
-
     seen = {word for word, meaning in GLOSSARY.items() if f"{word} ({meaning})" in text}
 
     def gloss(match: re.Match[str]) -> str:
@@ -103,8 +102,8 @@ def in_words(text: str) -> str:
         return f"{word} ({GLOSSARY[word]})"
 
     text = _GLOSSED.sub(gloss, text)
-    kinds = [k for k in KIND_WORDS if "_" in k]
-    return re.sub(r"\b(" + "|".join(kinds) + r")\b", lambda m: KIND_WORDS[m.group(1)], text)
+    kinds = [str(k) for k in KINDS if "_" in k]
+    return re.sub(r"\b(" + "|".join(kinds) + r")\b", lambda m: kind_words(m.group(1)), text)
 
 
 def plain(text: str, secrets: Iterable[str | None] = (), *, words: bool = True) -> str:
@@ -209,8 +208,6 @@ def sync_line(synced: SyncResult) -> str:
 
 def reconcile_line(reconciled: ReconcileResult) -> str:
     """The reconcile step in one line: exceptions by kind, and the funding position."""
-    from fundpipe.reports.headers import kind_words
-
     summary = reconciled.summary
     by_kind = ", ".join(f"{n} {kind_words(k)}" for k, n in summary.exception_counts.items())
     short = "no vehicle short of funds"  # never "short of funds by $0.00"
@@ -223,9 +220,9 @@ def reconcile_line(reconciled: ReconcileResult) -> str:
     )
 
 
-def exception_line(exception: NightException) -> str:
+def exception_line(exception: ExceptionRecord) -> str:
     """One exception with its id: opened tonight, still open (aged), resolved or acknowledged."""
-    state = exception.state
+    state: str = exception.state
     if state == "open":
         age = exception.age_days
         state = "opened" if exception.opened_tonight else f"still open ({counted(age, 'day')})"
@@ -235,7 +232,7 @@ def exception_line(exception: NightException) -> str:
     )
 
 
-def opened(exceptions: Iterable[NightException]) -> list[NightException]:
+def opened(exceptions: Iterable[ExceptionRecord]) -> list[ExceptionRecord]:
     """The exceptions that opened tonight (and are open)."""
     return [e for e in exceptions if e.opened]
 
@@ -268,7 +265,7 @@ def rejected_event(
 
 
 def opened_event(
-    exception: NightException, organization: str, report: str | None = None
+    exception: ExceptionRecord, organization: str, report: str | None = None
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The ``fundpipe.exception.opened`` event of one newly opened exception; ``report``: where
     the night's workbook is for a person (a link that opens, or its path on a machine)."""

@@ -129,13 +129,9 @@ def _stopped(org_id: str, final: State[Any], who: dict[str, Any]) -> None:
     from prefect.runtime import flow_run
 
     from fundpipe.app.prefect.tell import tell_night_failed
-    from fundpipe.app.prefect.verdict_state import (
-        Verdict,
-        VerdictLine,
-        next_step_for,
-        publish_verdict,
-    )
+    from fundpipe.app.prefect.verdict_state import VerdictLine, next_step_for, publish_verdict
     from fundpipe.errors import ExitCode, FundpipeError
+    from fundpipe.vocabulary import Verdict
 
     error = final.data
     code = int(error.exit_code if isinstance(error, FundpipeError) else ExitCode.INTERNAL)

@@ -3,7 +3,7 @@
 `publish_org` is called by an organization's night after its reports are written: it publishes
 them with the night's facts (`fundpipe.reports.publish`). `morning` is called by the parent
 `nightly` run once every organization's night ended: it builds the morning view across them
-(`fundpipe.reports.morning`) and links it from an artifact. Without `FUNDPIPE_REPORTS_URL` both
+(`fundpipe.morning`) and links it from an artifact. Without `FUNDPIPE_REPORTS_URL` both
 do nothing, and the artifacts say the reports stayed on the worker.
 """
 
@@ -27,7 +27,7 @@ MORNING_KEY = "fundpipe-morning"
 def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Published | None:
     """Publish one organization's night (its reports, error reports and facts); the folder it
     went to and each local file's URL, or None without `FUNDPIPE_REPORTS_URL`."""
-    from fundpipe.reports.morning import PublishedNight
+    from fundpipe.morning import PublishedNight
     from fundpipe.reports.publish import publish_night
 
     if not settings.local.reports_url or not night.workbook:
@@ -57,7 +57,7 @@ def morning(settings: Settings, nights: Nights) -> str | None:
 
     from fundpipe.app.prefect.artifacts import NO_LINKS
     from fundpipe.app.prefect.links import markdown, openable, where
-    from fundpipe.reports.morning import build_morning_view, describe, write_morning_view
+    from fundpipe.morning import build_morning_view, describe, write_morning_view
 
     if not settings.local.reports_url:
         return None

@@ -22,11 +22,11 @@ from fundpipe.config import DEMO_ORG_ID, Settings
 if TYPE_CHECKING:
     from fundpipe.app.prefect.links import Where
     from fundpipe.app.prefect.verdict_state import VerdictLine
-    from fundpipe.night import NightException
     from fundpipe.nights import OrgNight
     from fundpipe.reconcile.views import ReconcileResult
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
     from fundpipe.sync.pull import SyncResult
+    from fundpipe.vocabulary import ExceptionRecord
 
 
 def _secrets(settings: Settings) -> list[str | None]:
@@ -118,7 +118,7 @@ def tell_sync(synced: SyncResult, settings: Settings) -> None:
 
 def tell_reconcile(
     reconciled: ReconcileResult,
-    exceptions: Sequence[NightException],
+    exceptions: Sequence[ExceptionRecord],
     settings: Settings,
     *,
     alert: bool = True,
@@ -173,7 +173,7 @@ def tell_needs_a_person(lines: Sequence[VerdictLine], settings: Settings) -> Non
     """Each verdict that needs a person as a WARNING (the run's Logs tab marks it): the
     organization by name, then what, how much and by when (``Alder Capital (org_a): NEEDS A
     PERSON: Vehicle short of funds …, $4,500.00, by 2026-12-15``)."""
-    from fundpipe.app.prefect.verdict_state import Verdict
+    from fundpipe.vocabulary import Verdict
 
     logger = get_run_logger()
     for line in lines:

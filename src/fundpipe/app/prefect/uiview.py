@@ -1,9 +1,10 @@
 """What the Prefect UI shows of a night, as plain functions: state names, run names, tags,
 artifact keys and plain column labels.
 
-- A night that needs a person (a file rejected, an exception opened: exit code 1) ends in a
-  state of type COMPLETED named :data:`NEEDS_REVIEW` — the UI shows the name as the badge, so
-  it no longer looks like a clean night, yet the dashboard does not count it as failed.
+- A one-step run (`inbox`, `ingest_file`) that leaves a file for a person (exit code 1) ends in
+  a state of type COMPLETED named :data:`NEEDS_REVIEW`; a night (`org-night`, `nightly`) that
+  needs a person ends "Needs a person", of type FAILED — both defined, with why, in
+  `fundpipe.app.prefect.verdict_state`.
 - Runs are named by the night's date and the organization's name (`nightly-2026-11-25-…`,
   `org-night-demo-fund-b-2026-11-25-…`): the night's date is its report date (`as_of`, else the
   scheduled day in the reporting timezone), the one date its artifacts, reports and morning
@@ -23,13 +24,14 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-# the state name of a night that needs a person, defined beside the night the shells show
-from fundpipe.nights import NEEDS_REVIEW
+# the state names of "needs a person" are defined once, with the verdict's states
+from fundpipe.app.prefect.verdict_state import NEEDS_REVIEW
+from fundpipe.vocabulary import Verdict, kind_words
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
-    from fundpipe.night import NightException
     from fundpipe.nights import OrgRow
+    from fundpipe.vocabulary import ExceptionRecord
 
 __all__ = [
     "EXCEPTION_LABELS",
@@ -54,7 +56,7 @@ __all__ = [
 
 #: Key of the parent run's table of every organization's open exceptions.
 OPEN_EXCEPTIONS_KEY = "fundpipe-open-exceptions"
-#: The exception's attributes (`fundpipe.night.NightException`) and the labels a person reads.
+#: The exception's attributes (`fundpipe.vocabulary.ExceptionRecord`) and the labels a person reads.
 EXCEPTION_LABELS = {
     "id": "Exception",
     "state": "State",
@@ -111,14 +113,12 @@ def _cut(row: dict[str, Any]) -> dict[str, Any]:
     return {k: short(str(v)) if k in SHORT_CELLS and v else v for k, v in row.items()}
 
 
-def headline(e: NightException) -> str:
+def headline(e: ExceptionRecord) -> str:
     """What an exception is about, for a table cell: its kind in words, then its vehicle,
     account or file (``Vehicle short of funds: Demo Real Assets III (veh_demo3)``, ``Sheet
     file rejected: q4.csv``), before the rest of its sentence. A file's is its sheet's name,
     whether its sentence reads ``Sheet q4.csv rejected: …`` (the warehouse's words since its
     migration 041) or ``file rejected/q4.csv (…)`` (an exception recorded before)."""
-    from fundpipe.reports.headers import kind_words
-
     what = e.what
     found = re.match(r"Sheet (.+?) (?:rejected:|changes )", what) or re.match(r"file (\S+)", what)
     if e.kind.startswith("file_") and found:
@@ -127,7 +127,7 @@ def headline(e: NightException) -> str:
 
 
 def plain_exceptions(
-    exceptions: Iterable[NightException], organization: str | None = None
+    exceptions: Iterable[ExceptionRecord], organization: str | None = None
 ) -> list[dict[str, Any]]:
     """Exceptions with the labels a person reads (and the organization first, when given),
     their "What" and "What to do" cut to fit the screen (:data:`SHORT_CELLS`)."""
@@ -140,11 +140,9 @@ def plain_exceptions(
     return rows
 
 
-def whole_exceptions(exceptions: Iterable[NightException]) -> list[str]:
+def whole_exceptions(exceptions: Iterable[ExceptionRecord]) -> list[str]:
     """Each open exception as one whole markdown line (id, amount, what, what to do): what the
     cut cells of the exceptions table leave out."""
-    from fundpipe.reports.headers import kind_words
-
     return [
         f"- **{e.id}** ({kind_words(e.kind).lower()}"
         + (f", {e.amount}" if e.amount else "")
@@ -294,7 +292,7 @@ def needs_a_person(rows: Iterable[OrgRow]) -> list[str]:
     how much, by when; the first three, and how many more."""
     sentences = []
     for row in rows:
-        if row.verdict.value != "needs a person":
+        if row.verdict is not Verdict.NEEDS_A_PERSON:
             continue
         found = [f.plain for f in row.findings]
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""

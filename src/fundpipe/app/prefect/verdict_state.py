@@ -1,8 +1,9 @@
 """A night's verdict as the Prefect UI shows it: the run's state, the first artifact a person
 reads, the health page across nights, and run names that tell runs apart.
 
-Each organization's night ends in one of three verdicts (:class:`VerdictLine`, built by the shell
-from the library's per-organization verdict):
+Each organization's night ends in one of three verdicts (`fundpipe.vocabulary.Verdict`, said
+here in capitals: :attr:`~fundpipe.vocabulary.Verdict.shout`; one :class:`VerdictLine` each, built
+by the shell from the library's per-organization verdict):
 
 - **OK** — nothing for a person;
 - **NEEDS A PERSON** — what, how much, by when (a rejected file, a conflict, a new or worsened
@@ -32,12 +33,11 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode, FundpipeError
-from fundpipe.nights import NEEDS_A_PERSON_SHOWN
+from fundpipe.vocabulary import NEEDS_A_PERSON_STATE, NEEDS_REVIEW_STATE, Verdict
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgRow
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 __all__ = [
     "HEALTH_KEY",
     "NEEDS_A_PERSON",
+    "NEEDS_REVIEW",
     "VERDICT_KEY",
     "NeedsAPerson",
-    "Verdict",
     "VerdictLine",
     "health_rows",
     "line_of",
@@ -59,18 +59,13 @@ __all__ = [
 ]
 
 #: The state name of a night that needs a person (state type FAILED: see the module docstring).
-NEEDS_A_PERSON = NEEDS_A_PERSON_SHOWN
+NEEDS_A_PERSON = NEEDS_A_PERSON_STATE
+#: The state name of a one-step run (`inbox`, `ingest_file`) that left a file for a person: type
+#: COMPLETED (`fundpipe.app.prefect.steps`), as the README's table of run states shows it.
+NEEDS_REVIEW = NEEDS_REVIEW_STATE
 #: The key of the verdict artifact (the first a run shows) and of the health page.
 VERDICT_KEY = "fundpipe-verdict"
 HEALTH_KEY = "fundpipe-health"
-
-
-class Verdict(StrEnum):
-    """An organization's night in one word."""
-
-    OK = "OK"
-    NEEDS_A_PERSON = "NEEDS A PERSON"
-    FAILED = "FAILED"
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,7 @@ class VerdictLine:
             parts = [p for p in (self.what, self.how_much, self.by_when) if p]
         else:
             parts = [self.why or "see the run's logs"] + ([f"on {self.host}"] if self.host else [])
-        text = f"{self.name}: {self.verdict.value}: {', '.join(parts)}"
+        text = f"{self.name}: {self.verdict.shout}: {', '.join(parts)}"
         return f"{text} — {self.next_step}" if self.next_step else text
 
 
@@ -184,12 +179,10 @@ def line_of(row: OrgRow) -> VerdictLine:
     """One organization's verdict line from its row of the night (`fundpipe.nights.OrgRow`):
     its findings (one: what, how much, by when; several: each in one sentence), or why it
     failed, on which host, and what to do next."""
-    from fundpipe.nights import Verdict as RowVerdict
-
     name = row.label  # its name, and its id people search the logs by
-    if row.verdict is RowVerdict.OK:
+    if row.verdict is Verdict.OK:
         return VerdictLine(row.organization, name, Verdict.OK)
-    if row.verdict is RowVerdict.NEEDS_A_PERSON:
+    if row.verdict is Verdict.NEEDS_A_PERSON:
         found = row.findings
         if len(found) == 1:
             (one,) = found
@@ -260,7 +253,7 @@ def verdict_table(lines: Sequence[VerdictLine]) -> list[dict[str, str]]:
     return [
         {
             "Organization": line.name,
-            "Verdict": line.verdict.value,
+            "Verdict": line.verdict.shout,
             "What": line.what or line.why,
             "How much": line.how_much,
             "By when": line.due.isoformat() if line.due else "",
@@ -332,7 +325,7 @@ def health_rows(
     for line in tonight:
         row = rows.get(line.name, {"Organization": line.name, "Last good night": ""})
         row["Latest night"] = night.isoformat()
-        row["Verdict"] = line.verdict.value
+        row["Verdict"] = line.verdict.shout
         row["What"] = _what(line)
         if line.verdict is Verdict.OK:
             row["Last good night"] = night.isoformat()

@@ -17,7 +17,13 @@ Written to ``<FUNDPIPE_REPORTS_URL>/morning/<as_of>/morning.xlsx`` and ``morning
 What a night publishes for the morning view crosses machines: it is :class:`PublishedNight`, a
 versioned, frozen record with one writer (:meth:`PublishedNight.as_json`, published as the
 night's ``night.json``) and one reader (:meth:`PublishedNight.read`). A record of another
-version, or one missing a field, is an error naming the file — never a silent 0.
+version, or one missing a field, is an error naming the file — never a silent 0. Its exceptions
+are the one exception record (`fundpipe.vocabulary.ExceptionRecord`, its ``published`` form).
+
+It sits above the nights it reads (`fundpipe.nights`: an organization's night, its row), beside
+them at the top of the library: `fundpipe.reports` below writes each night's reports and
+publishes them (`fundpipe.reports.publish`), and knows nothing of the night over every
+organization.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
 from fundpipe.reports.publish import NIGHT, join, read_json
+from fundpipe.vocabulary import ExceptionRecord, ExceptionState
 from fundpipe.words import counted
 
 if TYPE_CHECKING:
@@ -41,7 +48,6 @@ __all__ = [
     "TIEOUT",
     "MorningFiles",
     "MorningView",
-    "PublishedException",
     "PublishedNight",
     "build_morning_view",
     "write_morning_view",
@@ -113,25 +119,19 @@ def _field(data: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class PublishedException:
-    """One exception of a published night, in the words the morning view shows."""
-
-    id: str
-    #: "open", "resolved" or "acknowledged"
-    state: str
-    what: str
-    #: dollars text, "" when it has no amount
-    amount: str
-    what_to_do: str
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str) -> PublishedException:
-        """Read one exception of the record (an error naming ``where`` when a field lacks)."""
-        return cls(*(_field(data, name, str, where) for name in _EXCEPTION_FIELDS))
-
-
+#: The fields of a published exception (`ExceptionRecord`'s ``published`` JSON form).
 _EXCEPTION_FIELDS = ("id", "state", "what", "amount", "what_to_do")
+
+
+def _published_exception(data: Mapping[str, Any], where: str) -> ExceptionRecord:
+    """Read one exception of the record (an error naming ``where`` when a field lacks, is not
+    text, or its amount is not dollars)."""
+    for name in _EXCEPTION_FIELDS:
+        _field(data, name, str, where)
+    try:
+        return ExceptionRecord.from_json({name: data[name] for name in _EXCEPTION_FIELDS})
+    except ValueError as error:
+        raise InputError(f"{where}: an exception of the published night: {error}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,8 @@ class PublishedNight:
     rejected_files: tuple[str, ...]
     distributions: int
     submitted_cents: int
-    exceptions: tuple[PublishedException, ...]
+    #: each in the published form alone (id, state, what, amount, what to do)
+    exceptions: tuple[ExceptionRecord, ...]
     version: int = NIGHT_RECORD_VERSION
 
     @classmethod
@@ -163,15 +164,14 @@ class PublishedNight:
             distributions=sum(f.distributions for f in processed),
             submitted_cents=sum(f.total_cents for f in processed),
             exceptions=tuple(
-                PublishedException(e.id, e.state, e.what, e.amount, e.what_to_do)
-                for e in night.exceptions
+                ExceptionRecord.from_json(e.as_json("published")) for e in night.exceptions
             ),
         )
 
     @property
-    def open_exceptions(self) -> tuple[PublishedException, ...]:
+    def open_exceptions(self) -> tuple[ExceptionRecord, ...]:
         """The exceptions still open after the night."""
-        return tuple(e for e in self.exceptions if e.state == "open")
+        return tuple(e for e in self.exceptions if e.state == ExceptionState.OPEN)
 
     def as_json(self) -> dict[str, Any]:
         """The one writer: the record as published (``night.json``)."""
@@ -184,9 +184,7 @@ class PublishedNight:
             "rejected_files": list(self.rejected_files),
             "distributions": self.distributions,
             "submitted_cents": self.submitted_cents,
-            "exceptions": [
-                {name: getattr(e, name) for name in _EXCEPTION_FIELDS} for e in self.exceptions
-            ],
+            "exceptions": [e.as_json("published") for e in self.exceptions],
         }
 
     @classmethod
@@ -207,8 +205,7 @@ class PublishedNight:
             distributions=_field(data, "distributions", int, where),
             submitted_cents=_field(data, "submitted_cents", int, where),
             exceptions=tuple(
-                PublishedException.from_json(e, where)
-                for e in _field(data, "exceptions", list, where)
+                _published_exception(e, where) for e in _field(data, "exceptions", list, where)
             ),
             version=version,
         )

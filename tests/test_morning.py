@@ -1,5 +1,5 @@
 """Each organization's night published to the shared reports location, and the morning view
-built from what was published there (fundpipe.reports.publish, fundpipe.reports.morning)."""
+built from what was published there (fundpipe.reports.publish, fundpipe.morning)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from fundpipe.nights import OrgRow
-from fundpipe.reports.morning import (
-    PublishedException,
+from fundpipe.morning import (
     PublishedNight,
     build_morning_view,
     write_morning_view,
 )
+from fundpipe.nights import OrgRow
 from fundpipe.reports.publish import join, publish_night, read_json
+from fundpipe.vocabulary import ExceptionRecord
 
 
 def _night(reports: Path, org: str, available: list[int], shortfall: list[int]) -> Path:
@@ -65,7 +65,7 @@ def _facts(org: str, distributions: int, cents: int, exceptions: list[dict[str, 
         rejected_files=("bad.csv",) if exceptions else (),
         distributions=distributions,
         submitted_cents=cents,
-        exceptions=tuple(PublishedException(**e) for e in exceptions),
+        exceptions=tuple(ExceptionRecord.from_json(e) for e in exceptions),
     ).as_json()
 
 
@@ -133,7 +133,7 @@ def test_the_morning_view_adds_up_what_each_organization_published(
     )
     assert view.totals["tieout_sheet_cents"] == 1234_56 + 99
     # the parent run's line: counts that agree with their nouns
-    from fundpipe.reports.morning import describe
+    from fundpipe.morning import describe
 
     assert describe(view) == (
         "morning view: 3 organizations, 4 distributions ($1,235.55), shortfall $40.00, "
@@ -225,4 +225,4 @@ def test_a_published_night_missing_a_field_or_of_another_version_is_an_error_nam
 def test_a_published_night_reads_back_as_it_was_written(tmp_path: Path) -> None:
     record = PublishedNight.from_json(_facts("org_b", 1, 99, [OPEN]), "night.json")
     assert record.as_json() == _facts("org_b", 1, 99, [OPEN])
-    assert record.open_exceptions == (PublishedException(**OPEN),)
+    assert record.open_exceptions == (ExceptionRecord.from_json(OPEN),)
