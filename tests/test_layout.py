@@ -1,4 +1,5 @@
-"""The house tells the data path: the README's tree matches the code, app/ sits on top, no cycles.
+"""The house tells the data path: the README's tree matches the code, the layers only point
+down (app/ on top), no cycles.
 
 Like the CLI's commands (tests/app/test_cli.py), the layout in the README is checked against the
 code, so a new package or a moved module fails here until the README says where it lives.
@@ -121,6 +122,97 @@ def test_module_imports_have_no_cycles(eager_only: bool) -> None:
         graph[name] = {i for i in graph[name] if not (name and i.startswith(name + "."))}
     cycles = _cycles(graph)
     assert cycles == [], cycles
+
+
+#: The layers, bottom first. A module imports only from its own unit or from a lower layer, and
+#: the units of one layer import none of each other. A unit is a top-level module or a package of
+#: src/fundpipe/ (a submodule listed on its own is a unit of its own: the longest name wins).
+#: The night's readers sit on top of what they read: `night` runs the steps, `nights` every
+#: organization's night, `morning` reads the nights; `reports` (the writers) sits below the steps
+#: that write reports, and `Walk`, the paging stop rule, is the client's.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    (
+        "keys",
+        "sensitive",
+        "cents",
+        "words",
+        "enums",
+        "timerules",
+        "progress",
+        "resources",
+        "arrowpandas",
+        "machine",
+    ),
+    ("vocabulary", "client", "sandbox"),
+    ("errors",),
+    ("config",),
+    ("layout", "sheets"),
+    ("validate", "plan"),
+    ("warehouse",),
+    ("reports",),
+    ("submit",),
+    ("record", "orgs"),
+    ("reconcile",),
+    ("sync",),
+    ("night",),
+    ("nights",),
+    ("morning",),
+    ("app",),
+)
+_LAYER_OF = {unit: n for n, layer in enumerate(LAYERS) for unit in layer}
+
+
+def _unit(module: str) -> str | None:
+    """The unit of LAYERS a module of fundpipe belongs to (None: the package itself)."""
+    parts = module.split(".")[1:]
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in _LAYER_OF:
+            return ".".join(parts[:end])
+    return parts[0] if parts else None
+
+
+def _arrows_up(imports: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports (module → module it imports) that do not point to a lower layer."""
+    found = []
+    for module, imported in sorted(imports.items()):
+        here = _unit(module)
+        for other in sorted(imported):
+            there = _unit(other)
+            if here is None or there is None or there == here:
+                continue
+            if _LAYER_OF.get(there, len(LAYERS)) >= _LAYER_OF.get(here, -1):
+                found.append((module, other))
+    return found
+
+
+def test_every_unit_has_one_layer() -> None:
+    units = {
+        p.name if p.is_dir() else p.stem
+        for p in SRC.iterdir()
+        if (p.is_dir() and (p / "__init__.py").is_file())
+        or (p.suffix == ".py" and p.name != "__init__.py")
+    }
+    listed = [unit for layer in LAYERS for unit in layer]
+    assert len(listed) == len(set(listed)), "a unit is in two layers"
+    assert units - set(listed) == set(), "a package or module has no layer"
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    """Every import — at module level, in a function, under TYPE_CHECKING or by name — points to
+    a lower layer (LAYERS): an arrow back up (`reports` reading the `nights` above it, `submit`
+    taking `sync`'s stop rule) fails here."""
+    imports = {name: set(_imports(path, eager_only=False)) for name, path in MODULES.items()}
+    assert _arrows_up(imports) == []
+    # the check itself sees an arrow back up
+    assert _arrows_up(
+        {
+            "fundpipe.reports.morning": {"fundpipe.nights", "fundpipe.reports.publish"},
+            "fundpipe.submit.snapshot": {"fundpipe.sync.incremental", "fundpipe.client"},
+        }
+    ) == [
+        ("fundpipe.reports.morning", "fundpipe.nights"),
+        ("fundpipe.submit.snapshot", "fundpipe.sync.incremental"),
+    ]
 
 
 def test_nothing_below_app_imports_prefect() -> None:
