@@ -20,7 +20,7 @@ from fundpipe.submit.execute import SubmitResult
 from fundpipe.submit.inbox import LeftAlone
 from fundpipe.validate.issues import FileReport, Issue
 
-__all__ = ["FileOutcome", "FileState", "IngestResult", "Verdict", "verdict"]
+__all__ = ["FileDecision", "FileOutcome", "FileState", "IngestResult", "verdict"]
 
 Outcome = Literal["processed", "rejected", "conflict", "incomplete", "refused"]
 
@@ -90,8 +90,9 @@ class IngestResult:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What becomes of one planned file."""
+class FileDecision:
+    """What becomes of one planned file (not a night's verdict: that is
+    `fundpipe.vocabulary.Verdict`)."""
 
     outcome: Outcome
     ledger_state: str
@@ -109,7 +110,7 @@ def verdict(
     plan: Plan,
     checked: Preflight,
     submitted: SubmitResult,
-) -> Verdict:
+) -> FileDecision:
     """The verdict on ``planned`` (dropped as ``source_file``) once ``plan`` was executed."""
     file_hash = planned.file_hash
     if planned.conflict:
@@ -131,7 +132,7 @@ def verdict(
                     )
                 )
         message = f"{len(issues)} distribution(s) in conflict: nothing sent"
-        return Verdict("conflict", "conflict", "rejected", message, issues, "conflict")
+        return FileDecision("conflict", "conflict", "rejected", message, issues, "conflict")
     if planned.excluded:
         issues = [
             Issue(
@@ -147,16 +148,16 @@ def verdict(
             if issue.file_hash == file_hash
         ]
         message = "; ".join(i.reason for i in issues) or "refused by pre-flight"
-        return Verdict("refused", "rejected", "rejected", message, issues, "failed")
+        return FileDecision("refused", "rejected", "rejected", message, issues, "failed")
     if file_hash in submitted.unknown:
         message = "outcome unknown, the next run settles it: " + submitted.unknown[file_hash]
-        return Verdict("incomplete", "processing", None, message)
+        return FileDecision("incomplete", "processing", None, message)
     if file_hash in submitted.failed:
         message = "the service refused: " + submitted.failed[file_hash]
         issue = Issue(source_file, None, None, None, None, "service_refused", message)
-        return Verdict("rejected", "rejected", "rejected", message, [issue])
+        return FileDecision("rejected", "rejected", "rejected", message, [issue])
     held = plan.held_reasons(file_hash)
-    return Verdict("processed", "processed", "processed", "; ".join(held) or None)
+    return FileDecision("processed", "processed", "processed", "; ".join(held) or None)
 
 
 def first_reasons(report: FileReport, limit: int = 3) -> str:
