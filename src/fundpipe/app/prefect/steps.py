@@ -126,10 +126,10 @@ def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line
     (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
     Needs review. ``data`` is the flow's result."""
-    from fundpipe.app.prefect.verdict_state import NEEDS_REVIEW
+    from fundpipe.app.prefect.verdict_state import needs_review_state
 
     if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
-        return Completed(message=message, data=data, name=NEEDS_REVIEW)
+        return needs_review_state(message, data)
     return state_for(code)(message=message, data=data)
 
 

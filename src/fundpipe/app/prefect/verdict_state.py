@@ -20,8 +20,9 @@ only when the flow or deployment sets `retries`, and fundpipe's night flows set 
 layer: the service client's). The other types were weighed: CANCELLED is grey and reads as
 "someone stopped it"; CRASHED says the process died (and its alert says so); PAUSED is not
 terminal (the run waits to be resumed). A failed night is a plain FAILED state; an OK night
-COMPLETED. The run's alerts are the incident's own (a rejected file, an exception, a failed
-night: `fundpipe.app.prefect.alerts`), not one more for the red run.
+COMPLETED; a one-step run (`inbox`, `ingest_file`) that leaves a file for a person COMPLETED
+named :data:`NEEDS_REVIEW` (:func:`needs_review_state`): both forms are made here alone. The
+run's alerts are the incident's own (`fundpipe.app.prefect.alerts`), not one more for the red run.
 
 Only the shells import this module; it holds no I/O but the artifact calls of `publish_*`.
 """
@@ -40,6 +41,8 @@ from fundpipe.errors import ExitCode, FundpipeError
 from fundpipe.vocabulary import NEEDS_A_PERSON_STATE, NEEDS_REVIEW_STATE, Verdict
 
 if TYPE_CHECKING:
+    from prefect import State
+
     from fundpipe.nights import OrgRow
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "VerdictLine",
     "health_rows",
     "line_of",
+    "needs_review_state",
     "next_step_for",
     "night_state",
     "unique_run_name",
@@ -60,8 +64,7 @@ __all__ = [
 
 #: The state name of a night that needs a person (state type FAILED: see the module docstring).
 NEEDS_A_PERSON = NEEDS_A_PERSON_STATE
-#: The state name of a one-step run (`inbox`, `ingest_file`) that left a file for a person: type
-#: COMPLETED (`fundpipe.app.prefect.steps`), as the README's table of run states shows it.
+#: The state name of a one-step run that left a file for a person (type COMPLETED).
 NEEDS_REVIEW = NEEDS_REVIEW_STATE
 #: The key of the verdict artifact (the first a run shows) and of the health page.
 VERDICT_KEY = "fundpipe-verdict"
@@ -157,6 +160,13 @@ def needs_a_person_state(state: Any) -> bool:
     return state is not None and state.name == NEEDS_A_PERSON
 
 
+def needs_review_state(message: str, data: Any = None) -> State[Any]:
+    """A one-step run's state when it left a file for a person: COMPLETED, :data:`NEEDS_REVIEW`."""
+    from prefect.states import Completed
+
+    return Completed(message=message, data=data, name=NEEDS_REVIEW)
+
+
 def next_step_for(exit_code: int, host: str = "") -> str:
     """What to do next about a night that failed with ``exit_code``, in plain words."""
     service = f"the service at {host}" if host and host != "embedded" else "the service"
@@ -214,11 +224,6 @@ def line_of(row: OrgRow) -> VerdictLine:
 def _worst_first(line: VerdictLine) -> tuple[int, str]:
     rank = {Verdict.FAILED: 0, Verdict.NEEDS_A_PERSON: 1, Verdict.OK: 2}
     return rank[line.verdict], line.name.lower()
-
-
-def _cell(text: str) -> str:
-    """Text safe in a markdown table cell."""
-    return text.replace("|", "/").replace("\n", " ")
 
 
 def verdict_markdown(lines: Sequence[VerdictLine], night: date, links: dict[str, str]) -> str:
