@@ -83,7 +83,7 @@ def test_a_sheet_s_age_is_read_on_the_file_system_s_clock_not_the_worker_s(
     fresh, old, ahead = inbox / "fresh.csv", inbox / "old.csv", inbox / "ahead.csv"
     for p in (fresh, old, ahead):
         p.write_text("x")
-    share_now = os.stat(fresh).st_mtime
+    share_now = fresh.stat().st_mtime
     os.utime(old, (share_now - 60, share_now - 60))
     os.utime(ahead, (share_now + 3600, share_now + 3600))
     for skew in (-86_400, 86_400):
