@@ -43,6 +43,7 @@ __all__ = [
     "SecretLoader",
     "configured_organizations",
     "describe_orgs",
+    "every_org_settings",
     "find_organizations",
     "org_settings",
     "organizations",
@@ -344,6 +345,43 @@ def org_settings(
     org = wanted if isinstance(wanted, Organization) else pick_org(found, wanted)
     one = top.for_org(org, several=len(found) > 1 if several is None else several)
     return OrgSettings(org, load_secret(one) if load_secret is not None else one)
+
+
+def every_org_settings(
+    settings: Settings,
+    wanted: str | None,
+    *,
+    among: Among,
+    also: Sequence[str] = (),
+    say: Callable[[str], object] = _say_nothing,
+) -> list[OrgSettings]:
+    """The organizations a command that only reads covers, each with its settings (no client
+    secret is loaded: nothing here talks to the service).
+
+    `wanted` (`--org`, else `FUNDPIPE_ORG_ID`): that one organization, as `org_settings` picks
+    it `among`. None: every organization — the configured list, else the folders under
+    `data/orgs/` and the organization folders `also` names (e.g. the durable record's), else the
+    one organization of a single-organization layout (`Among.LOCAL`) or the client's own.
+    `among` is `Among.LOCAL` or `Among.CONFIGURED` (never the service).
+    """
+    if among is Among.SERVICE:
+        raise ValueError("every_org_settings reads local state only: Among.LOCAL or CONFIGURED")
+    if wanted:
+        return [org_settings(settings, wanted, among=among, load_secret=None, say=say)]
+    configured = configured_organizations(settings)
+    if configured is None:
+        root = settings.local.data_dir / "orgs"
+        local = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+        folders = sorted(local | set(also))
+        if not folders:  # a single-organization layout, or the client's own organization
+            return [org_settings(settings, None, among=among, load_secret=None, say=say)]
+        found = [Organization(id=None if f == OWN_ORG_FOLDER else f) for f in folders]
+    else:
+        found = configured
+        if among is Among.LOCAL:  # a single-organization layout moves first, as for one
+            _, moved = find_organizations(settings, among, load_secret=None, say=say)
+            found = moved or configured
+    return [org_settings(settings, o, among=found, load_secret=None) for o in found]
 
 
 def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
