@@ -42,7 +42,6 @@ __all__ = [
     "OrgSettings",
     "SecretLoader",
     "configured_organizations",
-    "describe_orgs",
     "every_org_settings",
     "find_organizations",
     "org_settings",
@@ -355,15 +354,9 @@ def every_org_settings(
     also: Sequence[str] = (),
     say: Callable[[str], object] = _say_nothing,
 ) -> list[OrgSettings]:
-    """The organizations a command that only reads covers, each with its settings (no client
-    secret is loaded: nothing here talks to the service).
-
-    `wanted` (`--org`, else `FUNDPIPE_ORG_ID`): that one organization, as `org_settings` picks
-    it `among`. None: every organization — the configured list, else the folders under
-    `data/orgs/` and the organization folders `also` names (e.g. the durable record's), else the
-    one organization of a single-organization layout (`Among.LOCAL`) or the client's own.
-    `among` is `Among.LOCAL` or `Among.CONFIGURED` (never the service).
-    """
+    """What a command that only reads covers (`among`: LOCAL or CONFIGURED; no secret loaded):
+    the organization `wanted` names, else every one — the configured list, else the folders
+    under `data/orgs/` and those `also` names (the durable record's), else the only one."""
     if among is Among.SERVICE:
         raise ValueError("every_org_settings reads local state only: Among.LOCAL or CONFIGURED")
     if wanted:
@@ -399,24 +392,3 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
         several=False,
     )
     return stable_files(one.settings.local.data_dir / "inbox", settle_s=0)
-
-
-def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
-    """What `fundpipe config` shows of the organizations: who they are, their folders, and
-    what each ledger is bound to (`binding`, e.g. `fundpipe.submit.binding.describe_binding`)."""
-    configured = configured_organizations(settings)
-    if configured is None:
-        return {
-            "organizations": "those the client may act for (the organization read), else "
-            "FUNDPIPE_ORG_ID",
-            "ledger bound to": binding(settings),
-        }
-    per_org = {
-        o.folder: org_settings(settings, o, among=configured, load_secret=None).settings
-        for o in configured
-    }
-    return {
-        "organizations": ", ".join(o.label for o in configured),
-        "organization folders": {k: str(v.local.data_dir) for k, v in per_org.items()},
-        "ledger bound to": {k: binding(v) for k, v in per_org.items()},
-    }

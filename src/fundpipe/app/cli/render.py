@@ -297,16 +297,28 @@ def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:
 
 def render_config(values: dict[str, Any], console: Console) -> None:
     """Print the effective configuration (already redacted) as a table: a group's settings
-    as `group.field` (`http.retry_deadline_s`), in the groups' order."""
+    as `group.field` (`http.retry_deadline_s`), in the groups' order; then a table for each
+    organization (`fundpipe.submit.binding.describe_orgs`)."""
     table = Table(title="fundpipe configuration", show_header=True)
     table.add_column("setting")
     table.add_column("value")
+    orgs = values.get("organizations")
     for key, value in values.items():
+        if key == "organizations" and isinstance(orgs, dict):
+            continue  # a table each, below
         fields = value if isinstance(value, dict) else {None: value}
         for field, shown in fields.items():
             name = key if field is None else f"{key}.{field}"
             table.add_row(name, "" if shown is None else str(shown))
     console.print(table)
+    if isinstance(orgs, dict):
+        for org_id, described in orgs.items():
+            one = Table(title=f"organization {org_id}", show_header=False)
+            one.add_column("what")
+            one.add_column("value", overflow="fold")  # a path is folded, never cut
+            for what, shown in described.items():
+                one.add_row(what, str(shown))
+            console.print(one)
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:
