@@ -231,7 +231,8 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
 
 def render_run_summary(summary: Nights, console: Console) -> None:
     """Print a nightly run's summary: one row per organization, the totals, what failed, the
-    rejected files, the warnings and where each organization's reports are."""
+    rejected files, the files dropped again, the warnings and where each organization's
+    reports are."""
     table = Table(
         title=f"fundpipe nightly run — {summary.as_of or ''} — every organization",
         show_header=True,
@@ -278,6 +279,13 @@ def render_run_summary(summary: Nights, console: Console) -> None:
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")
+    for org, f in summary.redropped_files:  # recognised: said, with the file it repeats
+        console.print(
+            f"[cyan]dropped again[/] {escape(org)}: {escape(f.source_file)} — "
+            f"{escape(f.message or 'same content as a file already processed: nothing sent')}",
+            soft_wrap=True,
+            highlight=False,
+        )
     for text in summary.warnings:
         console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
     for row in summary.rows:
