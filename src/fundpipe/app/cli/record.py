@@ -44,7 +44,7 @@ def where_the_record_is(settings: Settings) -> str:
     base = (settings.local.record_url or str(settings.local.data_dir / "record")).rstrip("/")
     return (
         f"durable record: {base}/<org>/ (decisions when made, a snapshot after each night; "
-        "FUNDPIPE_RECORD_URL moves it, fundpipe backup --org ORG shows it)"
+        "FUNDPIPE_RECORD_URL moves it, fundpipe backup shows it)"
     )
 
 
