@@ -146,8 +146,7 @@ def error_workbook_of(file: FileOutcome) -> str | None:
 def file_line(file: FileOutcome) -> str:
     """One file's outcome: name, rows, distributions and dollars (a roster: its entities,
     contacts and payment instructions), or why and where to look; a file dropped again
-    unchanged says so and names the file it repeats, with no counts (nothing was read or
-    sent)."""
+    unchanged names the file it repeats, with no counts (nothing was read or sent)."""
     name = Path(file.source_file).name
     state = file.state
     if state in {"rejected", "conflict", "refused"}:
