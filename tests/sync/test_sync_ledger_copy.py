@@ -72,6 +72,7 @@ def test_the_warehouse_copy_of_the_ledger_matches_the_ledger_ddl(
         (1, "ledger tables"),
         (2, "own references"),
         (3, "a rejected file's distributions"),
+        (4, "files dropped again"),
     ]
 
 

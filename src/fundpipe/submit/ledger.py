@@ -8,6 +8,8 @@ seam the warehouse copies — see docs/architecture.md):
 - ``ledger_payments``  one row per sheet payment row: the distribution it belongs to, its state
                        ``planned | sent | created | linked | conflict | failed`` and, once
                        known, its ``dst_``/``dpmt_`` ids (+ ``request_key``).
+- ``ledger_redrops``   one row per drop of a content already known: the name it came with,
+                       when, and the earlier file it repeats (``same_as``, processed when).
 - ``ledger_requests``  one row per request (keyed by its Idempotency-Key): the intent written
                        *before* sending (``state = 'sent'``, body with account numbers masked),
                        the outcome written after (``succeeded | failed | unknown | settled``,
@@ -19,7 +21,7 @@ Every write is its own transaction, so a SIGKILL loses at most the write in prog
 intents of a chunk of requests about to be sent together are one statement and one commit
 (:meth:`Ledger.record_intents`), committed before any of them is sent.
 
-Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
+Longer than ~400 lines because it is one class over one DuckDB connection: the tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
 and splitting the class would spread that one invariant over several modules.
 """
@@ -216,6 +218,30 @@ class Ledger:
                 now,
             ],
         )
+
+    def first_seen(self, file_hash: str) -> tuple[str, datetime] | None:
+        """The name a content was first ingested under and when its row last changed (for a
+        processed file: when it was processed); None when never seen."""
+        row = self._con.execute(
+            "SELECT source_file, updated_at FROM ledger_files WHERE file_hash = ?", [file_hash]
+        ).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+    def record_redrop(
+        self, file_hash: str, source_file: str, same_as: str, same_as_at: datetime | None
+    ) -> None:
+        """Record one drop of a content already known (``same_as``, processed at
+        ``same_as_at``; None: earlier in the same drop)."""
+        self._con.execute(
+            "INSERT INTO ledger_redrops VALUES (?, ?, ?, ?, ?)",
+            [file_hash, source_file, self._clock(), same_as, same_as_at],
+        )
+
+    def redrops(self) -> list[dict[str, Any]]:
+        """Every drop of a content already known, oldest first."""
+        cur = self._con.execute("SELECT * FROM ledger_redrops ORDER BY dropped_at, source_file")
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def record_references(self, file_hash: str, references: Iterable[str]) -> None:
         """Record the distribution references a rejected file names (once each)."""
