@@ -18,7 +18,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from prefect_processes import BIN, base_env
 
 ROOT = Path(__file__).resolve().parents[2]
