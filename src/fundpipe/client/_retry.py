@@ -47,6 +47,7 @@ from fundpipe.client._errors import (
     RateLimitError,
     ServiceOutageError,
 )
+from fundpipe.clientpolicy import HttpPolicy
 
 T = TypeVar("T")
 
@@ -163,6 +164,17 @@ class RetryPolicy:
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+
+    @classmethod
+    def of(cls, policy: HttpPolicy) -> RetryPolicy:
+        """The retry part of a client's `HttpPolicy`."""
+        return cls(
+            max_attempts=policy.max_attempts,
+            deadline_s=policy.retry_deadline_s,
+            backoff_initial_s=policy.backoff_initial_s,
+            backoff_max_s=policy.backoff_max_s,
+            retry_after_cap_s=policy.retry_after_cap_s,
+        )
 
     def jitter(self, retry_number: int) -> float:
         """Full-jitter backoff before retry `retry_number` (1-based): in [0, ceiling]."""
