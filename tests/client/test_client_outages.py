@@ -22,7 +22,7 @@ class VirtualTimer(Timer):
     def now(self) -> float:
         return self.t
 
-    async def sleep(self, seconds: float) -> None:
+    def waited(self, seconds: float) -> None:
         self.waits.append(seconds)
         self.t += seconds
 
