@@ -2,7 +2,9 @@
 
 DuckDB lets one process hold a database file for writing (and a read-only opener still needs the
 file lock). fundpipe therefore opens the warehouse for the shortest span that does the work —
-`Warehouse.write()` for a sync's merge, `Warehouse.read()` for reconciliation — and closes it.
+`Warehouse.write()` for a sync's merge, `Warehouse.read()` for reconciliation — and closes it;
+`Warehouse.transaction()` is a `write()` whose block is one transaction. Every connection is
+opened, and every transaction run, by `fundpipe.warehouse.connection` (the one door to DuckDB).
 When another process holds the file, the opener logs who holds it (DuckDB's lock error names the
 program and PID), retries with a bounded deadline, then raises `WarehouseLockedError`.
 
@@ -33,6 +35,7 @@ import duckdb
 
 from fundpipe.errors import WarehouseLockedError
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.connection import connect, transaction
 from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import (
     Migration,
@@ -52,6 +55,7 @@ __all__ = [
     "apply_migrations",
     "load_migrations",
     "records",
+    "transaction",
 ]
 
 log = logging.getLogger(__name__)
@@ -120,7 +124,7 @@ class Warehouse:
         warned = False
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
+                con = connect(self.path, read_only=read_only)
             except duckdb.IOException as error:
                 holder = lock_holder(error)
                 if holder is None:
@@ -164,6 +168,14 @@ class Warehouse:
         finally:
             with self._faults():
                 con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open for writing (as `write()`), run the block as one transaction and close: what
+        the block wrote is committed when it ends, none of it when it raises. Code handed an
+        open connection groups its writes with `fundpipe.warehouse.connection.transaction`."""
+        with self.write() as con, transaction(con):
+            yield con
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
