@@ -36,7 +36,6 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.instructions import with_known_instructions
-from fundpipe.submit.known import read_known
 from fundpipe.submit.ledger import Ledger, open_ledger, read_ledger
 from fundpipe.submit.snapshot import (
     load_snapshot,
@@ -47,6 +46,7 @@ from fundpipe.submit.snapshot import (
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
+from fundpipe.warehouse.known import read_known
 
 log = logging.getLogger(__name__)
 

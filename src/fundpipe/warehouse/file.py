@@ -205,6 +205,17 @@ class Warehouse:
         finally:
             con.close()
 
+    def peek(self) -> duckdb.DuckDBPyConnection | None:
+        """The file opened read-only as it is — without waiting for a lock, migrating or
+        reading every block — for a reader that can do without it; None when there is no
+        file. DuckDB's errors (held by a writer, not a database, damaged) are raised as they
+        are, for the reader to tell. The caller closes the connection."""
+        if not self.path.exists():
+            return None
+        con = connect(self.path, read_only=True)
+        con.execute("SET TimeZone = 'UTC'")
+        return con
+
     def _create(self, cache_dir: Path, schema_text: str) -> bool:
         """Create the missing file as a copy of the template in `cache_dir` (True), or else
         by migrating a file of its own, which is then kept as the template (False)."""
