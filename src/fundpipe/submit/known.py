@@ -13,6 +13,7 @@ anything is sent.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,9 @@ import duckdb
 
 from fundpipe.plan import ServiceDistribution, ServicePayment
 from fundpipe.warehouse.file import Warehouse
-from fundpipe.warehouse.known import refuse_damaged_read
+from fundpipe.warehouse.integrity import faults_named
+
+log = logging.getLogger(__name__)
 
 __all__ = ["read_distributions"]
 
@@ -41,33 +44,31 @@ def read_distributions(path: Path, ids: Iterable[str]) -> dict[str, ServiceDistr
         return {}
     try:
         con = Warehouse(path).peek()
-    except duckdb.Error as exc:  # locked by a sync, or not a DuckDB file
-        refuse_damaged_read(path, exc)
+        if con is None:
+            return None
+        try:
+            with faults_named(path, "warehouse", con=con):
+                heads = con.execute(
+                    "SELECT d.id, d.external_reference, d.name, d.vehicle, "
+                    "coalesce(d.distribution_date_text, strftime(d.distribution_date, "
+                    "'%Y-%m-%dT%H:%M:%S%z')), d.distribution_timezone, d.status "
+                    "FROM distributions d WHERE d.id IN (SELECT unnest(?::VARCHAR[]))",
+                    [wanted],
+                ).fetchall()
+                payments = con.execute(
+                    "SELECT p.distribution, p.id, p.entity, p.amount_cents, p.currency, "
+                    "p.distribution_date_override, "
+                    "list(n.contact ORDER BY n.contact) FILTER (WHERE n.contact IS NOT NULL) "
+                    "FROM distribution_payments p LEFT JOIN distribution_notifications n "
+                    "ON n.payment = p.id WHERE p.distribution IN (SELECT unnest(?::VARCHAR[])) "
+                    "GROUP BY ALL ORDER BY p.distribution, p.id",
+                    [wanted],
+                ).fetchall()
+        finally:
+            con.close()
+    except duckdb.Error as exc:  # locked by a sync, or an older or foreign file
+        log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
         return None
-    if con is None:
-        return None
-    try:
-        heads = con.execute(
-            "SELECT d.id, d.external_reference, d.name, d.vehicle, "
-            "coalesce(d.distribution_date_text, strftime(d.distribution_date, "
-            "'%Y-%m-%dT%H:%M:%S%z')), d.distribution_timezone, d.status "
-            "FROM distributions d WHERE d.id IN (SELECT unnest(?::VARCHAR[]))",
-            [wanted],
-        ).fetchall()
-        payments = con.execute(
-            "SELECT p.distribution, p.id, p.entity, p.amount_cents, p.currency, "
-            "p.distribution_date_override, "
-            "list(n.contact ORDER BY n.contact) FILTER (WHERE n.contact IS NOT NULL) "
-            "FROM distribution_payments p LEFT JOIN distribution_notifications n "
-            "ON n.payment = p.id WHERE p.distribution IN (SELECT unnest(?::VARCHAR[])) "
-            "GROUP BY ALL ORDER BY p.distribution, p.id",
-            [wanted],
-        ).fetchall()
-    except duckdb.Error as exc:
-        refuse_damaged_read(path, exc)
-        return None
-    finally:
-        con.close()
     by_distribution: dict[str, list[tuple[ServicePayment, str]]] = {}
     for r in payments:
         by_distribution.setdefault(r[0], []).append(

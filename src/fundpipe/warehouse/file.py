@@ -208,11 +208,13 @@ class Warehouse:
     def peek(self) -> duckdb.DuckDBPyConnection | None:
         """The file opened read-only as it is — without waiting for a lock, migrating or
         reading every block — for a reader that can do without it; None when there is no
-        file. DuckDB's errors (held by a writer, not a database, damaged) are raised as they
-        are, for the reader to tell. The caller closes the connection."""
+        file. The caller closes the connection. A file that is not a database is the
+        machine's fault (`DamagedFileError`); DuckDB's other errors (held by a writer) are
+        raised as they are, for the reader to tell."""
         if not self.path.exists():
             return None
-        con = connect(self.path, read_only=True)
+        with self._faults():
+            con = connect(self.path, read_only=True)
         con.execute("SET TimeZone = 'UTC'")
         return con
 

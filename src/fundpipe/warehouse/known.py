@@ -28,9 +28,8 @@ from typing import Any
 import duckdb
 
 from fundpipe.enums import DISTRIBUTION_STATUSES, PAYMENT_STATUSES
-from fundpipe.errors import DamagedFileError
-from fundpipe.machine import damage_of
 from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse.integrity import faults_named
 
 __all__ = [
     "OPEN_DISTRIBUTION_STATUSES",
@@ -39,7 +38,6 @@ __all__ = [
     "Known",
     "KnownEntity",
     "read_known",
-    "refuse_damaged_read",
 ]
 
 log = logging.getLogger(__name__)
@@ -185,30 +183,19 @@ class Known:
         )
 
 
-def refuse_damaged_read(path: Path, exc: duckdb.Error) -> None:
-    """Raise the machine's fault when ``exc``, met reading the warehouse at ``path`` read-only,
-    says the file is damaged; otherwise log that the service is listed in full instead."""
-    problem = damage_of(exc)
-    if problem is not None:
-        raise DamagedFileError(path, problem, what="warehouse") from exc
-    log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
-
-
 def read_known(path: Path) -> Known | None:
     """The index of what the syncs into ``path`` saw; None when there is none to stop at (no
     file, never synced, locked or unreadable)."""
     try:
         con = Warehouse(path).peek()
-    except duckdb.Error as exc:  # locked by a sync, or not a DuckDB file
-        refuse_damaged_read(path, exc)
+        if con is None:
+            return None
+        try:
+            with faults_named(path, "warehouse", con=con):
+                known = Known.read(con, path)
+        finally:
+            con.close()
+    except duckdb.Error as exc:  # locked by a sync, or an older or foreign file
+        log.warning("warehouse %s not readable (%s): listing the service in full", path, exc)
         return None
-    if con is None:
-        return None
-    try:
-        known = Known.read(con, path)
-    except duckdb.Error as exc:  # an older or foreign file: the full walk answers instead
-        refuse_damaged_read(path, exc)
-        return None
-    finally:
-        con.close()
     return known if known.synced_at is not None else None
