@@ -4,7 +4,7 @@ What the last finished sync saw is the warehouse's one read-only index
 (:class:`fundpipe.warehouse.known.Known`, read by :func:`fundpipe.warehouse.known.read_known`):
 the snapshot walks the service's newest-first lists only down to it. The content of the few
 distributions a plan then matches is read here (:func:`read_distributions`), the file opened
-read-only as briefly (``Warehouse.peek``); a file that is absent, locked by another process or
+read-only just as briefly (``Warehouse.peek``); a file that is absent, locked by another process or
 unreadable gives None, and the snapshot reads them from the service as before. A damaged file
 (a block failing DuckDB's checksum) is the machine's fault, not an old file: it raises
 :class:`fundpipe.errors.DamagedFileError` naming the file and the restore command, before

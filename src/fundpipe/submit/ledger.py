@@ -17,7 +17,10 @@ A request whose row still says ``sent`` or ``unknown`` when a run starts was int
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
 Every write is its own transaction, so a SIGKILL loses at most the write in progress. The
 intents of a chunk of requests about to be sent together are one statement and one commit
-(:meth:`Ledger.record_intents`), committed before any of them is sent.
+(:meth:`Ledger.record_intents`), committed before any of them is sent. The file is opened by
+:func:`open_ledger` (writing) or :func:`read_ledger` (read-only, a dry run's), and every
+transaction is :meth:`Ledger.transaction`, on the one door to DuckDB
+(``fundpipe.warehouse.connection``).
 
 Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
