@@ -20,7 +20,6 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 
 from fundpipe.config import Settings, require_service
@@ -38,8 +37,7 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.instructions import with_known_instructions
-from fundpipe.submit.known import read_known
-from fundpipe.submit.ledger import Ledger, open_ledger
+from fundpipe.submit.ledger import Ledger, open_ledger, read_ledger
 from fundpipe.submit.snapshot import (
     load_snapshot,
     only_organization,
@@ -49,7 +47,7 @@ from fundpipe.submit.snapshot import (
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
-from fundpipe.warehouse.integrity import faults_named, refuse_damaged
+from fundpipe.warehouse.known import read_known
 
 log = logging.getLogger(__name__)
 
@@ -74,23 +72,9 @@ def _maybe_ledger(settings: Settings, *, dry_run: bool) -> Iterator[Ledger | Non
         with open_ledger(settings.local.ledger_file, org=settings.service.org_id) as ledger:
             yield ledger
         return
-    if not settings.local.ledger_file.exists():
-        yield None
-        return
-    try:
-        with faults_named(settings.local.ledger_file, "ledger", org=settings.service.org_id):
-            con = duckdb.connect(str(settings.local.ledger_file), read_only=True)
-    except duckdb.Error:  # another run holds it: a dry run can do without
-        yield None
-        return
-    try:  # a damaged ledger is said so, not read around
-        with faults_named(
-            settings.local.ledger_file, "ledger", org=settings.service.org_id, con=con
-        ):
-            refuse_damaged(con, settings.local.ledger_file, "ledger", org=settings.service.org_id)
-            yield Ledger(con, read_only=True)
-    finally:
-        con.close()
+    # read-only: another run holding it leaves a dry run without it; a damaged one raises
+    with read_ledger(settings.local.ledger_file, org=settings.service.org_id) as ledger:
+        yield ledger
 
 
 def ingest(

@@ -19,7 +19,10 @@ A request whose row still says ``sent`` or ``unknown`` when a run starts was int
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
 Every write is its own transaction, so a SIGKILL loses at most the write in progress. The
 intents of a chunk of requests about to be sent together are one statement and one commit
-(:meth:`Ledger.record_intents`), committed before any of them is sent.
+(:meth:`Ledger.record_intents`), committed before any of them is sent. The file is opened by
+:func:`open_ledger` (writing) or :func:`read_ledger` (read-only, a dry run's), and every
+transaction is :meth:`Ledger.transaction`, on the one door to DuckDB
+(``fundpipe.warehouse.connection``).
 
 Longer than ~400 lines because it is one class over one DuckDB connection: the tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
@@ -47,6 +50,7 @@ from fundpipe.plan import (
     instruction_fingerprint,
 )
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.connection import connect, transaction
 from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
@@ -326,7 +330,9 @@ class Ledger:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group writes into one commit (nested calls join the outer transaction)."""
+        """Group writes into one commit (nested calls join the outer transaction): the
+        ledger's `fundpipe.warehouse.connection.transaction`, committed when the outermost
+        block ends, rolled back when it raises."""
         if self._depth:
             self._depth += 1
             try:
@@ -334,16 +340,12 @@ class Ledger:
             finally:
                 self._depth -= 1
             return
-        self._con.execute("BEGIN TRANSACTION")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self._depth = 0
-            self._con.execute("ROLLBACK")
-            raise
-        self._depth = 0
-        self._con.execute("COMMIT")
+        with transaction(self._con):
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
 
     def mark_distributions(
         self,
@@ -695,7 +697,7 @@ def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -
     faults (exit code 6), never a bug."""
     with faults_named(path, "ledger", org=org):
         path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(path))
+        con = connect(path)
     try:
         with faults_named(path, "ledger", org=org, con=con):
             refuse_damaged(con, path, "ledger", org=org)
@@ -704,3 +706,27 @@ def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -
     finally:
         with faults_named(path, "ledger", org=org):
             con.close()
+
+
+@contextmanager
+def read_ledger(path: Path, *, org: str | None = None) -> Iterator[Ledger | None]:
+    """Open the ledger at ``path`` read-only (nothing migrated, nothing written); closed on exit.
+
+    None when there is no ledger file, or when it cannot be opened now (another run holds it
+    for writing: a reader such as a dry run can do without). A damaged ledger is said so, not
+    read around: :class:`fundpipe.errors.DamagedFileError`, as :func:`open_ledger` raises it."""
+    if not path.exists():
+        yield None
+        return
+    try:
+        with faults_named(path, "ledger", org=org):
+            con = connect(path, read_only=True)
+    except duckdb.Error:  # another run holds it
+        yield None
+        return
+    try:
+        with faults_named(path, "ledger", org=org, con=con):
+            refuse_damaged(con, path, "ledger", org=org)
+            yield Ledger(con, read_only=True)
+    finally:
+        con.close()
