@@ -142,6 +142,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "resources",
         "arrowpandas",
         "machine",
+        "clientpolicy",
     ),
     ("vocabulary", "client", "sandbox"),
     ("errors",),

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from fundpipe.warehouse.connection import transaction
+
 __all__ = ["Migration", "MigrationError", "applied_numbers", "apply_migrations", "load_migrations"]
 
 log = logging.getLogger(__name__)
@@ -74,17 +76,12 @@ def apply_migrations(con: duckdb.DuckDBPyConnection, migrations: list[Migration]
                     "applied; add a new migration instead"
                 )
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(migration.sql)
             con.execute(
                 "INSERT INTO _migrations (number, name, checksum) VALUES (?, ?, ?)",
                 [migration.number, migration.name, migration.checksum],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         done.append(migration.number)
         log.info("migration %03d %s applied", migration.number, migration.name)
     return done
