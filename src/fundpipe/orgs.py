@@ -42,6 +42,7 @@ __all__ = [
     "OrgSettings",
     "SecretLoader",
     "configured_organizations",
+    "configured_orgs",
     "every_org_settings",
     "find_organizations",
     "org_settings",
@@ -392,3 +393,15 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
         several=False,
     )
     return stable_files(one.settings.local.data_dir / "inbox", settle_s=0)
+
+
+def configured_orgs(settings: Settings) -> dict[str, Any]:
+    """What `fundpipe.submit.binding.describe_orgs` reads of the organizations (it sits below
+    this module): whether a list is configured, and every one's organization and settings."""
+    every = every_org_settings
+    return {
+        "configured": configured_organizations(settings) is not None,
+        "each": lambda: (
+            (o.org, o.settings) for o in every(settings, None, among=Among.CONFIGURED)
+        ),
+    }

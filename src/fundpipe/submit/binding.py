@@ -19,13 +19,13 @@ embedded sandbox, or ``FUNDPIPE_LIVEMODE=false``), or the reverse.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.config import Settings
+from fundpipe.config import Organization, Settings
 from fundpipe.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -141,9 +141,16 @@ def bound_name(settings: Settings) -> str | None:
     return (bound or {}).get("organization_name") or None
 
 
-def describe_orgs(settings: Settings) -> dict[str, Any]:
+def describe_orgs(
+    settings: Settings,
+    *,
+    configured: bool,
+    each: Callable[[], Iterable[tuple[Organization, Settings]]],
+) -> dict[str, Any]:
     """What `fundpipe config` shows of the organizations, read from local files only.
 
+    ``configured``: a list of organizations is configured; ``each()``: every organization and
+    its settings (`fundpipe.orgs.every_org_settings`, which sits above this package).
     Every organization (the configured list, else the folders under `data/orgs/`) under
     `organizations`, by id: its name, its inbox, ledger, warehouse, reports and durable record,
     and what its ledger is bound to (`describe_binding`, read beside that organization's
@@ -151,26 +158,25 @@ def describe_orgs(settings: Settings) -> dict[str, Any]:
     service's (not known before a run). Before any organization has a folder: a sentence
     saying where they will come from, and the single-organization ledger's binding.
     """
-    from fundpipe import orgs
     from fundpipe.errors import FundpipeError
 
     root = settings.local.data_dir / "orgs"
     folders = root.is_dir() and any(p.is_dir() for p in root.iterdir())
-    if orgs.configured_organizations(settings) is None and not folders:
+    if not configured and not folders:
         return {
             "organizations": "none has a folder yet: those the client may act for (the "
             "organization read), else FUNDPIPE_ORG_ID",
             "ledger bound to": describe_binding(settings),
         }
     described: dict[str, Any] = {}
-    for one in orgs.every_org_settings(settings, None, among=orgs.Among.CONFIGURED):
-        local = one.settings.local
+    for org, org_settings in each():
+        local = org_settings.local
         try:
-            bound = describe_binding(one.settings)
-            name = one.org.name or bound_name(one.settings)
+            bound = describe_binding(org_settings)
+            name = org.name or bound_name(org_settings)
         except FundpipeError as error:  # an unreadable binding: said, the others still shown
-            bound, name = f"cannot be read: {error}", one.org.name
-        described[one.org.folder] = {
+            bound, name = f"cannot be read: {error}", org.name
+        described[org.folder] = {
             "name": name or "not configured (the service's organization read names it)",
             "inbox": str(local.data_dir / "inbox"),
             "ledger": str(local.ledger_file),

@@ -71,9 +71,10 @@ def config_command(json_out: JsonOption = False) -> None:
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.service.embedded else "configured service"
+        from fundpipe.orgs import configured_orgs
         from fundpipe.submit.binding import describe_orgs
 
-        values.update(describe_orgs(settings))
+        values.update(describe_orgs(settings, **configured_orgs(settings)))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return
