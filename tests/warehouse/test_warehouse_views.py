@@ -123,3 +123,13 @@ def test_the_views_file_runs_again_when_it_changes_and_only_then(tmp_path: Path)
         left = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
         assert left == [("v",)]
         assert con.execute("SELECT x FROM a").fetchall() == [(1,)]
+
+
+def test_the_views_file_makes_the_very_views_the_migration_log_made(tmp_path: Path) -> None:
+    """Text for text, column for column: every view and macro as the old sections left them."""
+    logged = Warehouse(tmp_path / "logged.duckdb", schema_file=BEFORE_VIEWS)
+    logged.migrate()
+    split = Warehouse(tmp_path / "split.duckdb")
+    split.migrate()
+    with logged.read() as con, split.read() as split_con:
+        assert _views_and_macros(con) == _views_and_macros(split_con)

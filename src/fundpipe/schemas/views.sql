@@ -206,7 +206,9 @@ WHERE coalesce(h.first_seen, r.last_seen_at) < seen_cutoff()
    OR (coalesce(h.first_seen, r.last_seen_at) < reconcile_cutoff()
        AND r.created_at < valid_cutoff());
 
--- payments_effective (as in 003), point in time.
+-- Every service payment (as the books knew it by the as-of date) with its distribution and the
+-- date it pays (override, else the distribution's date) as a calendar date in the distribution's
+-- timezone; the distribution's local date is computed once per distribution, not per payment.
 CREATE VIEW payments_effective AS
 WITH d AS (
     SELECT
@@ -400,8 +402,9 @@ SELECT l.*
 FROM ledger_payments l
 JOIN sheet_files_existing x ON x.file_hash = l.file_hash;
 
--- sheet_vs_service, superseded_files, conflict_rows and exceptions (as in 007), over the
--- point-in-time ledger and payments; a shortfall names the failed payments still owed.
+-- sheet vs service: every ledger row against the service's payment, and every service payment
+-- no ledger row points to (match: ok | missing | extra | amount_mismatch | status_mismatch), over
+-- the point-in-time ledger and payments.
 CREATE VIEW sheet_vs_service AS
 WITH reached AS (
     SELECT l.*, count(*) OVER (PARTITION BY l.payment_id) AS copies
@@ -569,8 +572,10 @@ LEFT JOIN (
 ) s ON s.external_reference = l.distribution_external_reference AND s.entity = l.entity
 WHERE l.state = 'conflict';
 
--- exceptions: as in 005, without superseded files, with a stable id (same problem, same id on
--- every run), the distribution and investor in words, and what to do.
+-- The bottom layer of `exceptions`: what needs a person in the funding, the sheets, the
+-- depository balances and the files (not the superseded ones), with a stable id (same problem,
+-- same id on every run), the amount at stake, the distribution and investor in words, and what
+-- to do; a shortfall names the failed payments still owed.
 CREATE VIEW exceptions_before_011 AS
 WITH raw AS (
     SELECT 'shortfall' AS kind, vehicle, 'vehicle' AS object_type, vehicle AS object_id,
@@ -934,7 +939,7 @@ FROM distribution_tieout t
 WHERE NOT t.is_total AND NOT t.ties;
 
 -- Each account's closing balance per UTC month: the month-end figure once known, else the
--- month's last snapshot (as in migration 022 otherwise).
+-- month's last snapshot.
 CREATE VIEW rollforward_snapshots AS
 SELECT b.*, strftime(timezone('UTC', b.seen_at), '%Y-%m') AS period,
        timezone('UTC', date_trunc('month', timezone('UTC', b.seen_at))) AS period_start
@@ -997,14 +1002,14 @@ UNION ALL
 SELECT financial_account, period, 'returned', distribution, returned_payments, returned_cents
 FROM per WHERE returned_payments > 0;
 
-  -- month_end | provisional
+-- Each account's closing balance per closed month: the last one recorded by the knowledge time.
 CREATE VIEW period_closing_balances AS
 SELECT * FROM period_closing_records
 WHERE recorded_at < reconcile_cutoff()
 QUALIFY row_number() OVER (PARTITION BY period, financial_account ORDER BY recorded_at DESC) = 1;
 
--- rollforward_periods: as in migration 021 (same columns, plus `opening_source`), except that
--- the opening balance is the previous month's closing recorded at its close when that month is
+-- rollforward_periods: per account and month, opening + movements = closing; the opening balance
+-- is the previous month's closing recorded at its close when that month is
 -- closed (by the end of the as-of date), else the service's `total_end_of_last_month`.
 CREATE VIEW rollforward_periods AS
 WITH moved AS (
@@ -1077,7 +1082,8 @@ SELECT r.*, NOT r.is_current AS carried
 FROM rollforward_periods r
 WHERE r.type = 'depository' AND r.unexplained_cents <> 0;
 
--- rollforward: as in migration 021, plus where the opening came from (`opening_source`).
+-- rollforward: per account, the as-of month's roll-forward and its reconciling items, with where
+-- the opening came from (`opening_source`).
 CREATE VIEW rollforward AS
 WITH carried AS (
     SELECT financial_account, count(*) AS carried_items,
@@ -1242,7 +1248,7 @@ WHERE NOT (x.kind = 'file_rejected' AND EXISTS (
 -- $2,000.00, received 2026-11-28; nothing in it was paid", not "file rejected/q4_typo.csv
 -- (3 row(s), $2,000.00) was rejected on 2026-11-28: …" — in the reason and in the whole line
 -- (`what`) the run's log, its summary, the alerts and the workbook's Exceptions sheet read.
--- Wrapped, as migration 028 does.
+-- The top layer of `exceptions`.
 CREATE MACRO sheet_in_words(text) AS
     regexp_replace(
         regexp_replace(

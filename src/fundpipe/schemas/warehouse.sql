@@ -430,7 +430,7 @@ ALTER TABLE period_events ADD COLUMN provisional BOOLEAN;
 -- roll-forward opens at the last one recorded by the knowledge time.
 ALTER TABLE period_closing_balances RENAME TO period_closing_records;
 ALTER TABLE period_closing_records ADD COLUMN version INTEGER;
-ALTER TABLE period_closing_records ADD COLUMN source VARCHAR;
+ALTER TABLE period_closing_records ADD COLUMN source VARCHAR;  -- month_end | provisional
 
 -- migration: 041 a rejected sheet's exception in words
 -- (its views and macros are now in views.sql) earlier checksum: 3e3b1066e4cefd2477224fde944f0180f73efb912c63bc6c3e57391d918399bc
