@@ -111,13 +111,11 @@ def test_an_argument_wins_over_the_environment_and_the_environment_over_env_file
 def test_the_client_gets_the_http_group_as_it_is() -> None:
     """`ClientConfig` carries the whole http group (and the service's fields): a policy field
     added to the group reaches the client, or this fails."""
-    from dataclasses import fields
-
     settings = Settings(_env_file=None, http={"retry_deadline_s": 3.0, "max_concurrency": 2})  # type: ignore[call-arg]
     config = settings.client_config()
-    assert {f.name for f in fields(config)} >= set(GROUPS["http"].model_fields)
+    assert set(type(config.http).model_fields) >= set(GROUPS["http"].model_fields)
     for name in GROUPS["http"].model_fields:
-        assert getattr(config, name) == getattr(settings.http, name), name
+        assert getattr(config.http, name) == getattr(settings.http, name), name
 
 
 def test_a_setting_nothing_reads_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,7 @@
 """Canonical JSON, deterministic Idempotency-Keys and content hashes: the one recipe of each.
 
-Pure (no I/O but reading a file's bytes for :func:`file_hash`); used by the plan (the keys of
+Pure (no I/O but reading a file's bytes for :func:`file_hash` and :func:`stream_hash`, the
+one chunked SHA-256 of fundpipe); used by the plan (the keys of
 its requests), the ledger (the bodies it stores), the client (the key it sends when none is
 given) and ingest (how a re-dropped file is recognised).
 
@@ -26,7 +27,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel
 
@@ -124,13 +125,25 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_hash(path: Path) -> str:
-    """:func:`content_hash` of the file at ``path``, read in chunks."""
+#: How much of a file :func:`stream_hash` reads at a time.
+_CHUNK = 1 << 20
+
+
+def stream_hash(source: IO[bytes], *, copy_to: IO[bytes] | None = None) -> str:
+    """:func:`content_hash` of the bytes left in ``source``, read in 1 MiB chunks; with
+    ``copy_to``, each chunk is also written there (a copy checked as it is made)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    for chunk in iter(lambda: source.read(_CHUNK), b""):
+        digest.update(chunk)
+        if copy_to is not None:
+            copy_to.write(chunk)
     return digest.hexdigest()
+
+
+def file_hash(path: Path) -> str:
+    """:func:`content_hash` of the file at ``path``, read in chunks (:func:`stream_hash`)."""
+    with open(path, "rb") as handle:
+        return stream_hash(handle)
 
 
 def idempotency_key(org_id: str | None, method: str, path: str, body: Any) -> str:

@@ -221,6 +221,12 @@ class OrgNight:
         return self.in_state("rejected")
 
     @property
+    def redropped(self) -> tuple[FileOutcome, ...]:
+        """The files dropped again tonight: the same content as one processed before (each
+        one's message names that file and when it was processed); nothing of them was sent."""
+        return self.in_state("duplicate")
+
+    @property
     def open_exceptions(self) -> tuple[NightException, ...]:
         """Tonight's exceptions still open after it."""
         return tuple(e for e in self.exceptions if e.is_open)
@@ -248,7 +254,7 @@ class OrgNight:
             ("files processed (new)", len(processed)),
             ("files rejected", len(self.rejected)),
             ("files in conflict or refused", len(self.in_state("conflict", "refused"))),
-            ("files already submitted (no-op)", len(self.in_state("duplicate"))),
+            ("files already submitted (no-op)", len(self.redropped)),
             ("distributions submitted", sum(f.distributions for f in processed)),
             ("amount submitted", format_cents(sum(f.total_cents for f in processed))),
             ("accounts synced", self.accounts_synced),
@@ -314,6 +320,9 @@ class OrgNight:
                     "message": f.message,
                 }
                 for f in self.rejected
+            ],
+            "redropped_files": [
+                {"file": f.source_file, "message": f.message} for f in self.redropped
             ],
             "reports": {k: str(v) for k, v in self.reports.items()},
             "exceptions": self.exceptions_found,
@@ -576,6 +585,14 @@ class Nights:
         ]
 
     @property
+    def redropped_files(self) -> list[tuple[str, FileOutcome]]:
+        """Every file dropped again (the same content as one processed before), with its
+        organization."""
+        return [
+            (r.organization, f) for r in self.rows if r.night is not None for f in r.night.redropped
+        ]
+
+    @property
     def warnings(self) -> list[str]:
         """Every organization's warnings, each naming its organization."""
         return [
@@ -613,6 +630,10 @@ class Nights:
                     "organization": org,
                 }
                 for org, f in self.rejected_files
+            ],
+            "redropped_files": [
+                {"file": f.source_file, "message": f.message, "organization": org}
+                for org, f in self.redropped_files
             ],
             "warnings": self.warnings,
             "exit_code": self.exit_code,

@@ -42,7 +42,7 @@ __all__ = [
     "OrgSettings",
     "SecretLoader",
     "configured_organizations",
-    "describe_orgs",
+    "every_org_settings",
     "find_organizations",
     "org_settings",
     "organizations",
@@ -346,6 +346,37 @@ def org_settings(
     return OrgSettings(org, load_secret(one) if load_secret is not None else one)
 
 
+def every_org_settings(
+    settings: Settings,
+    wanted: str | None,
+    *,
+    among: Among,
+    also: Sequence[str] = (),
+    say: Callable[[str], object] = _say_nothing,
+) -> list[OrgSettings]:
+    """What a command that only reads covers (`among`: LOCAL or CONFIGURED; no secret loaded):
+    the organization `wanted` names, else every one — the configured list, else the folders
+    under `data/orgs/` and those `also` names (the durable record's), else the only one."""
+    if among is Among.SERVICE:
+        raise ValueError("every_org_settings reads local state only: Among.LOCAL or CONFIGURED")
+    if wanted:
+        return [org_settings(settings, wanted, among=among, load_secret=None, say=say)]
+    configured = configured_organizations(settings)
+    if configured is None:
+        root = settings.local.data_dir / "orgs"
+        local = {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+        folders = sorted(local | set(also))
+        if not folders:  # a single-organization layout, or the client's own organization
+            return [org_settings(settings, None, among=among, load_secret=None, say=say)]
+        found = [Organization(id=None if f == OWN_ORG_FOLDER else f) for f in folders]
+    else:
+        found = configured
+        if among is Among.LOCAL:  # a single-organization layout moves first, as for one
+            _, moved = find_organizations(settings, among, load_secret=None, say=say)
+            found = moved or configured
+    return [org_settings(settings, o, among=found, load_secret=None) for o in found]
+
+
 def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
     """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
     without files): the organization is `wanted`, else the only configured one, else
@@ -361,24 +392,3 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
         several=False,
     )
     return stable_files(one.settings.local.data_dir / "inbox", settle_s=0)
-
-
-def describe_orgs(settings: Settings, binding: Callable[[Settings], str]) -> dict[str, Any]:
-    """What `fundpipe config` shows of the organizations: who they are, their folders, and
-    what each ledger is bound to (`binding`, e.g. `fundpipe.submit.binding.describe_binding`)."""
-    configured = configured_organizations(settings)
-    if configured is None:
-        return {
-            "organizations": "those the client may act for (the organization read), else "
-            "FUNDPIPE_ORG_ID",
-            "ledger bound to": binding(settings),
-        }
-    per_org = {
-        o.folder: org_settings(settings, o, among=configured, load_secret=None).settings
-        for o in configured
-    }
-    return {
-        "organizations": ", ".join(o.label for o in configured),
-        "organization folders": {k: str(v.local.data_dir) for k, v in per_org.items()},
-        "ledger bound to": {k: binding(v) for k, v in per_org.items()},
-    }

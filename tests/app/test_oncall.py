@@ -116,10 +116,13 @@ def test_a_file_dropped_again_unchanged_says_so_without_counts() -> None:
         "roster_new_investors.xlsx",
         "h3",
         "duplicate",
-        message="same content as a file already processed: nothing sent",
+        message="same content as `roster.xlsx`, processed 2026-12-01 21:25 UTC: nothing sent",
     )
     line = oncall.file_line(again)
-    assert line == "file roster_new_investors.xlsx: duplicate: already submitted, nothing sent"
+    assert line == (
+        "file roster_new_investors.xlsx: dropped again — same content as `roster.xlsx`, "
+        "processed 2026-12-01 21:25 UTC: nothing sent"
+    )
     assert "row" not in line
     assert "$0.00" not in line
 

@@ -22,7 +22,7 @@ class VirtualTimer(Timer):
     def now(self) -> float:
         return self.t
 
-    async def sleep(self, seconds: float) -> None:
+    def waited(self, seconds: float) -> None:
         self.waits.append(seconds)
         self.t += seconds
 
@@ -102,8 +102,12 @@ def test_client_config_is_built_from_the_settings_and_frozen():
     settings = make_settings(retry_deadline_s=300.0, org_id="org_x", max_attempts=None)
     config = settings.client_config()
     assert isinstance(config, ClientConfig)
-    assert (config.retry_deadline_s, config.org_id, config.max_attempts) == (300.0, "org_x", None)
-    assert config.backoff_max_s == 30.0  # the backoff's cap by default
+    assert (config.http.retry_deadline_s, config.org_id, config.http.max_attempts) == (
+        300.0,
+        "org_x",
+        None,
+    )
+    assert config.http.backoff_max_s == 30.0  # the backoff's cap by default
     assert dict(config.paths) == dict(settings.service.paths)
     assert dict(CLIENT_PATHS) == DEFAULT_PATHS
     with pytest.raises(dataclasses.FrozenInstanceError):

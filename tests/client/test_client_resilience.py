@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from email.utils import format_datetime
 
 import httpx
@@ -20,6 +21,7 @@ from fundclient_helpers import (
     token_response,
 )
 
+import fundpipe.app  # noqa: F401 - the process's retry hooks, as fundpipe runs them
 from fundpipe.client import FundClient, errors, idempotency_key
 from fundpipe.client._ratelimit import GUARD_MARGIN_S, RateGate
 from fundpipe.keys import CanonicalBody, canonical_json
@@ -281,9 +283,11 @@ async def test_retry_after_http_date_is_honoured(client, service, clock, caplog)
             httpx.Response(200, json={"id": "veh_1"}),
         ]
     )
-    with caplog.at_level(logging.WARNING, logger="fundpipe.client"):
+    with caplog.at_level(logging.WARNING):
         await client.get_vehicle("veh_1")
     assert "retry 1 in 7.00 s" in caplog.text
+    # said once: the ways to run fundpipe (fundpipe.app) turn stamina's own retry log off
+    assert [r.name for r in caplog.records] == ["fundpipe.client"]
 
 
 async def test_retry_after_seconds_are_capped(service, clock, caplog):
@@ -322,6 +326,41 @@ async def test_a_wait_past_the_deadline_is_not_started(service, clock):
             await client.get_vehicle("veh_1")
     assert info.value.retry_after == 20
     assert route.call_count == 1
+
+
+async def test_retry_after_is_the_wait_stamina_makes(service, clock):
+    """The backoff hook hands `Retry-After` to stamina, which waits exactly that (its own
+    exponential backoff is not used). Outside stamina's test mode, so the 0.2 s are real."""
+    scheduled: list[float] = []
+    route = service.get("/v1/vehicles/veh_1").mock(
+        side_effect=[
+            httpx.Response(
+                503,
+                json=error_body(503, "api_error", "internal_error"),
+                headers={"Retry-After": "0.2"},
+            ),
+            httpx.Response(200, json={"id": "veh_1"}),
+        ]
+    )
+    settings = make_settings(retry_deadline_s=60.0)
+    hooks = stamina.instrumentation.get_on_retry_hooks()
+    stamina.instrumentation.set_on_retry_hooks([lambda retry: scheduled.append(retry.wait_for)])
+    try:
+        with stamina.set_testing(False):
+            async with FundClient(
+                settings.client_config(),
+                transport=httpx.MockTransport(service.async_handler),
+                clock=clock,
+            ) as client:
+                started = time.monotonic()
+                vehicle = await client.get_vehicle("veh_1")
+                elapsed = time.monotonic() - started
+    finally:
+        stamina.instrumentation.set_on_retry_hooks(hooks)
+    assert vehicle.id == "veh_1"
+    assert route.call_count == 2
+    assert scheduled == [0.2]
+    assert elapsed >= 0.2
 
 
 # --- OAuth -----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ SECONDS = {
     "test_every_organization.py": 65,
     "test_nightly_flow.py": 60,
     "test_documented_night.py": 60,
+    "test_readme_examples.py": 75,
     "test_two_workers.py": 50,
     "test_serve_sigterm.py": 45,
     "test_secret_block.py": 10,

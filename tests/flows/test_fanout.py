@@ -138,6 +138,7 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
         "organizations",
         "totals",
         "rejected_files",
+        "redropped_files",
         "warnings",
         "exit_code",
         "morning",
@@ -153,7 +154,8 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
     assert org["new_exceptions"] == ["EX-0"]
     assert org["verdict"] == "needs a person"  # an exception opened tonight waits for a person
     assert list(org["summary"]) == [
-        "as_of", "facts", "files", "rejected_files", "reports", "exceptions", "exception_counts",
+        "as_of", "facts", "files", "rejected_files", "redropped_files", "reports", "exceptions",
+        "exception_counts",
         "warnings", "notes", "exit_code", "organization", "open_exceptions", "opened_ids",
         "exception_list", "published",
     ]  # fmt: skip

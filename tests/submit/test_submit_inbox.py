@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from time_machine import TimeMachineFixture
 
 from fundpipe.client import idempotency_key
 from fundpipe.plan import ResolvedRequest
@@ -69,6 +70,25 @@ def test_only_files_at_rest_are_picked_up(tmp_path: Path) -> None:
     os.utime(old, (past, past))
     assert stable_files(tmp_path, settle_s=5, watch_s=0.01) == [old]
     assert stable_files(tmp_path, settle_s=0) == [fresh, old]
+
+
+def test_a_sheet_s_age_is_read_on_the_file_system_s_clock_not_the_worker_s(
+    tmp_path: Path, time_machine: TimeMachineFixture
+) -> None:
+    """A worker whose clock runs a day behind (or ahead of) the share's still holds back the
+    sheet written a moment ago and reads the one at rest; one stamped ahead of the share's own
+    clock is judged by the watch alone."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    fresh, old, ahead = inbox / "fresh.csv", inbox / "old.csv", inbox / "ahead.csv"
+    for p in (fresh, old, ahead):
+        p.write_text("x")
+    share_now = fresh.stat().st_mtime
+    os.utime(old, (share_now - 60, share_now - 60))
+    os.utime(ahead, (share_now + 3600, share_now + 3600))
+    for skew in (-86_400, 86_400):
+        time_machine.move_to(share_now + skew, tick=True)
+        assert survey(inbox, settle_s=5, watch_s=0.01).ready == [ahead, old]
 
 
 def test_every_inbox_entry_fundpipe_does_not_read_gets_a_word(world: World, tmp_path: Path) -> None:

@@ -53,10 +53,12 @@ def test_redropped_file_creates_nothing(world: World) -> None:
     assert [f.state for f in result.files] == ["duplicate"]
     assert result.submit is None  # not even planned
     assert len(world.distributions()) == len(before) == 1
-    assert sorted(p.name for p in (world.data_dir / "processed").iterdir()) == [
-        "q4.csv",
-        "q4_copy_.csv",
-    ]
+    # processed/ keeps one file of that content; the ledger keeps the drop
+    assert [p.name for p in (world.data_dir / "processed").iterdir()] == ["q4.csv"]
+    assert not list((world.data_dir / "processing").glob("*.csv"))
+    with open_ledger(world.settings.local.ledger_file) as ledger:
+        (drop,) = ledger.redrops()
+    assert (drop["source_file"], drop["same_as"]) == ("q4 (copy).csv", "q4.csv")
 
 
 def test_redropped_edited_file_is_a_conflict_and_creates_nothing(world: World) -> None:

@@ -101,7 +101,7 @@ class VirtualClock(Timer):
     def now(self) -> float:
         return VirtualClock.t
 
-    async def sleep(self, seconds: float) -> None:
+    def waited(self, seconds: float) -> None:
         VirtualClock.t += seconds
 
 

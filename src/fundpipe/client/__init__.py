@@ -7,14 +7,14 @@ async with FundClient(settings.client_config()) as client:   # a ClientConfig
         ...
 ```
 
-Public surface: `FundClient`, `ClientConfig`, `Paginator`, `Page`, `RateGate`, `idempotency_key`,
-`canonical_json`, `redact`, the models in `fundpipe.client.models` and the errors in
-`fundpipe.client.errors`.
+Public surface: `FundClient`, `ClientConfig` and its `HttpPolicy`, `DEFAULT_PATHS`, `Paginator`,
+`Page`, `RateGate`, `idempotency_key`, `canonical_json`, `redact`, the models in
+`fundpipe.client.models` and the errors in `fundpipe.client.errors`.
 """
 
 from fundpipe.client import errors, models
 from fundpipe.client._client import DEFAULT_PAGE_SIZE, FundClient
-from fundpipe.client._config import ClientConfig
+from fundpipe.client._config import DEFAULT_PATHS, ClientConfig, HttpPolicy
 from fundpipe.client._errors import FundServiceError
 from fundpipe.client._idempotency import KEY_PREFIX, canonical_json, idempotency_key
 from fundpipe.client._pagination import Page, Paginator
@@ -23,11 +23,13 @@ from fundpipe.client._redact import REDACTED, redact
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "DEFAULT_PATHS",
     "KEY_PREFIX",
     "REDACTED",
     "ClientConfig",
     "FundClient",
     "FundServiceError",
+    "HttpPolicy",
     "Page",
     "Paginator",
     "RateGate",

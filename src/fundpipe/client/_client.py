@@ -99,7 +99,7 @@ class FundClient:
     `transport` replaces the network (tests pass `httpx.ASGITransport(app=create_app())`);
     `clock` returns the current aware datetime (token expiry, HTTP-date `Retry-After`);
     `rate_gate` replaces the client-side rate limit (tests pass a `RateGate` on a virtual clock);
-    `timer` measures and waits out the retry backoff (tests pass a virtual one).
+    `timer` is the clock of the retry deadline, told of each wait (tests pass a virtual one).
     """
 
     def __init__(

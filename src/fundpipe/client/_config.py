@@ -1,32 +1,23 @@
 """`ClientConfig`: everything `FundClient` needs, and nothing of the application's settings.
 
-The application builds it from its own settings (`fundpipe.config.Settings.client_config()`);
-a library user builds it directly. It is frozen and typed: the client never reads the
-environment, a data directory or a report setting.
+The application builds it from its own settings (`fundpipe.config.Settings.client_config()`,
+which hands over its `http` group as it is); a library user builds it directly,
+`ClientConfig(base_url=..., http=HttpPolicy(retry_deadline_s=30))`. It is frozen and typed: the
+client never reads the environment, a data directory or a report setting. `HttpPolicy` and
+`DEFAULT_PATHS` are defined once, in `fundpipe.clientpolicy`, below the client and the settings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from types import MappingProxyType
 
 from pydantic import SecretStr
 
-#: Paths of the operations the interface does not show (DESIGN, "ours"), by name. The same
-#: defaults as `fundpipe.config.DEFAULT_PATHS` (tests/client checks): the client does not import
-#: the application's settings.
-DEFAULT_PATHS: Mapping[str, str] = MappingProxyType(
-    {
-        "vehicles": "/v1/vehicles",
-        "vehicle": "/v1/vehicles/{veh_id}",
-        "organizations": "/v1/organizations",
-        "organization": "/v1/organizations/{org_id}",
-        "financial_accounts": "/v1/financial_accounts",
-        "entity_contacts": "/v1/entities/{ent_id}/contacts",
-    }
-)
+from fundpipe.clientpolicy import DEFAULT_PATHS, HttpPolicy
+
+__all__ = ["DEFAULT_PATHS", "ClientConfig", "HttpPolicy"]
 
 
 def _default_paths() -> Mapping[str, str]:
@@ -48,19 +39,9 @@ class ClientConfig:
     - `org_id`: `X-Organization-Id` of every request (None: the token's own organization);
     - `paths`: paths of the operations the interface does not show (`DEFAULT_PATHS` names).
 
-    HTTP policy:
-
-    - `connect_timeout_s`, `read_timeout_s`: per attempt;
-    - `token_leeway_s`: a token is renewed this long before it expires;
-    - `retry_deadline_s`: how long one request keeps being retried through failures the policy
-      retries (an outage is ridden out until then; see `fundpipe.client._retry`);
-    - `backoff_initial_s`, `backoff_max_s`: the backoff's first ceiling and its cap (full
-      jitter below the ceiling);
-    - `retry_after_cap_s`: the longest `Retry-After` honoured as given;
-    - `max_attempts`: an optional bound on attempts besides the deadline (None: the deadline
-      alone decides);
-    - `rate_limit_per_s`, `max_concurrency`: the client-side rate limit and requests in flight;
-    - `ca_bundle`: a PEM bundle replacing the default trust store.
+    HTTP policy: `http`, an `HttpPolicy` (timeouts, token leeway, retry deadline, backoff,
+    Retry-After cap, optional attempt bound, rate, concurrency, CA bundle), validated by
+    pydantic when it is built.
     """
 
     base_url: str | None = None
@@ -71,35 +52,13 @@ class ClientConfig:
     scopes: str | None = None
     org_id: str | None = None
     paths: Mapping[str, str] = field(default_factory=_default_paths)
-    connect_timeout_s: float = 10.0
-    read_timeout_s: float = 30.0
-    token_leeway_s: float = 60.0
-    retry_deadline_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 30.0
-    retry_after_cap_s: float = 60.0
-    max_attempts: int | None = None
-    rate_limit_per_s: float = 9.0
-    max_concurrency: int = 8
-    ca_bundle: Path | None = None
+    http: HttpPolicy = field(default_factory=HttpPolicy)
 
     def __post_init__(self) -> None:
-        """Refuse a policy no client can follow; keep `paths` read-only."""
-        for name in (
-            "connect_timeout_s",
-            "read_timeout_s",
-            "retry_deadline_s",
-            "backoff_initial_s",
-            "backoff_max_s",
-            "retry_after_cap_s",
-            "rate_limit_per_s",
-        ):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be greater than 0, not {getattr(self, name)}")
-        if self.max_attempts is not None and self.max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, not {self.max_concurrency}")
+        """Refuse a policy no client can follow; complete `paths` from `DEFAULT_PATHS` and keep
+        them read-only."""
+        # validated again: a policy made by `model_copy(update=...)` (`Settings.updated`) was not
+        object.__setattr__(self, "http", HttpPolicy.model_validate(self.http.model_dump()))
         if not isinstance(self.paths, MappingProxyType):
             object.__setattr__(self, "paths", MappingProxyType({**DEFAULT_PATHS, **self.paths}))
 

@@ -115,26 +115,21 @@ class Requester:
             transport_injected=injected,
         )
         self.settings = settings
+        policy = settings.http
         self._clock = clock or (lambda: datetime.now(UTC))
         self.auth = ClientCredentialsAuth(
             token_url=token_endpoint(str(token_url)),
             client_id=settings.client_id,
             client_secret=settings.client_secret.get_secret_value(),
             scopes=settings.scopes,
-            leeway_s=settings.token_leeway_s,
+            leeway_s=policy.token_leeway_s,
             clock=self._clock,
         )
-        self.gate = rate_gate or RateGate(settings.rate_limit_per_s, settings.max_concurrency)
+        self.gate = rate_gate or RateGate(policy.rate_limit_per_s, policy.max_concurrency)
         self.timer = timer or Timer()
         #: The outages this client rode out or gave up on (see `Outage`), for the run summary.
         self.outages: list[Outage] = []
-        self._retry = RetryPolicy(
-            max_attempts=settings.max_attempts,
-            deadline_s=settings.retry_deadline_s,
-            backoff_initial_s=settings.backoff_initial_s,
-            backoff_max_s=settings.backoff_max_s,
-            retry_after_cap_s=settings.retry_after_cap_s,
-        )
+        self._retry = RetryPolicy.of(policy)
         headers = {
             "Accept": "application/json",
             "User-Agent": f"fundpipe/{__version__} httpx/{httpx.__version__}",
@@ -142,20 +137,20 @@ class Requester:
         if settings.org_id:
             headers["X-Organization-Id"] = settings.org_id
         verify: ssl.SSLContext | bool = True
-        if settings.ca_bundle is not None:
-            verify = ssl.create_default_context(cafile=str(settings.ca_bundle))
+        if policy.ca_bundle is not None:
+            verify = ssl.create_default_context(cafile=str(policy.ca_bundle))
         self.http = httpx.AsyncClient(
             base_url=base_url,
             auth=self.auth,
             headers=headers,
             timeout=httpx.Timeout(
-                settings.read_timeout_s,
-                connect=settings.connect_timeout_s,
-                pool=settings.read_timeout_s,
+                policy.read_timeout_s,
+                connect=policy.connect_timeout_s,
+                pool=policy.read_timeout_s,
             ),
             limits=httpx.Limits(
-                max_connections=settings.max_concurrency,
-                max_keepalive_connections=settings.max_concurrency,
+                max_connections=policy.max_concurrency,
+                max_keepalive_connections=policy.max_concurrency,
             ),
             http1=True,
             http2=False,
@@ -256,7 +251,7 @@ class Requester:
         if isinstance(error, RateLimitError):
             # Every request of this client waits, not only the one that was refused.
             pause = retry_after if retry_after is not None else self._retry.jitter(attempt)
-            self.gate.penalize(min(pause, self.settings.retry_after_cap_s))
+            self.gate.penalize(min(pause, self._retry.retry_after_cap_s))
         raise error
 
     def _absolute(self, url: str) -> str:

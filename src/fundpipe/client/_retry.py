@@ -10,6 +10,11 @@ first attempt, so a retry can never create twice):
 Never retried: 400, 401 (the auth flow already re-fetched the token once), 403, 404, 422, an
 `idempotency_mismatch` of any status, and anything else.
 
+The loop is stamina's (`stamina.retry_context`): it counts the attempts, waits, and stops at
+`max_attempts` or at its total deadline (`timeout=retry_deadline_s`). What to wait is said by its
+backoff hook (`on=`), which returns the delay for every failure it retries, so stamina's own
+exponential backoff is never used:
+
 Waits: exponential backoff with *full jitter* — uniform in [0, c] with the ceiling
 c = min(backoff_max_s, backoff_initial_s * 2**(n-1)) before retry n, so the ceiling grows to
 the cap (30 s by default) and clients do not retry in step — unless the answer carried
@@ -21,15 +26,15 @@ deadline — or, when `max_attempts` is set, after that many attempts. A deadlin
 raises `ServiceOutageError`, whose message says for how long the service was unavailable and
 that nothing was lost. An outage ridden out is an `Outage` on the client, for the run summary.
 
-`Timer` measures and waits. The default one waits for real, except in stamina's test mode
-(`stamina.set_testing(True)`, as the test suite runs): then no wait happens, but the skipped
-seconds still count towards the deadline, so a test of an outage runs instantly and still ends
-where a real one would.
+`Timer` is the clock the hook measures the deadline on. In stamina's test mode
+(`stamina.set_testing(True)`, as the test suite runs) stamina neither waits nor keeps its
+deadline, and caps the attempts (with `cap=True`, at `max_attempts` when that is lower): the
+hook keeps the deadline on the `Timer`, which counts the skipped waits, so a test of an outage
+runs instantly and still ends where a real one would.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -47,6 +52,7 @@ from fundpipe.client._errors import (
     RateLimitError,
     ServiceOutageError,
 )
+from fundpipe.clientpolicy import HttpPolicy
 
 T = TypeVar("T")
 
@@ -94,10 +100,10 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 class Timer:
-    """The clock and the waits of the retry loop (monotonic seconds).
+    """The clock of the retry deadline (monotonic seconds), told of each wait stamina made.
 
-    Waits are real, except in stamina's test mode: there `sleep` returns at once and the
-    skipped seconds are added to `now`, so the deadline is reached as it would be for real.
+    stamina waits for real, except in its test mode: there it skips the wait, and `waited`
+    adds the skipped seconds to `now`, so the deadline is reached as it would be for real.
     Tests that move a sandbox's clock with the waits pass their own subclass.
     """
 
@@ -109,13 +115,10 @@ class Timer:
         """Monotonic seconds (including the waits skipped in test mode)."""
         return time.monotonic() + self._skipped
 
-    async def sleep(self, seconds: float) -> None:
-        """Wait `seconds` (in test mode: only yield, and count them as passed)."""
+    def waited(self, seconds: float) -> None:
+        """The backoff of `seconds` before a retry is over (in test mode: count it as passed)."""
         if stamina.is_testing():
             self._skipped += seconds
-            await asyncio.sleep(0)
-            return
-        await asyncio.sleep(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,17 @@ class RetryPolicy:
         self.retry_after_cap_s = retry_after_cap_s
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
 
+    @classmethod
+    def of(cls, policy: HttpPolicy) -> RetryPolicy:
+        """The retry part of a client's `HttpPolicy`."""
+        return cls(
+            max_attempts=policy.max_attempts,
+            deadline_s=policy.retry_deadline_s,
+            backoff_initial_s=policy.backoff_initial_s,
+            backoff_max_s=policy.backoff_max_s,
+            retry_after_cap_s=policy.retry_after_cap_s,
+        )
+
     def jitter(self, retry_number: int) -> float:
         """Full-jitter backoff before retry `retry_number` (1-based): in [0, ceiling]."""
         exponent = min(retry_number - 1, 64)  # no float overflow on very long outages
@@ -207,6 +221,59 @@ def reason_of(exc: BaseException) -> str:
     return type(exc.__cause__ or exc).__name__
 
 
+class _Attempts:
+    """One request's attempts as the outage bookkeeping sees them; `backoff` is stamina's hook.
+
+    stamina calls `backoff` with each failure: it records when and why the request fails,
+    decides with the `RetryPolicy` (on the `Timer`) whether to retry, logs the retry through
+    `on_retry` and returns the wait for stamina to make. `begin` is called as each attempt starts.
+    """
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        timer: Timer,
+        on_retry: Callable[[BaseException, int, float], None],
+    ) -> None:
+        """Start the clock of the deadline."""
+        self.policy = policy
+        self.timer = timer
+        self.on_retry = on_retry
+        self.started = timer.now()
+        #: The attempt running or the last one made (1-based).
+        self.number = 0
+        #: When the last attempt failed (`Timer.now()`).
+        self.failed_at = self.started
+        #: When the run of retried failures began (429s aside: a pace, not an outage).
+        self.failing_since: float | None = None
+        #: What the last retried failure other than a 429 got (`reason_of`).
+        self.reason = ""
+        self._wait = 0.0
+
+    def begin(self, number: int) -> None:
+        """Attempt `number` starts: the wait before it (if any) is over."""
+        if number > 1:
+            self.timer.waited(self._wait)
+        self.number = number
+
+    def backoff(self, exc: Exception) -> bool | float:
+        """stamina's backoff hook: False to give up on `exc`, else the seconds to wait."""
+        now = self.timer.now()
+        self.failed_at = now
+        if not isinstance(exc, FundServiceError) or not exc.retryable:
+            return False
+        if not isinstance(exc, RateLimitError):
+            self.reason = reason_of(exc)
+            if self.failing_since is None:
+                self.failing_since = now
+        delay = self.policy.next_delay(exc, self.number, elapsed_s=now - self.started)
+        if delay is None:
+            return False
+        self.on_retry(exc, self.number, delay)
+        self._wait = delay
+        return delay
+
+
 async def retrying(
     attempt: Callable[[int], Awaitable[T]],
     policy: RetryPolicy,
@@ -216,7 +283,8 @@ async def retrying(
     what: tuple[str, str],
     on_retry: Callable[[BaseException, int, float], None],
 ) -> T:
-    """Run `attempt(1)`, `attempt(2)`, … until one succeeds or `policy` gives up.
+    """Run `attempt(1)`, `attempt(2)`, … in stamina's retry loop until one succeeds or `policy`
+    (or stamina's attempt bound or deadline) gives up.
 
     `what` is (method, path) for the outage records; `on_retry(exc, attempt, delay)` is called
     before each wait. A run of retried failures (429s aside: a pace, not an outage) is appended
@@ -224,40 +292,40 @@ async def retrying(
     `outage_error`'s.
     """
     method, path = what
-    started = timer.now()
-    failing_since: float | None = None
-    reason = ""
-    number = 0
-    while True:
-        number += 1
-        try:
-            result = await attempt(number)
-        except FundServiceError as exc:
-            now = timer.now()
-            if not exc.retryable:
-                raise
-            if not isinstance(exc, RateLimitError):
-                reason = reason_of(exc)
-                if failing_since is None:
-                    failing_since = now
-            delay = policy.next_delay(exc, number, elapsed_s=now - started)
-            if delay is None:
-                outage = Outage(
-                    method, path, now - (failing_since or started), number, reason_of(exc)
-                )
-                outages.append(outage)
-                final = outage_error(outage, exc, policy, elapsed_s=now - started)
-                if final is exc:
-                    raise
-                raise final from exc
-            on_retry(exc, number, delay)
-            await timer.sleep(delay)
-            continue
-        if failing_since is not None:
-            outages.append(
-                Outage(method, path, timer.now() - failing_since, number, reason, ended=True)
+    attempts = _Attempts(policy, timer, on_retry)
+    try:
+        async for trial in stamina.retry_context(
+            on=attempts.backoff, attempts=policy.max_attempts, timeout=policy.deadline_s
+        ):
+            with trial:
+                attempts.begin(trial.num)
+                result = await attempt(trial.num)
+                break
+        else:  # pragma: no cover - stamina yields until an attempt succeeds or raises
+            raise AssertionError("stamina's retry loop ended without an answer or an error")
+    except FundServiceError as exc:
+        if not exc.retryable:
+            raise
+        now = attempts.failed_at
+        since = attempts.failing_since if attempts.failing_since is not None else attempts.started
+        outage = Outage(method, path, now - since, attempts.number, reason_of(exc))
+        outages.append(outage)
+        final = outage_error(outage, exc, policy, elapsed_s=now - attempts.started)
+        if final is exc:
+            raise
+        raise final from exc
+    if attempts.failing_since is not None:
+        outages.append(
+            Outage(
+                method,
+                path,
+                timer.now() - attempts.failing_since,
+                attempts.number,
+                attempts.reason,
+                ended=True,
             )
-        return result
+        )
+    return result
 
 
 def outage_error(

@@ -6,8 +6,9 @@ attribute of the settings (`settings.http.retry_deadline_s`); a field's environm
 
 - `service` (`ServiceSettings`): the service, credentials, organizations, scopes, paths;
 - `sandbox` (`EmbeddedSandboxSettings`): how the embedded sandbox answers;
-- `http` (`HttpPolicySettings`): the client's HTTP policy, handed to the client with the
-  service's fields as its own `ClientConfig` by `Settings.client_config()`;
+- `http` (`fundpipe.clientpolicy.HttpPolicy`): the client's HTTP policy, the very model the
+  client takes: `Settings.client_config()` hands it over as it is, in a `ClientConfig` with the
+  service's fields;
 - `local` (`LocalPathSettings`): where the state lives (data directory, ledger, warehouse,
   reports, the durable record);
 - `pipeline` (`PipelineSettings`): the data path's choices (dates, time zone, materiality, the
@@ -40,7 +41,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from fundpipe.config.http import HttpPolicySettings
+from fundpipe.clientpolicy import HttpPolicy
 from fundpipe.config.local import LocalPathSettings, PipelineSettings
 from fundpipe.config.orchestration import OrchestrationSettings
 from fundpipe.config.organization import OWN_ORG_FOLDER, Organization
@@ -73,7 +74,7 @@ __all__ = [
 GROUPS: Mapping[str, type[BaseModel]] = {
     "service": ServiceSettings,
     "sandbox": EmbeddedSandboxSettings,
-    "http": HttpPolicySettings,
+    "http": HttpPolicy,
     "local": LocalPathSettings,
     "pipeline": PipelineSettings,
     "orchestration": OrchestrationSettings,
@@ -149,7 +150,7 @@ class Settings(BaseSettings):
 
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     sandbox: EmbeddedSandboxSettings = Field(default_factory=EmbeddedSandboxSettings)
-    http: HttpPolicySettings = Field(default_factory=HttpPolicySettings)
+    http: HttpPolicy = Field(default_factory=HttpPolicy)
     local: LocalPathSettings = Field(default_factory=LocalPathSettings)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     orchestration: OrchestrationSettings = Field(default_factory=OrchestrationSettings)
@@ -188,7 +189,8 @@ class Settings(BaseSettings):
 
     def client_config(self) -> ClientConfig:
         """The service client's own configuration (`fundpipe.client.ClientConfig`): the `http`
-        group as it is, with the service, credentials, organization and paths."""
+        group as it is (the same `HttpPolicy`), with the service, credentials, organization and
+        paths."""
         from fundpipe.client._config import ClientConfig
 
         service = self.service
@@ -201,7 +203,7 @@ class Settings(BaseSettings):
             scopes=service.scopes,
             org_id=service.org_id,
             paths=dict(service.paths),
-            **self.http.model_dump(),
+            http=self.http,
         )
 
     def with_service(self, base_url: str) -> Settings:

@@ -10,6 +10,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
+from fundpipe.clientpolicy import DEFAULT_PATHS
+
 __all__ = [
     "DEFAULT_PATHS",
     "DEMO_CLIENT_ID",
@@ -18,17 +20,6 @@ __all__ = [
     "EmbeddedSandboxSettings",
     "ServiceSettings",
 ]
-
-#: Paths of the operations the interface does not show (DESIGN, "ours"): guesses the sandbox
-#: serves, overridable one by one with FUNDPIPE_PATHS (JSON object, e.g. '{"vehicles": "/v2/funds"}').
-DEFAULT_PATHS = {
-    "vehicles": "/v1/vehicles",
-    "vehicle": "/v1/vehicles/{veh_id}",
-    "organizations": "/v1/organizations",
-    "organization": "/v1/organizations/{org_id}",
-    "financial_accounts": "/v1/financial_accounts",
-    "entity_contacts": "/v1/entities/{ent_id}/contacts",
-}
 
 #: Credentials of the embedded sandbox's demo organization (not secrets: the sandbox seeds them).
 DEMO_CLIENT_ID = "demo-client"

@@ -31,7 +31,6 @@ one folder layout (versions, manifest, review) and must change together.
 from __future__ import annotations
 
 import calendar
-import hashlib
 import json
 import os
 import re
@@ -48,6 +47,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from fundpipe.config import Settings
+from fundpipe.keys import file_hash
 from fundpipe.reconcile.audit import write_events
 from fundpipe.reconcile.lifecycle import os_user
 from fundpipe.reconcile.periods import (
@@ -61,6 +61,7 @@ from fundpipe.reconcile.periods import (
 )
 from fundpipe.reconcile.views import end_of_day, reconcile, set_point_in_time
 from fundpipe.record import record_decision as keep_in_record
+from fundpipe.warehouse.connection import scratch, transaction
 from fundpipe.warehouse.file import Warehouse, records
 
 __all__ = [
@@ -165,14 +166,6 @@ def list_periods(
     return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _freeze(folder: Path) -> None:
     """Make every file and the folder read-only (nothing of fundpipe writes there again)."""
     for path in folder.rglob("*"):
@@ -196,16 +189,13 @@ def _adding_to(folder: Path) -> Iterator[Path]:
 
 def _open_exceptions(exceptions: Path) -> list[dict[str, Any]]:
     """The exceptions of an exported report that nobody acknowledged (by its knowledge time)."""
-    con = duckdb.connect()
-    try:
+    with scratch() as con:
         rows = con.execute(
             "SELECT exception_id, kind, coalesce(state, 'open'), amount_cents, what "
             "FROM read_parquet(?) WHERE state IS DISTINCT FROM 'acknowledged' "
             "ORDER BY kind, exception_id",
             [str(exceptions)],
         ).fetchall()
-    finally:
-        con.close()
     return [
         {
             "id": str(r[0]),
@@ -328,7 +318,7 @@ def close_period(
             end=now + timedelta(microseconds=1),
         )
     files = {
-        str(path.relative_to(staging)): _sha256(path)
+        str(path.relative_to(staging)): file_hash(path)
         for path in sorted(staging.rglob("*"))
         if path.is_file()
     }
@@ -370,7 +360,7 @@ def close_period(
         "open_exceptions": still_open,
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    manifest_hash = _sha256(staging / MANIFEST)
+    manifest_hash = file_hash(staging / MANIFEST)
     if version == 1:
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(folder)
@@ -379,8 +369,7 @@ def close_period(
             staging.rename(folder)
     _freeze(folder)
     with warehouse.write() as con:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):  # the decision and its closing balances: one commit
             closed = record_decision(
                 con,
                 PeriodDecision(
@@ -417,10 +406,6 @@ def close_period(
                     f"VALUES ({', '.join('?' * len(closing[0]))})",
                     [list(row.values()) for row in closing],
                 )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         state = period_state(con, period)
     # the decision and the package it filed, in the organization's durable record as made
     keep_in_record(
@@ -538,7 +523,7 @@ def _decide(
                 os_user=reviewer_user,
                 version=state.version,
                 manifest_sha256=state.manifest_sha256,
-                review_sha256=_sha256(review_file),
+                review_sha256=file_hash(review_file),
                 reason=reason,
                 one_person=one_person,
                 folder=str(folder),
@@ -632,20 +617,20 @@ def _check_version(
     if not manifest_path.is_file():
         return 0, [f"{manifest_path} is missing"]
     problems: list[str] = []
-    if _sha256(manifest_path) != manifest_sha256:
+    if file_hash(manifest_path) != manifest_sha256:
         problems.append(f"{MANIFEST} differs from the one recorded at the close")
     files: dict[str, str] = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
     for name, expected in files.items():
         path = folder / name
         if not path.is_file():
             problems.append(f"{name} is missing")
-        elif _sha256(path) != expected:
+        elif file_hash(path) != expected:
             problems.append(f"{name} changed (sha256 differs from the manifest)")
     review = folder / REVIEW
     if review_sha256 is not None:
         if not review.is_file():
             problems.append(f"{REVIEW} is missing")
-        elif _sha256(review) != review_sha256:
+        elif file_hash(review) != review_sha256:
             problems.append(f"{REVIEW} differs from the one recorded at the review")
     elif review.exists():
         problems.append(f"{REVIEW} is not a review the warehouse recorded")

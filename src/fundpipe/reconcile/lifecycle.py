@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 
+from fundpipe.warehouse.connection import transaction
 from fundpipe.warehouse.file import Warehouse, records
 
 if TYPE_CHECKING:
@@ -268,8 +269,7 @@ def track(
     reconciliation for today calls this (a past as-of only reads).
     """
     user = user if user is not None else os_user()
-    con.execute("BEGIN")
-    try:
+    with transaction(con):
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _current AS SELECT DISTINCT ON (exception_id) "
             'exception_id AS id, kind, object_type, object_id, vehicle, source_file, "row", '
@@ -344,10 +344,6 @@ def track(
             [touched],
             as_of,
         )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     opened = [
         t
         for t in after

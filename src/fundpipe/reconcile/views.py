@@ -34,6 +34,7 @@ from fundpipe.reconcile.periods import PeriodState, period_of, period_state
 from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS, tie_out_lines
 from fundpipe.reports.headers import kind_words
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, export_query, write_workbook
+from fundpipe.warehouse.connection import connect
 from fundpipe.warehouse.file import Warehouse
 
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ def summarise(
     organization: str = "",
 ) -> ReconcileSummary:
     """Totals and exception counts, computed from the exported Parquet files."""
-    con = duckdb.connect()
+    con = connect()  # in-memory: a query over the exported Parquet files
     try:
 
         def one(sql: str) -> tuple[int, ...]:

@@ -29,7 +29,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fundpipe.record.store import Record, RecordError, RecordExistsError, sha256_file
+from fundpipe.keys import content_hash, file_hash
+from fundpipe.record.store import Record, RecordError, RecordExistsError
 
 if TYPE_CHECKING:
     import duckdb
@@ -123,12 +124,12 @@ def record_decision(
     filed: dict[str, str] = {}
     for path in files:
         relative = path.resolve().relative_to(reports).as_posix()
-        digest = sha256_file(path)
+        digest = file_hash(path)
         filed[relative] = digest
         try:
             record.create_from(f"{FILES}/{relative}", path)
         except RecordExistsError:
-            if hashlib.sha256(record.read(f"{FILES}/{relative}")).hexdigest() != digest:
+            if content_hash(record.read(f"{FILES}/{relative}")) != digest:
                 raise RecordError(
                     f"{record.url(f'{FILES}/{relative}')} holds another version of {path}: "
                     "a filed file is never replaced"
@@ -254,7 +255,7 @@ def restore_files(record: Record, decisions: Sequence[Decision], reports_folder:
             if target.exists():
                 continue
             data = record.read(f"{FILES}/{relative}")
-            if hashlib.sha256(data).hexdigest() != digest:
+            if content_hash(data) != digest:
                 raise RecordError(
                     f"{record.url(f'{FILES}/{relative}')} does not match the SHA-256 recorded "
                     f"with decision {decision.name}"

@@ -14,7 +14,6 @@ takes the night's snapshot when the night ends without an error.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from fundpipe.keys import stream_hash
 from fundpipe.record.decisions import read_decisions, replay, restore_files
 from fundpipe.record.lock import OrgLock
 from fundpipe.record.snapshots import Snapshot, list_snapshots, state_files, take_snapshot
@@ -109,18 +109,15 @@ def restore(
         for file_name, expected in snapshot.files.items():
             if file_name not in targets:
                 continue
-            digest = hashlib.sha256()
             with (
                 record.open_read(f"{snapshot.name}/{file_name}") as src,
                 (staging / file_name).open("wb") as dst,
             ):
-                for chunk in iter(lambda: src.read(1 << 20), b""):
-                    digest.update(chunk)
-                    dst.write(chunk)
-            if digest.hexdigest() != expected["sha256"]:
+                digest = stream_hash(src, copy_to=dst)
+            if digest != expected["sha256"]:
                 raise RecordError(
                     f"{snapshot.url}/{file_name} does not match its manifest (sha256 "
-                    f"{digest.hexdigest()[:12]}…, recorded {str(expected['sha256'])[:12]}…): "
+                    f"{digest[:12]}…, recorded {str(expected['sha256'])[:12]}…): "
                     "restore an earlier snapshot with --at"
                 )
         stamp = (clock or (lambda: datetime.now(UTC)))().strftime("%Y%m%dT%H%M%SZ")

@@ -27,8 +27,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fundpipe.keys import content_hash, file_hash, stream_hash
 from fundpipe.record.decisions import FILES, parse_stamp, read_decisions
-from fundpipe.record.store import Record, RecordError, sha256_file
+from fundpipe.record.store import Record, RecordError
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
@@ -154,7 +155,7 @@ def take_snapshot(
                 version, periods = _copy_duckdb(path, schema_file, copy)
                 schema[file_name.removesuffix(".duckdb")] = version
                 closed = closed or periods
-            listed[file_name] = {"sha256": sha256_file(copy), "bytes": copy.stat().st_size}
+            listed[file_name] = {"sha256": file_hash(copy), "bytes": copy.stat().st_size}
             record.create_from(f"{name}/{file_name}", copy)
     manifest = {
         "organization": settings.service.org_id,
@@ -214,8 +215,6 @@ def prune(record: Record, *, keep: int) -> list[str]:
 def verify_record(settings: Settings) -> RecordCheck:
     """Re-hash the organization's record: every snapshot's files against its manifest, every
     decision against its own SHA-256, every filed file against the decision that filed it."""
-    import hashlib
-
     record = Record(settings.local.record_location)
     problems: list[str] = []
     snapshots = list_snapshots(record)
@@ -225,11 +224,9 @@ def verify_record(settings: Settings) -> RecordCheck:
             if not record.exists(object_name):
                 problems.append(f"{record.url(object_name)} is missing")
                 continue
-            digest = hashlib.sha256()
             with record.open_read(object_name) as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-            if digest.hexdigest() != expected["sha256"]:
+                digest = stream_hash(handle)
+            if digest != expected["sha256"]:
                 problems.append(f"{record.url(object_name)} differs from its manifest (sha256)")
     decisions = read_decisions(record)
     filed = 0
@@ -241,7 +238,7 @@ def verify_record(settings: Settings) -> RecordCheck:
             object_name = f"{FILES}/{relative}"
             if not record.exists(object_name):
                 problems.append(f"{record.url(object_name)} is missing")
-            elif hashlib.sha256(record.read(object_name)).hexdigest() != expected_hash:
+            elif content_hash(record.read(object_name)) != expected_hash:
                 problems.append(f"{record.url(object_name)} differs from its decision (sha256)")
     if not snapshots and not decisions:
         problems.append(f"{record.location} holds no snapshot and no decision")

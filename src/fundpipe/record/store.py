@@ -9,7 +9,6 @@ lock (`fundpipe.record.lock`) rests on the same conditional write.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from contextlib import suppress
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import IO, Any
 
 from fundpipe.errors import InputError
 
-__all__ = ["Record", "RecordError", "RecordExistsError", "sha256_file"]
+__all__ = ["Record", "RecordError", "RecordExistsError"]
 
 
 class RecordError(InputError):
@@ -27,15 +26,6 @@ class RecordError(InputError):
 
 class RecordExistsError(RecordError):
     """An object of that name is in the record already (it is never rewritten)."""
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a local file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class Record:

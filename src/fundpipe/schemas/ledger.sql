@@ -72,3 +72,15 @@ CREATE TABLE IF NOT EXISTS ledger_file_distributions (
     distribution_external_reference VARCHAR,
     PRIMARY KEY (file_hash, distribution_external_reference)
 );
+
+-- migration: 004 files dropped again
+-- One row per drop of a content already known (processed on an earlier run, or twice in one
+-- drop): the name it came with, when it was dropped, and the earlier file it repeats. processed/
+-- keeps one file per content; this table keeps the record of every drop.
+CREATE TABLE IF NOT EXISTS ledger_redrops (
+    file_hash VARCHAR,
+    source_file VARCHAR,
+    dropped_at TIMESTAMPTZ,
+    same_as VARCHAR,
+    same_as_processed_at TIMESTAMPTZ
+);

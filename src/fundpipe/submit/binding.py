@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
@@ -35,9 +35,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "binding_file",
+    "bound_name",
     "check_binding",
     "check_livemode",
     "describe_binding",
+    "describe_orgs",
     "learned_client",
     "read_binding",
     "read_body_forms",
@@ -53,7 +55,8 @@ def binding_file(settings: Settings) -> Path:
 
 
 def read_binding(settings: Settings) -> dict[str, str] | None:
-    """The binding (``service``, ``organization``, ``bound_at``); None before the first run."""
+    """The binding (``service``, ``organization``, ``bound_at``, and ``organization_name`` when
+    the binding run knew it: "" otherwise); None before the first run."""
     path = binding_file(settings)
     if not path.exists():
         return None
@@ -61,7 +64,8 @@ def read_binding(settings: Settings) -> dict[str, str] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"{path} cannot be read ({exc}); remove it to bind anew") from exc
-    return {k: str(data.get(k) or "") for k in ("service", "organization", "bound_at")}
+    keys = ("service", "organization", "organization_name", "bound_at")
+    return {k: str(data.get(k) or "") for k in keys}
 
 
 def _raw(settings: Settings) -> dict[str, object]:
@@ -120,7 +124,8 @@ def _org(organization: str) -> str:
 
 
 def describe_binding(settings: Settings) -> str:
-    """The binding in words, for ``fundpipe config``."""
+    """The binding in words, for ``fundpipe config``: read from beside the ledger of these
+    settings (an organization's: ``data/orgs/<org>/ledger.binding.json``)."""
     bound = read_binding(settings)
     if bound is None:
         return "nothing yet (the first ingest binds it)"
@@ -128,6 +133,53 @@ def describe_binding(settings: Settings) -> str:
         f"{bound['service']}, organization {_org(bound['organization'])} "
         f"(since {bound['bound_at']})"
     )
+
+
+def bound_name(settings: Settings) -> str | None:
+    """The organization's name as the run that bound the ledger knew it; None when unknown."""
+    bound = read_binding(settings)
+    return (bound or {}).get("organization_name") or None
+
+
+def describe_orgs(settings: Settings) -> dict[str, Any]:
+    """What `fundpipe config` shows of the organizations, read from local files only.
+
+    Every organization (the configured list, else the folders under `data/orgs/`) under
+    `organizations`, by id: its name, its inbox, ledger, warehouse, reports and durable record,
+    and what its ledger is bound to (`describe_binding`, read beside that organization's
+    ledger). The name is the configured one, else the one its binding recorded, else the
+    service's (not known before a run). Before any organization has a folder: a sentence
+    saying where they will come from, and the single-organization ledger's binding.
+    """
+    from fundpipe import orgs
+    from fundpipe.errors import FundpipeError
+
+    root = settings.local.data_dir / "orgs"
+    folders = root.is_dir() and any(p.is_dir() for p in root.iterdir())
+    if orgs.configured_organizations(settings) is None and not folders:
+        return {
+            "organizations": "none has a folder yet: those the client may act for (the "
+            "organization read), else FUNDPIPE_ORG_ID",
+            "ledger bound to": describe_binding(settings),
+        }
+    described: dict[str, Any] = {}
+    for one in orgs.every_org_settings(settings, None, among=orgs.Among.CONFIGURED):
+        local = one.settings.local
+        try:
+            bound = describe_binding(one.settings)
+            name = one.org.name or bound_name(one.settings)
+        except FundpipeError as error:  # an unreadable binding: said, the others still shown
+            bound, name = f"cannot be read: {error}", one.org.name
+        described[one.org.folder] = {
+            "name": name or "not configured (the service's organization read names it)",
+            "inbox": str(local.data_dir / "inbox"),
+            "ledger": str(local.ledger_file),
+            "warehouse": str(local.warehouse_file),
+            "reports": str(local.reports_folder),
+            "record": local.record_location,
+            "ledger bound to": bound,
+        }
+    return {"organizations": described}
 
 
 def check_binding(settings: Settings, organization: str | None, *, bind: bool) -> None:
@@ -161,6 +213,8 @@ def _write(settings: Settings, service: str, organization: str) -> None:
         "organization": organization,
         "bound_at": datetime.now(UTC).isoformat(),
     }
+    if settings.service.org_name:  # what `fundpipe config` names the organization by
+        record["organization_name"] = settings.service.org_name
     _store(path, record)
 
 

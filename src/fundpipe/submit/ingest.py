@@ -16,10 +16,10 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 
 from fundpipe.config import Settings, require_service
@@ -37,8 +37,7 @@ from fundpipe.submit.inbox import (
     move_into,
 )
 from fundpipe.submit.instructions import with_known_instructions
-from fundpipe.submit.known import read_known
-from fundpipe.submit.ledger import Ledger, open_ledger
+from fundpipe.submit.ledger import Ledger, open_ledger, read_ledger
 from fundpipe.submit.snapshot import (
     load_snapshot,
     only_organization,
@@ -48,7 +47,7 @@ from fundpipe.submit.snapshot import (
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
 from fundpipe.validate.issues import FileReport
-from fundpipe.warehouse.integrity import faults_named, refuse_damaged
+from fundpipe.warehouse.known import read_known
 
 log = logging.getLogger(__name__)
 
@@ -73,23 +72,9 @@ def _maybe_ledger(settings: Settings, *, dry_run: bool) -> Iterator[Ledger | Non
         with open_ledger(settings.local.ledger_file, org=settings.service.org_id) as ledger:
             yield ledger
         return
-    if not settings.local.ledger_file.exists():
-        yield None
-        return
-    try:
-        with faults_named(settings.local.ledger_file, "ledger", org=settings.service.org_id):
-            con = duckdb.connect(str(settings.local.ledger_file), read_only=True)
-    except duckdb.Error:  # another run holds it: a dry run can do without
-        yield None
-        return
-    try:  # a damaged ledger is said so, not read around
-        with faults_named(
-            settings.local.ledger_file, "ledger", org=settings.service.org_id, con=con
-        ):
-            refuse_damaged(con, settings.local.ledger_file, "ledger", org=settings.service.org_id)
-            yield Ledger(con, read_only=True)
-    finally:
-        con.close()
+    # read-only: another run holding it leaves a dry run without it; a damaged one raises
+    with read_ledger(settings.local.ledger_file, org=settings.service.org_id) as ledger:
+        yield ledger
 
 
 def ingest(
@@ -253,25 +238,42 @@ class _Run:
         return self.result
 
     def set_aside_duplicates(self, candidates: list[Candidate]) -> list[Candidate]:
-        """1. The same bytes again: recognised, not re-submitted. Returns the rest."""
+        """1. The same bytes again: recognised, not re-submitted, named as a re-drop of the
+        earlier file (each drop recorded in the ledger); processed/ keeps one file of that
+        content. Returns the rest."""
         todo: list[Candidate] = []
-        seen: set[str] = set()
+        first: dict[str, str] = {}  # content hash → the name it came with in this drop
         for c in candidates:
             known = self.ledger.file_state(c.file_hash) if self.ledger is not None else None
-            if known == "processed" or c.file_hash in seen:
-                self.finish(
-                    c,
-                    FileOutcome(
-                        c.original_name,
-                        c.file_hash,
-                        "duplicate",
-                        message="same content as a file already processed: nothing sent",
-                    ),
-                    self.dirs.processed,
-                )
+            if known != "processed" and c.file_hash not in first:
+                first[c.file_hash] = c.original_name
+                todo.append(c)
                 continue
-            seen.add(c.file_hash)
-            todo.append(c)
+            earlier = None
+            if known == "processed" and self.ledger is not None:
+                earlier = self.ledger.first_seen(c.file_hash)
+            if earlier is not None:
+                same_as, at = earlier
+                when = f"processed {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+            else:  # twice in this drop: the first copy goes on through this run
+                same_as, at, when = first.get(c.file_hash, c.original_name), None, "in this drop"
+            if self.ledger is not None and not self.dry_run:
+                self.ledger.record_redrop(c.file_hash, c.original_name, same_as, at)
+            outcome = FileOutcome(
+                c.original_name,
+                c.file_hash,
+                "duplicate",
+                message=f"same content as `{same_as}`, {when}: nothing sent",
+            )
+            kept = _kept_copy(self.dirs.processed, same_as, c.file_hash) if earlier else None
+            if self.in_inbox and not self.dry_run and (kept is not None or earlier is None):
+                # one file of this content is kept (in processed/, or the first copy of this
+                # drop): this one is not copied beside it
+                c.path.unlink()
+                outcome.moved_to = kept
+                self.finish(c, outcome, None)
+            else:
+                self.finish(c, outcome, self.dirs.processed)
         return todo
 
     def validate(
@@ -467,6 +469,21 @@ class _Run:
                         outcome.moved_to,
                     )
                 )
+
+
+def _kept_copy(processed: Path, name: str, file_hash: str) -> Path | None:
+    """The file in ``processed/`` holding ``file_hash``'s content, first ingested as ``name``
+    (moved there as ``name``, or ``name-N`` when that was taken); None when none does."""
+    from fundpipe.keys import file_hash as hash_of
+    from fundpipe.submit.inbox import sanitize_name
+
+    clean = Path(sanitize_name(name))
+    stem, suffix = clean.stem, clean.suffix
+    named = [processed / clean.name, *sorted(processed.glob(f"{stem}-*{suffix}"))]
+    for path in named:
+        if path.is_file() and hash_of(path) == file_hash:
+            return path
+    return None
 
 
 def _mark_unsent(ledger: Ledger, plan: Plan, file_hash: str, state: str) -> None:

@@ -8,6 +8,8 @@ seam the warehouse copies — see docs/architecture.md):
 - ``ledger_payments``  one row per sheet payment row: the distribution it belongs to, its state
                        ``planned | sent | created | linked | conflict | failed`` and, once
                        known, its ``dst_``/``dpmt_`` ids (+ ``request_key``).
+- ``ledger_redrops``   one row per drop of a content already known: the name it came with,
+                       when, and the earlier file it repeats (``same_as``, processed when).
 - ``ledger_requests``  one row per request (keyed by its Idempotency-Key): the intent written
                        *before* sending (``state = 'sent'``, body with account numbers masked),
                        the outcome written after (``succeeded | failed | unknown | settled``,
@@ -17,9 +19,12 @@ A request whose row still says ``sent`` or ``unknown`` when a run starts was int
 next run settles it (looking distributions up by ``external_reference``) before sending anything.
 Every write is its own transaction, so a SIGKILL loses at most the write in progress. The
 intents of a chunk of requests about to be sent together are one statement and one commit
-(:meth:`Ledger.record_intents`), committed before any of them is sent.
+(:meth:`Ledger.record_intents`), committed before any of them is sent. The file is opened by
+:func:`open_ledger` (writing) or :func:`read_ledger` (read-only, a dry run's), and every
+transaction is :meth:`Ledger.transaction`, on the one door to DuckDB
+(``fundpipe.warehouse.connection``).
 
-Longer than ~400 lines because it is one class over one DuckDB connection: the three tables
+Longer than ~400 lines because it is one class over one DuckDB connection: the tables
 share the write batching (``batched()`` / ``transaction()``) that bounds what a crash can lose,
 and splitting the class would spread that one invariant over several modules.
 """
@@ -45,6 +50,7 @@ from fundpipe.plan import (
     instruction_fingerprint,
 )
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.connection import connect, transaction
 from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 
@@ -217,6 +223,30 @@ class Ledger:
             ],
         )
 
+    def first_seen(self, file_hash: str) -> tuple[str, datetime] | None:
+        """The name a content was first ingested under and when its row last changed (for a
+        processed file: when it was processed); None when never seen."""
+        row = self._con.execute(
+            "SELECT source_file, updated_at FROM ledger_files WHERE file_hash = ?", [file_hash]
+        ).fetchone()
+        return None if row is None else (str(row[0]), row[1])
+
+    def record_redrop(
+        self, file_hash: str, source_file: str, same_as: str, same_as_at: datetime | None
+    ) -> None:
+        """Record one drop of a content already known (``same_as``, processed at
+        ``same_as_at``; None: earlier in the same drop)."""
+        self._con.execute(
+            "INSERT INTO ledger_redrops VALUES (?, ?, ?, ?, ?)",
+            [file_hash, source_file, self._clock(), same_as, same_as_at],
+        )
+
+    def redrops(self) -> list[dict[str, Any]]:
+        """Every drop of a content already known, oldest first."""
+        cur = self._con.execute("SELECT * FROM ledger_redrops ORDER BY dropped_at, source_file")
+        names = [d[0] for d in cur.description or ()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
     def record_references(self, file_hash: str, references: Iterable[str]) -> None:
         """Record the distribution references a rejected file names (once each)."""
         rows = [(file_hash, ref) for ref in sorted(set(references))]
@@ -300,7 +330,9 @@ class Ledger:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group writes into one commit (nested calls join the outer transaction)."""
+        """Group writes into one commit (nested calls join the outer transaction): the
+        ledger's `fundpipe.warehouse.connection.transaction`, committed when the outermost
+        block ends, rolled back when it raises."""
         if self._depth:
             self._depth += 1
             try:
@@ -308,16 +340,12 @@ class Ledger:
             finally:
                 self._depth -= 1
             return
-        self._con.execute("BEGIN TRANSACTION")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self._depth = 0
-            self._con.execute("ROLLBACK")
-            raise
-        self._depth = 0
-        self._con.execute("COMMIT")
+        with transaction(self._con):
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
 
     def mark_distributions(
         self,
@@ -669,7 +697,7 @@ def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -
     faults (exit code 6), never a bug."""
     with faults_named(path, "ledger", org=org):
         path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(path))
+        con = connect(path)
     try:
         with faults_named(path, "ledger", org=org, con=con):
             refuse_damaged(con, path, "ledger", org=org)
@@ -678,3 +706,27 @@ def open_ledger(path: Path, *, clock: Clock = _utcnow, org: str | None = None) -
     finally:
         with faults_named(path, "ledger", org=org):
             con.close()
+
+
+@contextmanager
+def read_ledger(path: Path, *, org: str | None = None) -> Iterator[Ledger | None]:
+    """Open the ledger at ``path`` read-only (nothing migrated, nothing written); closed on exit.
+
+    None when there is no ledger file, or when it cannot be opened now (another run holds it
+    for writing: a reader such as a dry run can do without). A damaged ledger is said so, not
+    read around: :class:`fundpipe.errors.DamagedFileError`, as :func:`open_ledger` raises it."""
+    if not path.exists():
+        yield None
+        return
+    try:
+        with faults_named(path, "ledger", org=org):
+            con = connect(path, read_only=True)
+    except duckdb.Error:  # another run holds it
+        yield None
+        return
+    try:
+        with faults_named(path, "ledger", org=org, con=con):
+            refuse_damaged(con, path, "ledger", org=org)
+            yield Ledger(con, read_only=True)
+    finally:
+        con.close()

@@ -19,8 +19,9 @@ from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUn
 from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
-from fundpipe.submit.known import Known, read_distributions
+from fundpipe.submit.known import read_distributions
 from fundpipe.sync.incremental import Walk
+from fundpipe.warehouse.known import Known
 
 __all__ = [
     "OPTIONAL_REFUSALS",

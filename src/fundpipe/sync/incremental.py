@@ -29,47 +29,29 @@ from typing import Any
 
 import duckdb
 
-from fundpipe.enums import DISTRIBUTION_STATUSES, PAYMENT_STATUSES
 from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse.known import (
+    OPEN_DISTRIBUTION_STATUSES,
+    OPEN_PAYMENT_STATUSES,
+    WALKED_LISTS,
+    Known,
+)
 
 __all__ = [
     "OPEN_DISTRIBUTION_STATUSES",
     "OPEN_PAYMENT_STATUSES",
     "WALKED_LISTS",
-    "Known",
     "Walk",
-    "read_known",
+    "Walks",
+    "plan_walks",
     "record_walks",
 ]
 
-#: Statuses after which nothing moves (DESIGN.md "Distribution states" / "Payment states").
-_DONE_DISTRIBUTION = ("executed", "cancelled")
-_DONE_PAYMENT = ("disbursed", "failed", "cancelled")
-#: The statuses a distribution or payment can still leave.
-OPEN_DISTRIBUTION_STATUSES = tuple(s for s in DISTRIBUTION_STATUSES if s not in _DONE_DISTRIBUTION)
-OPEN_PAYMENT_STATUSES = tuple(s for s in PAYMENT_STATUSES if s not in _DONE_PAYMENT)
-
-#: The top-level lists walked newest first (by their staged table's name).
-WALKED_LISTS = ("distributions", "entities", "contacts")
-
-
-def _quoted(values: Iterable[str]) -> str:
-    return ", ".join("'" + v + "'" for v in values)
-
-
-# An open distribution: its status is not terminal (or unknown), or a payment's is not.
-_OPEN_DISTRIBUTIONS = f"""
-SELECT id FROM distributions
-WHERE status IS NULL OR status NOT IN ({_quoted(_DONE_DISTRIBUTION)})
-UNION
-SELECT distribution FROM distribution_payments
-WHERE distribution IS NOT NULL AND (status IS NULL OR status NOT IN ({_quoted(_DONE_PAYMENT)}))
-"""
-
 
 @dataclass(frozen=True, slots=True)
-class Known:
-    """What the warehouse held before this sync, for the lists walked incrementally."""
+class Walks:
+    """How this sync walks each top-level list, from what the warehouse held before it (its
+    index, :class:`fundpipe.warehouse.known.Known`)."""
 
     #: list name → "full" or "incremental", and why in words (for the log)
     modes: dict[str, str]
@@ -84,11 +66,7 @@ class Known:
     vehicles: frozenset[str] = frozenset()
 
 
-def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
-    return con.execute(sql).fetchall()
-
-
-def read_known(warehouse: Warehouse, *, full: bool, full_every_days: float, now: datetime) -> Known:
+def plan_walks(warehouse: Warehouse, *, full: bool, full_every_days: float, now: datetime) -> Walks:
     """Decide per walked list whether this sync walks it whole, and read what it needs to stop.
 
     `full` forces full walks; otherwise a list is walked whole when `sync_lists` has no row for
@@ -97,41 +75,21 @@ def read_known(warehouse: Warehouse, *, full: bool, full_every_days: float, now:
     modes = dict.fromkeys(WALKED_LISTS, "full")
     reasons = dict.fromkeys(WALKED_LISTS, "asked for (--full)" if full else "never synced")
     if full or not warehouse.path.exists():
-        return Known(modes, reasons)
+        return Walks(modes, reasons)
     with warehouse.read() as con:
-        vehicles = frozenset(
-            str(r[0])
-            for r in _fetch(
-                con, "SELECT DISTINCT vehicle FROM financial_accounts WHERE vehicle IS NOT NULL"
-            )
-        )
-        state = {
-            str(name): last_full
-            for name, last_full in _fetch(con, "SELECT list, last_full_at FROM sync_lists")
-        }
-        due = now - timedelta(days=full_every_days)
-        for name in WALKED_LISTS:
-            if name not in state:
-                continue
-            last_full = state[name]
-            if last_full is None or last_full <= due:
-                reasons[name] = f"last full walk over {full_every_days:g} days ago"
-                continue
-            modes[name], reasons[name] = "incremental", "down to what the warehouse holds"
-        ids = {
-            name: frozenset(str(r[0]) for r in _fetch(con, f"SELECT id FROM {name}"))
-            for name in WALKED_LISTS
-            if modes[name] == "incremental"
-        }
-        opened: tuple[str, ...] = ()
-        if modes["distributions"] == "incremental":
-            rows = _fetch(
-                con,
-                f"SELECT o.id FROM ({_OPEN_DISTRIBUTIONS}) o LEFT JOIN distributions d "
-                "ON d.id = o.id ORDER BY d.created_at DESC NULLS LAST, o.id",
-            )
-            opened = tuple(str(r[0]) for r in rows)
-    return Known(modes, reasons, ids, opened, vehicles)
+        known = Known.read(con, warehouse.path)
+    due = now - timedelta(days=full_every_days)
+    for name in WALKED_LISTS:
+        if name not in known.last_full_at:
+            continue
+        last_full = known.last_full_at[name]
+        if last_full is None or last_full <= due:
+            reasons[name] = f"last full walk over {full_every_days:g} days ago"
+            continue
+        modes[name], reasons[name] = "incremental", "down to what the warehouse holds"
+    ids = {name: known.ids(name) for name in WALKED_LISTS if modes[name] == "incremental"}
+    opened = known.open_distributions if modes["distributions"] == "incremental" else ()
+    return Walks(modes, reasons, ids, opened, known.vehicles)
 
 
 def _instant(value: Any) -> datetime | None:

@@ -19,6 +19,7 @@ import duckdb
 from fundpipe.errors import DamagedFileError
 from fundpipe.machine import damage_of
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.connection import connect, transaction
 from fundpipe.warehouse.file import lock_holder
 
 __all__ = ["MERGE_FILE", "copy_ledger", "merge", "merge_statements"]
@@ -59,8 +60,7 @@ def merge(
     values = {"sync_id": sync_id, "seen_at": seen_at}
     statements = merge_statements(MERGE_FILE.read_text(encoding="utf-8"))
     changes = 0
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for name, template in statements:
             params = {p: values[p] for p in dict.fromkeys(_PARAMETER.findall(template))}
             sql = template
@@ -70,10 +70,6 @@ def merge(
             if name.startswith("status_history"):
                 row = result.fetchone()
                 changes += int(row[0]) if row else 0
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return changes
 
 
@@ -149,8 +145,7 @@ def _copy_ledger(
     if found:
         _attach_ledger(con, ledger_file, timeout_s)
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute("DELETE FROM ledger_payments")
             con.execute("DELETE FROM ledger_files")
             con.execute("DELETE FROM ledger_file_distributions")
@@ -169,10 +164,6 @@ def _copy_ledger(
                     "AND (s.file_hash IS NULL OR s.state IS DISTINCT FROM f.state)",
                     list(stamp),
                 )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         if found:
             con.execute("DETACH ledger")
@@ -185,7 +176,7 @@ def ledger_vehicles(ledger_file: Path) -> set[str]:
     if not ledger_file.exists():
         return set()
     try:
-        con = duckdb.connect(str(ledger_file), read_only=True)
+        con = connect(ledger_file, read_only=True)
     except duckdb.Error:  # held by an ingest: the sheets' vehicles then come from the service
         return set()
     try:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 import duckdb
 
 from fundpipe.reconcile.periods import PeriodDecision, record_decision
+from fundpipe.warehouse.connection import transaction
 from fundpipe.warehouse.file import records
 
 __all__ = ["certify_month_ends"]
@@ -38,8 +39,7 @@ def certify_month_ends(
         """,
     )
     certified: list[str] = []
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for close in pending:
             period = str(close["period"])
             month_start = datetime.fromisoformat(f"{period}-01T00:00:00+00:00")
@@ -87,8 +87,4 @@ def certify_month_ends(
                 ],
             )
             certified.append(period)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return certified

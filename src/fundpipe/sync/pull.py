@@ -43,7 +43,7 @@ from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode
 from fundpipe.sync.fresh import FreshWarehouse
-from fundpipe.sync.incremental import WALKED_LISTS, Known, Walk, read_known, record_walks
+from fundpipe.sync.incremental import WALKED_LISTS, Walk, Walks, plan_walks, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.monthend import certify_month_ends
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
@@ -105,21 +105,21 @@ class _Puller:
         concurrency: int,
         page_size: int,
         vehicles: Iterable[str] = (),
-        known: Known | None = None,
+        planned: Walks | None = None,
     ) -> None:
         self.client = client
-        known = known or Known(dict.fromkeys(WALKED_LISTS, "full"), {})
+        planned = planned or Walks(dict.fromkeys(WALKED_LISTS, "full"), {})
         self.walks = {
             name: Walk(
                 name,
-                known.ids.get(name) if known.modes.get(name) == "incremental" else None,
-                known.open_distributions if name == "distributions" else (),
+                planned.ids.get(name) if planned.modes.get(name) == "incremental" else None,
+                planned.open_distributions if name == "distributions" else (),
             )
             for name in WALKED_LISTS
         }
         self.reread_open = 0
         # from the ledger, FUNDPIPE_VEHICLES and (incremental walks) the warehouse's accounts
-        self.hinted = set(vehicles) | known.vehicles
+        self.hinted = set(vehicles) | planned.vehicles
         self.seen_vehicles: set[str] = set()  # named by distributions
         self.warnings: list[str] = []
         self.livemode: bool | None = None
@@ -331,16 +331,16 @@ async def sync_async(
     sync_id = f"sync_{seen_at.astimezone(UTC):%Y%m%dT%H%M%SZ}_{uuid.uuid4().hex[:8]}"
     local, http, every = settings.local, settings.http, settings.pipeline.full_sync_days
     warehouse = warehouse or Warehouse(local.warehouse_file, cache_dir=local.cache_dir)
-    known = read_known(warehouse, full=full, full_every_days=every, now=seen_at)
+    planned = plan_walks(warehouse, full=full, full_every_days=every, now=seen_at)
     for name in WALKED_LISTS:
-        log.info("sync %s: %s walk (%s)", name, known.modes[name], known.reasons[name])
+        log.info("sync %s: %s walk (%s)", name, planned.modes[name], planned.reasons[name])
     fresh = FreshWarehouse(warehouse)
     with tempfile.TemporaryDirectory(prefix="fundpipe-sync-") as tmp:
         stage = Stage(Path(tmp), progress)
         try:
             hints = set(settings.service.vehicles) | ledger_vehicles(local.ledger_file)
             async with FundClient(settings.client_config(), transport=transport) as client:
-                puller = _Puller(client, stage, http.max_concurrency, page_size, hints, known)
+                puller = _Puller(client, stage, http.max_concurrency, page_size, hints, planned)
                 await puller.run()
             check_livemode(settings, puller.livemode)  # before the warehouse is touched
             await fresh.place()

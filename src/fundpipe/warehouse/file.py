@@ -2,7 +2,9 @@
 
 DuckDB lets one process hold a database file for writing (and a read-only opener still needs the
 file lock). fundpipe therefore opens the warehouse for the shortest span that does the work —
-`Warehouse.write()` for a sync's merge, `Warehouse.read()` for reconciliation — and closes it.
+`Warehouse.write()` for a sync's merge, `Warehouse.read()` for reconciliation — and closes it;
+`Warehouse.transaction()` is a `write()` whose block is one transaction. Every connection is
+opened, and every transaction run, by `fundpipe.warehouse.connection` (the one door to DuckDB).
 When another process holds the file, the opener logs who holds it (DuckDB's lock error names the
 program and PID), retries with a bounded deadline, then raises `WarehouseLockedError`.
 
@@ -34,6 +36,7 @@ import duckdb
 
 from fundpipe.errors import WarehouseLockedError
 from fundpipe.resources import SCHEMAS_DIR
+from fundpipe.warehouse.connection import connect, transaction
 from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import (
     Migration,
@@ -57,6 +60,7 @@ __all__ = [
     "apply_migrations",
     "load_migrations",
     "records",
+    "transaction",
 ]
 
 log = logging.getLogger(__name__)
@@ -133,7 +137,7 @@ class Warehouse:
         warned = False
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
+                con = connect(self.path, read_only=read_only)
             except duckdb.IOException as error:
                 holder = lock_holder(error)
                 if holder is None:
@@ -191,6 +195,14 @@ class Warehouse:
                 con.close()
 
     @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open for writing (as `write()`), run the block as one transaction and close: what
+        the block wrote is committed when it ends, none of it when it raises. Code handed an
+        open connection groups its writes with `fundpipe.warehouse.connection.transaction`."""
+        with self.write() as con, transaction(con):
+            yield con
+
+    @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Open read-only, yield, then close; a missing or outdated file is migrated first."""
         wanted = {m.number for m in load_migrations(self.schema_file.read_text(encoding="utf-8"))}
@@ -220,6 +232,19 @@ class Warehouse:
                 yield con
         finally:
             con.close()
+
+    def peek(self) -> duckdb.DuckDBPyConnection | None:
+        """The file opened read-only as it is — without waiting for a lock, migrating or
+        reading every block — for a reader that can do without it; None when there is no
+        file. The caller closes the connection. A file that is not a database is the
+        machine's fault (`DamagedFileError`); DuckDB's other errors (held by a writer) are
+        raised as they are, for the reader to tell."""
+        if not self.path.exists():
+            return None
+        with self._faults():
+            con = connect(self.path, read_only=True)
+        con.execute("SET TimeZone = 'UTC'")
+        return con
 
     def _create(self, cache_dir: Path, schema_text: str, views: Repeatable | None) -> bool:
         """Create the missing file as a copy of the template in `cache_dir` (True), or else

@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import duckdb
+
+from fundpipe.warehouse.connection import transaction
 
 __all__ = [
     "Migration",
@@ -107,17 +107,12 @@ def apply_migrations(con: duckdb.DuckDBPyConnection, migrations: list[Migration]
                     "applied; add a new migration instead"
                 )
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(migration.sql)
             con.execute(
                 "INSERT INTO _migrations (number, name, checksum) VALUES (?, ?, ?)",
                 [migration.number, migration.name, migration.checksum],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         done.append(migration.number)
         log.info("migration %03d %s applied", migration.number, migration.name)
     return done
@@ -172,7 +167,7 @@ def apply_views(con: duckdb.DuckDBPyConnection, views: Repeatable) -> bool:
     con.execute(_REPEATABLES_TABLE)
     if views_current(con, views):
         return False
-    with _transaction(con):
+    with transaction(con):
         for (name,) in con.execute(
             "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
             "AND database_name = current_database() AND schema_name = current_schema()"
@@ -192,14 +187,3 @@ def apply_views(con: duckdb.DuckDBPyConnection, views: Repeatable) -> bool:
         )
     log.info("repeatable %s applied", views.name)
     return True
-
-
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise

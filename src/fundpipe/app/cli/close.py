@@ -4,7 +4,7 @@ over `fundpipe.reconcile.close`."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,9 +14,14 @@ from fundpipe.app.cli.common import (
     OrgOption,
     console,
     local_org_settings,
+    reading_scope,
+    show_each_org,
     user_errors,
 )
 from fundpipe.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from fundpipe.config import Settings
 
 __all__ = ["close_command"]
 
@@ -59,7 +64,11 @@ def close_command(
         ),
     ] = False,
     list_periods_: Annotated[
-        bool, typer.Option("--list", help="Show each month's state: open or closed.")
+        bool,
+        typer.Option(
+            "--list",
+            help="Show each month's state: open or closed (without --org: every organization's).",
+        ),
     ] = False,
     verify: Annotated[
         bool,
@@ -87,16 +96,22 @@ def close_command(
             verify_period,
         )
 
+        if list_periods_:
+
+            def show(settings: Settings) -> tuple[Any, int]:
+                try:
+                    periods = list_periods(settings)
+                except CloseError as exc:
+                    raise InputError(str(exc)) from None
+                if not json_out:
+                    for p in periods:
+                        console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
+                return [p.as_dict() for p in periods], 0
+
+            show_each_org(reading_scope(data_dir, org), show, json_out=json_out)
+            return
         settings = local_org_settings(data_dir, org)
         try:
-            if list_periods_:
-                periods = list_periods(settings)
-                if json_out:
-                    print(json.dumps([p.as_dict() for p in periods], indent=2))
-                    return
-                for p in periods:
-                    console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
-                return
             if period is None:
                 raise InputError("name the month (YYYY-MM), or use --list")
             if verify:

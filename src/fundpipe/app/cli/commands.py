@@ -62,18 +62,18 @@ app.command("sandbox")(sandbox_command)
 
 @app.command("config")
 def config_command(json_out: JsonOption = False) -> None:
-    """Print the effective configuration, with secrets redacted.
+    """Print the effective configuration, with secrets redacted, and each organization: its
+    name, inbox, ledger, warehouse, reports, durable record and what its ledger is bound to.
 
-    Example: fundpipe config --json
+    Reads only local files (every organization, no --org). Example: fundpipe config --json
     """
     with user_errors():
         settings = settings_for()
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.service.embedded else "configured service"
-        from fundpipe.orgs import describe_orgs
-        from fundpipe.submit.binding import describe_binding
+        from fundpipe.submit.binding import describe_orgs
 
-        values.update(describe_orgs(settings, describe_binding))
+        values.update(describe_orgs(settings))
         if json_out:
             print(json.dumps(values, indent=2, default=str))
             return

@@ -3,18 +3,22 @@ from the environment, and the one place a failure becomes a line and an exit cod
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode, InternalError, as_fundpipe_error
+
+if TYPE_CHECKING:
+    from fundpipe.orgs import OrgSettings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -68,6 +72,73 @@ def local_org_settings(data_dir: Path | None, org: str | None) -> Settings:
     return org_settings(
         settings, org or settings.service.org_id, among=Among.LOCAL, load_secret=None, say=_say
     ).settings
+
+
+def reading_scope(
+    data_dir: Path | None, org: str | None, *, record: bool = False
+) -> list[OrgSettings]:
+    """The organizations a command that only reads covers: the one `--org` (else
+    `FUNDPIPE_ORG_ID`) names, else every organization (`fundpipe.orgs.every_org_settings`):
+    the configured list, else the folders under `data/orgs/`. `record`: the durable record's
+    commands, which need no local folder — the configured list is taken as it is, and the
+    record's organization folders count too."""
+    from fundpipe.orgs import Among, every_org_settings
+
+    settings = settings_for(data_dir)
+    wanted = org or settings.service.org_id
+    if not record:
+        return every_org_settings(settings, wanted, among=Among.LOCAL, say=_say)
+    from fundpipe.record import Record
+
+    base = settings.local.record_url or str(settings.local.data_dir / "record")
+    recorded = [] if wanted else Record(base).folders("")
+    return every_org_settings(settings, wanted, among=Among.CONFIGURED, also=recorded, say=_say)
+
+
+#: What a reading command shows of one organization: its JSON payload (used with --json; the
+#: text is printed by the function itself) and its exit code.
+OrgReading = Callable[[Settings], tuple[Any, int]]
+
+
+def show_each_org(scope: Sequence[OrgSettings], show: OrgReading, *, json_out: bool) -> None:
+    """Show `scope`'s organizations one after the other and exit with the worst exit code.
+
+    One organization: what `show` prints, as it is. Several: a heading naming each
+    organization before its section, and with `--json` one object keyed by organization id; an
+    organization that fails gets its error line (its JSON: `{"error": ...}`) and the others
+    are still shown. A bug (an internal error) stops the command as everywhere.
+    """
+    several = len(scope) > 1
+    payloads: dict[str, Any] = {}
+    worst = 0
+    for n, one in enumerate(scope):
+        if several and not json_out:
+            console.print(
+                ("\n" if n else "") + f"organization {one.org.label}",
+                style="bold",
+                markup=False,
+                highlight=False,
+            )
+        try:
+            payload, code = show(one.settings)
+        except Exception as exc:  # one organization's failure: said, the others still shown
+            error = as_fundpipe_error(exc)
+            if not several or isinstance(error, InternalError):
+                raise
+            err_console.print(
+                f"[bold red]error:[/] {one.org.folder}: {error}", soft_wrap=True, highlight=False
+            )
+            payload, code = {"error": str(error)}, int(error.exit_code)
+        payloads[one.org.folder] = payload
+        worst = max(worst, code)
+    if json_out:
+        print(
+            json.dumps(
+                payloads if several else payloads[scope[0].org.folder], indent=2, default=str
+            )
+        )
+    if worst:
+        raise typer.Exit(worst)
 
 
 def _say(line: str) -> None:
@@ -137,5 +208,13 @@ OrgOption = Annotated[
     str | None,
     typer.Option(
         "--org", help="Organization id (needed only when several organizations are configured)."
+    ),
+]
+ReadOrgOption = Annotated[
+    str | None,
+    typer.Option(
+        "--org",
+        help="Only this organization (its id); default: every configured organization, one "
+        "section each.",
     ),
 ]

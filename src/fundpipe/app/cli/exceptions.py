@@ -15,8 +15,11 @@ from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,
+    ReadOrgOption,
     console,
     local_org_settings,
+    reading_scope,
+    show_each_org,
     user_errors,
 )
 from fundpipe.app.cli.help_text import Typer
@@ -25,6 +28,7 @@ from fundpipe.errors import InputError
 from fundpipe.record import decision_sink  # each person's act goes to the durable record too
 
 if TYPE_CHECKING:
+    from fundpipe.config import Settings
     from fundpipe.reconcile.lifecycle import TrackedException
 
 __all__ = ["exceptions_app"]
@@ -81,10 +85,11 @@ def exceptions_list_command(
         ),
     ] = None,
     data_dir: DataDirOption = None,
-    org: OrgOption = None,
+    org: ReadOrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """List the exceptions the reconciliations found, with id, state, age, amount, what to do.
+    """List the exceptions the reconciliations found, with id, state, age, amount, what to do
+    (every organization without --org, one section each).
 
     Example: fundpipe exceptions list --state open
     """
@@ -94,14 +99,16 @@ def exceptions_list_command(
 
         if state is not None and state not in STATES:
             raise InputError(f"--state {state!r} is not one of {', '.join(STATES)}")
-        settings = local_org_settings(data_dir, org)
-        found = list_exceptions(Warehouse(settings.local.warehouse_file), state=state)
-        if json_out:
-            print(json.dumps([t.as_dict() for t in found], indent=2, default=str))
-            return
-        from fundpipe.app.cli.render import render_exception_log
 
-        render_exception_log(found, console)
+        def show(settings: Settings) -> tuple[Any, int]:
+            found = list_exceptions(Warehouse(settings.local.warehouse_file), state=state)
+            if not json_out:
+                from fundpipe.app.cli.render import render_exception_log
+
+                render_exception_log(found, console)
+            return [t.as_dict() for t in found], 0
+
+        show_each_org(reading_scope(data_dir, org), show, json_out=json_out)
 
 
 @exceptions_app.command("ack")

@@ -43,36 +43,34 @@ def _untyped_flag(param: object) -> None:
         param.metavar = ""
 
 
-class SentencesCommand(TyperCommand):
+class _Sentences:
+    """What a command and a group share: help as sentences, and flags (`--help` too) with no
+    type. Mixed in before click's class, whose `__init__` and `get_help_option` it wraps."""
+
+    help: str | None
+    short_help: str | None
+    params: list[Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = as_sentences(self.help)
+        self.short_help = as_sentences(self.short_help)
+        for param in self.params:
+            _untyped_flag(param)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """Click's `--help` option, shown without a type."""
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        _untyped_flag(option)
+        return option
+
+
+class SentencesCommand(_Sentences, TyperCommand):
     """A command whose help is sentences and whose flags carry no type."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.help = as_sentences(self.help)
-        self.short_help = as_sentences(self.short_help)
-        for param in self.params:
-            _untyped_flag(param)
 
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        _untyped_flag(option)
-        return option
-
-
-class SentencesGroup(TyperGroup):
+class SentencesGroup(_Sentences, TyperGroup):
     """A group whose help is sentences and whose flags (`--help`) carry no type."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.help = as_sentences(self.help)
-        self.short_help = as_sentences(self.short_help)
-        for param in self.params:
-            _untyped_flag(param)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        _untyped_flag(option)
-        return option
 
 
 class Typer(typer.Typer):

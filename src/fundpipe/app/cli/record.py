@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fundpipe.app.cli.common import DataDirOption, JsonOption, console, settings_for, user_errors
-from fundpipe.errors import InputError
+from fundpipe.app.cli.common import (
+    DataDirOption,
+    JsonOption,
+    console,
+    reading_scope,
+    settings_for,
+    show_each_org,
+    user_errors,
+)
+from fundpipe.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
@@ -35,7 +44,7 @@ def where_the_record_is(settings: Settings) -> str:
     base = (settings.local.record_url or str(settings.local.data_dir / "record")).rstrip("/")
     return (
         f"durable record: {base}/<org>/ (decisions when made, a snapshot after each night; "
-        "FUNDPIPE_RECORD_URL moves it, fundpipe backup --org ORG shows it)"
+        "FUNDPIPE_RECORD_URL moves it, fundpipe backup shows it)"
     )
 
 
@@ -126,81 +135,100 @@ def backup_command(
     ] = False,
     org: Annotated[
         str | None,
-        typer.Option("--org", help="The organization (needed when several are configured)."),
+        typer.Option(
+            "--org",
+            help="Only this organization (its id); default: every configured organization, one "
+            "section each. --now needs it when several are configured.",
+        ),
     ] = None,
     data_dir: DataDirOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Show where the organization's durable record is and what it holds; --now takes a
-    snapshot, --verify re-hashes it.
+    """Show where each organization's durable record is and what it holds (every organization
+    without --org, one section each); --verify re-hashes it, --now takes a snapshot (of one
+    organization).
 
-    Example: fundpipe backup --verify --org org_demo
+    Example: fundpipe backup --verify
     """
     with user_errors(data_dir):
-        from fundpipe.record import Record, list_snapshots, read_decisions, take_snapshot
-        from fundpipe.record import verify_record as verify_all
+        from fundpipe.orgs import pick_org
 
-        settings = _org_settings(data_dir, org)
+        scope = reading_scope(data_dir, org, record=True)
         if snapshot:
+            from fundpipe.record import take_snapshot
+
+            # a snapshot writes to the record: one organization, named when several are
+            pick_org([one.org for one in scope], None)
+            settings = scope[0].settings
             taken = take_snapshot(settings)
             if taken is None:
                 raise InputError(f"no ledger or warehouse in {settings.local.data_dir} to snapshot")
             console.print(f"snapshot {taken.url}", markup=False, highlight=False, soft_wrap=True)
-        if verify:
-            check = verify_all(settings)
-            if json_out:
-                print(
-                    json.dumps(
-                        {
-                            "record": check.location,
-                            "ok": check.ok,
-                            "snapshots": check.snapshots,
-                            "decisions": check.decisions,
-                            "files": check.files,
-                            "problems": check.problems,
-                        },
-                        indent=2,
-                    )
-                )
-            elif check.ok:
-                console.print(
-                    f"{check.location}: {check.snapshots} snapshot(s), {check.decisions} "
-                    f"decision(s) and {check.files} filed file(s) match their SHA-256",
-                    markup=False,
-                    highlight=False,
-                    soft_wrap=True,  # a path is never broken across lines
-                )
-            else:
-                for problem in check.problems:
-                    console.print(problem, markup=False, highlight=False, soft_wrap=True)
-            if not check.ok:
-                raise typer.Exit(1)
-            return
+        show_each_org(scope, (_verified if verify else _described)(json_out), json_out=json_out)
+
+
+def _verified(json_out: bool) -> Callable[[Settings], tuple[Any, int]]:
+    """`backup --verify` of one organization: its record re-hashed (exit 1 when one differs)."""
+
+    def show(settings: Settings) -> tuple[Any, int]:
+        from fundpipe.record import verify_record
+
+        check = verify_record(settings)
+        if json_out:
+            pass
+        elif check.ok:
+            console.print(
+                f"{check.location}: {check.snapshots} snapshot(s), {check.decisions} "
+                f"decision(s) and {check.files} filed file(s) match their SHA-256",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,  # a path is never broken across lines
+            )
+        else:
+            for problem in check.problems:
+                console.print(problem, markup=False, highlight=False, soft_wrap=True)
+        payload = {
+            "record": check.location,
+            "ok": check.ok,
+            "snapshots": check.snapshots,
+            "decisions": check.decisions,
+            "files": check.files,
+            "problems": check.problems,
+        }
+        return payload, 0 if check.ok else int(ExitCode.NEEDS_PERSON)
+
+    return show
+
+
+def _described(json_out: bool) -> Callable[[Settings], tuple[Any, int]]:
+    """`backup` of one organization: where its record is, its snapshots and decisions."""
+
+    def show(settings: Settings) -> tuple[Any, int]:
+        from fundpipe.record import Record, list_snapshots, read_decisions
+
         record = Record(settings.local.record_location)
         snapshots = list_snapshots(record)
         decisions = read_decisions(record)
-        if json_out:
-            print(
-                json.dumps(
-                    {
-                        "record": record.location,
-                        "snapshots": [
-                            {"url": s.url, "taken_at": s.taken_at.isoformat(), **s.manifest}
-                            for s in snapshots
-                        ],
-                        "decisions": len(decisions),
-                    },
-                    indent=2,
-                )
+        payload = {
+            "record": record.location,
+            "snapshots": [
+                {"url": s.url, "taken_at": s.taken_at.isoformat(), **s.manifest} for s in snapshots
+            ],
+            "decisions": len(decisions),
+        }
+        if not json_out:
+            newest = (
+                f", the newest taken {snapshots[-1].taken_at:%Y-%m-%d %H:%M} UTC"
+                if snapshots
+                else ""
             )
-            return
-        newest = (
-            f", the newest taken {snapshots[-1].taken_at:%Y-%m-%d %H:%M} UTC" if snapshots else ""
-        )
-        console.print(
-            f"durable record: {record.location}\n"
-            f"{len(snapshots)} snapshot(s){newest}; {len(decisions)} decision(s)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+            console.print(
+                f"durable record: {record.location}\n"
+                f"{len(snapshots)} snapshot(s){newest}; {len(decisions)} decision(s)",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+        return payload, 0
+
+    return show

@@ -253,7 +253,8 @@ def render_preflight(preflight: Preflight | None, console: Console) -> None:
 
 def render_run_summary(summary: Nights, console: Console) -> None:
     """Print a nightly run's summary: one row per organization, the totals, what failed, the
-    rejected files, the warnings and where each organization's reports are."""
+    rejected files, the files dropped again, the warnings and where each organization's
+    reports are."""
     table = Table(
         title=f"fundpipe nightly run — {summary.as_of or ''} — every organization",
         show_header=True,
@@ -300,6 +301,13 @@ def render_run_summary(summary: Nights, console: Console) -> None:
     for org, f in summary.rejected_files:
         report = f.error_report or f.moved_to or ""
         console.print(f"[red]rejected[/] {org}: {f.source_file} — error report: {report}")
+    for org, f in summary.redropped_files:  # recognised: said, with the file it repeats
+        console.print(
+            f"[cyan]dropped again[/] {escape(org)}: {escape(f.source_file)} — "
+            f"{escape(f.message or 'same content as a file already processed: nothing sent')}",
+            soft_wrap=True,
+            highlight=False,
+        )
     for text in summary.warnings:
         console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
     for row in summary.rows:
@@ -319,16 +327,28 @@ def render_counts(title: str, counts: dict[str, Any], console: Console) -> None:
 
 def render_config(values: dict[str, Any], console: Console) -> None:
     """Print the effective configuration (already redacted) as a table: a group's settings
-    as `group.field` (`http.retry_deadline_s`), in the groups' order."""
+    as `group.field` (`http.retry_deadline_s`), in the groups' order; then a table for each
+    organization (`fundpipe.submit.binding.describe_orgs`)."""
     table = Table(title="fundpipe configuration", show_header=True)
     table.add_column("setting")
     table.add_column("value")
+    orgs = values.get("organizations")
     for key, value in values.items():
+        if key == "organizations" and isinstance(orgs, dict):
+            continue  # a table each, below
         fields = value if isinstance(value, dict) else {None: value}
         for field, shown in fields.items():
             name = key if field is None else f"{key}.{field}"
             table.add_row(name, "" if shown is None else str(shown))
     console.print(table)
+    if isinstance(orgs, dict):
+        for org_id, described in orgs.items():
+            one = Table(title=f"organization {org_id}", show_header=False)
+            one.add_column("what")
+            one.add_column("value", overflow="fold")  # a path is folded, never cut
+            for what, shown in described.items():
+                one.add_row(what, str(shown))
+            console.print(one)
 
 
 def render_exception_log(found: Sequence[TrackedException], console: Console) -> None:

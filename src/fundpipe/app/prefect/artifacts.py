@@ -88,6 +88,9 @@ def summary_markdown(night: OrgNight, name: str | None = None) -> str:
         lines += [
             f"- `{f.source_file}` — {f.message or 'see its error report'}" for f in night.rejected
         ]
+    if night.redropped:
+        lines += ["", "## Files dropped again", ""]
+        lines += [f"- `{f.source_file}` — {f.message}" for f in night.redropped]
     if night.warnings or night.notes:
         lines += ["", "## Warnings and notes", ""]
         lines += [f"- {w}" for w in [*night.warnings, *night.notes]]

@@ -146,7 +146,7 @@ def error_workbook_of(file: FileOutcome) -> str | None:
 def file_line(file: FileOutcome) -> str:
     """One file's outcome: name, rows, distributions and dollars (a roster: its entities,
     contacts and payment instructions), or why and where to look; a file dropped again
-    unchanged says so, with no counts (nothing was read or sent)."""
+    unchanged names the file it repeats, with no counts (nothing was read or sent)."""
     name = Path(file.source_file).name
     state = file.state
     if state in {"rejected", "conflict", "refused"}:
@@ -154,8 +154,8 @@ def file_line(file: FileOutcome) -> str:
         report = error_report_of(file) if state == "rejected" else None
         where = f"; error report: {report}" if report else ""
         return f"file {name}: {state}, {counted(file.rows, 'row')} — {reason}{where}"
-    if state == "duplicate":
-        return f"file {name}: duplicate: already submitted, nothing sent"
+    if state == "duplicate":  # the message names the earlier file and when it was processed
+        return f"file {name}: dropped again — {file.message or 'already submitted, nothing sent'}"
     parts = [f"file {name}: {state}"]
     roster = file.roster
     if roster:  # what a roster holds, not distribution totals it has none of
