@@ -400,13 +400,14 @@ def kept_template() -> Path | None:
     """The empty warehouse of the current schema kept in the CLI's cache folder, if any (the
     first sync copies it; without it, that sync migrates and keeps one for the next)."""
     from fundpipe.config.local import user_cache_dir
-    from fundpipe.warehouse.file import SCHEMA_FILE
+    from fundpipe.warehouse.file import SCHEMA_FILE, VIEWS_FILE
     from fundpipe.warehouse.template import template_file
 
     cache = user_cache_dir()
     if cache is None:
         return None
-    kept = template_file(cache, SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema_text, views_text = (f.read_text(encoding="utf-8") for f in (SCHEMA_FILE, VIEWS_FILE))
+    kept = template_file(cache, schema_text, views_text)
     return kept if kept.is_file() else None
 
 

@@ -24,8 +24,8 @@ def package_path(*parts: str) -> Path:
     return Path(str(resource))
 
 
-#: `schemas/` of the package: warehouse.sql, ledger.sql, warehouse_merge.sql, openapi.yaml,
-#: templates/.
+#: `schemas/` of the package: warehouse.sql, views.sql, ledger.sql, warehouse_merge.sql,
+#: openapi.yaml, templates/.
 SCHEMAS_DIR = package_path("schemas")
 #: The sample sheets `fundpipe run --samples` copies into the inbox.
 SAMPLES_DIR = package_path("samples")

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from fundpipe.warehouse.file import SCHEMA_FILE, MigrationError, Warehouse
+from fundpipe.warehouse.file import SCHEMA_FILE, VIEWS_FILE, MigrationError, Warehouse
 from fundpipe.warehouse.template import template_file
 
 SMALL_SCHEMA = (
@@ -66,7 +66,8 @@ def _schema(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
 def test_a_warehouse_copied_from_the_kept_one_has_the_migrated_schema(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     Warehouse(tmp_path / "first.duckdb", cache_dir=cache).migrate()  # migrated, then kept
-    assert template_file(cache, SCHEMA_FILE.read_text(encoding="utf-8")).is_file()
+    schema_text, views_text = (f.read_text(encoding="utf-8") for f in (SCHEMA_FILE, VIEWS_FILE))
+    assert template_file(cache, schema_text, views_text).is_file()
     copied = Warehouse(tmp_path / "second.duckdb", cache_dir=cache)
     copied.migrate()
     plain = Warehouse(tmp_path / "plain.duckdb")  # no cache: every migration applied

@@ -34,6 +34,7 @@ class FreshWarehouse:
             staged = Warehouse(
                 self.staged,
                 schema_file=warehouse.schema_file,
+                views_file=warehouse.views_file,
                 org=warehouse.org,
                 cache_dir=warehouse.cache_dir,
             )

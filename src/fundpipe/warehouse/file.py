@@ -13,8 +13,9 @@ A damaged file is never written to: `write()` reads every block first
 is raised as the machine's fault naming the file (`DamagedFileError` with the restore command,
 `DiskFullError`; exit code 6), not as a bug.
 
-The schema lives in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections applied
-by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is). Given a cache
+The tables live in `schemas/warehouse.sql`, split into `-- migration: NNN name` sections applied
+by `fundpipe.warehouse.migrations` (as the ledger's `schemas/ledger.sql` is); the views and
+macros in `schemas/views.sql`, run again after them whenever its text changes. Given a cache
 folder, a new file starts as a copy of the empty warehouse kept there for the same schema
 (`fundpipe.warehouse.template`), and the first one built is kept there.
 """
@@ -40,14 +41,18 @@ from fundpipe.warehouse.integrity import faults_named, refuse_damaged
 from fundpipe.warehouse.migrations import (
     Migration,
     MigrationError,
+    Repeatable,
     applied_numbers,
     apply_migrations,
+    apply_views,
     load_migrations,
+    views_current,
 )
 from fundpipe.warehouse.template import copy_template, keep_template
 
 __all__ = [
     "SCHEMA_FILE",
+    "VIEWS_FILE",
     "Migration",
     "MigrationError",
     "Warehouse",
@@ -60,8 +65,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The warehouse DDL and views (the single source; see schemas/README.md).
+#: The warehouse's tables, as ordered migrations (the single source; see schemas/README.md).
 SCHEMA_FILE = SCHEMAS_DIR / "warehouse.sql"
+#: The warehouse's views and macros, each defined once: a repeatable migration.
+VIEWS_FILE = SCHEMAS_DIR / "views.sql"
 
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 
@@ -94,6 +101,7 @@ class Warehouse:
         lock_timeout_s: float = 60.0,
         retry_interval_s: float = 0.5,
         schema_file: Path = SCHEMA_FILE,
+        views_file: Path | None = None,
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         org: str | None = None,
@@ -102,13 +110,18 @@ class Warehouse:
         """Describe the warehouse at `path`; nothing is opened until `write()` or `read()`.
         `org` names its organization in a damaged file's restore command (default: the
         folder, `data/orgs/<org>/`). With `cache_dir`, a missing file is created from the
-        empty warehouse kept there (`fundpipe.warehouse.template`)."""
+        empty warehouse kept there (`fundpipe.warehouse.template`). `views_file` is run after
+        the migrations of `schema_file` (default: `VIEWS_FILE` for the default schema, no views
+        for another one)."""
         self.path = Path(path)
         self.org = org
         self.cache_dir = cache_dir
         self.lock_timeout_s = lock_timeout_s
         self.retry_interval_s = retry_interval_s
         self.schema_file = schema_file
+        self.views_file = views_file
+        if views_file is None and schema_file == SCHEMA_FILE:
+            self.views_file = VIEWS_FILE
         self._sleep = sleep
         self._monotonic = monotonic
 
@@ -145,6 +158,11 @@ class Warehouse:
             con.execute("SET TimeZone = 'UTC'")
             return con
 
+    def _views(self) -> Repeatable | None:
+        if self.views_file is None:
+            return None
+        return Repeatable(self.views_file.name, self.views_file.read_text(encoding="utf-8"))
+
     @contextmanager
     def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Open for writing (creating the file and applying migrations), yield, then close.
@@ -154,16 +172,23 @@ class Warehouse:
         with self._faults():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         schema_text = self.schema_file.read_text(encoding="utf-8")
+        views = self._views()
         copied = False
         if self.cache_dir is not None and not self.path.exists():
-            copied = self._create(self.cache_dir, schema_text)
+            copied = self._create(self.cache_dir, schema_text, views)
         con = self._connect(read_only=False)
         try:
             with self._faults(con):
                 refuse_damaged(con, self.path, "warehouse", org=self.org)
                 apply_migrations(con, load_migrations(schema_text))
+                if views is not None:
+                    apply_views(con, views)
                 if copied:  # migrated now, as far as anyone reading the file can tell
                     con.execute("UPDATE _migrations SET applied_at = current_timestamp")
+                    if views is not None:
+                        con.execute(
+                            "UPDATE _repeatable_migrations SET applied_at = current_timestamp"
+                        )
                 yield con
         finally:
             with self._faults():
@@ -181,15 +206,18 @@ class Warehouse:
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Open read-only, yield, then close; a missing or outdated file is migrated first."""
         wanted = {m.number for m in load_migrations(self.schema_file.read_text(encoding="utf-8"))}
+        views = self._views()
         if self.path.exists():
             con = self._connect(read_only=True)
             try:
                 with self._faults(con):
-                    applied = applied_numbers(con)
+                    current = wanted <= applied_numbers(con) and (
+                        views is None or views_current(con, views)
+                    )
             except BaseException:
                 con.close()
                 raise
-            if wanted <= applied:
+            if current:
                 try:
                     with self._faults(con):
                         yield con
@@ -218,16 +246,19 @@ class Warehouse:
         con.execute("SET TimeZone = 'UTC'")
         return con
 
-    def _create(self, cache_dir: Path, schema_text: str) -> bool:
+    def _create(self, cache_dir: Path, schema_text: str, views: Repeatable | None) -> bool:
         """Create the missing file as a copy of the template in `cache_dir` (True), or else
         by migrating a file of its own, which is then kept as the template (False)."""
+        views_text = "" if views is None else views.sql
         with self._faults():
-            if copy_template(cache_dir, schema_text, self.path):
+            if copy_template(cache_dir, schema_text, self.path, views_text=views_text):
                 return True
         built = self.path.with_name(f"{self.path.name}.build-{os.getpid()}")
         try:
-            Warehouse(built, schema_file=self.schema_file, org=self.org).migrate()
-            keep_template(cache_dir, schema_text, built)
+            Warehouse(
+                built, schema_file=self.schema_file, views_file=self.views_file, org=self.org
+            ).migrate()
+            keep_template(cache_dir, schema_text, built, views_text=views_text)
             # never over a file that appeared meanwhile (then opened and migrated as usual)
             with contextlib.suppress(OSError):
                 os.link(built, self.path)

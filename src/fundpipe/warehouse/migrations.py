@@ -3,7 +3,13 @@
 A schema file is split into `-- migration: NNN name` sections. Each section is applied once, in
 order, in its own transaction, and recorded in `_migrations` with a checksum; an applied section
 whose text later changes is refused rather than silently re-run (as `sqlite_utils/migrations.py`
-does for SQLite).
+does for SQLite). A section may name the checksum its text had before (a line
+`-- earlier checksum: <sha256>`, written when the warehouse's views moved out of its sections):
+a file that recorded that one is still accepted, and its record is brought to the new text.
+
+The views and macros live apart, in one repeatable file (`schemas/views.sql`, as Flyway's `R__`
+migrations): after the versioned sections, `apply_views` drops every view and macro and runs the
+file again whenever its checksum differs from the one recorded in `_repeatable_migrations`.
 """
 
 from __future__ import annotations
@@ -17,11 +23,21 @@ import duckdb
 
 from fundpipe.warehouse.connection import transaction
 
-__all__ = ["Migration", "MigrationError", "applied_numbers", "apply_migrations", "load_migrations"]
+__all__ = [
+    "Migration",
+    "MigrationError",
+    "Repeatable",
+    "applied_numbers",
+    "apply_migrations",
+    "apply_views",
+    "load_migrations",
+    "views_current",
+]
 
 log = logging.getLogger(__name__)
 
 _MIGRATION_HEADER = re.compile(r"^--\s*migration:\s*(\d+)\s+(.+?)\s*$", re.MULTILINE)
+_EARLIER_CHECKSUM = re.compile(r"^--.*\bearlier checksum:\s*([0-9a-f]{64})\b", re.MULTILINE)
 
 
 class MigrationError(RuntimeError):
@@ -40,6 +56,11 @@ class Migration:
     def checksum(self) -> str:
         """SHA-256 of the section's SQL, to detect edits after it was applied."""
         return hashlib.sha256(self.sql.strip().encode()).hexdigest()
+
+    @property
+    def earlier_checksums(self) -> frozenset[str]:
+        """The checksums this section's text had before, which an applied file may record."""
+        return frozenset(_EARLIER_CHECKSUM.findall(self.sql))
 
 
 def load_migrations(text: str) -> list[Migration]:
@@ -70,7 +91,17 @@ def apply_migrations(con: duckdb.DuckDBPyConnection, migrations: list[Migration]
     done: list[int] = []
     for migration in migrations:
         if migration.number in applied:
-            if applied[migration.number] != migration.checksum:
+            if applied[migration.number] in migration.earlier_checksums:
+                con.execute(
+                    "UPDATE _migrations SET checksum = ? WHERE number = ?",
+                    [migration.checksum, migration.number],
+                )
+                log.info(
+                    "migration %03d %s: record brought to its text",
+                    migration.number,
+                    migration.name,
+                )
+            elif applied[migration.number] != migration.checksum:
                 raise MigrationError(
                     f"migration {migration.number} ({migration.name}) was changed after it was "
                     "applied; add a new migration instead"
@@ -95,3 +126,64 @@ def applied_numbers(con: duckdb.DuckDBPyConnection) -> set[int]:
     if not exists or not exists[0]:
         return set()
     return {int(n) for (n,) in con.execute("SELECT number FROM _migrations").fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class Repeatable:
+    """A file of views and macros, run again (all of them dropped first) when its text changes."""
+
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        """SHA-256 of the file's SQL, compared with the one recorded when it was last run."""
+        return hashlib.sha256(self.sql.strip().encode()).hexdigest()
+
+
+_REPEATABLES_TABLE = (
+    "CREATE TABLE IF NOT EXISTS _repeatable_migrations (name VARCHAR PRIMARY KEY, "
+    "checksum VARCHAR NOT NULL, applied_at TIMESTAMPTZ DEFAULT current_timestamp)"
+)
+
+
+def views_current(con: duckdb.DuckDBPyConnection, views: Repeatable) -> bool:
+    """Whether ``con`` last ran exactly this text of ``views`` (works on a read-only one)."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_repeatable_migrations'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return False
+    row = con.execute(
+        "SELECT checksum FROM _repeatable_migrations WHERE name = ?", [views.name]
+    ).fetchone()
+    return row is not None and row[0] == views.checksum
+
+
+def apply_views(con: duckdb.DuckDBPyConnection, views: Repeatable) -> bool:
+    """Unless ``con`` already ran this text of ``views``: drop every view and macro of its
+    schema and run the file (in the order it defines them), in one transaction, and record its
+    checksum. True when it ran."""
+    con.execute(_REPEATABLES_TABLE)
+    if views_current(con, views):
+        return False
+    with transaction(con):
+        for (name,) in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+            "AND database_name = current_database() AND schema_name = current_schema()"
+        ).fetchall():
+            con.execute(f'DROP VIEW "{name}"')
+        for name, kind in con.execute(
+            "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+            "WHERE NOT internal AND function_type IN ('macro', 'table_macro') "
+            "AND database_name = current_database() AND schema_name = current_schema()"
+        ).fetchall():
+            con.execute(f'DROP MACRO {"TABLE " if kind == "table_macro" else ""}"{name}"')
+        con.execute(views.sql)
+        con.execute(
+            "INSERT OR REPLACE INTO _repeatable_migrations (name, checksum, applied_at) "
+            "VALUES (?, ?, current_timestamp)",
+            [views.name, views.checksum],
+        )
+    log.info("repeatable %s applied", views.name)
+    return True
