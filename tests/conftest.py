@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import select
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,6 +49,31 @@ from fundpipe.warehouse.file import Warehouse
 from worlds.sheets import HEADER, clean_rows, csv_bytes
 from worlds.submit import World
 from worlds.warehouse import seed_known_world
+
+
+def _sleep_on_a_relative_timeout(seconds: float) -> None:
+    """`time.sleep` as a relative wait, for a process whose `time.sleep` fails (below)."""
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        select.select([], [], [], left)
+
+
+def _survive_libfaketime_s_sleep() -> None:
+    """Under libfaketime with `FAKETIME_DONT_FAKE_MONOTONIC=1`, CPython's `time.sleep` (an
+    absolute deadline on the monotonic clock) fails with EINVAL, while relative waits (select,
+    events, locks, queues) work: this process sleeps on a relative timeout, and the processes it
+    starts fake their monotonic clock too, where `time.sleep` works. Without libfaketime, or with
+    the monotonic clock faked (as `make any-day` runs), nothing changes."""
+    try:
+        time.sleep(0.0001)
+    except OSError:
+        time.sleep = _sleep_on_a_relative_timeout  # type: ignore[assignment]  # floats only
+        os.environ.pop("FAKETIME_DONT_FAKE_MONOTONIC", None)
+
+
+_survive_libfaketime_s_sleep()
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)
 BASE = "http://sandbox.test"

@@ -7,14 +7,19 @@
 #     a deadline on the wall clock, and one Prefect server start whose home the end-to-end tests'
 #     homes start as copies of (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
 #   - lint (ruff check, ruff format --check) and types (mypy --strict);
-#   - the unit suite a year ahead and a year back, under Debian's faketime: no test depends on
-#     today's date (each test module's clock starts at a fixed instant, tests/conftest.py);
+#   - the unit suite;
 #   - the end-to-end tests (a real Prefect server each, on the real clock), after the suite
 #     because Prefect's temporary server (SQLite) times out when it fights the parallel suite
 #     for the CPU. They run a file at a time on each of two workers, longest first
 #     (tests/e2e/conftest.py).
 # Both pytest runs keep xdist's files in the order collected (`--no-loadscope-reorder`): slow
 # files first (tests/conftest.py).
+#
+# `tests/make_test.sh --any-day` (`make any-day`; .ci/run runs it after `make test`) is the
+# proof that no test depends on today's date: the unit suite a year ahead and a year back under
+# Debian's faketime (installed here when running as root, as CI does, and missing). Each test
+# module's clock starts at a fixed instant anyway (tests/conftest.py); faketime moves what the
+# tests cannot set: the process's own clock, DuckDB's, OpenSSL's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
@@ -22,15 +27,6 @@ WAITS=tests/e2e/test_deadline_alert.py
 E2E_HOME=.pytest_cache/e2e-prefect-home
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-
-# faketime: Debian's package; installed here when running as root (as CI does) and missing
-if ! command -v faketime >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's faketime (the suite runs a year ahead and a year back)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; } \
-      >"$logs/apt.log" 2>&1 || { cat "$logs/apt.log"; echo "could not install faketime"; }
-  fi
-fi
 
 parts=()
 declare -A status counts
@@ -49,43 +45,55 @@ run() {
     sed -E 's/^=+ //; s/ =+$//')
 }
 
-# the parts that mostly wait start first, in the background
-"$BIN/pytest" -m e2e "$WAITS" -p no:cacheprovider --durations=1 >"$logs/waits.out" 2>&1 &
-waits=$!
-"$BIN/python" tests/e2e/prefect_processes.py "$E2E_HOME" >"$logs/home.out" 2>&1 &
-home=$!
-echo "$BIN/pytest -m e2e $WAITS (in the background, its output below after the suite's)"
-
-run lint bash -c "'$BIN/ruff' check src tests flows benchmarks && '$BIN/ruff' format --check src tests flows benchmarks"
-run types "$BIN/mypy"
-
 suite=("$BIN/pytest" -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5 -p no:cacheprovider)
-if command -v faketime >/dev/null 2>&1; then
+
+if [ "${1:-}" = "--any-day" ]; then
+  # faketime: Debian's package; installed here when running as root (as CI does) and missing
+  if ! command -v faketime >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing Debian's faketime (the suite runs a year ahead and a year back)"
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime; } \
+        >"$logs/apt.log" 2>&1 || { cat "$logs/apt.log"; echo "could not install faketime"; }
+    fi
+  fi
+  if ! command -v faketime >/dev/null 2>&1; then
+    echo "faketime is missing (Debian's package faketime): the suite cannot be moved in time"
+    exit 1
+  fi
   # the process clock moved; monotonic time moves with it (faking only the wall clock makes
   # Python's time.sleep fail with EINVAL under libfaketime)
   run suite-year-ahead faketime -f '+365d' "${suite[@]}"
   run suite-year-back faketime -f '-365d' "${suite[@]}"
 else
-  echo "faketime is not installed (apt-get install faketime): the suite runs on today's clock only"
+  # the parts that mostly wait start first, in the background
+  "$BIN/pytest" -m e2e "$WAITS" -p no:cacheprovider --durations=1 >"$logs/waits.out" 2>&1 &
+  waits=$!
+  "$BIN/python" tests/e2e/prefect_processes.py "$E2E_HOME" >"$logs/home.out" 2>&1 &
+  home=$!
+  echo "$BIN/pytest -m e2e $WAITS (in the background, its output below after the suite's)"
+
+  run lint bash -c "'$BIN/ruff' check src tests flows benchmarks && '$BIN/ruff' format --check src tests flows benchmarks"
+  run types "$BIN/mypy"
+
   run suite "${suite[@]}"
+
+  wait "$waits"
+  status[deadline]=$?
+  wait "$home"
+  echo
+  echo "=== deadline: $WAITS (ran in the background)"
+  cat "$logs/home.out" "$logs/waits.out"
+  cp "$logs/waits.out" "$logs/deadline.log"
+  parts+=(deadline)
+  counts[deadline]=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$logs/deadline.log" | tail -n 1 |
+    sed -E 's/^=+ //; s/ =+$//')
+
+  run e2e env E2E_PREFECT_HOME_TEMPLATE="$PWD/$E2E_HOME" "$BIN/pytest" -m e2e tests/e2e \
+    --deselect "$WAITS" -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 fi
 
-wait "$waits"
-status[deadline]=$?
-wait "$home"
 echo
-echo "=== deadline: $WAITS (ran in the background)"
-cat "$logs/home.out" "$logs/waits.out"
-cp "$logs/waits.out" "$logs/deadline.log"
-parts+=(deadline)
-counts[deadline]=$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$logs/deadline.log" | tail -n 1 |
-  sed -E 's/^=+ //; s/ =+$//')
-
-run e2e env E2E_PREFECT_HOME_TEMPLATE="$PWD/$E2E_HOME" "$BIN/pytest" -m e2e tests/e2e \
-  --deselect "$WAITS" -n 2 --dist loadfile --no-loadscope-reorder --durations=10
-
-echo
-echo "=== make test: every part ran"
+echo "=== make test${1:+ $1}: every part ran"
 failed=0
 passed_total=0
 failed_total=0
