@@ -305,6 +305,9 @@ def test_the_validate_table_keeps_check_names_whole_at_80_columns() -> None:
     assert "amount_negative" in checks
     for check in checks:
         assert check in text, check
+    # the counts agree with their nouns: "3 rows, 1 error, 0 warnings"
+    assert "rejected, 3 rows, 1 error, 0 warnings" in " ".join(text.split())
+    assert " 1 errors" not in text
 
 
 def test_a_reason_names_the_column_as_the_analyst_wrote_it(

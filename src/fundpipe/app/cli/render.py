@@ -208,7 +208,7 @@ def render_validation(
             else ("[red]unreadable[/]" if report.unreadable else "[red]rejected[/]")
         )
         console.print(
-            f"[bold]{escape(report.file)}[/] — {verdict}, {report.rows:,} rows, {len(report.errors):,} errors, {len(report.warnings):,} warnings"
+            f"[bold]{escape(report.file)}[/] — {verdict}, {counted(f'{report.rows:,}', 'row')}, {counted(f'{len(report.errors):,}', 'error')}, {counted(f'{len(report.warnings):,}', 'warning')}"
         )
         groups = group_issues(report)
         if not groups:
