@@ -101,8 +101,13 @@ def _own_folder_and_environment(
             monkeypatch.delenv(key)
     # The kept empty warehouse (`fundpipe.warehouse.template`) is the session's, not the
     # machine's: a test never reads a copy an earlier session or `make run` left in ~/.cache.
-    monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv("FUNDPIPE_CACHE_DIR", str(session_cache(tmp_path_factory)))
     monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test session's own cache folder (every test's `FUNDPIPE_CACHE_DIR`)."""
+    return tmp_path_factory.getbasetemp() / "cache"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -199,9 +204,12 @@ def world(tmp_path: Path) -> World:
 
 
 @pytest.fixture
-def warehouse(tmp_path: Path) -> Warehouse:
-    """An empty, migrated warehouse in a temporary directory."""
-    wh = Warehouse(tmp_path / "warehouse.duckdb", lock_timeout_s=5)
+def warehouse(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
+    """An empty, migrated warehouse in a temporary directory: a copy of the session's kept
+    empty warehouse (`fundpipe.warehouse.template`; building one runs every view, seconds)."""
+    wh = Warehouse(
+        tmp_path / "warehouse.duckdb", lock_timeout_s=5, cache_dir=session_cache(tmp_path_factory)
+    )
     wh.migrate()
     return wh
 
@@ -226,7 +234,7 @@ def settings(tmp_path: Path, warehouse: Warehouse) -> Settings:
 def known_result(tmp_path_factory: pytest.TempPathFactory) -> ReconcileResult:
     """`reconcile()` of the known world as of 2026-11-30 (shared by a module's read-only tests)."""
     root = tmp_path_factory.mktemp("known")
-    wh = Warehouse(root / "warehouse.duckdb")
+    wh = Warehouse(root / "warehouse.duckdb", cache_dir=session_cache(tmp_path_factory))
     with wh.write() as con:
         seed_known_world(con)
     settings = Settings(
