@@ -35,11 +35,18 @@ INSTANT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 def _seeded_secrets(seed: int) -> None:
     rng = random.Random(seed)
-    secrets.token_hex = lambda n=32: rng.randbytes(n).hex()  # type: ignore[assignment]
-    secrets.token_bytes = lambda n=32: rng.randbytes(n)  # type: ignore[assignment]
-    secrets.token_urlsafe = lambda n=32: rng.randbytes(n).hex()  # type: ignore[assignment]
-    secrets.randbelow = lambda n: rng.randrange(n)  # type: ignore[assignment]
-    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
+
+    def token_bytes(n: int | None = None) -> bytes:
+        return rng.randbytes(32 if n is None else n)
+
+    def token_hex(n: int | None = None) -> str:
+        return token_bytes(n).hex()
+
+    secrets.token_bytes = token_bytes
+    secrets.token_hex = token_hex
+    secrets.token_urlsafe = token_hex
+    secrets.randbelow = rng.randrange
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)
 
 
 def main() -> int:
