@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import openpyxl
 import pytest
 from prefect_processes import BIN, base_env
 
@@ -36,6 +37,9 @@ FILLED = {
     "FILE": str(SAMPLES / "distributions_q4.csv"),
     "path/to/sheet.xlsx": str(SAMPLES / "roster_new_investors.xlsx"),
 }
+
+#: The embedded sandbox's demo organizations, by the names it gives them.
+NAMES = {"org_demo": "Demo Fund Administration", "org_demob": "Demo Fund Administration B"}
 
 
 def _forms(words: str) -> list[str]:
@@ -91,6 +95,11 @@ def test_the_readme_s_reading_examples_work_after_make_run(tmp_path: Path) -> No
     env["FUNDPIPE_INBOX_SETTLE_S"] = "0"
     first = _run(["run", "--samples"], work, env)
     assert first.returncode == 0, first.stdout + first.stderr
+    # each workbook names its organization as the service does, never by its id (issue 42)
+    for org, name in NAMES.items():
+        book = work / "data" / "reports" / org / "latest" / "reconciliation.xlsx"
+        title = next(openpyxl.load_workbook(book, read_only=True)["Summary"].values)[0]
+        assert title == f"Reconciliation — {name}"
 
     for words in examples:
         shown = _run(_fill(words), work, env)
