@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from fundpipe.app.prefect.pauses import PausedDeployment, paused_by_serve, saying
 
 POLLED = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize(
@@ -56,3 +67,32 @@ def test_an_older_serves_pause_says_it_was_resumed() -> None:
         "deployment nightly/nightly was paused at 2026-11-28 09:00:02 UTC by an older "
         "`fundpipe serve` as it stopped: resumed"
     )
+
+
+def test_serve_against_a_prefect_server_that_does_not_answer_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    port = free_port()  # nothing listens there
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "FUNDPIPE_DATA_DIR": str(tmp_path / "data"),
+    }
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("fundpipe")), "serve"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert (
+        f"error: the Prefect server at http://127.0.0.1:{port}/api (PREFECT_API_URL) does not "
+        "answer (ConnectError): start it, or unset PREFECT_API_URL for `fundpipe serve` to start "
+        "one of its own"
+    ) in done.stderr

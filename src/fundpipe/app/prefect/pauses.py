@@ -149,9 +149,19 @@ def keep_pauses(served: list[Any], say: Callable[[str], object]) -> list[Any]:
     one line through ``say`` for each found paused."""
     import asyncio
 
-    from prefect.settings import PREFECT_UI_URL
+    import httpx
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
 
-    paused = asyncio.run(find_paused([f"{d.flow_name}/{d.name}" for d in served]))
+    from fundpipe.errors import ConfigurationError
+
+    try:
+        paused = asyncio.run(find_paused([f"{d.flow_name}/{d.name}" for d in served]))
+    except httpx.TransportError as exc:  # the first call of serve to the server
+        raise ConfigurationError(
+            f"the Prefect server at {PREFECT_API_URL.value()} (PREFECT_API_URL) does not answer "
+            f"({type(exc).__name__}): start it, or unset PREFECT_API_URL for `fundpipe serve` "
+            "to start one of its own"
+        ) from exc
     ui_url = str(PREFECT_UI_URL.value() or "").rstrip("/")
     for found in paused:
         say(saying(found, ui_url))
