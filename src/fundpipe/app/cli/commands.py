@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 from zoneinfo import ZoneInfo
@@ -354,7 +355,8 @@ def serve_command() -> None:
     with user_errors():
         from fundpipe.app.prefect.server import serve
 
-        serve(settings_for(), say=err_console.print)
+        # each line whole (a deployment's page, a log's path): never wrapped, never markup
+        serve(settings_for(), say=partial(err_console.print, soft_wrap=True, markup=False))
 
 
 @app.command("watch")

@@ -9,8 +9,8 @@ named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 
 `serve_all()` serves the `nightly` (cron, explicit timezone), `inbox` (every few minutes, and
 at once when `fundpipe watch` announces a settled file), `org-night` and `night-check` (at the
-`FUNDPIPE_COMPLETE_BY` deadline) deployments in this process; `prefect.yaml` declares the same
-for a Prefect server + work pool.
+`FUNDPIPE_COMPLETE_BY` deadline) deployments in this process, and pauses none of them when it
+stops (`pauses`); `prefect.yaml` declares the same for a Prefect server + work pool.
 
 Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
 per step, per exception, and where the reports are; `fundpipe.file.rejected`,
@@ -34,6 +34,7 @@ An exception nobody expected, in any step, child or parent, is exit 5 "internal 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -364,10 +365,15 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     ]
 
 
-def serve_all() -> None:
+def serve_all(say: Callable[[str], object] = print) -> None:
     """Serve the `nightly`, `inbox`, `org-night` and `night-check` deployments from this process until
     interrupted, with the inbox watcher announcing settled files (every organization's inbox)
     in a thread beside them.
+
+    Nothing is paused when serving stops (the server goes on scheduling the nights; with nobody
+    serving, they go Late and the missed-night alert fires). A deployment found paused is told
+    through ``say``, one line each, and stays paused — unless an older `fundpipe serve` paused
+    it as it stopped, which is resumed (`fundpipe.app.prefect.pauses`).
 
     Needs a Prefect server with its scheduler (`PREFECT_API_URL`); `fundpipe serve` starts one
     on loopback when none is configured.
@@ -376,9 +382,11 @@ def serve_all() -> None:
 
     from prefect import serve
 
+    from fundpipe.app.prefect.pauses import keep_pauses
     from fundpipe.app.prefect.watch import inbox_finder, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
+    served = keep_pauses(deployments(settings), say)
     # a configuration no night can run with is refused here, not in the watcher's thread
     find = inbox_finder(settings)
     stop = threading.Event()
@@ -391,6 +399,6 @@ def serve_all() -> None:
     )
     watcher.start()
     try:
-        serve(*deployments(settings))
+        serve(*served, pause_on_shutdown=False)
     finally:
         stop.set()
