@@ -4,8 +4,9 @@
 #
 # The parts, in the order they run:
 #   - beside everything, in the background: the late-night alert test and the stopped-serve
-#     test, side by side, which wait minutes for a deadline on the wall clock, and one Prefect server start whose home the end-to-end tests'
-#     homes start as copies of (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
+#     test, side by side (each waits minutes for a deadline on the wall clock), and one Prefect
+#     server start whose home the end-to-end tests' homes start as copies of
+#     (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
 #   - lint (ruff check, ruff format --check) and types (mypy --strict);
 #   - the unit suite;
 #   - the end-to-end tests (a real Prefect server each, on the real clock), after the suite
