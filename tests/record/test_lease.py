@@ -112,7 +112,7 @@ def test_a_live_holder_is_waited_for_and_named_then_exit_4(record: Record) -> No
     )
     assert str(held.value).startswith(sentence)
     assert len(slept) >= 2
-    assert lock.told == [f"{held.value}; waiting up to 0 s"]
+    assert lock.told == [f"{sentence} (renewed while it runs); waiting up to 0.2 s"]
     assert _holder(record)["host"] == "vm-b"  # left alone
 
 
@@ -180,3 +180,26 @@ def test_a_killed_holder_leaves_a_lease_the_next_night_takes_at_once(
         assert _holder(record)["pid"] == os.getpid()
     assert time.monotonic() - started < 5
     assert [f"its process is gone (pid {holder.pid}" in line for line in lock.told] == [True]
+
+
+def test_on_s3_the_lease_is_renewed_in_place_and_removed_at_the_end(
+    s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fsspec
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": s3_endpoint})
+    bucket = f"lease-{tmp_path.name.lower().replace('_', '-')[-40:]}"
+    fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
+    record = Record(f"s3://{bucket}/fundpipe/org_a")
+    now = [T0]
+    lock = OrgLock(record, expiry_s=300, clock=lambda: now[0], renew=False)
+    with lock:
+        now[0] = T0 + dt.timedelta(minutes=2)
+        assert lock.renew()
+        assert _holder(record)["expires"] == "2026-12-01T06:07:00+00:00"
+        assert _holder(record)["since"] == "2026-12-01T06:00:00+00:00"
+    assert not record.exists(LOCK)
+    assert not lock.renew()  # released: nothing to renew

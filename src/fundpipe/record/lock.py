@@ -54,6 +54,11 @@ _PROC = Path("/proc")
 class RecordLockedError(LockHeld):
     """Another machine runs this organization (it holds the lock in the durable record)."""
 
+    def __init__(self, message: str, *, held: str = "") -> None:
+        """The message; ``held``: who holds the lease until when (the waiting line's words)."""
+        super().__init__(message)
+        self.held = held or message
+
 
 def _read(path: Path) -> str | None:
     try:
@@ -235,10 +240,9 @@ class OrgLock:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise
-                line = f"{held}; waiting up to {self.wait_s:.0f} s"
-                if str(held) != told:
-                    self._say(line)
-                    told = str(held)
+                if held.held != told:  # once, and again when the holder or its lease changes
+                    self._say(f"{held.held}; waiting up to {self.wait_s:g} s")
+                    told = held.held
                 self._sleep(min(2.0, max(left, 0.01)))
                 continue
             self._start_renewing()
@@ -261,7 +265,8 @@ class OrgLock:
                 elif holder is not None and expiry is not None and expiry > self._clock():
                     raise RecordLockedError(
                         f"{self._held(holder)}. Wait for it, or delete the lock if that "
-                        "machine is gone"
+                        "machine is gone",
+                        held=self._held(holder),
                     ) from None
                 elif holder is not None:
                     why = (

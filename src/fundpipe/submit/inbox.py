@@ -166,7 +166,7 @@ class InboxLock:
                 if time.monotonic() >= deadline:
                     raise
                 if not told:  # never a silent wait: who holds it, and for how long we wait
-                    log.warning("%s: %s; waiting up to %.0f s", self.path, busy, self.wait_s)
+                    log.warning("%s: %s; waiting up to %g s", self.path, busy, self.wait_s)
                     told = True
                 time.sleep(0.5)
 
