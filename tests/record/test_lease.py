@@ -134,9 +134,14 @@ def test_another_hosts_lease_is_taken_over_once_it_lapsed(record: Record) -> Non
 
 def test_the_holder_renews_its_lease_while_it_runs(record: Record) -> None:
     """A lease of 0.3 s held for longer: renewed every 0.1 s, never taken by a second night."""
-    with OrgLock(record, expiry_s=0.3):
+    began = time.monotonic()
+
+    def clock() -> dt.datetime:  # the test's clock, running from T0
+        return T0 + dt.timedelta(seconds=time.monotonic() - began)
+
+    with OrgLock(record, expiry_s=0.3, clock=clock):
         first = _holder(record)["expires"]
-        second = OrgLock(record, expiry_s=0.3, tell=lambda _: None)
+        second = OrgLock(record, expiry_s=0.3, clock=clock, tell=lambda _: None)
         deadline = time.monotonic() + 10
         while _holder(record)["expires"] == first and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import select
 import socket
 import threading
 import time
@@ -185,8 +186,8 @@ class OrgLock:
         self._renew = renew
         self._token: str | None = None
         self._since: datetime | None = None
-        self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._wake = self._renewer_reads = -1  # the pipe that stops the renewal
         #: the lines told while taking the lease (a takeover, the waits), in order
         self.told: list[str] = []
 
@@ -295,9 +296,11 @@ class OrgLock:
         self.record.replace(LOCK, self._body(self._token))
         return True
 
-    def _renewing(self) -> None:
+    def _renewing(self, wake: int) -> None:
         period = self.expiry_s / 3
-        while not self._stop.wait(period):
+        # a relative wait on a pipe `release` writes to (a condition's timed wait is an
+        # absolute deadline, which a process under libfaketime never reaches)
+        while not select.select([wake], [], [], period)[0]:
             try:
                 if not self.renew():
                     self._tell(
@@ -305,23 +308,26 @@ class OrgLock:
                         "another run holds it now"
                     )
                     return
-            except (RecordError, OSError) as error:  # the store unreachable: try again later
+            except Exception as error:  # the store unreachable (any driver's error): try again
                 self._tell(f"{self.record.url(LOCK)}: could not renew the lease ({error})")
 
     def _start_renewing(self) -> None:
         if not self._renew:
             return
-        self._stop.clear()
+        wake, self._wake = os.pipe()
         self._renewer = threading.Thread(
-            target=self._renewing, name=f"fundpipe-lease-{self.what}", daemon=True
+            target=self._renewing, args=(wake,), name=f"fundpipe-lease-{self.what}", daemon=True
         )
         self._renewer.start()
+        self._renewer_reads = wake
 
     def release(self) -> None:
         """Stop renewing and remove the lease if it is still ours."""
-        self._stop.set()
         if self._renewer is not None:
+            os.write(self._wake, b"x")
             self._renewer.join()
+            os.close(self._wake)
+            os.close(self._renewer_reads)
             self._renewer = None
         if self._token is None:
             return
