@@ -411,9 +411,10 @@ def _reads_sheets() -> None:
 
 def main() -> None:
     """Entry point of the `fundpipe` console script."""
-    from fundpipe.app.cli.process import leave_objects_at_exit
+    from fundpipe.app.cli.process import leave_objects_at_exit, say_lock_lines
 
     leave_objects_at_exit()  # the process ends with the command: leave its heap to the OS
+    say_lock_lines()  # a wait for a lock, or a takeover, is told whatever Prefect's console shows
     try:
         app()
     except SystemExit as exc:
