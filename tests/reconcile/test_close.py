@@ -178,10 +178,10 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     # tampering is found
     monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(world.settings.local.data_dir))
     runner = CliRunner()
-    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    out = runner.invoke(app, ["close", "verify", "2026-12"])
     assert out.exit_code == 0, out.output
     assert "match the manifest" in out.output
-    out = runner.invoke(app, ["close", "--list"])
+    out = runner.invoke(app, ["close", "list"])
     assert out.exit_code == 0, out.output
     assert "2026-12  closed: prepared by ana on 2027-01-02, reviewed by ben on 2027-01-02" in (
         out.output
@@ -203,7 +203,7 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     workbook.chmod(0o644)
     workbook.write_bytes(workbook.read_bytes() + b"x")
     assert not verify_period(world.settings, "2026-12").ok
-    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    out = runner.invoke(app, ["close", "verify", "2026-12"])
     assert out.exit_code == 1
     assert "v1: reconciliation.xlsx changed" in out.output
 
@@ -336,7 +336,7 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
         user="u2",
     )
     assert rejected.state.rejected_by == "Ben Ode"
-    with pytest.raises(CloseError, match=r"already rejected by Ben Ode .*--reopen"):
+    with pytest.raises(CloseError, match=r"already rejected by Ben Ode .*close reopen 2026-12"):
         review_period(settings, "2026-12", reviewed_by="Carl", clock=lambda: jan2, user="u3")
     assert rejected.review is not None
     review = json.loads(rejected.review.read_text())
@@ -366,7 +366,7 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     assert reviewed.state.version == 2
     same = review_period(settings, "2026-12", reviewed_by="ben ode", clock=lambda: later, user="u2")
     assert not same.changed
-    with pytest.raises(CloseError, match=r"already reviewed by Ben Ode .*--reopen"):
+    with pytest.raises(CloseError, match=r"already reviewed by Ben Ode .*close reopen 2026-12"):
         review_period(settings, "2026-12", reviewed_by="Carl", clock=lambda: later, user="u3")
     checked = verify_period(settings, "2026-12")
     assert (checked.ok, checked.versions) == (True, 2), checked.problems

@@ -90,9 +90,9 @@ def _restore(world: World, record_url: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def _verified(world: World) -> None:
-    """`close --verify 2026-12` and `backup --verify` pass."""
+    """`close verify 2026-12` and `backup --verify` pass."""
     data = ["--data-dir", str(world.settings.local.data_dir), "--org", "org_demo"]
-    verified = runner.invoke(app, ["close", "--verify", "2026-12", *data])
+    verified = runner.invoke(app, ["close", "verify", "2026-12", *data])
     assert verified.exit_code == 0, verified.output
     checked = runner.invoke(app, ["backup", "--verify", *data])
     assert checked.exit_code == 0, checked.output

@@ -556,8 +556,7 @@ def _decide(
     beside its manifest, and the decision."""
     first_day, _ = parse_period(period)
     period = period_of(first_day)
-    option = "--reviewed-by" if decision == "reviewed" else "--rejected-by"
-    name = _name(by, option)
+    name = _name(by, "--by")
     if decision == "rejected" and not (reason or "").strip():
         raise CloseError("a rejection needs the reason (--reason TEXT)")
     reason = " ".join((reason or "").split()) or None
@@ -567,7 +566,10 @@ def _decide(
     with warehouse.write() as con:
         state = period_state(con, period)
         if not state.closed:
-            raise CloseError(f"{period} is not closed: close it first (--prepared-by)")
+            raise CloseError(
+                f"{period} is not closed: close it first (fundpipe close month {period} "
+                "--prepared-by NAME)"
+            )
         folder = Path(state.folder) if state.folder else closed_folder(settings, period)
         if state.decided:
             same = (state.reviewed_by if decision == "reviewed" else state.rejected_by) or ""
@@ -577,7 +579,7 @@ def _decide(
                 return CloseResult(state=state, changed=False, folder=folder)
             raise CloseError(
                 f"{period} (version {state.version}) was already {_decided(state)}; a review is "
-                f"made once. To change it, reopen the period (fundpipe close {period} --reopen "
+                f"made once. To change it, reopen the period (fundpipe close reopen {period} "
                 "--by NAME --reason TEXT) and close it again: the new version is reviewed"
             )
         one_person = _two_people(settings, state, name, reviewer_user)
@@ -691,7 +693,7 @@ def reopen_period(
         if not state.decided:
             raise CloseError(
                 f"{period} (version {state.version}) is not yet reviewed: its reviewer rejects "
-                f"it first (fundpipe close {period} --rejected-by NAME --reason TEXT)"
+                f"it first (fundpipe close reject {period} --by NAME --reason TEXT)"
             )
         reopened = record_decision(
             con,
