@@ -123,7 +123,8 @@ def _python_for(user: str) -> list[str]:
     if subprocess.run(check, capture_output=True, timeout=60, check=False).returncode == 0:
         return own
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
-    check = ["runuser", "-u", user, "--", str(system), "-S", "-c", RUN_CLI_FROM_SITE, "--help"]
+    reach = f"import site; site.addsitedir({str(SITE)!r}); import fundpipe.app.cli"
+    check = ["runuser", "-u", user, "--", str(system), "-S", "-c", reach]
     if system.is_file():
         reached = subprocess.run(check, capture_output=True, timeout=120, check=False)
         if reached.returncode == 0:
@@ -145,7 +146,9 @@ def _shared_machine() -> Iterator[Machine]:
     if os.geteuid() != 0:
         me = Person(None, base)
         try:
-            yield Machine(data, me, me, me, [sys.executable, "-c", RUN_CLI], as_root=False)
+            # this process's own python and import path: it runs as this user anyway
+            here = f"import sys; sys.path[:0] = {sys.path!r}; {RUN_CLI}"
+            yield Machine(data, me, me, me, [sys.executable, "-c", here], as_root=False)
         finally:
             shutil.rmtree(base, ignore_errors=True)
         return
