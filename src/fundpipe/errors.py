@@ -70,7 +70,8 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.SERVICE: "service error",
     ExitCode.LOCKED: "lock held by another process",
     ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
-    ExitCode.MACHINE: "the machine: a damaged local file or a full disk (path and next step named)",
+    ExitCode.MACHINE: "the machine: a damaged local file, a full disk or a refused permission "
+    "(path and next step named)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
