@@ -282,8 +282,6 @@ def machine_fault(
     DuckDB file the caller holds), or None when it is not one."""
     if isinstance(exc, MachineFault):
         return exc
-    if (refused := denied(exc)) is not None:
-        return PermissionDeniedError(refused.path, owner_only=refused.owner_only)
     fault = fault_in(exc, path=path, what=what)
     if fault is None:
         return None
@@ -315,8 +313,8 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     Errors of this tree pass through; the client's own ``ConfigurationError`` and an invalid
     setting (pydantic's ``ValidationError`` from ``Settings``) become :class:`ConfigurationError`
     [2]; the service client's other errors and transport errors become
-    :class:`ServiceUnavailable` [3] (with a redacted message); a full disk or a damaged DuckDB
-    file anywhere becomes a :class:`MachineFault` [6]; anything else is a bug:
+    :class:`ServiceUnavailable` [3] (with a redacted message); a full disk, a damaged DuckDB
+    file or a refused permission anywhere becomes a :class:`MachineFault` [6]; anything else is a bug:
     :class:`InternalError` [5].
     """
     import httpx
@@ -333,6 +331,10 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
         return exc
     if (fault := machine_fault(exc)) is not None:
         return fault
+    # told here, not by machine_fault: a reader that can do without a file it may not open
+    # (`fundpipe.warehouse.known.read_known`) still gets DuckDB's own error inside its block
+    if (refused := denied(exc)) is not None:
+        return PermissionDeniedError(refused.path, owner_only=refused.owner_only)
     if isinstance(exc, ClientConfigurationError):
         return ConfigurationError(f"configuration: {exc}")
     if isinstance(exc, pydantic.ValidationError) and exc.title == "Settings":
