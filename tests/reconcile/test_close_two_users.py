@@ -135,6 +135,13 @@ def _python_for(user: str) -> list[str]:
     )
 
 
+def _remove(base: Path) -> None:
+    """Delete the machine's folder, read-only closed packages included."""
+    for folder in [base, *(p for p in base.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        folder.chmod(0o700)
+    shutil.rmtree(base)
+
+
 @contextlib.contextmanager
 def _shared_machine() -> Iterator[Machine]:
     """As root: a team group with two members and an outsider, a setgid data folder the team
@@ -150,7 +157,7 @@ def _shared_machine() -> Iterator[Machine]:
             here = f"import sys; sys.path[:0] = {sys.path!r}; {RUN_CLI}"
             yield Machine(data, me, me, me, [sys.executable, "-c", here], as_root=False)
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            _remove(base)
         return
     tag = f"{os.getpid() % 100000}"
     team, ana, ben, eve = (f"fp41{role}{tag}" for role in ("team", "ana", "ben", "eve"))
@@ -170,7 +177,7 @@ def _shared_machine() -> Iterator[Machine]:
         data.chmod(0o2775)  # the team writes it; what is made in it is the team's
         yield Machine(data, *people, _python_for(ana), as_root=True)
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        _remove(base)
         for user in made:
             subprocess.run(["userdel", user], capture_output=True, timeout=60, check=False)
         subprocess.run(["groupdel", team], capture_output=True, timeout=60, check=False)
