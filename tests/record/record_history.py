@@ -143,7 +143,7 @@ def sorted_views(result: ReconcileResult) -> dict[str, pd.DataFrame]:
 
 def decisions_seen(settings: Settings) -> dict[str, Any]:
     """Every exception's state, owner and acknowledgement, its person events (without their
-    sequence numbers), and the close of December, as `exceptions list/show` and `close --list`
+    sequence numbers), and the close of December, as `exceptions list/show` and `close list`
     show them."""
     wh = Warehouse(settings.local.warehouse_file)
     states = sorted(

@@ -20,7 +20,7 @@ import typer
 
 from fundpipe.app.cli.alerts import alerts_app
 from fundpipe.app.cli.audit import audit_app
-from fundpipe.app.cli.close import close_command
+from fundpipe.app.cli.close import close_app
 from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
@@ -55,7 +55,7 @@ app = Typer(
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
 app.add_typer(audit_app, name="audit")
-app.command("close")(close_command)
+app.add_typer(close_app, name="close")
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
 app.command("sandbox")(sandbox_command)
