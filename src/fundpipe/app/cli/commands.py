@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date, datetime
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 from zoneinfo import ZoneInfo
@@ -35,6 +34,7 @@ from fundpipe.app.cli.common import (
 )
 from fundpipe.app.cli.exceptions import exceptions_app
 from fundpipe.app.cli.help_text import Typer
+from fundpipe.app.cli.orchestrate import serve_command, watch_command
 from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
 from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
@@ -59,6 +59,8 @@ app.add_typer(close_app, name="close")
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
 app.command("sandbox")(sandbox_command)
+app.command("serve")(serve_command)
+app.command("watch")(watch_command)
 
 
 @app.command("config")
@@ -336,44 +338,6 @@ def run_command(
             render_run_summary(summary, console)
             console.print(where_the_record_is(settings_for(data_dir)), markup=False)
         raise typer.Exit(summary.exit_code)
-
-
-@app.command("serve")
-def serve_command() -> None:
-    """Serve the four deployments from this process and watch every organization's inbox:
-    `nightly` (cron), `inbox` (on file arrival, and every few minutes), `org-night` (one
-    organization's night, started by the nightly run) and `night-check` (at the
-    FUNDPIPE_COMPLETE_BY deadline).
-
-    Uses the Prefect server named by PREFECT_API_URL; without one, starts `prefect server
-    start` on 127.0.0.1:FUNDPIPE_PREFECT_PORT (4200) and stops it on exit. Stop with Ctrl-C.
-
-    Example: fundpipe serve   (for a trial, FUNDPIPE_NIGHTLY_CRON="* * * * *" runs it every
-    minute)
-    """
-    prefect_defaults()
-    with user_errors():
-        from fundpipe.app.prefect.server import serve
-
-        # each line whole (a deployment's page, a log's path): never wrapped, never markup
-        serve(settings_for(), say=partial(err_console.print, soft_wrap=True, markup=False))
-
-
-@app.command("watch")
-def watch_command(data_dir: DataDirOption = None) -> None:
-    """Watch the inbox and start an `inbox` run as soon as a dropped file settles.
-
-    Emits the Prefect event `fundpipe.inbox.file.settled` to the server named by
-    PREFECT_API_URL; the `inbox` deployment (flows/prefect.yaml) is triggered by it. Run it on
-    the machine whose data directory holds the inbox, beside `prefect worker start`.
-
-    Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
-    """
-    prefect_defaults()
-    with user_errors(data_dir):
-        from fundpipe.app.prefect.watch import watch_and_announce
-
-        watch_and_announce(settings_for(data_dir), say=err_console.print)
 
 
 def _parse_date(text: str | None) -> date | None:
