@@ -27,7 +27,7 @@ from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, 
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode, learned_client
-from fundpipe.submit.execute import SubmitResult, execute, settle
+from fundpipe.submit.execute import SubmitResult, execute
 from fundpipe.submit.inbox import (
     Candidate,
     InboxDirs,
@@ -38,6 +38,7 @@ from fundpipe.submit.inbox import (
 )
 from fundpipe.submit.instructions import with_known_instructions
 from fundpipe.submit.ledger import Ledger, open_ledger, read_ledger
+from fundpipe.submit.settle import settle
 from fundpipe.submit.snapshot import (
     load_snapshot,
     only_organization,
