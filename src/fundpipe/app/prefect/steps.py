@@ -36,7 +36,6 @@ _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fal
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
 _STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
     ExitCode.OK: Completed,
-    ExitCode.NEEDS_PERSON: Completed,
     ExitCode.USAGE: Failed,
     ExitCode.SERVICE: Failed,
     ExitCode.LOCKED: Cancelled,
@@ -48,6 +47,10 @@ _STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
 def state_for(code: ExitCode) -> Callable[..., State[Any]]:
     """The state (constructor) a run ends in for exit code ``code``; a code without its own
     (one added later) fails the run."""
+    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
+        from fundpipe.app.prefect.verdict_state import needing_a_person
+
+        return needing_a_person
     return _STATE_FOR_EXIT.get(code, Failed)
 
 
@@ -124,12 +127,8 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
 
 def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line
-    (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
-    Needs review. ``data`` is the flow's result."""
-    from fundpipe.app.prefect.verdict_state import needs_review_state
-
-    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
-        return needs_review_state(message, data)
+    (`_sentence`); exit code 1 (a file rejected, something needs a person) is the one "Needs a
+    person" (FAILED type, `verdict_state.needing_a_person`). ``data`` is the flow's result."""
     return state_for(code)(message=message, data=data)
 
 
