@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import (
     CloseError,
     close_period,
@@ -24,7 +25,6 @@ from fundpipe.reconcile.close import (
     verify_period,
 )
 from fundpipe.reconcile.periods import PeriodState, period_state
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse

@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 
 from fundpipe.config import Organization, Settings
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import close_period, review_period
 from fundpipe.reconcile.lifecycle import acknowledge, assign, history, list_exceptions
 from fundpipe.reconcile.periods import period_state
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.record import decision_sink, take_snapshot
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reconcile import ReconcileResult
 from fundpipe.reports.layout import MIN_PRINT_SCALE, PRINTABLE_WIDTH_PT, column_points, fit_scale
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
 
@@ -249,7 +249,7 @@ def test_summary_shows_the_dollar_tie_out_and_the_tie_out_sheet_foots_and_cross_
 def test_the_sign_off_names_reach_the_summary_sheet(
     known_result: ReconcileResult, tmp_path: Path
 ) -> None:
-    from fundpipe.reconcile.views import workbook_summary
+    from fundpipe.reconcile.summary import workbook_summary
 
     summary = workbook_summary(
         known_result.summary, known_result.out_dir, prepared_by="Ana", reviewed_by=None
@@ -265,7 +265,7 @@ def test_the_sign_off_names_reach_the_summary_sheet(
 def test_the_shortfall_line_is_red_only_when_a_vehicle_is_short(
     known_result: ReconcileResult, tmp_path: Path
 ) -> None:
-    from fundpipe.reconcile.views import workbook_summary
+    from fundpipe.reconcile.summary import workbook_summary
 
     short = openpyxl.load_workbook(known_result.workbook)["Summary"]["E2"]
     assert short.value == "1 vehicle(s) short of funds"

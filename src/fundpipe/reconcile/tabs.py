@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fundpipe.reports.headers import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS
-from fundpipe.reports.workbook import TieOutLine
+from fundpipe.reports import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS, TieOutLine
 
 __all__ = ["SHEETS", "SHEET_LAYOUT", "tie_out_lines"]
 

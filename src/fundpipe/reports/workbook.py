@@ -54,7 +54,7 @@ from fundpipe.reports.layout import (
 from fundpipe.reports.sheetrows import TOTAL_FLAG, SheetRows, totals_batch
 from fundpipe.reports.sheetxml import RowSource, XmlColumn, splice_rows
 from fundpipe.reports.summarysheet import TieOutLine, WorkbookSummary
-from fundpipe.warehouse.integrity import writing
+from fundpipe.warehouse import writing
 
 __all__ = [
     "EXCEL_MAX_ROWS",

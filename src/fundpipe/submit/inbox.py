@@ -45,8 +45,8 @@ from fundpipe.submit.entries import (
     stable_files,
     survey,
 )
-from fundpipe.validate.issues import FileReport
-from fundpipe.warehouse.integrity import writing
+from fundpipe.validate import FileReport
+from fundpipe.warehouse import writing
 
 __all__ = [
     "SHEET_SUFFIXES",

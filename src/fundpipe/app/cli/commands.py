@@ -75,7 +75,7 @@ def config_command(json_out: JsonOption = False) -> None:
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.service.embedded else "configured service"
         from fundpipe.orgs import configured_orgs
-        from fundpipe.submit.binding import describe_orgs
+        from fundpipe.submit import describe_orgs
 
         values.update(describe_orgs(settings, **configured_orgs(settings)))
         if json_out:
@@ -112,10 +112,7 @@ def validate_command(
             raise InputError("--format must be table or json")
         from fundpipe.app.cli.render import RichProgress, render_validation
         from fundpipe.app.outcomes import validation_dict
-        from fundpipe.validate.files import (
-            validate_exit_code,
-            validate_files,
-        )
+        from fundpipe.validate import validate_exit_code, validate_files
 
         settings = settings_for(data_dir)
         if not files:
@@ -171,10 +168,10 @@ def ingest_command(
             render_plan,
             render_preflight,
         )
-        from fundpipe.submit.ingest import ingest
+        from fundpipe.submit import ingest
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
-            result = ingest(
+            result = ingest.ingest(
                 live,
                 files or None,
                 dry_run=dry_run,
@@ -218,7 +215,7 @@ def sync_command(
     """
     with user_errors(data_dir):
         from fundpipe.app.cli.render import RichProgress, render_counts
-        from fundpipe.sync.pull import sync
+        from fundpipe.sync import sync
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress, full=full)
@@ -264,7 +261,7 @@ def reconcile_command(
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
         from fundpipe.app.cli.render import render_summary
-        from fundpipe.reconcile.views import reconcile
+        from fundpipe.reconcile import reconcile
 
         settings = local_org_settings(data_dir, org)
         known_at = _parse_instant(

@@ -21,8 +21,8 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 | fundpipe exit code | flow run state |
 |---|---|
-| 0 success, 1 a file rejected or a distribution needs a person | Completed (named Needs review for 1) |
-| `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state`) |
+| 0 success | Completed |
+| 1 a file rejected or a distribution needs a person; `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state.needing_a_person`, one form for every flow) |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
 | 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
@@ -56,11 +56,7 @@ from fundpipe.app.prefect.steps import (
     sync_step,
 )
 from fundpipe.app.prefect.tell import TELLING_OF
-from fundpipe.app.prefect.uiview import (
-    NEEDS_REVIEW,
-    called,
-    org_tags,
-)
+from fundpipe.app.prefect.uiview import called, org_tags
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
 
@@ -233,13 +229,15 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
                 TELLING_OF.reset(told)
     if len(states) == 1:
         return states[0]
-    worst = next((st for st in states if not st.is_completed()), None)
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state
+
+    worst = next((st for st in states if not (st.is_completed() or needs_a_person_state(st))), None)
     message = "; ".join(
         f"{called(o.folder, o.name)}: {st.message}" for o, st in zip(chosen, states, strict=True)
     )
     if worst is None:
-        # a completed step is clean (0) or needs review (1): so is the run over every inbox
-        code = ExitCode.NEEDS_PERSON if any(st.name == NEEDS_REVIEW for st in states) else 0
+        # every inbox was clean (0) or left a file for a person (1): so is the run over them all
+        code = ExitCode.NEEDS_PERSON if any(needs_a_person_state(st) for st in states) else 0
         return _finished(ExitCode(code), message, {"exit_code": int(code)})
     final = Cancelled if worst.is_cancelled() else Failed
     return final(message=message, data=worst.data)

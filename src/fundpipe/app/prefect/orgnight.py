@@ -40,7 +40,7 @@ from fundpipe.nights import OrgNight
 
 if TYPE_CHECKING:
     from fundpipe.app.prefect.verdict_state import VerdictLine
-    from fundpipe.submit.verdicts import FileOutcome
+    from fundpipe.submit import FileOutcome
 
 __all__ = [
     "ORG_DEPLOYMENT",
