@@ -207,8 +207,10 @@ def restore(
         with Warehouse(settings.local.warehouse_file).write() as con:
             replayed = replay(con, decisions)
         put_back = restore_files(record, decisions, settings.local.reports_folder)
-    if only is None:  # the whole local state is this snapshot now
-        mark_seen(settings, record, snapshot)
+    if only is None:
+        # the whole local state is the record's now: a later night counts only the snapshots
+        # taken after this restore as newer (one restored `--at` an earlier time stays so)
+        mark_seen(settings, record, list_snapshots(record)[-1])
     return RestoreResult(
         location=record.location,
         snapshot=snapshot.url,
@@ -287,21 +289,17 @@ def _behind(settings: Settings, newest: Snapshot, location: str) -> tuple[list[s
             f"the local state was the snapshot of {seen.taken_at.astimezone(UTC):%Y-%m-%d %H:%M}"
             " UTC, older than the record's: another machine ran this organization since"
         )
-    wanted: list[str] = []
-    why: list[str] = []
+    wanted: dict[str, str] = {}  # the record's name → why
     if not warehouse.exists():
-        wanted.append("warehouse.duckdb")
-        why.append("the warehouse was missing")
+        wanted["warehouse.duckdb"] = "the warehouse was missing"
     elif _holds_nothing(settings):
-        wanted.append("warehouse.duckdb")
-        why.append("the warehouse was empty")
+        wanted["warehouse.duckdb"] = "the warehouse was empty"
     if not ledger.exists():
-        wanted.append("ledger.duckdb")
+        wanted["ledger.duckdb"] = "the ledger was missing"
         if not binding_file(settings).exists():
-            wanted.append("ledger.binding.json")
-        why.append("the ledger was missing")
-    wanted = [f for f in wanted if f in newest.files]
-    return wanted, "; ".join(why) if wanted else ""
+            wanted["ledger.binding.json"] = ""
+    kept = [name for name in wanted if name in newest.files]
+    return kept, "; ".join(wanted[name] for name in kept if wanted[name])
 
 
 def catch_up(
