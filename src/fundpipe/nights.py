@@ -320,7 +320,6 @@ class OrgNight:
             "exception_counts": dict(self.exception_counts),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
-            "restored": self.restored or None,
             "exit_code": self.exit_code,
             "organization": self.organization,
             "open_exceptions": len(self.open_exceptions),
@@ -331,6 +330,8 @@ class OrgNight:
                 if self.published is not None
                 else None
             ),
+            # what the night's start restored from the record (issue 40), else None
+            "restored": self.restored or None,
         }
 
 

@@ -149,8 +149,8 @@ def test_a_machine_behind_another_one_catches_up_and_a_damaged_file_is_not_resto
     world: World, tmp_path: Path
 ) -> None:
     """Two machines share the record: A runs a night, B the next (restored: it held nothing)
-    and a person acknowledges on B; A's next night starts from B's snapshot and that
-    acknowledgement, its own older files set aside. A damaged warehouse is still the one-line
+    and a person acknowledges on B; A's next night starts from B's snapshot with that
+    acknowledgement replayed, its own older files set aside. A damaged warehouse is still the one-line
     error naming `fundpipe restore --org`, and nothing is restored over it."""
     shared = str(tmp_path / "shared")
     machine_a = org_settings(world, shared)
@@ -163,11 +163,11 @@ def test_a_machine_behind_another_one_catches_up_and_a_damaged_file_is_not_resto
     assert on_b.restored is not None
     assert on_b.restored.why == "this machine held no local state of the organization"
     acknowledged = _acknowledge_open(world, machine_b, "shortfall", WEEK[1] + dt.timedelta(hours=9))
-    _night(world, machine_b, WEEK[2])
 
-    on_a = _night(world, machine_a, WEEK[3])
+    on_a = _night(world, machine_a, WEEK[2])
     assert on_a.restored is not None
     assert on_a.restored.files == ["ledger.binding.json", "ledger.duckdb", "warehouse.duckdb"]
+    assert on_a.restored.decisions_replayed == 1  # the acknowledgement made on B after its night
     assert "older than the record's: another machine ran this organization since" in (
         on_a.restored.sentence
     )
@@ -178,14 +178,13 @@ def test_a_machine_behind_another_one_catches_up_and_a_damaged_file_is_not_resto
     on_a_now = {e.id: e for e in list_exceptions(Warehouse(machine_a.local.warehouse_file))}
     shortfall = on_a_now[acknowledged]
     assert (shortfall.state, shortfall.acknowledged_by) == ("acknowledged", "ana")
-    assert _night(world, machine_a, WEEK[4]).restored is None  # caught up: nothing more
 
     # a damaged warehouse: the machine's fault, said in one line; the record is not used on it
     damage(machine_a.local.warehouse_file)
     kept = machine_a.local.warehouse_file.read_bytes()
     aside = sorted(machine_a.local.data_dir.glob("*.before-restore-*"))
     with pytest.raises(DamagedFileError) as damaged:
-        _night(world, machine_a, WEEK[5])
+        _night(world, machine_a, WEEK[3])
     assert "fundpipe restore --org org_demo" in str(damaged.value)
     assert "\n" not in str(damaged.value)
     assert machine_a.local.warehouse_file.read_bytes() == kept
