@@ -251,10 +251,8 @@ def _holds_nothing(settings: Settings) -> bool:
                 ).fetchall()
             ]
             held = 0
-            for table in tables:
-                found = con.execute(
-                    f"SELECT count(*) FROM {table}"
-                ).fetchone()  # a name from the list above
+            for table in tables:  # each a name from the fixed list above
+                found = con.execute(f"SELECT count(*) FROM {table}").fetchone()
                 held += int(found[0]) if found else 0
     finally:
         con.close()
