@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fundpipe.config import Settings
     from fundpipe.progress import ProgressSink
     from fundpipe.reconcile import ReconcileResult
+    from fundpipe.record import RestoreResult
     from fundpipe.submit import FileOutcome, IngestResult
     from fundpipe.sync import SyncResult
 
@@ -130,6 +131,12 @@ class NightResult:
     reconcile: ReconcileResult
     #: tonight's exceptions (see `exceptions_of`): opened, still open, resolved
     exceptions: tuple[ExceptionRecord, ...] = ()
+    #: what the night's start restored from the record before anything ran (None: nothing)
+    restored: RestoreResult | None = None
+
+    def with_restored(self, restored: RestoreResult) -> NightResult:
+        """This night, saying what its start restored (`fundpipe.record.restore.catch_up`)."""
+        return replace(self, restored=restored)
 
     def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
         """The files that ended in one of ``states``."""
@@ -181,7 +188,7 @@ class NightResult:
         return len(self.in_state("rejected"))
 
 
-@in_durable_record  # one machine at a time; restored first when this one has no state; snapshot
+@in_durable_record  # one machine at a time; restored first when the record has more; snapshot
 def night(
     settings: Settings,
     *,

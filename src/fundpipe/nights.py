@@ -170,6 +170,8 @@ class OrgNight:
     exceptions_found: int = 0
     #: "live", "test" or "not seen"
     service_objects: str = "not seen"
+    #: what the night's start restored from the record, in one line ("" when nothing)
+    restored: str = ""
 
     @classmethod
     def of(cls, organization: str, night: NightResult) -> OrgNight:
@@ -197,6 +199,7 @@ class OrgNight:
             shortfall_cents=summary.shortfall_cents,
             exceptions_found=summary.exceptions,
             service_objects=_mode(night.ingest.livemode, synced.livemode),
+            restored=night.restored.sentence if night.restored is not None else "",
         )
 
     def in_state(self, *states: str) -> tuple[FileOutcome, ...]:
@@ -327,6 +330,8 @@ class OrgNight:
                 if self.published is not None
                 else None
             ),
+            # what the night's start restored from the record (issue 40), else None
+            "restored": self.restored or None,
         }
 
 

@@ -157,7 +157,7 @@ def test_the_summary_keeps_its_json_shape_and_pickles() -> None:
         "as_of", "facts", "files", "rejected_files", "redropped_files", "reports", "exceptions",
         "exception_counts",
         "warnings", "notes", "exit_code", "organization", "open_exceptions", "opened_ids",
-        "exception_list", "published",
+        "exception_list", "published", "restored",
     ]  # fmt: skip
     assert list(org["summary"]["facts"])[:3] == [
         "files seen", "files processed (new)", "files rejected"

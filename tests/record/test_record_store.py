@@ -18,6 +18,7 @@ from fundpipe.record import (
     Record,
     RecordError,
     RecordLockedError,
+    catch_up,
     list_snapshots,
     read_decisions,
     record_decision,
@@ -221,3 +222,44 @@ def test_an_acknowledgement_at_the_command_line_is_in_the_record_when_made(
     assert decision.decision == "acknowledged"
     (row,) = decision.rows["exception_events"]
     assert (row["exception_id"], row["by_name"], row["note"]) == ("EX-1", "bo", "paid by wire")
+
+
+def test_a_night_s_start_restores_only_what_the_record_has_more_of(
+    org: Settings, tmp_path: Path
+) -> None:
+    """`catch_up` (each night's start): nothing while the local state is the record's newest
+    snapshot (nor for a ledger the record never had); everything once another machine took a
+    newer one; the warehouse when it is empty; and a person's `restore --at` an earlier time
+    stays as the person left it."""
+    take_snapshot(org, clock=lambda: _at(1))
+    assert catch_up(org) is None  # no ledger here, and none in the record: nothing to restore
+
+    top = Settings(
+        _env_file=None,
+        local={"data_dir": tmp_path / "other", "record_url": str(tmp_path / "nas")},
+    )  # type: ignore[call-arg]
+    other = top.for_org(Organization(id="org_a"), several=False)
+    first = catch_up(other, clock=lambda: _at(2))
+    assert first is not None
+    assert first.why == "this machine held no local state of the organization"
+    _event(other, "EX-2", "opened", _at(2))
+    take_snapshot(other, clock=lambda: _at(3))
+    assert catch_up(other) is None
+
+    behind = catch_up(org, clock=lambda: _at(4))
+    assert behind is not None
+    assert behind.files == ["warehouse.duckdb"]
+    assert "older than the record's: another machine ran this organization since" in behind.why
+    assert _notes(org) == ["opened at 06:00", "opened at 08:00"]  # the other machine's too
+    assert catch_up(org) is None
+
+    org.local.warehouse_file.unlink()
+    Warehouse(org.local.warehouse_file).migrate()  # an empty warehouse, as a lost one rebuilt
+    empty = catch_up(org, clock=lambda: _at(5))
+    assert empty is not None
+    assert empty.why == "the warehouse was empty"
+    assert _notes(org) == ["opened at 06:00", "opened at 08:00"]
+
+    restore(org, at=_at(1.5), clock=lambda: _at(6))  # a person goes back to the first snapshot
+    assert _notes(org) == ["opened at 06:00"]
+    assert catch_up(org) is None  # the next night keeps what the person chose

@@ -10,7 +10,8 @@ keeps, per organization:
     lock.json                           while a machine runs its night (`lock`)
 
 `restore` rebuilds the local state from the newest snapshot and the decisions after it;
-`durable_night` is a night's part (lock, restore when there is no local state, snapshot).
+`durable_night` is a night's part (lock; `catch_up`: restore first what the record has more of —
+a missing or empty warehouse, a missing ledger, a local state older than the record's; snapshot).
 Nothing here imports Prefect or `fundpipe.app`.
 """
 
@@ -22,7 +23,13 @@ from fundpipe.record.decisions import (
     record_decision,
 )
 from fundpipe.record.lock import OrgLock, RecordLockedError
-from fundpipe.record.restore import RestoreResult, durable_night, has_local_state, restore
+from fundpipe.record.restore import (
+    RestoreResult,
+    catch_up,
+    durable_night,
+    has_local_state,
+    restore,
+)
 from fundpipe.record.snapshots import (
     RecordCheck,
     Snapshot,
@@ -42,6 +49,7 @@ __all__ = [
     "RecordLockedError",
     "RestoreResult",
     "Snapshot",
+    "catch_up",
     "decision_sink",
     "durable_night",
     "has_local_state",

@@ -12,6 +12,10 @@ consistent. ``manifest.json`` — each file's SHA-256 and size, the fundpipe ver
 versions (the last migration applied to each file), the as-of date and the months closed by
 then — is written last: a snapshot without one is unfinished and never restored.
 
+The machine remembers the newest snapshot its local state is (``<data_dir>/record-seen.json``:
+written by :func:`take_snapshot` and by a restore; :func:`last_seen` reads it), so that a night
+can tell when the record holds a newer one: another machine ran the organization since.
+
 :func:`prune` keeps the newest ``Settings.record_keep_nights`` snapshots and, forever, the first
 snapshot that holds each close. :func:`verify_record` re-hashes everything in the record.
 """
@@ -36,10 +40,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MANIFEST",
+    "SEEN",
     "SNAPSHOTS",
     "RecordCheck",
+    "Seen",
     "Snapshot",
+    "last_seen",
     "list_snapshots",
+    "mark_seen",
     "prune",
     "state_files",
     "take_snapshot",
@@ -50,6 +58,8 @@ __all__ = [
 SNAPSHOTS = "snapshots"
 #: A snapshot's manifest, written last.
 MANIFEST = "manifest.json"
+#: Beside the local state: the newest snapshot it is (taken here, or restored from).
+SEEN = "record-seen.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +81,45 @@ class Snapshot:
     def closed_periods(self) -> list[str]:
         """The months closed when it was taken."""
         return list(self.manifest.get("closed_periods", []))
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The snapshot this machine's local state last was (`last_seen`)."""
+
+    location: str
+    snapshot: str
+    taken_at: datetime
+
+
+def mark_seen(settings: Settings, record: Record, snapshot: Snapshot) -> None:
+    """Remember that the local state is ``snapshot`` of ``record`` (see the module)."""
+    body = {
+        "location": record.location,
+        "snapshot": snapshot.name,
+        "taken_at": snapshot.taken_at.astimezone(UTC).isoformat(),
+    }
+    path = settings.local.data_dir / SEEN
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{SEEN}.writing")
+    temporary.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
+
+
+def last_seen(settings: Settings) -> Seen | None:
+    """The snapshot this machine's local state last was; None when it never took or restored
+    one, or cannot tell (an unreadable note is as good as none: the night then only restores
+    what is missing or empty)."""
+    path = settings.local.data_dir / SEEN
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        return Seen(
+            location=str(body["location"]),
+            snapshot=str(body["snapshot"]),
+            taken_at=datetime.fromisoformat(body["taken_at"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +216,10 @@ def take_snapshot(
         "files": listed,
     }
     record.create(f"{name}/{MANIFEST}", (json.dumps(manifest, indent=1) + "\n").encode())
+    snapshot = Snapshot(name=name, taken_at=taken, url=record.url(name), manifest=manifest)
+    mark_seen(settings, record, snapshot)
     prune(record, keep=settings.local.record_keep_nights)
-    return Snapshot(name=name, taken_at=taken, url=record.url(name), manifest=manifest)
+    return snapshot
 
 
 def list_snapshots(record: Record) -> list[Snapshot]:

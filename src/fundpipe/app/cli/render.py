@@ -285,6 +285,14 @@ def render_run_summary(summary: Nights, console: Console) -> None:
         style="bold",
     )
     console.print(table)
+    for row in summary.rows:  # what a night restored from the record before it ran
+        if row.night is not None and row.night.restored:
+            console.print(
+                f"[cyan]restored[/] {escape(row.organization)}: "
+                f"{escape(row.night.restored.removeprefix('restored '))}",
+                soft_wrap=True,
+                highlight=False,
+            )
     for row in summary.failed:  # one line each, whatever the terminal's width
         console.print(f"[red]{escape(row.organization)}[/] {escape(row.message)}", soft_wrap=True)
     for row in summary.needing_a_person:  # the verdict's findings: what, how much, by when

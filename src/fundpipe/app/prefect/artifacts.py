@@ -83,6 +83,8 @@ def summary_markdown(night: OrgNight, name: str | None = None) -> str:
         "|---|---|",
     ]
     lines += [f"| {label} | {value} |" for label, value in night.plain_facts()]
+    if night.restored:
+        lines += ["", "## Restored from the record first", "", f"- {night.restored}"]
     if night.rejected:
         lines += ["", "## Rejected files", ""]
         lines += [

@@ -244,6 +244,12 @@ def reports_line(out_dir: Path | str | None, url: str | None, host: str | None =
     return f"{line} (published at {url})" if url else line
 
 
+def restored_lines(night: OrgNight) -> list[str]:
+    """What the night's start restored from the record before anything ran, in one line
+    (none when it restored nothing)."""
+    return [night.restored] if night.restored else []
+
+
 def rejected_event(
     file: FileOutcome, organization: str, report: str | None = None
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
@@ -312,6 +318,7 @@ def night_event(night: OrgNight, organization: str) -> tuple[str, dict[str, str]
             },
             "rejected_files": [Path(f.source_file).name for f in night.rejected],
             "exception_ids": [e.id for e in still_open],
+            "restored": night.restored or None,
         },
     )
 

@@ -182,8 +182,9 @@ def tell_needs_a_person(lines: Sequence[VerdictLine], settings: Settings) -> Non
 
 
 def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:
-    """Where the reports are, the night in one sentence, and `fundpipe.night.completed` (its
-    counts read from the typed `night`)."""
+    """What the night's start restored from the record (when it did), where the reports are,
+    the night in one sentence, and `fundpipe.night.completed` (its counts read from the typed
+    `night`)."""
     import socket
 
     from fundpipe.app.prefect.links import openable
@@ -197,5 +198,5 @@ def tell_night(night: OrgNight, settings: Settings, sentence: str) -> None:
     )
     reports_dir = night.workbook.parent if night.workbook else settings.local.reports_folder
     line = oncall.reports_line(reports_dir, url, socket.gethostname())
-    _say(settings, [line, sentence])
+    _say(settings, [*oncall.restored_lines(night), line, sentence])
     _emit(settings, oncall.night_event(night, organization(settings)))
