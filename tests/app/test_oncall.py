@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fundpipe.app.prefect import oncall
-from fundpipe.app.prefect.artifacts import rejected_key
+from fundpipe.app.prefect.artifacts import plain_error_rows, rejected_key
 from fundpipe.night import exceptions_of, night
 from fundpipe.nights import OrgNight
 from fundpipe.reconcile import ReconcileResult, ReconcileSummary
@@ -492,7 +492,7 @@ def test_a_rejected_file_s_table_reads_in_words() -> None:
         "check": "amount_negative",
         "reason": "the amount is negative; payments must be positive amounts",
     }
-    assert oncall.plain_error_rows([report]) == [
+    assert plain_error_rows([report]) == [
         {
             "Row(s)": "3",
             "Column": "Amount ($) (column G)",
@@ -501,7 +501,7 @@ def test_a_rejected_file_s_table_reads_in_words() -> None:
         }
     ]
     warned = {**report, "severity": "warning", "sheet": "Q4"}
-    (row,) = oncall.plain_error_rows([warned])
+    (row,) = plain_error_rows([warned])
     assert list(row)[:2] == ["Severity", "Sheet"]
 
 

@@ -275,7 +275,7 @@ def _refuse_damaged(settings: Settings) -> None:
 def _behind(settings: Settings, newest: Snapshot, location: str) -> tuple[list[str] | None, str]:
     """What the local state lacks that ``newest`` holds: the record's names of the files to
     restore (None: all of them) and why; ``([], "")`` when it lacks nothing."""
-    from fundpipe.submit.binding import binding_file
+    from fundpipe.submit import binding_file
 
     warehouse, ledger = settings.local.warehouse_file, settings.local.ledger_file
     if not warehouse.exists() and not ledger.exists():

@@ -387,38 +387,3 @@ def safe_event(
     name, resource, payload = event
     labels = {k: plain(v, known, words=False) for k, v in resource.items()}
     return name, labels, scrub(payload)
-
-
-def error_rows(file: FileOutcome, limit: int = 200) -> list[dict[str, str]]:
-    """A rejected file's error report as table rows (its values are already masked)."""
-    import csv
-
-    report = error_report_of(file)
-    if report is None or not Path(report).exists():
-        return []
-    with open(report, newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.DictReader(fh))
-    return plain_error_rows(rows[:limit])
-
-
-def plain_error_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """An error report's rows (``severity, sheet, row, rows, count, column, letter, value,
-    check, reason``) in the columns a person reads, the reason whole: Row(s), Column (with its
-    spreadsheet letter), Value, Why; Sheet when a workbook names one, Severity when one is not
-    an error. The check's code (``amount_negative``) is for scripts: the CSV keeps it."""
-    sheets = any((r.get("sheet") or "").strip() for r in rows)
-    severities = any((r.get("severity") or "error") != "error" for r in rows)
-    plain = []
-    for r in rows:
-        column, letter = r.get("column") or "", r.get("letter") or ""
-        row: dict[str, str] = {}
-        if severities:
-            row["Severity"] = r.get("severity") or ""
-        if sheets:
-            row["Sheet"] = r.get("sheet") or ""
-        row["Row(s)"] = r.get("rows") or r.get("row") or ""
-        row["Column"] = f"{column} (column {letter})" if column and letter else column or letter
-        row["Value"] = r.get("value") or ""
-        row["Why"] = r.get("reason") or ""
-        plain.append(row)
-    return plain
