@@ -502,24 +502,6 @@ def test_no_test_patches_a_private_name() -> None:
 #: as a whole.
 FACED = ("client", "submit", "reconcile", "sync", "reports", "validate", "warehouse")
 
-#: Imports of another package's module that is not in its face, pinned while the files holding
-#: them are edited elsewhere (the period close's rework, the durable record): this set may only
-#: shrink — a new entry fails the test, and so does one that is gone.
-BEHIND_THE_FACE: set[tuple[str, str]] = {
-    ("fundpipe.app.cli.close", "fundpipe.reconcile.close"),
-    ("fundpipe.reconcile.close", "fundpipe.warehouse.connection"),
-    ("fundpipe.reconcile.close", "fundpipe.warehouse.file"),
-    ("fundpipe.record.restore", "fundpipe.submit.ledger"),
-    ("fundpipe.record.restore", "fundpipe.warehouse.file"),
-    ("fundpipe.record.restore", "fundpipe.warehouse.integrity"),
-    ("fundpipe.record.restore", "fundpipe.warehouse.migrations"),
-    ("fundpipe.record.snapshots", "fundpipe.submit.binding"),
-    ("fundpipe.record.snapshots", "fundpipe.submit.ledger"),
-    ("fundpipe.record.snapshots", "fundpipe.warehouse.file"),
-    ("fundpipe.record.snapshots", "fundpipe.warehouse.migrations"),
-}
-
-
 def _face(package: str) -> set[str]:
     """The names in `fundpipe.<package>.__all__`, read from its source (nothing imported)."""
     tree = ast.parse((SRC / package / "__init__.py").read_text(encoding="utf-8"))
@@ -551,11 +533,10 @@ def _behind_faces(imports: dict[str, set[str]]) -> set[tuple[str, str]]:
 def test_packages_are_used_through_their_faces() -> None:
     """Another package's code imports `from fundpipe.warehouse import Warehouse`, never
     `from fundpipe.warehouse.file import Warehouse`: a package's modules may then be split,
-    merged or renamed without touching its callers (BEHIND_THE_FACE pins the few left)."""
+    merged or renamed without touching its callers."""
     imports = {name: set(_imports(path, eager_only=False)) for name, path in MODULES.items()}
     found = _behind_faces(imports)
-    assert found - BEHIND_THE_FACE == set(), "import these from the package instead"
-    assert BEHIND_THE_FACE - found == set(), "gone: take these off BEHIND_THE_FACE"
+    assert found == set(), "import these from the package instead"
     # the check itself sees a way around a face, and lets a public module and a package's own
     # modules through
     assert _behind_faces(

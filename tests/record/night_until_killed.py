@@ -56,9 +56,9 @@ def pause_at(step: str) -> None:
 
         pull._Puller.distributions = pulled_then_hold  # type: ignore[method-assign]
     elif step == "reports":
-        from fundpipe.reconcile import views
+        from fundpipe.reconcile import run
 
-        views.write_workbook = lambda *a, **k: hold()  # type: ignore[assignment]
+        run.write_workbook = lambda *a, **k: hold()  # type: ignore[assignment]
     elif step == "snapshot":
         from fundpipe.record.store import Record
 

@@ -22,6 +22,14 @@ Other packages import from here, never from a module of this package:
 - `record_decision` — record a period decision as an event
 - `export_audit` — an auditor's export of a span's exception and period events and syncs
 - `span` — `[start of first, end of last)` of days in a timezone
+- `close_period` — close a month: build its package, file it, record the decision
+- `review_period` — the second person signs a closed month
+- `reject_period` — the second person sends a closed month back, with a reason
+- `reopen_period` — reopen a closed month for a new version
+- `list_periods` — every period and where it stands
+- `verify_period` — check a closed package and its review against their hashes
+- `CloseResult` — what a close or a review wrote
+- `CloseError` — a close or review refused, and why
 """
 
 from __future__ import annotations
@@ -32,6 +40,16 @@ from fundpipe.faces import lazy_face
 
 if TYPE_CHECKING:
     from fundpipe.reconcile.audit import export_audit, span
+    from fundpipe.reconcile.close import (
+        CloseError,
+        CloseResult,
+        close_period,
+        list_periods,
+        reject_period,
+        reopen_period,
+        review_period,
+        verify_period,
+    )
     from fundpipe.reconcile.export import export_views
     from fundpipe.reconcile.lifecycle import (
         STATES,
@@ -48,6 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATES",
+    "CloseError",
+    "CloseResult",
     "ExceptionEvent",
     "ExceptionNotFoundError",
     "PeriodDecision",
@@ -55,13 +75,19 @@ __all__ = [
     "ReconcileSummary",
     "acknowledge",
     "assign",
+    "close_period",
     "export_audit",
     "export_views",
     "history",
     "list_exceptions",
+    "list_periods",
     "reconcile",
     "record_decision",
+    "reject_period",
+    "reopen_period",
+    "review_period",
     "span",
+    "verify_period",
 ]
 
 #: Where each public name lives: its module is imported when the name is first used.
@@ -81,6 +107,14 @@ _HOMES = {
     "record_decision": "periods",
     "export_audit": "audit",
     "span": "audit",
+    "CloseError": "close",
+    "CloseResult": "close",
+    "close_period": "close",
+    "list_periods": "close",
+    "reject_period": "close",
+    "reopen_period": "close",
+    "review_period": "close",
+    "verify_period": "close",
 }
 
 __getattr__ = lazy_face(__name__, _HOMES)

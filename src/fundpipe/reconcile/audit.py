@@ -84,7 +84,7 @@ def span(
     first: date | None, last: date | None, timezone: str, *, now: datetime
 ) -> tuple[datetime, datetime]:
     """`[start of first, end of last)` in `timezone` (no first: the beginning; no last: now)."""
-    from fundpipe.reconcile.views import end_of_day
+    from fundpipe.reconcile.export import end_of_day
 
     start = (
         end_of_day(date.fromordinal(first.toordinal() - 1), timezone)

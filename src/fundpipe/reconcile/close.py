@@ -51,6 +51,7 @@ import duckdb
 from fundpipe.config import Settings
 from fundpipe.keys import file_hash
 from fundpipe.reconcile.audit import write_events
+from fundpipe.reconcile.export import end_of_day, set_point_in_time
 from fundpipe.reconcile.lifecycle import os_user
 from fundpipe.reconcile.periods import (
     PeriodDecision,
@@ -61,10 +62,9 @@ from fundpipe.reconcile.periods import (
     period_states,
     record_decision,
 )
-from fundpipe.reconcile.views import end_of_day, reconcile, set_point_in_time
+from fundpipe.reconcile.run import reconcile
 from fundpipe.record import record_decision as keep_in_record
-from fundpipe.warehouse.connection import scratch, transaction
-from fundpipe.warehouse.file import Warehouse, records
+from fundpipe.warehouse import Warehouse, records, scratch, transaction
 
 __all__ = [
     "MANIFEST",

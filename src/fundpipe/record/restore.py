@@ -129,7 +129,7 @@ def _pick(record: Record, at: datetime | None) -> Snapshot:
 
 def _check_schema(snapshot: Snapshot) -> None:
     from fundpipe.resources import SCHEMAS_DIR
-    from fundpipe.warehouse.migrations import load_migrations
+    from fundpipe.warehouse import load_migrations
 
     for name, version in snapshot.manifest.get("schema_version", {}).items():
         text = (SCHEMAS_DIR / f"{name}.sql").read_text(encoding="utf-8")
@@ -158,7 +158,7 @@ def restore(
     the restore was for. Raises RecordError (naming the object) when the record has no
     snapshot, or a file does not match its manifest — before anything local is touched.
     """
-    from fundpipe.warehouse.file import Warehouse
+    from fundpipe.warehouse import Warehouse
 
     record = Record(settings.local.record_location)
     snapshot = _pick(record, at)
@@ -231,8 +231,7 @@ def _holds_nothing(settings: Settings) -> bool:
     `DamagedFileError` — the night would meet it anyway, and never restores over it."""
     import duckdb
 
-    from fundpipe.warehouse.file import Warehouse
-    from fundpipe.warehouse.integrity import faults_named
+    from fundpipe.warehouse import Warehouse, faults_named
 
     path = settings.local.warehouse_file
     try:
@@ -262,8 +261,8 @@ def _holds_nothing(settings: Settings) -> bool:
 def _refuse_damaged(settings: Settings) -> None:
     """Open each local DuckDB file as a night does (every block read): a damaged one raises
     `DamagedFileError` naming it and ``fundpipe restore --org ORG``."""
-    from fundpipe.submit.ledger import read_ledger
-    from fundpipe.warehouse.file import Warehouse
+    from fundpipe.submit import read_ledger
+    from fundpipe.warehouse import Warehouse
 
     with read_ledger(settings.local.ledger_file, org=settings.service.org_id):
         pass

@@ -140,9 +140,9 @@ class RecordCheck:
 
 def state_files(settings: Settings) -> dict[str, tuple[Path, Path | None]]:
     """Record name → (local file, its schema file: a DuckDB file; None: copied as it is)."""
-    from fundpipe.submit.binding import binding_file
-    from fundpipe.submit.ledger import SCHEMA_FILE as LEDGER_SCHEMA
-    from fundpipe.warehouse.file import SCHEMA_FILE as WAREHOUSE_SCHEMA
+    from fundpipe.submit import SCHEMA_FILE as LEDGER_SCHEMA
+    from fundpipe.submit import binding_file
+    from fundpipe.warehouse import SCHEMA_FILE as WAREHOUSE_SCHEMA
 
     return {
         "warehouse.duckdb": (settings.local.warehouse_file, WAREHOUSE_SCHEMA),
@@ -154,8 +154,7 @@ def state_files(settings: Settings) -> dict[str, tuple[Path, Path | None]]:
 def _copy_duckdb(path: Path, schema: Path, dest: Path) -> tuple[int, list[str]]:
     """Copy a DuckDB file consistently; return its last migration and (for the warehouse) the
     months closed in it."""
-    from fundpipe.warehouse.file import Warehouse
-    from fundpipe.warehouse.migrations import applied_numbers
+    from fundpipe.warehouse import Warehouse, applied_numbers
 
     with Warehouse(path, schema_file=schema).write() as con:
         con.execute("CHECKPOINT")

@@ -15,6 +15,8 @@ Other packages import from here, never from a module of this package:
 - `check_binding` — refuse a data folder bound to another service or organization
 - `check_livemode` — refuse live data in a test folder and the reverse
 - `describe_orgs` — what `fundpipe config` shows of the organizations (local files only)
+- `read_ledger` — the ledger opened read-only (a restore checks it)
+- `SCHEMA_FILE` — the ledger's schema (`ledger.sql`)
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ if TYPE_CHECKING:
     from fundpipe.submit import ingest
     from fundpipe.submit.binding import binding_file, check_binding, check_livemode, describe_orgs
     from fundpipe.submit.inbox import SHEET_SUFFIXES, InboxDirs, is_transient_name, stable_files
+    from fundpipe.submit.ledger import SCHEMA_FILE, read_ledger
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
 
 __all__ = [
+    "SCHEMA_FILE",
     "SHEET_SUFFIXES",
     "FileOutcome",
     "InboxDirs",
@@ -40,6 +44,7 @@ __all__ = [
     "describe_orgs",
     "ingest",
     "is_transient_name",
+    "read_ledger",
     "stable_files",
 ]
 
@@ -56,6 +61,8 @@ _HOMES = {
     "check_binding": "binding",
     "check_livemode": "binding",
     "describe_orgs": "binding",
+    "read_ledger": "ledger",
+    "SCHEMA_FILE": "ledger",
 }
 
 __getattr__ = lazy_face(__name__, _HOMES)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from fundpipe.config import Settings
-    from fundpipe.reconcile.close import CloseResult
+    from fundpipe.reconcile import CloseResult
 
 __all__ = ["close_app"]
 
@@ -72,7 +72,7 @@ ReasonOption = Annotated[str, typer.Option("--reason", help="Why, in a few words
 @contextmanager
 def _closing() -> Iterator[None]:
     """The close's own refusals (`CloseError`) as usage errors (exit 2), inside `user_errors`."""
-    from fundpipe.reconcile.close import CloseError
+    from fundpipe.reconcile import CloseError
 
     try:
         yield
@@ -138,7 +138,7 @@ def month_command(
 
     Example: fundpipe close month 2026-11 --prepared-by ana
     """
-    from fundpipe.reconcile.close import close_period
+    from fundpipe.reconcile import close_period
 
     _act(
         data_dir,
@@ -165,7 +165,7 @@ def review_command(
 
     Example: fundpipe close review 2026-11 --by ben
     """
-    from fundpipe.reconcile.close import review_period
+    from fundpipe.reconcile import review_period
 
     _act(
         data_dir,
@@ -189,7 +189,7 @@ def reject_command(
 
     Example: fundpipe close reject 2026-11 --by ben --reason "D1 missing"
     """
-    from fundpipe.reconcile.close import reject_period
+    from fundpipe.reconcile import reject_period
 
     _act(
         data_dir,
@@ -213,7 +213,7 @@ def reopen_command(
 
     Example: fundpipe close reopen 2026-11 --by ana --reason "redo after D1"
     """
-    from fundpipe.reconcile.close import reopen_period
+    from fundpipe.reconcile import reopen_period
 
     _act(
         data_dir,
@@ -237,7 +237,7 @@ def list_command(
 
 def _list(data_dir: Path | None, org: str | None, json_out: bool) -> None:
     with user_errors():
-        from fundpipe.reconcile.close import list_periods
+        from fundpipe.reconcile import list_periods
 
         def show(settings: Settings) -> tuple[Any, int]:
             with _closing():
@@ -268,7 +268,7 @@ def verify_command(
 
 def _verify(period: str, data_dir: Path | None, org: str | None, json_out: bool) -> None:
     with user_errors(), _closing():
-        from fundpipe.reconcile.close import verify_period
+        from fundpipe.reconcile import verify_period
 
         checked = verify_period(local_org_settings(data_dir, org), period)
         if json_out:
