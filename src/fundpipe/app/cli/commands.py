@@ -32,6 +32,7 @@ from fundpipe.app.cli.common import (
     settings_for,
     user_errors,
 )
+from fundpipe.app.cli.desk import desk_app
 from fundpipe.app.cli.exceptions import exceptions_app
 from fundpipe.app.cli.help_text import Typer
 from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
@@ -54,6 +55,7 @@ app = Typer(
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
 app.add_typer(audit_app, name="audit")
+app.add_typer(desk_app, name="desk")
 app.command("close")(close_command)
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
