@@ -20,18 +20,14 @@ from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from argon2.profiles import RFC_9106_LOW_MEMORY
 
-from fundpipe.desk._config import Clock
+from fundpipe.desk._config import HASHER, Clock
 from fundpipe.errors import InputError
 
 __all__ = ["Account", "Accounts", "Throttle", "check_email"]
 
 #: A password shorter than this is refused.
 MIN_PASSWORD = 12
-
-#: argon2id with RFC 9106's low-memory parameters (64 MiB, 3 passes).
-_HASHER = PasswordHasher.from_parameters(RFC_9106_LOW_MEMORY)
 
 
 def check_email(email: str) -> str:
@@ -53,8 +49,10 @@ class Account:
 class Accounts:
     """The accounts file: add, check a password, and the first-admin link."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, hasher: PasswordHasher = HASHER) -> None:
         self.path = path
+        self._hasher = hasher
+        self._dummy = hasher.hash(secrets.token_urlsafe(16))
         self._lock = threading.Lock()
 
     def _read(self) -> dict[str, dict[str, str]]:
@@ -87,7 +85,7 @@ class Accounts:
             raise InputError(f"a password needs at least {MIN_PASSWORD} characters")
         with self._lock:
             accounts = self._read()
-            accounts[email] = {"name": name.strip(), "hash": _HASHER.hash(password)}
+            accounts[email] = {"name": name.strip(), "hash": self._hasher.hash(password)}
             self._write(accounts)
         return Account(email, name.strip())
 
@@ -99,9 +97,9 @@ class Accounts:
         except InputError:
             return None
         found = self._read().get(email)
-        stored = found["hash"] if found else _DUMMY_HASH
+        stored = found["hash"] if found else self._dummy
         try:
-            _HASHER.verify(stored, password)
+            self._hasher.verify(stored, password)
         except (VerificationError, InvalidHashError):
             return None
         return Account(email, found["name"]) if found else None
@@ -142,9 +140,6 @@ class Accounts:
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
-
-
-_DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(16))
 
 
 class Throttle:

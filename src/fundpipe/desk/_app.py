@@ -65,7 +65,7 @@ class DeskState:
     def __init__(self, desk: Desk) -> None:
         self.desk = desk
         self.log = DeskLog(desk.folder / "desk.log", desk.clock)
-        self.accounts = Accounts(desk.folder / "accounts.json")
+        self.accounts = Accounts(desk.folder / "accounts.json", desk.hasher)
         self.throttle = Throttle(desk.clock)
         self.members = Members(desk.members_file, self.log)
         self.codec = SessionCodec(desk.signing_key())

@@ -7,19 +7,25 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from argon2 import PasswordHasher
+from argon2.profiles import RFC_9106_LOW_MEMORY
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fundpipe.config import Settings
 
-__all__ = ["Clock", "Desk", "DeskSettings", "is_loopback", "system_clock"]
+__all__ = ["HASHER", "Clock", "Desk", "DeskSettings", "is_loopback", "system_clock"]
 
 #: Where anything that depends on time asks for it (tests pass their own).
 Clock = Callable[[], datetime]
+
+
+#: argon2id with RFC 9106's low-memory parameters (64 MiB, 3 passes): the desk's hasher.
+HASHER = PasswordHasher.from_parameters(RFC_9106_LOW_MEMORY)
 
 
 def system_clock() -> datetime:
@@ -68,6 +74,8 @@ class Desk:
     desk: DeskSettings
     host: str = "127.0.0.1"
     clock: Clock = system_clock
+    #: how passwords are hashed (argon2id; tests pass cheaper parameters of it)
+    hasher: PasswordHasher = field(default_factory=lambda: HASHER, repr=False)
 
     @property
     def folder(self) -> Path:
