@@ -166,3 +166,14 @@ def test_the_readme_table_of_rights_is_the_code_s() -> None:
 def _log(world: DeskWorld) -> list[dict[str, str]]:
     path = world.data / "desk" / "desk.log"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_missing_members_file_is_logged_once_and_gives_no_rights(tmp_path: Path) -> None:
+    from fundpipe.desk._log import DeskLog
+    from fundpipe.desk._members import Members, Right
+
+    log = DeskLog(tmp_path / "desk.log", lambda: dt.datetime(2026, 11, 28, tzinfo=dt.UTC))
+    members = Members(tmp_path / "members.toml", log)
+    for _ in range(3):
+        assert not members.may("maria@example.com", "org_demo", Right.SEE)
+    assert [line["event"] for line in log.lines()] == ["members_missing"]

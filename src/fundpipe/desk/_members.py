@@ -111,6 +111,7 @@ class Members:
         self._log = log
         self._lock = threading.Lock()
         self._seen: tuple[int, int] | None = None
+        self._read_once = False
         self._members: list[Member] = []
 
     def _stamp(self) -> tuple[int, int] | None:
@@ -124,9 +125,10 @@ class Members:
         """Every entry, as the file says now (read again if it changed since last asked)."""
         with self._lock:
             stamp = self._stamp()
-            if stamp == self._seen and self._seen is not None:
+            if self._read_once and stamp == self._seen:
                 return self._members
-            first = self._seen is None
+            first = not self._read_once
+            self._read_once = True
             self._seen = stamp
             if stamp is None:
                 self._members = []
