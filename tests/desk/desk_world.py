@@ -13,7 +13,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
-from fundpipe.config import Organization, Settings
+from fundpipe.config import Organization, Settings, grouped
 from fundpipe.desk import Accounts, Desk, DeskSettings
 from fundpipe.orgs import org_settings
 from fundpipe.reconcile.lifecycle import list_exceptions
@@ -122,9 +122,12 @@ def sign_in(client: TestClient, email: str, password: str = PASSWORD) -> str:
 
 
 def desk_over(world: DeskWorld, **desk: object) -> Desk:
-    """The desk's configuration over ``world``'s data folder (`desk`: DeskSettings fields, or
-    `host`/`clock`)."""
+    """The desk's configuration over ``world``'s data folder (`desk`: DeskSettings fields,
+    `host`/`clock`, or `orgs`: FUNDPIPE_ORGS, the configured organizations and their names)."""
     extra: dict[str, object] = {"hasher": QUICK_HASHER}
     extra |= {k: desk.pop(k) for k in ("host", "clock") if k in desk}
-    settings = Settings(_env_file=None, local={"data_dir": world.data})  # type: ignore[call-arg]
+    fields: dict[str, object] = {"data_dir": world.data}
+    if "orgs" in desk:
+        fields["orgs"] = desk.pop("orgs")
+    settings = Settings(**grouped(_env_file=None, **fields))
     return Desk(settings, DeskSettings(_env_file=None, **desk), **extra)  # type: ignore[arg-type, call-arg]

@@ -32,6 +32,19 @@ def test_the_morning_names_each_organization_with_a_line_per_thing_to_do(
     assert "org_demob" not in page.text  # maria is not its member
 
 
+def test_the_morning_calls_each_organization_by_its_configured_name(
+    client_of: Callable[..., TestClient], desk_world: DeskWorld
+) -> None:
+    names = '[{"id": "org_demo", "name": "Alder Capital"}, {"id": "org_demob", "name": "Birch"}]'
+    client = client_of(desk_world, orgs=names)
+    sign_in(client, "maria@example.com")
+    morning = client.get("/morning", headers=HTML)
+    assert "<h2>Alder Capital" in morning.text
+    assert "Birch" not in morning.text
+    queue = client.get("/orgs/org_demo/exceptions", headers=HTML)
+    assert "Alder Capital: open exceptions" in queue.text
+
+
 def test_signed_in_but_in_no_organization_sees_nothing(
     client_of: Callable[..., TestClient], desk_world: DeskWorld
 ) -> None:

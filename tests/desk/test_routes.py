@@ -15,12 +15,20 @@ from fastapi.testclient import TestClient
 from fundpipe.desk import create_app
 
 UNSAFE = {"post", "put", "patch", "delete"}
+#: sign-in through a provider configured, so its routes are served and covered too (no test
+#: here reaches the provider: its discovery is read only when a sign-in starts)
+OIDC = {
+    "oidc_issuer": "http://127.0.0.1:9",
+    "oidc_client_id": "desk",
+    "oidc_client_secret": "not-a-real-secret",
+    "url": "http://127.0.0.1",
+}
 HTML = {"accept": "text/html"}
 
 
 def _routes(world: DeskWorld) -> list[tuple[str, str, str]]:
     """(method, path, access) of every operation in the signed-in description."""
-    with TestClient(create_app(desk_over(world)), base_url="http://127.0.0.1") as client:
+    with TestClient(create_app(desk_over(world, **OIDC)), base_url="http://127.0.0.1") as client:
         sign_in(client, "maria@example.com")
         described = client.get("/openapi.json").json()
     return [
@@ -43,7 +51,7 @@ def routes(desk_world: DeskWorld) -> list[tuple[str, str, str]]:
 def test_the_description_lists_every_route_of_the_app(
     routes: list[tuple[str, str, str]], desk_world: DeskWorld
 ) -> None:
-    app = create_app(desk_over(desk_world))
+    app = create_app(desk_over(desk_world, **OIDC))
     served = {
         (method.lower(), route.path)  # type: ignore[attr-defined]
         for route in app.routes
@@ -53,18 +61,19 @@ def test_the_description_lists_every_route_of_the_app(
     assert served == {(m, p) for m, p, _ in routes}
     assert {a for *_, a in routes} == {"public", "signed-in", "member"}
     assert ("get", "/orgs/{org_id}/exceptions", "member") in routes
+    assert ("get", "/oidc/callback", "public") in routes
 
 
 def test_the_description_is_for_the_signed_in_only(
     client_of: Callable[..., TestClient], desk_world: DeskWorld
 ) -> None:
-    assert client_of(desk_world).get("/openapi.json").status_code == 401
+    assert client_of(desk_world, **OIDC).get("/openapi.json").status_code == 401
 
 
 def test_signed_out_every_page_gives_no_data(
     routes: list[tuple[str, str, str]], client_of: Callable[..., TestClient], desk_world: DeskWorld
 ) -> None:
-    client = client_of(desk_world)
+    client = client_of(desk_world, **OIDC)
     checked = 0
     for method, path, access in routes:
         if access == "public":
@@ -90,7 +99,7 @@ def test_another_organizations_member_gets_404_everywhere(
     client_of: Callable[..., TestClient],
     own_world: DeskWorld,
 ) -> None:
-    client = client_of(own_world)
+    client = client_of(own_world, **OIDC)
     token = sign_in(client, "bea@example.com")  # admin of org_demob only
     own_world.open_ids.setdefault("org_guessed", own_world.open_ids["org_demo"])
     member_routes = [(m, p) for m, p, a in routes if a == "member"]
@@ -109,7 +118,7 @@ def test_another_organizations_member_gets_404_everywhere(
 def test_a_state_change_without_the_csrf_token_is_403(
     routes: list[tuple[str, str, str]], client_of: Callable[..., TestClient], own_world: DeskWorld
 ) -> None:
-    client = client_of(own_world)
+    client = client_of(own_world, **OIDC)
     token = sign_in(client, "maria@example.com")
     unsafe = [(m, p) for m, p, _ in routes if m in UNSAFE]
     assert {p for _, p in unsafe} >= {"/sign-in", "/sign-out"}
@@ -141,7 +150,7 @@ def _assert_headers(answer: Any, path: str) -> None:
 def test_every_answer_has_the_headers(
     routes: list[tuple[str, str, str]], client_of: Callable[..., TestClient], desk_world: DeskWorld
 ) -> None:
-    client = client_of(desk_world)
+    client = client_of(desk_world, **OIDC)
     sign_in(client, "maria@example.com")
     for method, path, _ in routes:
         if method in UNSAFE:
