@@ -120,3 +120,18 @@ def test_a_viewer_sees_the_queue_and_cannot_act(
 def _log(world: DeskWorld) -> list[dict[str, str]]:
     path = world.data / "desk" / "desk.log"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_damaged_warehouse_is_one_line_naming_it(
+    client_of: Callable[..., TestClient], own_world: DeskWorld
+) -> None:
+    client = client_of(own_world)
+    sign_in(client, "maria@example.com")
+    warehouse = own_world.org_settings("org_demo").local.warehouse_file
+    warehouse.write_bytes(b"this is not a DuckDB file" * 100)
+    page = client.get("/orgs/org_demo/exceptions", headers=HTML)
+    assert page.status_code == 500
+    assert str(warehouse) in page.text
+    assert "Traceback" not in page.text
+    assert page.headers["cache-control"] == "no-store"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

@@ -13,6 +13,8 @@ Each route says who may open it in its OpenAPI description (``x-desk-access``: `
 
 from __future__ import annotations
 
+import html
+import logging
 import secrets
 from datetime import timedelta
 from importlib.resources import files
@@ -49,6 +51,8 @@ from fundpipe.desk._session import (
 )
 
 __all__ = ["DeskState", "create_app"]
+
+log = logging.getLogger("fundpipe.desk")
 
 PUBLIC = {"x-desk-access": "public"}
 SIGNED_IN = {"x-desk-access": "signed-in"}
@@ -158,6 +162,24 @@ def _page(request: Request, name: str, status: int = 200, **context: Any) -> HTM
     return _state(request).templates.TemplateResponse(request, name, context, status_code=status)
 
 
+def _fault_page(request: Request, exc: Exception, state: DeskState) -> StarletteResponse:
+    """The page for a failure below the desk (a damaged or locked warehouse, a full disk, a
+    bug): one line saying what, as the CLI says it (`fundpipe.errors.as_fundpipe_error`)."""
+    from fundpipe.errors import InternalError, LockHeld, as_fundpipe_error
+
+    error = as_fundpipe_error(exc)
+    if isinstance(error, InternalError):
+        log.exception("the desk failed on %s", request.url.path)
+        text = "The desk failed: an internal error (its traceback is in the desk's server log)."
+    else:
+        text = f"The desk could not answer: {error}"
+    state.log.event("failed", path=request.url.path, detail=text)
+    status = 503 if isinstance(error, LockHeld) else 500
+    return HTMLResponse(
+        f"<!doctype html><title>fundpipe desk</title><p>{html.escape(text)}</p>", status
+    )
+
+
 def create_app(desk: Desk) -> FastAPI:
     """The desk as an ASGI app over ``desk``'s data folder."""
     app = FastAPI(
@@ -186,7 +208,10 @@ def create_app(desk: Desk) -> FastAPI:
             )
             session = Session()
         request.state.session = session.touched(now)
-        response: StarletteResponse = await call_next(request)
+        try:
+            response: StarletteResponse = await call_next(request)
+        except Exception as exc:  # a fault becomes one line on the page, never a traceback
+            response = _fault_page(request, exc, state)
         response.headers.update(security_headers(form_targets=form_targets))
         if request.url.path != "/static/desk.css":
             response.headers["Cache-Control"] = "no-store"
