@@ -2,7 +2,7 @@
 
 Longer than ~400 lines: one script, run as one command, whose stages share the generator.
 
-0. Issue 14, first: `fundpipe.reconcile.views.reconcile()` over a generated warehouse of 300,000
+0. Issue 14, first: `fundpipe.reconcile.reconcile()` over a generated warehouse of 300,000
    payments (same generator, scaled), best of two runs, timed by stage (views → Parquet,
    lifecycle, workbook, the workbook's data rows) with its peak RSS; then the 300,000-row
    Payments sheet written by each writer in its own process, side by side: the per-cell
@@ -17,7 +17,7 @@ Longer than ~400 lines: one script, run as one command, whose stages share the g
 1. Generate, directly in a migrated DuckDB warehouse: 1,000 vehicles, 10,000 financial accounts
    (one balance snapshot each), 100,000 distributions × 100 payments = 10 M payments, and a ledger
    of ~10 M rows (0.1 % amount mismatches, some missing and extra rows).
-2. Run the views (`fundpipe.reconcile.views.export_views`: funding, sheet_vs_service, balance_movement,
+2. Run the views (`fundpipe.reconcile.export_views`: funding, sheet_vs_service, balance_movement,
    exceptions → Parquet) and fold the exceptions into the lifecycle log
    (`fundpipe.reconcile.lifecycle.track`) in a subprocess: time and peak RSS.
 3. Write the Payments workbook for the first 100,000 `sheet_vs_service` rows with
@@ -147,8 +147,8 @@ def generate(root: Path, payments: int = PAYMENTS) -> dict[str, Any]:
 
 def views(root: Path) -> dict[str, Any]:
     """Run every view for AS_OF into Parquet; return time, rows and peak RSS."""
+    from fundpipe.reconcile import export_views
     from fundpipe.reconcile.lifecycle import track
-    from fundpipe.reconcile.views import export_views
     from fundpipe.warehouse.file import Warehouse
 
     started = time.perf_counter()
@@ -291,13 +291,14 @@ def workbook_plain(parquet: Path, out: Path) -> dict[str, Any]:
 
 
 def reconcile_whole(root: Path) -> dict[str, Any]:
-    """`fundpipe.reconcile.views.reconcile()` as the nightly flow runs it, with its stages timed.
+    """`fundpipe.reconcile.reconcile()` as the nightly flow runs it, with its stages timed.
 
     The stages are timed by wrapping the module functions `reconcile()` calls (the views'
     Parquet export, the lifecycle fold, the workbook and each of its sheets), so the total is the
     real function's and the parts add up to it.
     """
-    import fundpipe.reconcile.views as views_mod
+    import fundpipe.reconcile.export as export_mod
+    import fundpipe.reconcile.run as run_mod
     import fundpipe.reports.workbook as workbook_mod
     from fundpipe.config import Settings
     from fundpipe.warehouse.file import Warehouse
@@ -316,32 +317,32 @@ def reconcile_whole(root: Path) -> dict[str, Any]:
 
         return run
 
-    views_mod.export_views = timed("views → Parquet", views_mod.export_views)
-    export_query = views_mod.export_query
+    run_mod.export_views = timed("views → Parquet", run_mod.export_views)
+    export_query = export_mod.export_query
 
     def export_one(con: Any, query: str, path: Path) -> int:
         # each view's export on its own line (issue 22: the roll-forward and tie-out views)
         return int(timed(f"  of which {path.stem}", export_query)(con, query, path))
 
-    views_mod.export_query = export_one
-    materialise = views_mod.materialise
+    export_mod.export_query = export_one
+    materialise = export_mod.materialise
 
     def materialise_one(con: Any, source: str, view: str) -> None:
         # a view computed once for the run (a temporary table the later views read) counts on
         # its own line too: its export then only copies it
         timed(f"  of which {view}", materialise)(con, source, view)
 
-    views_mod.materialise = materialise_one
-    views_mod.track = timed("lifecycle", views_mod.track)
-    views_mod.with_states = timed("lifecycle", views_mod.with_states)
-    views_mod.write_workbook = timed("workbook", views_mod.write_workbook)
+    export_mod.materialise = materialise_one
+    run_mod.track = timed("lifecycle", run_mod.track)
+    run_mod.with_states = timed("lifecycle", run_mod.with_states)
+    run_mod.write_workbook = timed("workbook", run_mod.write_workbook)
     workbook_mod.splice_rows = timed("  of which data rows", workbook_mod.splice_rows)
     settings = Settings(
         _env_file=None,
         local={"data_dir": root / "data", "warehouse_path": root / "warehouse.duckdb"},
     )
     started, cpu = time.perf_counter(), _cpu_s()
-    result = views_mod.reconcile(
+    result = run_mod.reconcile(
         settings,
         as_of=AS_OF,
         out_dir=root / "reconcile",

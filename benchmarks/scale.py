@@ -377,7 +377,7 @@ def measure_baselines(sandbox: Sandbox) -> Baselines:
     sandbox.reset(10_000_000)
     env = cli_env(sandbox.base_url, 1000)
     # byte code for every module a night imports, once, outside the measurements
-    warm = "import fundpipe.app.cli, fundpipe.submit.ingest, fundpipe.sync.pull, fundpipe.reconcile.views"
+    warm = "import fundpipe.app.cli, fundpipe.submit.ingest, fundpipe.sync.pull, fundpipe.reconcile.run"
     subprocess.run([sys.executable, "-c", warm], env=env, check=True)
     startup = run_phase("startup", ["config"], env, sandbox)
     count = 2000

@@ -43,7 +43,7 @@ import time_machine
 import xlsxwriter
 
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.warehouse.file import Warehouse
 from worlds.sheets import HEADER, clean_rows, csv_bytes

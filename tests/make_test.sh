@@ -3,9 +3,10 @@
 # give each part's counts, then the total, and the exit code is non-zero if any part failed.
 #
 # The parts, in the order they run:
-#   - beside everything, in the background: the late-night alert test, which waits minutes for
-#     a deadline on the wall clock, and one Prefect server start whose home the end-to-end tests'
-#     homes start as copies of (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
+#   - beside everything, in the background: the late-night alert test and the stopped-serve
+#     test, side by side (each waits minutes for a deadline on the wall clock), and one Prefect
+#     server start whose home the end-to-end tests' homes start as copies of
+#     (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
 #   - lint (ruff check, ruff format --check) and types (mypy --strict);
 #   - the unit suite;
 #   - the browser tests (marker `browser`: the desk in Debian's chromium, tests/desk), after the
@@ -27,7 +28,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
-WAITS=tests/e2e/test_deadline_alert.py
+WAITS=(tests/e2e/test_deadline_alert.py tests/e2e/test_stopped_serve.py)
 E2E_HOME=.pytest_cache/e2e-prefect-home
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -71,11 +72,12 @@ if [ "${1:-}" = "--any-day" ]; then
   run suite-year-back faketime -f '-365d' "${suite[@]}"
 else
   # the parts that mostly wait start first, in the background
-  "$BIN/pytest" -m e2e "$WAITS" -p no:cacheprovider --durations=1 >"$logs/waits.out" 2>&1 &
+  "$BIN/pytest" -m e2e "${WAITS[@]}" -n 2 --dist loadfile -p no:cacheprovider --durations=2 \
+    >"$logs/waits.out" 2>&1 &
   waits=$!
   "$BIN/python" tests/e2e/prefect_processes.py "$E2E_HOME" >"$logs/home.out" 2>&1 &
   home=$!
-  echo "$BIN/pytest -m e2e $WAITS (in the background, its output below after the suite's)"
+  echo "$BIN/pytest -m e2e ${WAITS[*]} (in the background, its output below after the suite's)"
 
   run lint bash -c "'$BIN/ruff' check src tests flows benchmarks && '$BIN/ruff' format --check src tests flows benchmarks"
   run types "$BIN/mypy"
@@ -99,7 +101,7 @@ else
   status[deadline]=$?
   wait "$home"
   echo
-  echo "=== deadline: $WAITS (ran in the background)"
+  echo "=== deadline: ${WAITS[*]} (ran in the background)"
   cat "$logs/home.out" "$logs/waits.out"
   cp "$logs/waits.out" "$logs/deadline.log"
   parts+=(deadline)
@@ -107,7 +109,7 @@ else
     sed -E 's/^=+ //; s/ =+$//')
 
   run e2e env E2E_PREFECT_HOME_TEMPLATE="$PWD/$E2E_HOME" "$BIN/pytest" -m e2e tests/e2e \
-    --deselect "$WAITS" -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+    "${WAITS[@]/#/--deselect=}" -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 fi
 
 echo

@@ -50,6 +50,41 @@ def test_an_unexpected_exception_is_an_internal_error_not_the_service() -> None:
     assert told.exit_code == 5
 
 
+def test_a_refused_permission_is_the_machine_s_fault_naming_the_path_and_what_was_needed(
+    tmp_path: Path,
+) -> None:
+    """The issue's review that said "a bug in fundpipe": a chmod of a folder another OS user
+    owns (EPERM), a file this user may not open (EACCES, DuckDB's words too): exit 6, one line
+    naming the path, what was needed and who ran, never a bug."""
+    import errno
+
+    import duckdb
+
+    folder = tmp_path / "closed" / "2026-12"
+    folder.mkdir(parents=True)
+    chmod = PermissionError(errno.EPERM, "Operation not permitted", str(folder))
+    warehouse = tmp_path / "warehouse.duckdb"
+    warehouse.write_bytes(b"")
+    opened = duckdb.IOException(f'IO Error: Cannot open file "{warehouse}": Permission denied')
+    for failure, needed in (
+        (chmod, f"needed to own {folder} to change its mode"),
+        (opened, f"{warehouse} ("),
+        (OSError(errno.EACCES, "Permission denied", str(warehouse)), f"{warehouse} ("),
+    ):
+        try:
+            raise RuntimeError("while reviewing") from failure
+        except RuntimeError as exc:
+            error = errors.as_fundpipe_error(exc)
+        assert isinstance(error, errors.PermissionDeniedError)
+        assert error.exit_code == ExitCode.MACHINE == 6
+        message = str(error)
+        assert message.startswith("permission denied: the OS user "), message
+        assert needed in message
+        assert "owned by " in message
+        assert "bug" not in message
+        assert "\n" not in message
+
+
 def test_the_clients_configuration_error_is_a_configuration_error() -> None:
     error = errors.as_fundpipe_error(client_errors.ConfigurationError("no client secret"))
     assert isinstance(error, errors.ConfigurationError)

@@ -78,7 +78,7 @@ def table_commands() -> list[str]:
 
 
 def test_the_table_lists_commands() -> None:
-    assert {"run", "validate", "ingest", "exceptions list", "close", "config"} <= set(
+    assert {"run", "validate", "ingest", "exceptions list", "close month", "config"} <= set(
         table_commands()
     )
 

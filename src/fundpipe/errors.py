@@ -10,7 +10,7 @@ Exit codes (every command, every entry point):
 | 3 | SERVICE | the service failed or refused us (authentication, permission, network, retries exhausted), or outcomes are still unknown |
 | 4 | LOCKED | another fundpipe process holds the inbox lock or the warehouse |
 | 5 | INTERNAL | an internal error: a bug in fundpipe (the traceback is in the run's log file) |
-| 6 | MACHINE | the machine: a damaged local file or a full disk (the message names the path and the next step) |
+| 6 | MACHINE | the machine: a damaged local file, a full disk or a refused permission (the message names the path and the next step) |
 | 130 | INTERRUPTED | interrupted (Ctrl-C): the run stopped where it was |
 
 The error tree (the exit code each maps to in brackets):
@@ -25,26 +25,28 @@ The error tree (the exit code each maps to in brackets):
     ├── InternalError              an unexpected exception: a bug, never "the service failed" [5]
     └── MachineFault               the machine failed under fundpipe (``fundpipe.machine``) [6]
         ├── DamagedFileError       … a ledger or warehouse fails DuckDB's checksums: restore it
-        └── DiskFullError          … no space left on the device a file was being written to
+        ├── DiskFullError          … no space left on the device a file was being written to
+        └── PermissionDeniedError  … the OS user may not read, write or change a file or folder
 
 Sheet problems are not exceptions: they are data (``fundpipe.validate.issues.Issue``), and the
 outcome of a file maps to an exit code through :data:`OUTCOME_EXIT_CODES`. Service errors have
 their own tree in ``fundpipe.client.errors``; :func:`as_fundpipe_error` turns them (and any
 other exception) into this tree, so the CLI decides messages and codes in one place: the
 client's own ``ConfigurationError`` and an invalid setting are configuration errors [2], every
-other client or transport error is the service's [3], a full disk or a damaged DuckDB file is
-the machine's [6], and anything else is a bug [5].
+other client or transport error is the service's [3], a full disk, a damaged DuckDB file or a
+refused permission is the machine's [6], and anything else is a bug [5].
 Messages never carry secrets.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from fundpipe.machine import fault_in, restore_command
+from fundpipe.machine import denied, fault_in, restore_command
 
 
 class ExitCode(IntEnum):
@@ -68,7 +70,8 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.SERVICE: "service error",
     ExitCode.LOCKED: "lock held by another process",
     ExitCode.INTERNAL: "internal error (a bug; the traceback is in the log file named)",
-    ExitCode.MACHINE: "the machine: a damaged local file or a full disk (path and next step named)",
+    ExitCode.MACHINE: "the machine: a damaged local file, a full disk or a refused permission "
+    "(path and next step named)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 
@@ -205,6 +208,73 @@ class DiskFullError(MachineFault):
         )
 
 
+class PermissionDeniedError(MachineFault):
+    """The operating system refused fundpipe's OS user a file or folder: the message names the
+    path, what was needed there (read or write access, or being its owner) and who ran."""
+
+    def __init__(self, path: Path | str, *, owner_only: bool = False) -> None:
+        """Record the refused path; ``owner_only`` when only its owner may do what was tried
+        (change its mode): otherwise the access missing is read from the file system now."""
+        self.path = Path(path)
+        user = _running_user()
+        if owner_only:
+            needed = f"to own {self.path} to change its mode"
+        else:
+            needed = _access_needed(self.path)
+        super().__init__(
+            f"permission denied: the OS user {user} needed {needed} ({_owner_and_mode(self.path)}); "
+            "give that user (or the organization's group) that access, or run as one who has it"
+        )
+
+
+def _running_user() -> str:
+    import pwd
+
+    try:
+        return repr(pwd.getpwuid(os.geteuid()).pw_name)
+    except (KeyError, OSError):
+        return f"uid {os.geteuid()}"
+
+
+def _access_needed(path: Path) -> str:
+    """What the running user lacks at ``path``, in words: write access to it, read access to it,
+    or (when it does not exist) write access to the folder it would be created in."""
+    if not path.exists():
+        folder = path.parent
+        if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+            return f"write access to {folder} to create {path.name} in it"
+        return f"access to {path}"
+    if not os.access(path, os.R_OK):
+        return f"read access to {path}"
+    if not os.access(path, os.W_OK):
+        return f"write access to {path}"
+    return f"access to {path}"
+
+
+def _owner_and_mode(path: Path) -> str:
+    """``owned by ana:team, -rw-r--r--`` for ``path`` (or ``<folder> is owned by …`` for the
+    folder it would be created in)."""
+    import grp
+    import pwd
+    import stat
+
+    target = path if path.exists() else path.parent
+    try:
+        info = target.stat()
+    except OSError:
+        return "its owner could not be read"
+    try:
+        owner = pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        owner = str(info.st_uid)
+    try:
+        group = grp.getgrgid(info.st_gid).gr_name
+    except KeyError:
+        group = str(info.st_gid)
+    where = "" if target == path else f"{target} is "
+    return f"{where}owned by {owner}:{group}, {stat.filemode(info.st_mode)}"
+
+
 def machine_fault(
     exc: BaseException, *, path: Path | None = None, what: str | None = None, org: str | None = None
 ) -> MachineFault | None:
@@ -243,8 +313,8 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
     Errors of this tree pass through; the client's own ``ConfigurationError`` and an invalid
     setting (pydantic's ``ValidationError`` from ``Settings``) become :class:`ConfigurationError`
     [2]; the service client's other errors and transport errors become
-    :class:`ServiceUnavailable` [3] (with a redacted message); a full disk or a damaged DuckDB
-    file anywhere becomes a :class:`MachineFault` [6]; anything else is a bug:
+    :class:`ServiceUnavailable` [3] (with a redacted message); a full disk, a damaged DuckDB
+    file or a refused permission anywhere becomes a :class:`MachineFault` [6]; anything else is a bug:
     :class:`InternalError` [5].
     """
     import httpx
@@ -261,6 +331,10 @@ def as_fundpipe_error(exc: BaseException) -> FundpipeError:
         return exc
     if (fault := machine_fault(exc)) is not None:
         return fault
+    # told here, not by machine_fault: a reader that can do without a file it may not open
+    # (`fundpipe.warehouse.known.read_known`) still gets DuckDB's own error inside its block
+    if (refused := denied(exc)) is not None:
+        return PermissionDeniedError(refused.path, owner_only=refused.owner_only)
     if isinstance(exc, ClientConfigurationError):
         return ConfigurationError(f"configuration: {exc}")
     if isinstance(exc, pydantic.ValidationError) and exc.title == "Settings":

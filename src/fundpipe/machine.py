@@ -8,6 +8,9 @@ fundpipe, so the error tree can use it):
 - **a full disk**: an ``OSError`` with ``ENOSPC`` or ``EDQUOT`` (its ``filename`` is the path),
   or DuckDB's ``Could not write file "<path>": No space left on device`` (also inside the
   "database has been invalidated" error that follows it) → :class:`DiskFullError`;
+- **a refused permission** (:func:`denied`): an ``OSError`` with ``EACCES`` or ``EPERM`` (a
+  file or folder the OS user may not read, write or change the mode of), or DuckDB's ``Cannot
+  open file "<path>": Permission denied`` → ``fundpipe.errors.PermissionDeniedError``;
 - **a damaged DuckDB file**: DuckDB's own words for a block that fails its checksum (``Corrupt
   database file: computed checksum … in block at location N``), a file that is not a database
   (``not a valid DuckDB database file``) or is cut off (``Could not read enough bytes``,
@@ -27,7 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Fault", "damage_of", "disk_full", "fault_in", "restore_command", "written_path"]
+__all__ = [
+    "Denied",
+    "Fault",
+    "damage_of",
+    "denied",
+    "disk_full",
+    "fault_in",
+    "restore_command",
+    "written_path",
+]
 
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _FULL_WORDS = ("No space left on device", "Disk quota exceeded")
@@ -68,6 +80,26 @@ def _full_disk(exc: BaseException) -> BaseException | None:
         # DuckDB's and Arrow's errors say it in words (Arrow's OSError carries no errno)
         if (_is_duckdb(e) or isinstance(e, OSError)) and any(w in str(e) for w in _FULL_WORDS):
             return e
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    """A permission the operating system refused: the path it names and whether the refusal was
+    of an owner's act (``EPERM``: changing a file's mode, owner or times) or of access."""
+
+    path: str
+    owner_only: bool
+
+
+def denied(exc: BaseException) -> Denied | None:
+    """The permission ``exc`` (or what it was raised from) says was refused, or None."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM) and e.filename:
+            return Denied(str(e.filename), owner_only=e.errno == errno.EPERM)
+        found = _FILE_NAMED.search(str(e)) if _is_duckdb(e) else None
+        if found and "Permission denied" in str(e):
+            return Denied(found["path"], owner_only=False)
     return None
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
-from fundpipe.reports.publish import NIGHT, join, read_json
+from fundpipe.reports import NIGHT, join, read_json
 from fundpipe.vocabulary import ExceptionRecord, ExceptionState
 from fundpipe.words import counted
 

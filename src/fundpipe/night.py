@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
     from fundpipe.config import Settings
     from fundpipe.progress import ProgressSink
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import FileOutcome, IngestResult
-    from fundpipe.sync.pull import SyncResult
+    from fundpipe.reconcile import ReconcileResult
+    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.sync import SyncResult
 
 __all__ = [
     "STEPS",
@@ -206,9 +206,11 @@ def night(
     ``step`` runs each of :data:`STEPS` (the flow's makes each a Prefect task).
     Failures raise the error trees' exceptions (a locked inbox, the service down).
     """
-    from fundpipe.reconcile import views
+    # imported at each night, through the faces: a test replacing `fundpipe.sync.pull.sync`
+    # (or the others at home) is the one the night runs
+    from fundpipe.reconcile import reconcile
     from fundpipe.submit import ingest
-    from fundpipe.sync import pull
+    from fundpipe.sync import sync
 
     with around_service():
         ingested = step(
@@ -223,6 +225,6 @@ def night(
                 around_planning=around_planning,
             ),
         )
-        synced = step("sync", lambda: pull.sync(settings, transport=transport, progress=progress))
-    reconciled = step("reconcile", lambda: views.reconcile(settings, as_of=as_of))
+        synced = step("sync", lambda: sync(settings, transport=transport, progress=progress))
+    reconciled = step("reconcile", lambda: reconcile(settings, as_of=as_of))
     return NightResult.of(settings.service.org_id, ingested, synced, reconciled)

@@ -66,8 +66,8 @@ from fundpipe.words import counted
 if TYPE_CHECKING:
     from fundpipe.config import Organization
     from fundpipe.night import NightResult
-    from fundpipe.reports.publish import Published
-    from fundpipe.submit.verdicts import FileOutcome
+    from fundpipe.reports import Published
+    from fundpipe.submit import FileOutcome
 
 __all__ = [
     "Finding",

@@ -382,7 +382,7 @@ def waiting_sheets(settings: Settings, wanted: str | None) -> list[Path]:
     """The sheets waiting in one organization's inbox, for an offline check (`fundpipe validate`
     without files): the organization is `wanted`, else the only configured one, else
     `FUNDPIPE_ORG_ID`; the service is not asked."""
-    from fundpipe.submit.inbox import stable_files
+    from fundpipe.submit import stable_files
 
     # only its inbox is read: explicit ledger paths do not matter here (several=False)
     one = org_settings(

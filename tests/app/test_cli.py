@@ -15,10 +15,12 @@ from fundpipe.warehouse.file import Warehouse
 ROOT = Path(__file__).resolve().parents[2]
 #: The CLI's registered commands, and each group's as "group command" (a new command is
 #: checked without editing this file).
-COMMANDS = [command.name or "" for command in app.registered_commands] + [
+#: Every command a person is shown (not the hidden ones, such as `close`'s old spellings).
+COMMANDS = [command.name or "" for command in app.registered_commands if not command.hidden] + [
     f"{group.name} {command.name}"
     for group in app.registered_groups
     for command in group.typer_instance.registered_commands
+    if not command.hidden
 ]
 
 runner = CliRunner()

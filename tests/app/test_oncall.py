@@ -12,7 +12,7 @@ from fundpipe.app.prefect import oncall
 from fundpipe.app.prefect.artifacts import rejected_key
 from fundpipe.night import exceptions_of, night
 from fundpipe.nights import OrgNight
-from fundpipe.reconcile.views import ReconcileResult, ReconcileSummary
+from fundpipe.reconcile import ReconcileResult, ReconcileSummary
 from fundpipe.submit.verdicts import FileOutcome
 from fundpipe.sync.pull import SyncResult
 from fundpipe.vocabulary import ExceptionRecord

@@ -427,7 +427,9 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
         # a reading command finds every organization, then takes each from the list found
         (["exceptions", "list"], "a list", None),
         (["exceptions", "show", "EX-1"], "local", None),
-        (["close", "--list"], "a list", None),
+        (["close", "list"], "a list", None),
+        (["close", "verify", "2026-11"], "local", None),
+        (["close", "--list"], "a list", None),  # the spellings before `close list`, `verify`
         (["close", "2026-11", "--verify"], "local", None),
         (["backup"], "a list", None),
         (["config"], "a list", None),

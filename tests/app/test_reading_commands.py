@@ -78,10 +78,10 @@ def test_exceptions_list_covers_every_organization_without_org(
 
 
 def test_close_list_covers_every_organization_without_org(two_orgs: dict[str, Settings]) -> None:
-    listed = runner.invoke(app, ["close", "--list"])
+    listed = runner.invoke(app, ["close", "list"])
     assert listed.exit_code == 0, listed.output
     assert _sections(listed.output) == ["org_demo", "org_demob"]
-    as_json = json.loads(runner.invoke(app, ["close", "--list", "--json"]).output)
+    as_json = json.loads(runner.invoke(app, ["close", "list", "--json"]).output)
     assert set(as_json) == {"org_demo", "org_demob"}
     assert all(p["state"] for periods in as_json.values() for p in periods)
 
@@ -89,7 +89,7 @@ def test_close_list_covers_every_organization_without_org(two_orgs: dict[str, Se
 def test_commands_that_change_something_still_ask_for_org(two_orgs: dict[str, Settings]) -> None:
     for args in (
         ["exceptions", "ack", "EX-1", "--note", "paid"],
-        ["close", "2026-11", "--prepared-by", "ana"],
+        ["close", "month", "2026-11", "--prepared-by", "ana"],
         ["backup", "--now"],
     ):
         asked = runner.invoke(app, args)

@@ -8,7 +8,6 @@ from datetime import UTC, date, datetime
 
 from fundpipe.app.prefect.steps import _finished, _sentence
 from fundpipe.app.prefect.uiview import (
-    NEEDS_REVIEW,
     called,
     needs_a_person,
     night_date,
@@ -20,15 +19,21 @@ from fundpipe.app.prefect.uiview import (
     run_name,
     step_run_name,
 )
+from fundpipe.app.prefect.verdict_state import NeedsAPerson, needs_a_person_state
 from fundpipe.nights import Finding, OrgNight, OrgRow
 from fundpipe.submit.verdicts import FileOutcome
 from fundpipe.vocabulary import ExceptionRecord
 
 
-def test_a_night_that_needs_a_person_is_completed_but_named_needs_review() -> None:
+def test_a_step_that_needs_a_person_ends_in_the_nights_own_red_needs_a_person() -> None:
+    """An `inbox` run with a rejected file ends as a night that needs a person does: FAILED
+    named "Needs a person" (red, never a green "Needs review"), its result carried inside."""
     rejected = FileOutcome("/in/q4.csv", "h", "rejected", message="1 validation error(s)")
-    needs = _finished(1, _sentence("nightly", [rejected]))
-    assert (needs.type.value, needs.name) == ("COMPLETED", NEEDS_REVIEW)
+    needs = _finished(1, _sentence("nightly", [rejected]), {"exit_code": 1})
+    assert (needs.type.value, needs.name) == ("FAILED", "Needs a person")
+    assert needs_a_person_state(needs)
+    assert isinstance(needs.data, NeedsAPerson)
+    assert (needs.data.exit_code, needs.data.value) == (1, {"exit_code": 1})
     assert "q4.csv rejected" in (needs.message or "")
     clean = _finished(0, _sentence("nightly", []))
     assert (clean.type.value, clean.name) == ("COMPLETED", "Completed")

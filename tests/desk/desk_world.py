@@ -16,9 +16,8 @@ from fastapi.testclient import TestClient
 from fundpipe.config import Organization, Settings, grouped
 from fundpipe.desk import Accounts, Desk, DeskSettings
 from fundpipe.orgs import org_settings
-from fundpipe.reconcile.lifecycle import list_exceptions
-from fundpipe.reconcile.views import reconcile
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.reconcile import list_exceptions, reconcile
+from fundpipe.warehouse import Warehouse
 from worlds.warehouse import seed_known_world
 
 KNOWN_AS_OF = dt.date(2026, 11, 30)

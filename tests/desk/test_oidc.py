@@ -72,8 +72,8 @@ def test_a_person_signs_in_through_the_provider(
         f"/orgs/org_demo/exceptions/{exception_id}/acknowledge",
         data={"csrf_token": token, "note": "checked with the bank"},
     )
-    from fundpipe.reconcile.lifecycle import history
-    from fundpipe.warehouse.file import Warehouse
+    from fundpipe.reconcile import history
+    from fundpipe.warehouse import Warehouse
 
     _, events = history(
         Warehouse(own_world.org_settings("org_demo").local.warehouse_file), exception_id

@@ -6,10 +6,11 @@ stays on one worker (its module fixtures — a built wheel, a night, a Prefect t
 made once), and the files are handed out in the order below, longest first, so neither worker
 is left with a long file while the other has nothing to do.
 
-`test_deadline_alert.py` spends most of its three minutes waiting for a wall-clock deadline: the
-Makefile starts it alone, in the background, before lint, mypy and the unit suite (its server
-needs little CPU while it waits, and the alert's 2-minute window is generous; it passed on this
-machine at a load average of 8), and leaves it out of this directory's run.
+`test_deadline_alert.py` and `test_stopped_serve.py` spend most of their three and five minutes
+waiting for a wall-clock deadline: `tests/make_test.sh` starts them side by side, in the
+background, before lint, mypy and the unit suite (their servers need little CPU while they wait,
+and the alert's 2-minute window is generous; the first passed on this machine at a load average
+of 8), and leaves them out of this directory's run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ SECONDS = {
     "test_serve_sigterm.py": 45,
     "test_secret_block.py": 10,
     "test_deadline_alert.py": 180,
+    "test_stopped_serve.py": 300,
 }
 
 

@@ -27,7 +27,7 @@ from prefect_processes import tonight
 
 from fundpipe.app.embedded import service
 from fundpipe.app.prefect import flows as night_flows
-from fundpipe.app.prefect.nightsummary import summary_of_run
+from fundpipe.app.prefect.nightsummary import carried, summary_of_run
 from fundpipe.config import Settings
 from fundpipe.validate.files import validate_files
 
@@ -322,7 +322,7 @@ def test_an_unreachable_service_fails_the_run_with_a_plain_sentence(
     assert not any("canary-secret-never-logged" in line for line in logs)
 
 
-def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
+def test_a_rejected_file_ends_the_run_needs_a_person_saying_what(
     prefect_harness: None, tmp_path: Path
 ) -> None:
     org_dir = tmp_path / "orgs" / "org_demo"
@@ -330,10 +330,11 @@ def test_a_rejected_file_completes_the_run_saying_what_needs_a_person(
     shutil.copy2(BROKEN, org_dir / "inbox" / "q4_typo.csv")
     # no --org: every organization's inbox in turn (org_demob's is empty)
     state = night_flows.inbox(data_dir=str(tmp_path), return_state=True)
-    assert state.is_completed(), state
-    assert state.name == "Needs review"  # the run over every inbox, not only org_demo's step
+    # red, as a night that needs a person is: FAILED named "Needs a person" — the run over
+    # every inbox, not only org_demo's step; its result is carried inside
+    assert (state.type.value, state.name) == ("FAILED", "Needs a person"), state
     assert "q4_typo.csv rejected" in (state.message or "")
-    assert state.result()["exit_code"] == 1
+    assert carried(state.result(raise_on_failure=False)) == {"exit_code": 1}
     assert (org_dir / "rejected" / "q4_typo.csv").exists()
 
 

@@ -3,7 +3,7 @@
 A newcomer runs `make run` (`fundpipe run --samples`: both demo organizations, their sample
 sheets, the embedded sandbox), then tries what the README shows. This test does the same from a
 temporary directory, with the real command in its own process: every example in the README's
-inline code or code blocks that only reads (`config`, `exceptions list`, `close --list`,
+inline code or code blocks that only reads (`config`, `exceptions list`, `close list`,
 `backup`, `backup --verify`, `validate FILE`, `ingest --dry-run FILE`, `version`) runs with its
 placeholders filled in (`ORG` → `org_demo`, `FILE` → a sample sheet), exits 0 and shows no
 traceback; those that cover every organization without `--org` show both. Then a second
@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import openpyxl
 import pytest
 from prefect_processes import BIN, base_env
 
@@ -27,7 +28,7 @@ SAMPLES = ROOT / "data" / "samples"
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.timeout(900)]
 
 #: The reading commands the README shows, as the words after `fundpipe`.
-READING = ("config", "exceptions list", "close --list", "backup", "validate", "version")
+READING = ("config", "exceptions list", "close list", "backup", "validate", "version")
 READING += ("ingest --dry-run",)
 #: Placeholders the README writes, and what a newcomer would type for them after `make run`.
 FILLED = {
@@ -36,6 +37,9 @@ FILLED = {
     "FILE": str(SAMPLES / "distributions_q4.csv"),
     "path/to/sheet.xlsx": str(SAMPLES / "roster_new_investors.xlsx"),
 }
+
+#: The embedded sandbox's demo organizations, by the names it gives them.
+NAMES = {"org_demo": "Demo Fund Administration", "org_demob": "Demo Fund Administration B"}
 
 
 def _forms(words: str) -> list[str]:
@@ -82,22 +86,25 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 def test_the_readme_s_reading_examples_work_after_make_run(tmp_path: Path) -> None:
     examples = readme_examples()
-    assert {"config", "exceptions list", "close --list", "backup --verify"} <= set(examples), (
-        examples
-    )
+    assert {"config", "exceptions list", "close list", "backup --verify"} <= set(examples), examples
     work = tmp_path / "checkout"
     work.mkdir()
     env = base_env(tmp_path / "prefect", None, work / "data")
     env["FUNDPIPE_INBOX_SETTLE_S"] = "0"
     first = _run(["run", "--samples"], work, env)
     assert first.returncode == 0, first.stdout + first.stderr
+    # each workbook names its organization as the service does, never by its id (issue 42)
+    for org, name in NAMES.items():
+        book = work / "data" / "reports" / org / "latest" / "reconciliation.xlsx"
+        title = next(openpyxl.load_workbook(book, read_only=True)["Summary"].values)[0]
+        assert title == f"Reconciliation — {name}"
 
     for words in examples:
         shown = _run(_fill(words), work, env)
         said = shown.stdout + shown.stderr
         assert shown.returncode == 0, f"fundpipe {words}: exit {shown.returncode}\n{said}"
         assert "Traceback" not in said, f"fundpipe {words}\n{said}"
-        if words in ("exceptions list", "close --list", "backup", "backup --verify"):
+        if words in ("exceptions list", "close list", "backup", "backup --verify"):
             assert "org_demo" in said, f"fundpipe {words}\n{said}"
             assert "org_demob" in said, f"fundpipe {words}\n{said}"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import (
     CloseError,
     close_period,
@@ -24,7 +25,6 @@ from fundpipe.reconcile.close import (
     verify_period,
 )
 from fundpipe.reconcile.periods import PeriodState, period_state
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse
@@ -106,14 +106,15 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
         world.settings, "2026-12", reviewed_by="ben", clock=lambda: january, user="u-ben"
     )
     assert (reviewed.changed, reviewed.state.reviewed_by) == (True, "ben")
-    # the review travels with the package, beside the manifest it reviewed
-    review = json.loads((folder / "review.json").read_text())
+    # the review is its own file beside the package (the package's folder is never written)
+    assert reviewed.review == folder.parent / "2026-12.v1.review.json"
+    assert not (folder / "review.json").exists()
+    review = json.loads(reviewed.review.read_text())
     assert (review["decision"], review["by"], review["os_user"]) == ("reviewed", "ben", "u-ben")
     assert (
         review["manifest_sha256"]
         == hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
     )
-    files["review.json"] = hashlib.sha256((folder / "review.json").read_bytes()).hexdigest()
     again = close_period(world.settings, "2026-12", prepared_by="carl", clock=lambda: january)
     assert not again.changed
     assert again.state.prepared_by == "ana"
@@ -177,10 +178,10 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     # tampering is found
     monkeypatch.setenv("FUNDPIPE_DATA_DIR", str(world.settings.local.data_dir))
     runner = CliRunner()
-    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    out = runner.invoke(app, ["close", "verify", "2026-12"])
     assert out.exit_code == 0, out.output
     assert "match the manifest" in out.output
-    out = runner.invoke(app, ["close", "--list"])
+    out = runner.invoke(app, ["close", "list"])
     assert out.exit_code == 0, out.output
     assert "2026-12  closed: prepared by ana on 2027-01-02, reviewed by ben on 2027-01-02" in (
         out.output
@@ -202,7 +203,7 @@ def test_a_closed_month_is_never_rewritten_and_a_late_change_is_an_adjustment(
     workbook.chmod(0o644)
     workbook.write_bytes(workbook.read_bytes() + b"x")
     assert not verify_period(world.settings, "2026-12").ok
-    out = runner.invoke(app, ["close", "--verify", "2026-12"])
+    out = runner.invoke(app, ["close", "verify", "2026-12"])
     assert out.exit_code == 1
     assert "v1: reconciliation.xlsx changed" in out.output
 
@@ -335,9 +336,10 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
         user="u2",
     )
     assert rejected.state.rejected_by == "Ben Ode"
-    with pytest.raises(CloseError, match=r"already rejected by Ben Ode .*--reopen"):
+    with pytest.raises(CloseError, match=r"already rejected by Ben Ode .*close reopen 2026-12"):
         review_period(settings, "2026-12", reviewed_by="Carl", clock=lambda: jan2, user="u3")
-    review = json.loads((v1 / "review.json").read_text())
+    assert rejected.review is not None
+    review = json.loads(rejected.review.read_text())
     assert (review["decision"], review["reason"]) == ("rejected", "D1 missing")
 
     reopened = reopen_period(
@@ -356,10 +358,7 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     assert not json.loads((second.folder / "manifest.json").read_text())["closing_balances"][
         "provisional"
     ]
-    assert {k: v for k, v in _hashes(v1).items() if not k.startswith("v2/")} == {
-        **before,
-        "review.json": _hashes(v1)["review.json"],
-    }
+    assert {k: v for k, v in _hashes(v1).items() if not k.startswith("v2/")} == before
     reviewed = review_period(
         settings, "2026-12", reviewed_by="Ben Ode", clock=lambda: later, user="u2"
     )
@@ -367,12 +366,28 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     assert reviewed.state.version == 2
     same = review_period(settings, "2026-12", reviewed_by="ben ode", clock=lambda: later, user="u2")
     assert not same.changed
-    with pytest.raises(CloseError, match=r"already reviewed by Ben Ode .*--reopen"):
+    with pytest.raises(CloseError, match=r"already reviewed by Ben Ode .*close reopen 2026-12"):
         review_period(settings, "2026-12", reviewed_by="Carl", clock=lambda: later, user="u3")
     checked = verify_period(settings, "2026-12")
     assert (checked.ok, checked.versions) == (True, 2), checked.problems
-    assert (v1 / "review.json").exists()
-    assert (second.folder / "review.json").exists()
+    closed = v1.parent
+    assert (closed / "2026-12.v1.review.json").is_file()
+    assert reviewed.review == closed / "2026-12.v2.review.json"
+    assert not (v1 / "review.json").exists()
+    assert not (second.folder / "review.json").exists()
+    # a close reviewed before reviews moved out kept review.json in its folder: still read
+    old = v1 / "review.json"
+    v1.chmod(0o755)
+    (closed / "2026-12.v1.review.json").rename(old)
+    v1.chmod(0o555)
+    assert verify_period(settings, "2026-12").ok
+    text = old.read_text()
+    old.chmod(0o644)
+    old.write_text(text.replace("D1 missing", "all fine"))
+    assert verify_period(settings, "2026-12").problems == [
+        "v1: review.json differs from the one recorded at the review"
+    ]
+    old.write_text(text)
 
     # the organization may allow one person to do both: the record says so
     one = settings.updated(pipeline={"one_person_close": True})
@@ -380,7 +395,8 @@ def test_a_provisional_close_is_certified_by_the_sync_that_reads_the_month_end_a
     close_period(one, "2026-12", prepared_by="Ana Lima", clock=lambda: later, user="u1")
     alone = review_period(one, "2026-12", reviewed_by="ana lima", clock=lambda: later, user="u1")
     assert alone.state.one_person
-    assert json.loads((alone.folder / "review.json").read_text())["one_person_close"] is True
+    assert alone.review is not None
+    assert json.loads(alone.review.read_text())["one_person_close"] is True
     assert verify_period(settings, "2026-12").ok
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
 from fundpipe.config import Settings
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.lifecycle import (
     ExceptionNotFoundError,
     acknowledge,
@@ -22,7 +23,6 @@ from fundpipe.reconcile.lifecycle import (
     history,
     list_exceptions,
 )
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse
 from fundpipe.warehouse.migrations import apply_migrations, load_migrations
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from fundpipe.app.cli import app
 from fundpipe.config import Settings
-from fundpipe.reconcile import lifecycle
+from fundpipe.reconcile import lifecycle, reconcile
 from fundpipe.reconcile.lifecycle import (
     ExceptionNotFoundError,
     acknowledge,
@@ -19,7 +19,6 @@ from fundpipe.reconcile.lifecycle import (
     history,
     list_exceptions,
 )
-from fundpipe.reconcile.views import reconcile
 from fundpipe.warehouse.file import Warehouse
 
 AS_OF = dt.date(2026, 11, 30)

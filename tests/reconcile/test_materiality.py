@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
 from fundpipe.orgs import parse_orgs
-from fundpipe.reconcile.views import reconcile
+from fundpipe.reconcile import reconcile
 from fundpipe.warehouse.file import Warehouse
 
 AS_OF = dt.date(2026, 11, 30)  # fa_bdep: a $10.00 debit nobody explained

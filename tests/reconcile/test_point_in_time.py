@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse
 
 #: The runs happen on 10 December: every as-of below is in the past, so they only read.

@@ -9,7 +9,7 @@ from pathlib import Path
 import openpyxl
 
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import reconcile
+from fundpipe.reconcile import reconcile
 from fundpipe.warehouse.file import Warehouse
 from worlds.warehouse import seed_known_world
 

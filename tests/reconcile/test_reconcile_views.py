@@ -12,7 +12,7 @@ from rich.console import Console
 
 from fundpipe.app.cli.render import format_cents, render_summary
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, export_views, reconcile
+from fundpipe.reconcile import ReconcileResult, export_views, reconcile
 from fundpipe.warehouse.file import Warehouse
 from worlds.warehouse import PAYLOADS
 

@@ -8,8 +8,8 @@ import datetime as dt
 from pathlib import Path
 
 from fundpipe.config import Settings
+from fundpipe.reconcile import reconcile
 from fundpipe.reconcile.lifecycle import acknowledge
-from fundpipe.reconcile.views import reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse

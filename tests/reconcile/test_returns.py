@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from fundpipe.reconcile.views import reconcile
+from fundpipe.reconcile import reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from worlds.submit import sandbox_world, write_sheet

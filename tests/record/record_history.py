@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 
 from fundpipe.config import Organization, Settings
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import close_period, review_period
 from fundpipe.reconcile.lifecycle import acknowledge, assign, history, list_exceptions
 from fundpipe.reconcile.periods import period_state
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.record import decision_sink, take_snapshot
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
@@ -143,7 +143,7 @@ def sorted_views(result: ReconcileResult) -> dict[str, pd.DataFrame]:
 
 def decisions_seen(settings: Settings) -> dict[str, Any]:
     """Every exception's state, owner and acknowledgement, its person events (without their
-    sequence numbers), and the close of December, as `exceptions list/show` and `close --list`
+    sequence numbers), and the close of December, as `exceptions list/show` and `close list`
     show them."""
     wh = Warehouse(settings.local.warehouse_file)
     states = sorted(

@@ -90,9 +90,9 @@ def _restore(world: World, record_url: str, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def _verified(world: World) -> None:
-    """`close --verify 2026-12` and `backup --verify` pass."""
+    """`close verify 2026-12` and `backup --verify` pass."""
     data = ["--data-dir", str(world.settings.local.data_dir), "--org", "org_demo"]
-    verified = runner.invoke(app, ["close", "--verify", "2026-12", *data])
+    verified = runner.invoke(app, ["close", "verify", "2026-12", *data])
     assert verified.exit_code == 0, verified.output
     checked = runner.invoke(app, ["backup", "--verify", *data])
     assert checked.exit_code == 0, checked.output
@@ -118,6 +118,8 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     assert seen["december"].reviewed_by == "ben"
     closed = settings.local.reports_folder / "closed" / "2026-12"
     package = _files(closed)
+    review = closed.parent / "2026-12.v1.review.json"  # the review, beside the package
+    reviewed = review.read_bytes()
     record = Record(settings.local.record_location)
     decided = [d.decision for d in read_decisions(record)]
     assert decided[:2] == ["acknowledged", "assigned"]
@@ -132,7 +134,7 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     # the January acknowledgements, the close and the review came after the last snapshot:
     # replayed from their decisions, with the closed month's files; the earlier ones were in it
     assert said["decisions_replayed"] == len(decided) - 2
-    assert said["files_put_back"] == len(package)
+    assert said["files_put_back"] == len(package) + 1
 
     # every past day's as-of is the report issued that day
     for day in days:
@@ -143,6 +145,9 @@ def test_a_lost_data_folder_is_restored_from_the_record_whole(
     # every acknowledgement, the assignment, the close and its review
     assert decisions_seen(settings) == seen
     assert _files(closed) == package
+    assert review.read_bytes() == reviewed
+    assert closed.stat().st_mode & 0o777 == 0o554  # the package read-only, as filed
+    assert closed.parent.stat().st_mode & 0o200  # closed/ stays writable: the next review
     _verified(world)
 
     # the same record copied to a plain folder on other storage restores the same
@@ -213,7 +218,10 @@ def test_on_s3_one_machine_at_a_time_holds_the_organization(s3_record: str) -> N
     record = Record(f"{s3_record}/org_demo")
     first = OrgLock(record, expiry_s=3600)
     second = OrgLock(record, expiry_s=3600)
-    held = pytest.raises(RecordLockedError, match=r"lock.json: night of this organization runs")
+    held = pytest.raises(
+        RecordLockedError,
+        match=r"lock.json: the night of this organization, pid \d+ on .* holds it until",
+    )
     with first, held:
         second.acquire()
     with second:

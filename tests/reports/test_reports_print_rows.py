@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reports.headers import KIND_WORDS
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
 from fundpipe.warehouse.file import Warehouse

@@ -1,7 +1,8 @@
-"""The workbook as a controller prints it (issue 22), read back with openpyxl: every sheet
-landscape, one page wide, its header row on every page, a header and footer naming the
-organization, the as-of date and "Page x of y"; the Summary on one page; the Exceptions columns
-in reading order with kinds in words; Payments with its exceptions first."""
+"""The workbook as a controller prints it (issues 22 and 42), read back with openpyxl: every
+sheet landscape, its text at 8 pt or more (one page wide when that allows, else across pages),
+its header row on every page, a header and footer naming the organization, the as-of date and
+"Page x of y"; the Exceptions columns in reading order with kinds in words; Payments with its
+exceptions first."""
 
 from __future__ import annotations
 
@@ -10,33 +11,102 @@ from pathlib import Path
 import openpyxl
 import pyarrow as pa
 import pyarrow.parquet as pq
+from openpyxl.utils import column_index_from_string, get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
 
-from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reconcile import ReconcileResult
+from fundpipe.reports.layout import MIN_PRINT_SCALE, PRINTABLE_WIDTH_PT, column_points, fit_scale
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, write_workbook
 
 
-def test_every_sheet_prints_landscape_one_page_wide_with_titles_header_and_footer(
+def _set_width(stored: float) -> float:
+    """A column's width as the writer set it: xlsxwriter stores it with Excel's padding (5
+    pixels: 0.7109375 of a character) added."""
+    return stored - 0.7109375
+
+
+def _printed_scale(ws: Worksheet) -> int:
+    """The print scale (percent) a spreadsheet prints `ws` at: its fit to one page wide shrinks
+    the visible columns' widths onto a landscape Letter page, else its scale."""
+    setup = ws.page_setup
+    if ws.sheet_properties.pageSetUpPr is not None and ws.sheet_properties.pageSetUpPr.fitToPage:
+        assert setup.fitToWidth in (None, 1), ws.title  # one page wide
+        assert setup.fitToHeight in (0, "0"), ws.title  # as many pages down as it takes
+        widths = []
+        for dimension in ws.column_dimensions.values():
+            if dimension.hidden or dimension.width is None:
+                continue
+            span = dimension.max - dimension.min + 1 if dimension.max else 1
+            widths += [_set_width(dimension.width)] * span
+        return fit_scale(widths)
+    return int(setup.scale)
+
+
+def test_every_sheet_prints_its_text_at_8_pt_or_more_with_titles_header_and_footer(
     known_result: ReconcileResult,
 ) -> None:
+    """Issue 42: wide tabs printed at about half size (5 pt on Tie-out). Every sheet prints at
+    a scale that keeps its 11 pt text at 8 pt or more: one page wide when that does, else across
+    pages with its naming columns repeated at the left of each."""
     wb = openpyxl.load_workbook(known_result.workbook)
+    split = []
     for ws in wb.worksheets:
-        setup = ws.page_setup
-        assert setup.orientation == "landscape", ws.title
-        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
-
-        # one page wide, as many down as it takes; the Summary on exactly one page (an absent
-        # attribute is OOXML's default, 1)
-        def fit(value: int | None) -> int:
-            return 1 if value is None else int(value)
-
-        assert fit(setup.fitToWidth) == 1, ws.title
-        assert fit(setup.fitToHeight) == (1 if ws.title == "Summary" else 0), ws.title
+        assert ws.page_setup.orientation == "landscape", ws.title
+        scale = _printed_scale(ws)
+        assert 11 * scale / 100 >= 8, (ws.title, scale)
         if ws.title != "Summary":
             assert ws.print_title_rows == "$1:$1", ws.title
+        if not ws.sheet_properties.pageSetUpPr.fitToPage and ws.max_row > 2:
+            split.append(ws.title)
+            assert ws.print_title_cols, ws.title
+            assert ws.print_title_cols.startswith("$A:"), ws.title
+            assert ws.page_setup.pageOrder == "overThenDown", ws.title
         assert "org_demo" in ws.oddHeader.left.text, ws.title
         assert ws.title in ws.oddHeader.center.text
         assert ws.oddHeader.right.text == "As of 2026-11-30", ws.title
         assert ws.oddFooter.center.text == "Page &P of &N", ws.title
+    # the widest tabs do not fit one page legibly: they print across pages
+    assert {"Tie-out", "Roll-forward"} <= set(split)
+
+
+def test_a_narrow_sheet_prints_one_page_wide_at_full_size(tmp_path: Path) -> None:
+    table = pa.table({"vehicle": ["veh_a"], "amount_cents": pa.array([100], pa.int64())})
+    pq.write_table(table, tmp_path / "narrow.parquet")
+    path = tmp_path / "book.xlsx"
+    write_workbook(path, WorkbookSummary(), [SheetSource("Narrow", tmp_path / "narrow.parquet")])
+    ws = openpyxl.load_workbook(path)["Narrow"]
+    assert ws.sheet_properties.pageSetUpPr.fitToPage
+    assert _printed_scale(ws) == 100
+
+
+def test_a_sheet_with_no_rows_says_so_under_its_header_on_one_page(tmp_path: Path) -> None:
+    """Issue 42: no page prints a header with nothing under it, nor a Total of nothing."""
+    table = pa.table(
+        {
+            "what": pa.array([], pa.string()),
+            "amount_cents": pa.array([], pa.int64()),
+            **{f"detail_{i}": pa.array([], pa.string()) for i in range(30)},
+        }
+    )
+    pq.write_table(table, tmp_path / "empty.parquet")
+    path = tmp_path / "book.xlsx"
+    source = SheetSource("Empty", tmp_path / "empty.parquet", totals=True, empty="No exceptions.")
+    write_workbook(path, WorkbookSummary(), [source])
+    ws = openpyxl.load_workbook(path)["Empty"]
+    rows = list(ws.iter_rows(values_only=True))
+    assert rows[1][0] == "No exceptions."
+    assert len(rows) == 2  # no Total row
+    # printed: only the columns that fit one page at the smallest scale, the line under them
+    area = ws.print_area[0] if isinstance(ws.print_area, list) else ws.print_area
+    first, last = area.replace("$", "").split("!")[-1].split(":")
+    assert first == "A1"
+    assert last.endswith("2")
+    fitted = column_index_from_string(last[:-1])
+    widths = [
+        _set_width(ws.column_dimensions[get_column_letter(i)].width) for i in range(1, fitted + 1)
+    ]
+    assert 1 < fitted < 32
+    assert sum(column_points(w) for w in widths) * MIN_PRINT_SCALE / 100 <= PRINTABLE_WIDTH_PT
 
 
 def test_summary_names_the_organization_and_has_a_sign_off_block(
@@ -179,7 +249,7 @@ def test_summary_shows_the_dollar_tie_out_and_the_tie_out_sheet_foots_and_cross_
 def test_the_sign_off_names_reach_the_summary_sheet(
     known_result: ReconcileResult, tmp_path: Path
 ) -> None:
-    from fundpipe.reconcile.views import workbook_summary
+    from fundpipe.reconcile.summary import workbook_summary
 
     summary = workbook_summary(
         known_result.summary, known_result.out_dir, prepared_by="Ana", reviewed_by=None
@@ -195,7 +265,7 @@ def test_the_sign_off_names_reach_the_summary_sheet(
 def test_the_shortfall_line_is_red_only_when_a_vehicle_is_short(
     known_result: ReconcileResult, tmp_path: Path
 ) -> None:
-    from fundpipe.reconcile.views import workbook_summary
+    from fundpipe.reconcile.summary import workbook_summary
 
     short = openpyxl.load_workbook(known_result.workbook)["Summary"]["E2"]
     assert short.value == "1 vehicle(s) short of funds"
@@ -216,17 +286,18 @@ def test_the_shortfall_line_is_red_only_when_a_vehicle_is_short(
     assert fine.font.color is None or not str(fine.font.color.rgb).endswith("C00000")
 
 
-def test_a_true_false_column_prints_true_or_false_in_every_row(
+def test_a_true_false_column_prints_yes_or_no_in_every_row(
     known_result: ReconcileResult,
 ) -> None:
     """LibreOffice printed a general-format boolean as 1 in some rows and TRUE in others: the
-    column carries a format that reads TRUE / FALSE wherever the workbook is opened."""
+    column carries a format that reads Yes / No, in words (issue 42), wherever the workbook is
+    opened."""
     ws = openpyxl.load_workbook(known_result.workbook)["Tie-out"]
     column = [c.value for c in ws[1]].index("Ties out")
     cells = [row[column] for row in ws.iter_rows(min_row=2)]
     assert cells
     assert {type(c.value) for c in cells} == {bool}
-    assert {c.number_format for c in cells} == {'"TRUE";"TRUE";"FALSE"'}
+    assert {c.number_format for c in cells} == {'"Yes";"Yes";"No"'}
 
 
 def test_the_tie_out_total_row_prints_bold_its_figures_under_a_rule(
@@ -244,7 +315,7 @@ def test_the_tie_out_total_row_prints_bold_its_figures_under_a_rule(
     assert total[service].border.top.style == "thin"
     assert total[service].number_format == distributions[0][service].number_format
     ties = header.index("Ties out")
-    assert total[ties].number_format == '"TRUE";"TRUE";"FALSE"'
+    assert total[ties].number_format == '"Yes";"Yes";"No"'
     for row in distributions:
         assert not row[0].font.b
         assert not row[service].font.b

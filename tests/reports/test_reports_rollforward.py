@@ -11,9 +11,9 @@ from pathlib import Path
 import openpyxl
 
 from fundpipe.config import Settings
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.warehouse.file import Warehouse
 
 CREDIT = 1_000_000  # $10,000.00 nobody can explain yet

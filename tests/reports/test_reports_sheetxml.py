@@ -216,13 +216,16 @@ def test_big_batches_are_done_in_parts_with_rows_numbered_on(
     ]
 
 
-def test_an_empty_source_is_a_header_only_sheet(tmp_path: Path) -> None:
+def test_an_empty_source_is_its_header_and_the_line_saying_it_is_empty(tmp_path: Path) -> None:
     source = tmp_path / "t.parquet"
     pq.write_table(pa.table({"payment_id": pa.array([], pa.string())}), source)
     path = tmp_path / "w.xlsx"
     write_workbook(path, WorkbookSummary(chart_sheet=None), [SheetSource("Payments", source)])
     ws = openpyxl.load_workbook(path)["Payments"]
-    assert [[c.value for c in r] for r in ws.iter_rows()] == [["Payment id"]]
+    assert [[c.value for c in r] for r in ws.iter_rows()] == [
+        ["Payment id"],
+        ["None as of this date."],
+    ]
 
 
 def _headers(folder: Path) -> tuple[Path, str]:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reconcile import ReconcileResult
 from fundpipe.reports.workbook import SheetSource, WorkbookSummary, neutralise, write_workbook
 from worlds.warehouse import PAYLOADS
 

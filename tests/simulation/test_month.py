@@ -34,10 +34,10 @@ import duckdb
 import pytest
 
 from fundpipe.keys import file_hash
+from fundpipe.reconcile import reconcile
 from fundpipe.reconcile.close import close_period
 from fundpipe.reconcile.lifecycle import acknowledge
 from fundpipe.reconcile.lifecycle import history as event_history
-from fundpipe.reconcile.views import reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse

@@ -25,8 +25,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reconcile.lifecycle import acknowledge
-from fundpipe.reconcile.views import ReconcileResult, reconcile
 from fundpipe.submit.ingest import ingest
 from fundpipe.sync.pull import sync
 from fundpipe.warehouse.file import Warehouse

@@ -142,6 +142,16 @@ def test_the_lock_names_its_holder(tmp_path: Path) -> None:
         pass
 
 
+def test_a_run_waiting_for_the_inbox_lock_says_who_holds_it_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with InboxLock(tmp_path), pytest.raises(InboxBusyError) as busy:
+        InboxLock(tmp_path, wait_s=1.2).acquire()
+    assert [r.getMessage() for r in caplog.records if r.name == "fundpipe.submit.inbox"] == [
+        f"{tmp_path / '.ingest.lock'}: {busy.value}; waiting up to 1.2 s"
+    ]
+
+
 def test_a_crash_between_intent_and_send_is_resumed_with_the_same_key(world: World) -> None:
     write_sheet(world.inbox / "q4.csv", [("R-1", "veh_demo1", [100, 200])])
     # first run: dry, to learn the request it will send

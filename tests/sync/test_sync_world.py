@@ -27,7 +27,7 @@ import pytest
 
 from fundpipe.client import FundClient
 from fundpipe.config import Settings
-from fundpipe.reconcile.views import ReconcileResult, reconcile
+from fundpipe.reconcile import ReconcileResult, reconcile
 from fundpipe.reports.workbook import neutralise
 from fundpipe.sandbox import SandboxConfig, create_app
 from fundpipe.sync.pull import SyncResult, sync

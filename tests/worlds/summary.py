@@ -8,7 +8,7 @@ from typing import Any
 
 import openpyxl
 
-from fundpipe.reconcile.views import ReconcileResult
+from fundpipe.reconcile import ReconcileResult
 from fundpipe.reports.headers import MATCH_WORDS
 
 

@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.ingest import IngestResult
-    from fundpipe.submit.verdicts import FileOutcome
-    from fundpipe.sync.pull import SyncResult
-    from fundpipe.validate.issues import FileReport
+    from fundpipe.reconcile import ReconcileResult
+    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.sync import SyncResult
+    from fundpipe.validate import FileReport
 
 
 def _plain(value: Any) -> Any:
@@ -106,7 +105,7 @@ def validation_dict(reports: Sequence[FileReport]) -> dict[str, Any]:
     scripts; ``grouped``: what the error report and the table show, each identical problem once
     with its ``rows`` (a list), ``rows_text`` (``"2–7, 9"``), ``count`` and ``severity``.
     """
-    from fundpipe.validate.issues import group_issues
+    from fundpipe.validate import group_issues
 
     return {
         "files": [

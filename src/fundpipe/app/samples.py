@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fundpipe.config import DEMO_ORG_ID, Settings
 from fundpipe.resources import SAMPLES_DIR
-from fundpipe.submit.inbox import SHEET_SUFFIXES
+from fundpipe.submit import SHEET_SUFFIXES
 
 #: The sample sheets shipped with the project (`data/samples/` of the checkout).
 BUNDLED_SAMPLES = SAMPLES_DIR

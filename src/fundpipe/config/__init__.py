@@ -55,7 +55,7 @@ from fundpipe.config.service import (
 )
 
 if TYPE_CHECKING:
-    from fundpipe.client._config import ClientConfig
+    from fundpipe.client import ClientConfig
 
 __all__ = [
     "DEFAULT_PATHS",
@@ -191,7 +191,7 @@ class Settings(BaseSettings):
         """The service client's own configuration (`fundpipe.client.ClientConfig`): the `http`
         group as it is (the same `HttpPolicy`), with the service, credentials, organization and
         paths."""
-        from fundpipe.client._config import ClientConfig
+        from fundpipe.client import ClientConfig
 
         service = self.service
         return ClientConfig(

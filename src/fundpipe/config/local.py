@@ -71,10 +71,12 @@ class LocalPathSettings(BaseModel):
         "snapshot at each close is kept forever.",
     )
     record_lock_expiry_s: float = Field(
-        default=6 * 3600.0,
+        default=300.0,
         gt=0,
-        description="Seconds after which an organization's lock in the durable record (one "
-        "machine runs its night at a time) is taken over: a machine that died holding it.",
+        description="Seconds an organization's lease in the durable record (one machine runs "
+        "its night at a time) lasts unless renewed: its holder renews it every third of that "
+        "while it runs, and a night on another machine takes it over once it lapsed (a machine "
+        "that died holding it); on the same machine a dead holder's lease is taken over at once.",
     )
 
     @property

@@ -14,11 +14,15 @@ from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.desk._session import Person
 from fundpipe.orgs import Among, every_org_settings
-from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, acknowledge, list_exceptions
-from fundpipe.reconcile.views import latest_as_of
+from fundpipe.reconcile import (
+    ExceptionNotFoundError,
+    acknowledge,
+    latest_as_of,
+    list_exceptions,
+)
 from fundpipe.record import decision_sink
 from fundpipe.vocabulary import ExceptionRecord, ExceptionState, Verdict, kind_words
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse import Warehouse
 from fundpipe.words import counted
 
 __all__ = [

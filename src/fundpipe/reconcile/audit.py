@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from fundpipe.config import Settings
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse import Warehouse
 
 __all__ = ["AUDIT_TABLES", "AuditExport", "export_audit", "span", "write_events"]
 

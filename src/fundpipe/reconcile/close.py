@@ -15,8 +15,10 @@ read-only and nothing rewrites them.
 
 `review_period` / `reject_period` record the review of the version closed last — by another
 person (names compared normalized, and another operating-system user, unless the
-organization allows a one-person close) — in `review.json` beside the manifest (its hash kept
-in the warehouse); `reopen_period` opens a reviewed or rejected period again; `verify_period`
+organization allows a one-person close) — in its own read-only file beside the package,
+`closed/YYYY-MM.vN.review.json` (its hash kept in the warehouse; `review_file`), never in the
+package's read-only folder, so anyone who may write the organization's `closed/` folder (another
+OS user of its team) reviews; `reopen_period` opens a reviewed or rejected period again; `verify_period`
 re-hashes every version's files, manifest and review. Every decision is written through
 `fundpipe.reconcile.periods.record_decision`, then to the organization's durable record when
 made (`fundpipe.record.record_decision`, with the files it filed).
@@ -78,6 +80,7 @@ __all__ = [
     "period_state",
     "reject_period",
     "reopen_period",
+    "review_file",
     "review_period",
     "verify_period",
     "version_folder",
@@ -86,7 +89,9 @@ __all__ = [
 _PERIOD = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 _VERSION = re.compile(r"^v\d+$")
 
-#: The manifest's name in a closed version's folder, and the review's beside it.
+#: The manifest's name in a closed version's folder; a review's name ends in REVIEW: it is
+#: `closed/YYYY-MM.vN.review.json`, beside the package (`review_file`). A close reviewed before
+#: that kept it in the package's folder as `review.json`, where it is still read.
 MANIFEST = "manifest.json"
 REVIEW = "review.json"
 
@@ -108,6 +113,7 @@ class CloseResult:
     changed: bool
     folder: Path
     open_exceptions: list[dict[str, Any]] = field(default_factory=list)
+    review: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +146,18 @@ def version_folder(settings: Settings, period: str, version: int) -> Path:
     `closed/YYYY-MM/vN/`."""
     folder = closed_folder(settings, period)
     return folder if version <= 1 else folder / f"v{version}"
+
+
+def review_file(folder: Path, period: str, version: int | None) -> Path:
+    """Where the review (or rejection) of the version of `period` filed in `folder` is: its own
+    file `closed/YYYY-MM.vN.review.json`, beside the package and never in its read-only folder,
+    so that anyone who may write the organization's `closed/` folder can review. A review made
+    before, inside the folder (`closed/YYYY-MM/review.json`), is the one read when it exists."""
+    version = version or 1
+    closed = folder.parent if version <= 1 else folder.parent.parent
+    inside = folder / REVIEW
+    beside = closed / f"{period}.v{version}.{REVIEW}"
+    return inside if inside.exists() and not beside.exists() else beside
 
 
 def list_periods(
@@ -234,6 +252,26 @@ def _name(text: str, option: str) -> str:
     return name
 
 
+@dataclass(frozen=True, slots=True)
+class _Package:
+    """A close's package, built in its staging folder and not yet filed: what filing it and
+    recording the decision need."""
+
+    period: str
+    version: int
+    folder: Path
+    staging: Path
+    name: str
+    preparer_user: str | None
+    now: datetime
+    last_day: date
+    provisional: bool
+    balances: list[dict[str, Any]]
+    last_sync_id: str | None
+    manifest_sha256: str
+    still_open: list[dict[str, Any]]
+
+
 def close_period(
     settings: Settings,
     period: str,
@@ -246,15 +284,45 @@ def close_period(
     """Close `period` (``YYYY-MM``): its final report as known now, a manifest, the month's
     events, a `closed` decision; see the module.
 
-    Closing a closed period changes nothing (`changed` False); a reopened one is closed as a new
-    version beside the old. Raises CloseError when the month has not ended, when the name is
-    empty, or when exceptions are still open (unless `with_open_exceptions`: they are then
-    listed in the manifest).
+    Three steps: build the package (`_build_package`), file it (`_file_package`), record the
+    decision (`_record_close`). Closing a closed period changes nothing (`changed` False); a
+    reopened one is closed as a new version beside the old. Raises CloseError when the month has
+    not ended, when the name is empty, or when exceptions are still open (unless
+    `with_open_exceptions`: they are then listed in the manifest).
     """
+    now = (clock or (lambda: datetime.now(UTC)))()
+    warehouse = Warehouse(settings.local.warehouse_file)
+    built = _build_package(
+        settings,
+        warehouse,
+        period,
+        prepared_by=prepared_by,
+        with_open_exceptions=with_open_exceptions,
+        now=now,
+        user=user,
+    )
+    if isinstance(built, CloseResult):
+        return built  # closed already: nothing changed
+    _file_package(built)
+    return _record_close(settings, warehouse, built)
+
+
+def _build_package(
+    settings: Settings,
+    warehouse: Warehouse,
+    period: str,
+    *,
+    prepared_by: str,
+    with_open_exceptions: bool,
+    now: datetime,
+    user: str | None,
+) -> _Package | CloseResult:
+    """Step 1 of a close: check the month may be closed and build its package (the report as of
+    its last day as known at `now`, the month's events, the manifest) in a staging folder beside
+    the closed ones. A period closed already is its CloseResult (nothing changed)."""
     first_day, last_day = parse_period(period)
     period = period_of(first_day)
     name = _name(prepared_by, "--prepared-by")
-    now = (clock or (lambda: datetime.now(UTC)))()
     zone = settings.pipeline.reporting_timezone
     today = now.astimezone(ZoneInfo(zone)).date()
     if last_day >= today:
@@ -262,7 +330,6 @@ def close_period(
             f"{period} has not ended yet in {zone} (its last day is {last_day}); close it from "
             f"{date.fromordinal(last_day.toordinal() + 1)}"
         )
-    warehouse = Warehouse(settings.local.warehouse_file)
     with warehouse.read() as con:
         existing = period_state(con, period)
         balances = _closing_balances(con, period, last_day, zone, now)
@@ -360,14 +427,40 @@ def close_period(
         "open_exceptions": still_open,
     }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    manifest_hash = file_hash(staging / MANIFEST)
-    if version == 1:
+    return _Package(
+        period=period,
+        version=version,
+        folder=folder,
+        staging=staging,
+        name=name,
+        preparer_user=preparer_user,
+        now=now,
+        last_day=last_day,
+        provisional=provisional,
+        balances=balances,
+        last_sync_id=result.summary.last_sync_id,
+        manifest_sha256=file_hash(staging / MANIFEST),
+        still_open=still_open,
+    )
+
+
+def _file_package(package: _Package) -> None:
+    """Step 2 of a close: move the staged package to its version's folder (v1 `closed/YYYY-MM/`,
+    a later one `closed/YYYY-MM/vN/`) and make it read-only."""
+    folder = package.folder
+    if package.version == 1:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        staging.rename(folder)
+        package.staging.rename(folder)
     else:
         with _adding_to(folder.parent):
-            staging.rename(folder)
+            package.staging.rename(folder)
     _freeze(folder)
+
+
+def _record_close(settings: Settings, warehouse: Warehouse, package: _Package) -> CloseResult:
+    """Step 3 of a close: the `closed` decision and each account's closing balance in the
+    warehouse (one commit), then in the organization's durable record with the filed files."""
+    period, version, now, folder = package.period, package.version, package.now, package.folder
     with warehouse.write() as con:
         with transaction(con):  # the decision and its closing balances: one commit
             closed = record_decision(
@@ -376,15 +469,15 @@ def close_period(
                     period=period,
                     event="closed",
                     at=now,
-                    by=name,
-                    os_user=preparer_user,
+                    by=package.name,
+                    os_user=package.preparer_user,
                     version=version,
-                    manifest_sha256=manifest_hash,
-                    sync_id=result.summary.last_sync_id,
-                    as_of=last_day,
+                    manifest_sha256=package.manifest_sha256,
+                    sync_id=package.last_sync_id,
+                    as_of=package.last_day,
                     cutoff=now + timedelta(microseconds=1),
                     folder=str(folder),
-                    provisional=provisional,
+                    provisional=package.provisional,
                 ),
             )
             # each account's closing balance: the next month's roll-forward opens at it
@@ -398,7 +491,7 @@ def close_period(
                     "version": version,
                     "source": "month_end" if b["month_end"] else "provisional",
                 }
-                for b in balances
+                for b in package.balances
             ]
             if closing:
                 con.executemany(
@@ -415,7 +508,7 @@ def close_period(
         at=now,
         files=sorted(p for p in folder.rglob("*") if p.is_file()),
     )
-    return CloseResult(state=state, changed=True, folder=folder, open_exceptions=still_open)
+    return CloseResult(state=state, changed=True, folder=folder, open_exceptions=package.still_open)
 
 
 def _two_people(
@@ -463,8 +556,7 @@ def _decide(
     beside its manifest, and the decision."""
     first_day, _ = parse_period(period)
     period = period_of(first_day)
-    option = "--reviewed-by" if decision == "reviewed" else "--rejected-by"
-    name = _name(by, option)
+    name = _name(by, "--by")
     if decision == "rejected" and not (reason or "").strip():
         raise CloseError("a rejection needs the reason (--reason TEXT)")
     reason = " ".join((reason or "").split()) or None
@@ -474,7 +566,10 @@ def _decide(
     with warehouse.write() as con:
         state = period_state(con, period)
         if not state.closed:
-            raise CloseError(f"{period} is not closed: close it first (--prepared-by)")
+            raise CloseError(
+                f"{period} is not closed: close it first (fundpipe close month {period} "
+                "--prepared-by NAME)"
+            )
         folder = Path(state.folder) if state.folder else closed_folder(settings, period)
         if state.decided:
             same = (state.reviewed_by if decision == "reviewed" else state.rejected_by) or ""
@@ -484,14 +579,14 @@ def _decide(
                 return CloseResult(state=state, changed=False, folder=folder)
             raise CloseError(
                 f"{period} (version {state.version}) was already {_decided(state)}; a review is "
-                f"made once. To change it, reopen the period (fundpipe close {period} --reopen "
+                f"made once. To change it, reopen the period (fundpipe close reopen {period} "
                 "--by NAME --reason TEXT) and close it again: the new version is reviewed"
             )
         one_person = _two_people(settings, state, name, reviewer_user)
-        review_file = folder / REVIEW
-        if review_file.exists():
+        review_path = review_file(folder, period, state.version)
+        if review_path.exists():
             raise CloseError(
-                f"{review_file} exists but the warehouse has no review of it: move it away "
+                f"{review_path} exists but the warehouse has no review of it: move it away "
                 "first (nothing was changed)"
             )
         review = {
@@ -510,9 +605,7 @@ def _decide(
             },
             "one_person_close": one_person,
         }
-        with _adding_to(folder):
-            review_file.write_text(json.dumps(review, indent=2) + "\n", encoding="utf-8")
-            review_file.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        _write_once(review_path, json.dumps(review, indent=2) + "\n")
         decided = record_decision(
             con,
             PeriodDecision(
@@ -523,7 +616,7 @@ def _decide(
                 os_user=reviewer_user,
                 version=state.version,
                 manifest_sha256=state.manifest_sha256,
-                review_sha256=file_hash(review_file),
+                review_sha256=file_hash(review_path),
                 reason=reason,
                 one_person=one_person,
                 folder=str(folder),
@@ -531,9 +624,21 @@ def _decide(
         )
         state = period_state(con, period)
     keep_in_record(
-        settings, str(decided["event"]), {"period_events": [decided]}, at=now, files=[review_file]
+        settings, str(decided["event"]), {"period_events": [decided]}, at=now, files=[review_path]
     )
-    return CloseResult(state=state, changed=True, folder=folder)
+    return CloseResult(state=state, changed=True, folder=folder, review=review_path)
+
+
+def _write_once(path: Path, text: str) -> None:
+    """Write a new read-only file at `path` whole or not at all (a temporary file beside it,
+    renamed into place); the package's folder is never written."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        temporary.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        temporary.rename(path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def review_period(
@@ -588,7 +693,7 @@ def reopen_period(
         if not state.decided:
             raise CloseError(
                 f"{period} (version {state.version}) is not yet reviewed: its reviewer rejects "
-                f"it first (fundpipe close {period} --rejected-by NAME --reason TEXT)"
+                f"it first (fundpipe close reject {period} --by NAME --reason TEXT)"
             )
         reopened = record_decision(
             con,
@@ -610,7 +715,7 @@ def reopen_period(
 
 
 def _check_version(
-    folder: Path, manifest_sha256: str | None, review_sha256: str | None
+    folder: Path, review: Path, manifest_sha256: str | None, review_sha256: str | None
 ) -> tuple[int, list[str]]:
     """One version's folder against its manifest and the hashes the warehouse recorded."""
     manifest_path = folder / MANIFEST
@@ -626,20 +731,19 @@ def _check_version(
             problems.append(f"{name} is missing")
         elif file_hash(path) != expected:
             problems.append(f"{name} changed (sha256 differs from the manifest)")
-    review = folder / REVIEW
     if review_sha256 is not None:
         if not review.is_file():
-            problems.append(f"{REVIEW} is missing")
+            problems.append(f"{review.name} is missing")
         elif file_hash(review) != review_sha256:
-            problems.append(f"{REVIEW} differs from the one recorded at the review")
+            problems.append(f"{review.name} differs from the one recorded at the review")
     elif review.exists():
-        problems.append(f"{REVIEW} is not a review the warehouse recorded")
+        problems.append(f"{review.name} is not a review the warehouse recorded")
     for path in folder.rglob("*"):
         relative = path.relative_to(folder)
         if _VERSION.match(relative.parts[0]) and (folder / relative.parts[0]).is_dir():
             continue  # a later version's folder: checked on its own
         name = str(relative)
-        if path.is_file() and name not in files and name not in (MANIFEST, REVIEW):
+        if path.is_file() and name not in files and name != MANIFEST and path != review:
             problems.append(f"{name} is not in the manifest")
     return len(files), problems
 
@@ -671,7 +775,12 @@ def verify_period(settings: Settings, period: str) -> VerifyResult:
             if close["folder"]
             else version_folder(settings, period, close["version"])
         )
-        n, found = _check_version(folder, close["manifest_sha256"], close["review"])
+        n, found = _check_version(
+            folder,
+            review_file(folder, period, close["version"]),
+            close["manifest_sha256"],
+            close["review"],
+        )
         checked += n
         problems += [f"v{close['version']}: {p}" for p in found]
     return VerifyResult(period, not problems, checked, problems, versions=len(closes))

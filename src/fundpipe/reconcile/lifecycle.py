@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from fundpipe.vocabulary import ExceptionRecord, ExceptionState, what_to_do
-from fundpipe.warehouse.connection import transaction
-from fundpipe.warehouse.file import Warehouse, records
+from fundpipe.warehouse import Warehouse, records, transaction
 
 if TYPE_CHECKING:
     from fundpipe.record.decisions import DecisionSink

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import duckdb
 
-from fundpipe.warehouse.file import records
+from fundpipe.warehouse import records
 
 __all__ = [
     "DECISIONS",

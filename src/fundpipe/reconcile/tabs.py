@@ -2,7 +2,8 @@
 
 `SHEETS` lists the tabs after the Summary and the view each shows; `SHEET_LAYOUT` says, per view,
 which columns come first, last, behind the outline's "+" button or not at all, which wrap, and
-which values are shown in words (`fundpipe.reports.workbook.SheetSource`). `tie_out_lines` are
+which values are shown in words, and what a sheet with no rows says
+(`fundpipe.reports.workbook.SheetSource`). `tie_out_lines` are
 the Summary's dollar tie-out.
 """
 
@@ -10,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fundpipe.reports.headers import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS
-from fundpipe.reports.workbook import TieOutLine
+from fundpipe.reports import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS, TieOutLine
 
 __all__ = ["SHEETS", "SHEET_LAYOUT", "tie_out_lines"]
 
@@ -50,6 +50,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "hidden_columns": ("reason",),
         "words": {"kind": KIND_WORDS, "object_type": OBJECT_WORDS},
         "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
+        "empty": "No exceptions: nothing needs a person as of this date.",
     },
     "rollforward": {
         "totals": True,
@@ -88,6 +89,7 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
             "amount_cents",
         ),
         "details_after": 8,
+        "empty": "No money was disbursed or returned this month.",
         "words": {
             "kind": {"disbursed": "Disbursed", "returned": "Returned (failed after disbursal)"}
         },
@@ -101,7 +103,11 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         },
     },
     # every tab of money foots: a Total row under its figures
-    "funding": {"totals": True},
+    "funding": {
+        "totals": True,
+        "words": {"balance": {"seen": "Read", "no balance yet": "No balance yet"}},
+        "empty": "No vehicle as of this date.",
+    },
     "balance_movement": {"totals": True},
     "distribution_tieout": {
         "total_rows": "is_total",

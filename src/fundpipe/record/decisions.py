@@ -267,7 +267,9 @@ def restore_files(record: Record, decisions: Sequence[Decision], reports_folder:
             target.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             folders.add(target.parent)
             put += 1
-    # a filed folder is read-only, as the close left it
-    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+    # a package's folder is read-only, as the close left it; the `closed/` folder a review
+    # sits in (`closed/YYYY-MM.vN.review.json`) stays writable for the next close and review
+    packages = (f for f in folders if (f / "manifest.json").is_file())
+    for folder in sorted(packages, key=lambda p: len(p.parts), reverse=True):
         folder.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH)
     return put

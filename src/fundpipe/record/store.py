@@ -9,6 +9,7 @@ lock (`fundpipe.record.lock`) rests on the same conditional write.
 
 from __future__ import annotations
 
+import os
 import shutil
 from contextlib import suppress
 from pathlib import Path
@@ -93,6 +94,21 @@ class Record:
             f"the durable record {self.location} could not be written ({self.url(name)}: "
             f"{reason}); check FUNDPIPE_RECORD_URL, the storage and its credentials"
         )
+
+    def replace(self, name: str, data: bytes) -> None:
+        """Write ``data`` over the object ``name`` whole (a folder: a temporary file renamed
+        over it, atomic); the lock's renewal only — everything else is created once."""
+        try:
+            self._parent(name)
+            if self._local:
+                path = Path(self._path(name))
+                staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+                staged.write_bytes(data)
+                staged.replace(path)
+            else:
+                self._fs.pipe_file(self._path(name), data)
+        except OSError as error:
+            raise self._unwritable(name, error) from None
 
     def read(self, name: str) -> bytes:
         """The object ``name``'s bytes; RecordError when it is missing."""

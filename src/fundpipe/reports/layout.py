@@ -1,27 +1,50 @@
 """How every sheet of the workbook looks on screen and on paper: formats and page setup.
 
-A reconciliation is read printed and signed, so every sheet prints: landscape, one page wide
-(as many pages down as it takes), the header row repeated on every page, and a header and footer
-naming the organization, the sheet, the as-of date and "Page x of y". The Summary prints on one
-page.
+A reconciliation is read printed and signed, so every sheet prints: landscape, the header row
+repeated on every page, and a header and footer naming the organization, the sheet, the as-of date
+and "Page x of y". A sheet prints one page wide (as many pages down as it takes) when that keeps
+its 11 pt text at 8 pt or more (a print scale of at least :data:`MIN_PRINT_SCALE` percent on the
+narrower of US Letter and A4); a wider sheet prints at that scale, its columns across as many
+pages as they need, page by page across then down, its naming columns repeated at the left of
+every page, so no page is too small to read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import xlsxwriter
 from xlsxwriter.format import Format
 from xlsxwriter.worksheet import Worksheet
 
-__all__ = ["CURRENCY", "Formats", "PageHeader", "set_page"]
+__all__ = [
+    "CURRENCY",
+    "MIN_PRINT_SCALE",
+    "PRINTABLE_WIDTH_PT",
+    "YES_NO",
+    "Formats",
+    "PageHeader",
+    "column_points",
+    "fit_scale",
+    "set_page",
+]
 
 CURRENCY = '"$"#,##0.00;[Red]-"$"#,##0.00'
+#: A true/false cell's number format: it prints Yes or No (true is 1, false 0).
+YES_NO = '"Yes";"Yes";"No"'
 #: Every data cell of a row sits at its top: a wrapped name and its figures read on one line
 #: (figures at the bottom of a tall row lined up with the next row's name).
 _TOP: dict[str, object] = {"valign": "top"}
 #: Excel allows 255 characters in a header or footer, codes included.
 _HEADER_LIMIT = 255
+#: The smallest print scale (percent) of a sheet: its 11 pt text prints at 8.25 pt.
+MIN_PRINT_SCALE = 75
+#: Left and right page margins, inches.
+_SIDE_MARGIN_IN = 0.4
+#: What a landscape page can print across, in points: US Letter's 11 inches (narrower than A4's
+#: 11.69) less both margins.
+PRINTABLE_WIDTH_PT = (11.0 - 2 * _SIDE_MARGIN_IN) * 72
 
 
 class Formats:
@@ -44,9 +67,9 @@ class Formats:
         self.instant = workbook.add_format({"num_format": "yyyy-mm-dd hh:mm:ss", **_TOP})
         self.date = workbook.add_format({"num_format": "yyyy-mm-dd", **_TOP})
         self.integer = workbook.add_format({"num_format": "#,##0", **_TOP})
-        # a true/false cell reads TRUE or FALSE in every spreadsheet (LibreOffice would show a
-        # general-format boolean as 1 in some rows)
-        self.boolean = workbook.add_format({"num_format": '"TRUE";"TRUE";"FALSE"', **_TOP})
+        # a true/false cell reads Yes or No, in words, in every spreadsheet (LibreOffice would
+        # show a general-format boolean as 1 in some rows)
+        self.boolean = workbook.add_format({"num_format": YES_NO, **_TOP})
         self.plain = workbook.add_format(dict(_TOP))
         self.wrap = workbook.add_format({"text_wrap": True, **_TOP})
         self.signature = workbook.add_format({"bottom": 1})
@@ -61,7 +84,7 @@ class Formats:
             number = {
                 "money": CURRENCY,
                 "number": "#,##0",
-                "bool": '"TRUE";"TRUE";"FALSE"',
+                "bool": YES_NO,
                 "date": "yyyy-mm-dd",
                 "instant": "yyyy-mm-dd hh:mm:ss",
             }.get(kind)
@@ -86,14 +109,41 @@ def _code_text(text: str) -> str:
     return text.replace("&", "&&")
 
 
+def column_points(width: float) -> float:
+    """How wide a column `width` characters wide (Excel's unit, the default 11 pt font's digit)
+    prints, in points: 7 pixels a character and 5 of padding, at 96 pixels an inch."""
+    return int(width * 7 + 5) * 0.75
+
+
+def fit_scale(widths: Sequence[float]) -> int:
+    """The print scale (percent, at most 100) at which columns `widths` wide fit one page
+    across."""
+    total = sum(column_points(w) for w in widths)
+    return 100 if total <= PRINTABLE_WIDTH_PT else int(100 * PRINTABLE_WIDTH_PT / total)
+
+
 def set_page(
-    ws: Worksheet, sheet: str, page: PageHeader, *, one_page: bool = False, titles: bool = True
+    ws: Worksheet,
+    sheet: str,
+    page: PageHeader,
+    *,
+    widths: Sequence[float],
+    keep_left: int = 0,
+    titles: bool = True,
 ) -> None:
-    """Landscape, one page wide (`one_page`: and one page tall), the first row repeated on
-    every printed page (`titles`), and the header / footer of `page` for sheet `sheet`."""
+    """Set how sheet `sheet` prints: landscape, the first row repeated on every page (`titles`),
+    the header / footer of `page`; one page wide when its printed columns, `widths` wide (in
+    characters), fit at :data:`MIN_PRINT_SCALE` or more, else at that scale across pages, with
+    its first `keep_left` columns repeated at the left of each."""
     ws.set_landscape()
-    ws.set_margins(left=0.4, right=0.4, top=0.7, bottom=0.6)
-    ws.fit_to_pages(1, 1 if one_page else 0)
+    ws.set_margins(left=_SIDE_MARGIN_IN, right=_SIDE_MARGIN_IN, top=0.7, bottom=0.6)
+    if fit_scale(widths) >= MIN_PRINT_SCALE:
+        ws.fit_to_pages(1, 0)
+    else:
+        ws.set_print_scale(MIN_PRINT_SCALE)
+        ws.print_across()
+        if keep_left:
+            ws.repeat_columns(0, keep_left - 1)
     if titles:
         ws.repeat_rows(0)
     organization = _code_text(page.organization or "organization not named")[:80]

@@ -23,8 +23,8 @@ from pathlib import Path
 import xlsxwriter
 
 from fundpipe.reports.cells import neutralise
-from fundpipe.validate.issues import FileReport, IssueGroup, group_issues
-from fundpipe.warehouse.integrity import writing
+from fundpipe.validate import FileReport, IssueGroup, group_issues
+from fundpipe.warehouse import writing
 
 COLUMNS = (
     "severity",

@@ -31,6 +31,9 @@ __all__ = ["CHART_VEHICLES", "ChartData", "TieOutLine", "WorkbookSummary", "char
 #: The most vehicles the chart shows (the largest shortfalls first).
 CHART_VEHICLES = 30
 _NOTE_CHARS_PER_LINE = 95
+#: The shortfall chart's width in pixels, and in columns' characters (7 pixels each) as printed.
+_CHART_PX = 560
+_CHART_WIDTH = _CHART_PX / 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +118,19 @@ def write(
     chart: ChartData | None,
 ) -> None:
     """Fill the Summary sheet `ws` (rows in order: the workbook is written in constant memory)."""
-    set_page(ws, "Summary", summary.page, one_page=True, titles=False)
+    charted = summary.chart_sheet is not None and chart is not None
+    caption = f"{chart.rows} vehicle(s) short of funds" if chart and chart.labels else ""
+    # what prints: columns A-D, then the caption (or the shortfall chart) from column E
+    right = _CHART_WIDTH if caption else len("No vehicle is short of funds.") if charted else 0
+    set_page(ws, "Summary", summary.page, widths=[44, 18, 18, 2, right], titles=False)
     ws.set_column(0, 0, 44)
     ws.set_column(1, 2, 18)
     ws.set_column(3, 3, 2)
     organization = summary.organization or "organization not named"
     ws.write_string(0, 0, neutralise(f"Reconciliation — {organization}"), formats.title)
     ws.write_string(1, 0, neutralise(f"As of {summary.as_of}" if summary.as_of else ""))
-    charted = summary.chart_sheet is not None and chart is not None
-    if charted and chart is not None:
+    if charted:
         # constant memory: a row is written once, in order, so the chart's caption goes here
-        caption = f"{chart.rows} vehicle(s) short of funds" if chart.labels else ""
         # red only for a shortfall: good news printed as a warning reads as bad news
         if caption:
             ws.write_string(1, 4, caption, formats.warning)
@@ -219,5 +224,5 @@ def _shortfall_chart(
     bar.set_x_axis({"num_format": '"$"#,##0', "min": 0})
     bar.set_y_axis({"reverse": True})
     bar.set_legend({"none": True})
-    bar.set_size({"width": 560, "height": max(220, 60 + 28 * chart.rows)})
+    bar.set_size({"width": _CHART_PX, "height": max(220, 60 + 28 * chart.rows)})
     ws.insert_chart(3, 4, bar)

@@ -43,11 +43,18 @@ from xlsxwriter.worksheet import Worksheet
 from fundpipe.reports import summarysheet
 from fundpipe.reports.cells import INJECTION_PREFIXES, neutralise
 from fundpipe.reports.headers import header_for
-from fundpipe.reports.layout import Formats, PageHeader, set_page
+from fundpipe.reports.layout import (
+    MIN_PRINT_SCALE,
+    PRINTABLE_WIDTH_PT,
+    Formats,
+    PageHeader,
+    column_points,
+    set_page,
+)
 from fundpipe.reports.sheetrows import TOTAL_FLAG, SheetRows, totals_batch
 from fundpipe.reports.sheetxml import RowSource, XmlColumn, splice_rows
 from fundpipe.reports.summarysheet import TieOutLine, WorkbookSummary
-from fundpipe.warehouse.integrity import writing
+from fundpipe.warehouse import writing
 
 __all__ = [
     "EXCEL_MAX_ROWS",
@@ -111,7 +118,9 @@ class SheetSource:
     that what prints one page wide stays legible. `total_rows` names a boolean column (hidden
     too) marking total rows: they print bold, their figures under a rule. `totals`: a last row
     "Total" is added, the sum of every money column and of every count of payments, items or
-    distributions, so the sheet foots on paper (the Parquet file has no such row).
+    distributions, so the sheet foots on paper (the Parquet file has no such row). `empty` is
+    the line printed under the header of a sheet with no rows (no Total then), so no page prints
+    a header with nothing under it.
     """
 
     name: str
@@ -124,6 +133,7 @@ class SheetSource:
     details_after: int | None = None
     total_rows: str | None = None
     totals: bool = False
+    empty: str = "None as of this date."
 
     def shown(self, schema: pa.Schema) -> list[str]:
         """The columns of `schema` this sheet shows, in the order it shows them."""
@@ -203,6 +213,30 @@ def _plan_columns(
     return names, columns
 
 
+def _naming(columns: Sequence[_Column]) -> int:
+    """How many leading columns name a row (its text columns before the first figure, within a
+    third of the page): a sheet printed across pages repeats them at the left of each."""
+    kept, points = 0, 0.0
+    for column in columns:
+        points += column_points(column.width)
+        if column.kind != "text" or points > PRINTABLE_WIDTH_PT / 3:
+            break
+        kept += 1
+    return kept
+
+
+def _fitting(columns: Sequence[_Column]) -> int:
+    """How many leading columns (at least one) fit one printed page at the smallest scale."""
+    room = PRINTABLE_WIDTH_PT * 100 / MIN_PRINT_SCALE
+    fitted, points = 0, 0.0
+    for column in columns:
+        points += column_points(column.width)
+        if points > room:
+            break
+        fitted += 1
+    return max(fitted, 1)
+
+
 def _start_sheet(
     ws: Worksheet,
     name: str,
@@ -211,7 +245,8 @@ def _start_sheet(
     data_rows: int,
     page: PageHeader,
 ) -> None:
-    set_page(ws, name, page)
+    printed = [c for c in columns if not c.detail]
+    set_page(ws, name, page, widths=[c.width for c in printed], keep_left=_naming(printed))
     for i, column in enumerate(columns):
         if column.detail:
             ws.set_column(i, i, column.width, None, {"level": 1, "hidden": True})
@@ -263,7 +298,12 @@ def _write_source(
     ]
     last = xl_col_to_name(max(len(columns) - 1, 0))
     flag = source.total_rows if source.total_rows in pf.schema_arrow.names else None
-    appended = totals_batch(pf, names, [c.kind for c in columns], flag) if source.totals else None
+    empty = total == 0
+    appended = (
+        totals_batch(pf, names, [c.kind for c in columns], flag)
+        if source.totals and not empty
+        else None
+    )
     if appended is not None:
         total += 1
         sheet_count = max(1, -(-total // per_sheet))
@@ -279,8 +319,15 @@ def _write_source(
         # the filter (and so a sort) covers the data rows, never the Total under them
         filtered = data_rows - (1 if appended is not None and i == sheet_count - 1 else 0)
         _start_sheet(ws, name, columns, formats, filtered, page)
+        if empty:
+            ws.write_string(1, 0, source.empty, formats.plain)
+            # a header and one line print on one page: the columns that fit it, legibly
+            ws.print_area(0, 0, 1, _fitting(columns) - 1)
         member = f"xl/worksheets/sheet{len(workbook.worksheets())}.xml"
-        fills[member] = (partial(rows.sheet, i, xml_columns), f"A1:{last}{data_rows + 1}")
+        fills[member] = (
+            partial(rows.sheet, i, xml_columns),
+            f"A1:{last}{max(data_rows, 1 if empty else 0) + 1}",
+        )
     return sheet_names, fills
 
 

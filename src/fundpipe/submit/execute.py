@@ -1,17 +1,14 @@
 """Execute a plan through the client, recording every request to the ledger.
 
-(What the service holds is read by :mod:`fundpipe.submit.snapshot`; the plan is checked by
-:mod:`fundpipe.plan.preflight` before it gets here.)
+(What the service holds is read by :mod:`fundpipe.submit.snapshot`, the plan checked by
+:mod:`fundpipe.plan.preflight` and a crashed run's open requests closed by
+:mod:`fundpipe.submit.settle` before it gets here.)
 
-- :func:`settle` closes requests a crashed run left open: a distribution the service holds is
-  recorded as created; one it lacks is planned again — with the same body, hence the same key.
-  Looking the distribution up by ``external_reference`` comes first, always, so a request whose
-  key the service has forgotten (24 h) can never create a second distribution.
-- :func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests
-  in one commit → the chunk sent with bounded concurrency → its outcomes in the commit of the
-  next chunk's intents. Contact associations (optional; each needs only its entity and
-  contacts) run beside payment instructions and distributions, in at most half of the
-  request slots, and nothing waits for them.
+:func:`execute` runs the phases in order, each in chunks: the intents of a chunk's requests in
+one commit → the chunk sent with bounded concurrency → its outcomes in the commit of the next
+chunk's intents. Contact associations (optional; each needs only its entity and contacts) run
+beside payment instructions and distributions, in at most half of the request slots, and
+nothing waits for them. One run is an :class:`_Execution`, one method per step.
 """
 
 from __future__ import annotations
@@ -41,7 +38,6 @@ from fundpipe.plan import (
     PlannedDistribution,
     PlannedRequest,
     ResolvedRequest,
-    ServiceDistribution,
     ServiceState,
     UnresolvedReferenceError,
 )
@@ -77,56 +73,6 @@ class SubmitResult:
     def complete(self) -> bool:
         """True when no outcome is left unknown."""
         return not self.unknown
-
-
-def _payment_ids_for(d: PlannedDistribution, existing: ServiceDistribution) -> list[str | None]:
-    """Match the service's payments to the sheet's rows by (entity, amount, currency)."""
-    pool = list(zip(existing.payments, existing.payment_ids, strict=False))
-    out: list[str | None] = []
-    for p in d.payments:
-        hit = next(
-            (
-                i
-                for i, (sp, _) in enumerate(pool)
-                if sp.entity == p.entity and sp.amount_cents == p.amount_cents
-            ),
-            None,
-        )
-        out.append(pool.pop(hit)[1] if hit is not None else None)
-    return out
-
-
-def settle(ledger: Ledger, plan: Plan, state: ServiceState) -> list[str]:
-    """Record distributions a previous run sent and the service holds; close open requests.
-
-    Returns the references settled by lookup. Distributions the plan links that a request of
-    ours carried are ``created`` (we made them); the others are ``linked``.
-    """
-    settled: list[str] = []
-    sent_by_file = {f.file_hash: ledger.sent_refs(f.file_hash) for f in plan.files}
-    for d in plan.distributions:
-        if d.action != "link" or d.existing_id is None:
-            continue
-        existing = state.distributions_by_ref[d.external_reference]
-        ours = d.external_reference in sent_by_file.get(d.file_hash, set())
-        ledger.mark_distributions(
-            d.file_hash,
-            [d.external_reference],
-            "created" if ours else "linked",
-            distribution_ids={d.external_reference: existing.id},
-            payment_ids={d.external_reference: _payment_ids_for(d, existing)},
-            entities={d.external_reference: [str(p.entity) for p in d.payments]},
-        )
-        if ours:
-            settled.append(d.external_reference)
-    for record in ledger.open_requests():
-        if record.phase != "distributions":
-            continue
-        found = [r for r in record.distribution_refs if r in state.distributions_by_ref]
-        if found and len(found) == len(record.distribution_refs):
-            ids = [state.distributions_by_ref[r].id for r in found]
-            ledger.record_outcome(record.key, "settled", service_ids=ids)
-    return settled
 
 
 async def _send(client: FundClient, request: ResolvedRequest) -> list[Any]:
@@ -179,174 +125,236 @@ async def execute(
     next chunk's intents, in the same commit (alone once a second passes without a commit, and
     at the end). ``progress`` hears one step per planned request, whatever its outcome.
     """
-    result = SubmitResult()
     sink = progress or NullProgress()
-    sink.start("submit", "submit requests", total=len(plan.requests))
-    ids = IdMap(entities=dict(state.entities_by_ref), contacts=dict(state.contacts_by_email))
-    by_ref = {(d.file_hash, d.external_reference): d for d in plan.distributions}
-    gate = asyncio.Semaphore(concurrency)
-    side_gate = asyncio.Semaphore(max(1, concurrency // 2))
-    broken: dict[str, str] = {}  # file hash → why its later requests cannot run
-    writer = LedgerWriter(ledger)
-    chunk = max(1, chunk_size or 8 * concurrency)
+    run = _Execution(client, ledger, plan, state, concurrency, chunk_size, key_fn, sink)
+    return await run.all_phases()
 
-    def fail(target: dict[str, str], request: PlannedRequest, why: str) -> None:
-        for h in request.file_hashes:
-            broken.setdefault(h, f"{request.label}: {why}")
-            target.setdefault(h, f"{request.label}: {why}")
 
-    def prepare(request: PlannedRequest, blocked: dict[str, str]) -> ResolvedRequest | None:
+class _Execution:
+    """One run of :func:`execute`: what its requests share (the ids learned so far, the files
+    an earlier failure broke, the ledger's writer, the two gates) and one method per step —
+    the phases → a phase → a chunk → a request → its outcome."""
+
+    def __init__(
+        self,
+        client: FundClient,
+        ledger: Ledger,
+        plan: Plan,
+        state: ServiceState,
+        concurrency: int,
+        chunk_size: int | None,
+        key_fn: Callable[[str, str, str, Any], str],
+        sink: ProgressSink,
+    ) -> None:
+        self.client = client
+        self.ledger = ledger
+        self.plan = plan
+        self.concurrency = concurrency
+        self.chunk_size = chunk_size
+        self.key_fn = key_fn
+        self.sink = sink
+        self.result = SubmitResult()
+        self.ids = IdMap(
+            entities=dict(state.entities_by_ref), contacts=dict(state.contacts_by_email)
+        )
+        self.by_ref = {(d.file_hash, d.external_reference): d for d in plan.distributions}
+        self.gate = asyncio.Semaphore(concurrency)
+        self.side_slots = max(1, concurrency // 2)
+        self.side_gate = asyncio.Semaphore(self.side_slots)
+        self.broken: dict[str, str] = {}  # file hash → why its later requests cannot run
+        self.writer = LedgerWriter(ledger)
+        self.chunk = max(1, chunk_size or 8 * concurrency)
+
+    async def all_phases(self) -> SubmitResult:
+        """Every phase in order, associations beside the later ones; the ledger flushed and
+        closed whatever happens."""
+        self.sink.start("submit", "submit requests", total=len(self.plan.requests))
+        started = time.perf_counter()
+        writer = self.writer
+        flusher = asyncio.create_task(writer.run_flusher())
+        beside: asyncio.Task[None] | None = None
+        try:
+            for phase in PHASES:
+                if phase == "associations":
+                    # needs only its entity and contacts (created by now); never waited for by
+                    # payment instructions or distributions
+                    beside = asyncio.create_task(self.run_phase(phase))
+                else:
+                    await self.run_phase(phase)
+            if beside is not None:
+                # nothing else waits for a slot now: the associations left may take them all
+                for _ in range(self.concurrency - self.side_slots):
+                    self.side_gate.release()
+                await beside
+        finally:
+            if beside is not None and not beside.done():
+                beside.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await beside
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            await writer.flush()
+            writer.close()
+        self.result.elapsed_s = time.perf_counter() - started
+        return self.result
+
+    async def run_phase(self, phase: Phase) -> None:
+        """Resolve and send one phase's requests, a chunk at a time."""
+        # each chunk is resolved just before it is sent (a big night's bodies are not all
+        # held at once); what blocks a request is decided as when the phase began
+        blocked = dict(self.broken)
+        # an association's body is one id: its chunks are larger (fewer ledger statements
+        # and commits a request, and fewer waits for a chunk's last answer)
+        size = self.chunk
+        if phase == "associations" and not self.chunk_size:
+            size *= _ASSOCIATION_CHUNKS
+        batch: list[tuple[PlannedRequest, ResolvedRequest]] = []
+        weight = 0
+        for request in self.plan.phase(phase):
+            resolved = self.prepare(request, blocked)
+            if resolved is None:
+                self.sink.advance("submit")
+                continue
+            batch.append((request, resolved))
+            weight += _weight(request)
+            if len(batch) >= size or (len(batch) >= self.concurrency and weight >= _CHUNK_ELEMENTS):
+                await self.run_chunk(batch)
+                batch, weight = [], 0
+        if batch:
+            await self.run_chunk(batch)
+
+    def prepare(self, request: PlannedRequest, blocked: dict[str, str]) -> ResolvedRequest | None:
         """Resolve ``request`` unless every file it serves is ``blocked`` (what was broken when
         its phase began, and what this phase's unresolvable requests broke since)."""
         if all(h in blocked for h in request.file_hashes) and request.file_hashes:
             return None
         try:
-            return request.resolve(ids, plan.org_id, key_fn)
+            return request.resolve(self.ids, self.plan.org_id, self.key_fn)
         except UnresolvedReferenceError as exc:
             if request.phase == "associations":  # optional: never blocks a distribution
-                result.warnings.append(f"{request.label}: not associated ({exc})")
+                self.result.warnings.append(f"{request.label}: not associated ({exc})")
                 return None
-            fail(result.failed, request, str(exc))
+            self.fail(self.result.failed, request, str(exc))
             for h in request.file_hashes:
                 blocked.setdefault(h, str(exc))
-            writer.later(lambda: _fail_distributions(ledger, request, by_ref))
+            self.writer.later(partial(_fail_distributions, self.ledger, request, self.by_ref))
             return None
 
-    async def run(request: PlannedRequest, resolved: ResolvedRequest) -> None:
+    async def run_chunk(self, batch: list[tuple[PlannedRequest, ResolvedRequest]]) -> None:
+        """Commit a chunk's intents, then send its requests together."""
+        # durable before any is sent, in one commit with the outcomes queued before them
+        await self.writer.intents([r for _, r in batch])
+        self.result.requests_sent += len(batch)
+        self.result.keys_sent.update(r.key for _, r in batch)
+        await asyncio.gather(*(_counted(self.run(p, r), self.sink) for p, r in batch))
+
+    async def run(self, request: PlannedRequest, resolved: ResolvedRequest) -> None:
         """Send one request whose intent is committed; queue its outcome."""
         # associations run beside the later phases, in at most half of the slots (all of them
         # once the later phases are done)
-        async with side_gate if request.phase == "associations" else contextlib.nullcontext():
-            await send(request, resolved)
+        beside = request.phase == "associations"
+        async with self.side_gate if beside else contextlib.nullcontext():
+            await self.send(request, resolved)
 
-    async def send(request: PlannedRequest, resolved: ResolvedRequest) -> None:
-        async with gate:
+    async def send(self, request: PlannedRequest, resolved: ResolvedRequest) -> None:
+        """Send one request in a slot of the gate; queue its outcome (success or failure)."""
+        async with self.gate:
             resent: list[str] = []  # smaller batches sent after a 409 named existing objects
             try:
                 if request.phase in ("entities", "contacts"):
                     adopted = await send_adopting(
-                        client,
+                        self.client,
                         resolved,
-                        partial(_send, client),
-                        key_fn,
-                        plan.org_id,
-                        writer.intent,
+                        partial(_send, self.client),
+                        self.key_fn,
+                        self.plan.org_id,
+                        self.writer.intent,
                     )
                     records = adopted.records
-                    result.linked_ids.extend(adopted.linked)
-                    result.warnings.extend(f"{request.label}: {c}" for c in adopted.conflicts)
+                    self.result.linked_ids.extend(adopted.linked)
+                    self.result.warnings.extend(f"{request.label}: {c}" for c in adopted.conflicts)
                     resent = [r.key for r in adopted.requests]
-                    result.keys_sent.update(resent)
+                    self.result.keys_sent.update(resent)
                 else:
-                    records = await _send(client, resolved)
+                    records = await _send(self.client, resolved)
             except FundServiceError as exc:
-                status = exc.status if isinstance(exc, APIError) else None
-                # a 409 naming the existing object is an answer, not a request still in flight
-                definitive = status in _DEFINITIVE_STATUSES or isinstance(exc, AlreadyExistsError)
-                request_id = exc.request_id if isinstance(exc, APIError) else None
-                error = str(exc)
-                key = resolved.key
-                optional = request.phase == "associations"
-                if optional:
-                    result.warnings.extend(association_warnings(request, resolved, exc))
-                else:
-                    fail(result.failed if definitive else result.unknown, request, str(exc))
-
-                def record_failure() -> None:
-                    ledger.record_outcome(
-                        key,
-                        "failed" if definitive or optional else "unknown",
-                        status=status,
-                        request_id=request_id,
-                        error=error,
-                    )
-                    if optional:
-                        return
-                    if definitive:
-                        _fail_distributions(ledger, request, by_ref)
-                    else:
-                        for h in request.file_hashes:
-                            ledger.mark_distributions(
-                                h, request.distribution_refs, "sent", request_key=key
-                            )
-
-                writer.later(record_failure)
+                self.failed(request, resolved, exc)
                 return
-        _learn(ids, request, records)
+        _learn(self.ids, request, records)
         # only the ids are kept until the outcome is written, not the parsed response
         service_ids = _ids_of(records)
         created: Created | None = None
         if request.phase == "distributions":
-            created = created_by(resolved, records, await _all_payments(client, records))
+            created = created_by(resolved, records, await _all_payments(self.client, records))
         del records
         keys = [resolved.key, *resent]
+        self.writer.later(partial(self.record_success, request, keys, service_ids, created))
 
-        def record_success() -> None:
-            for key in keys:
-                ledger.record_outcome(key, "succeeded", status=201, service_ids=service_ids)
-            if created is not None:
-                result.created.update(created.distribution_ids)
-                record_created(ledger, request.file_hashes, keys[0], created)
+    def failed(
+        self, request: PlannedRequest, resolved: ResolvedRequest, exc: FundServiceError
+    ) -> None:
+        """Count a refused (or unanswered) request against its files; queue its outcome."""
+        status = exc.status if isinstance(exc, APIError) else None
+        # a 409 naming the existing object is an answer, not a request still in flight
+        definitive = status in _DEFINITIVE_STATUSES or isinstance(exc, AlreadyExistsError)
+        if request.phase == "associations":  # optional: a warning, never a failed file
+            self.result.warnings.extend(association_warnings(request, resolved, exc))
+        else:
+            target = self.result.failed if definitive else self.result.unknown
+            self.fail(target, request, str(exc))
+        request_id = exc.request_id if isinstance(exc, APIError) else None
+        outcome = (resolved.key, definitive, status, request_id, str(exc))
+        self.writer.later(partial(self.record_failure, request, *outcome))
 
-        writer.later(record_success)
+    def fail(self, target: dict[str, str], request: PlannedRequest, why: str) -> None:
+        """Mark the files ``request`` serves as broken, and why, in ``target`` too."""
+        for h in request.file_hashes:
+            self.broken.setdefault(h, f"{request.label}: {why}")
+            target.setdefault(h, f"{request.label}: {why}")
 
-    async def run_chunk(batch: list[tuple[PlannedRequest, ResolvedRequest]]) -> None:
-        # durable before any is sent, in one commit with the outcomes queued before them
-        await writer.intents([r for _, r in batch])
-        result.requests_sent += len(batch)
-        result.keys_sent.update(r.key for _, r in batch)
-        await asyncio.gather(*(_counted(run(p, r), sink) for p, r in batch))
+    def record_failure(
+        self,
+        request: PlannedRequest,
+        key: str,
+        definitive: bool,
+        status: int | None,
+        request_id: str | None,
+        error: str,
+    ) -> None:
+        """Write a failed request's outcome (on the writer's thread)."""
+        optional = request.phase == "associations"
+        self.ledger.record_outcome(
+            key,
+            "failed" if definitive or optional else "unknown",
+            status=status,
+            request_id=request_id,
+            error=error,
+        )
+        if optional:
+            return
+        if definitive:
+            _fail_distributions(self.ledger, request, self.by_ref)
+        else:
+            for h in request.file_hashes:
+                self.ledger.mark_distributions(
+                    h, request.distribution_refs, "sent", request_key=key
+                )
 
-    async def run_phase(phase: Phase) -> None:
-        # each chunk is resolved just before it is sent (a big night's bodies are not all
-        # held at once); what blocks a request is decided as when the phase began
-        blocked = dict(broken)
-        # an association's body is one id: its chunks are larger (fewer ledger statements
-        # and commits a request, and fewer waits for a chunk's last answer)
-        size = chunk * _ASSOCIATION_CHUNKS if phase == "associations" and not chunk_size else chunk
-        batch: list[tuple[PlannedRequest, ResolvedRequest]] = []
-        weight = 0
-        for request in plan.phase(phase):
-            resolved = prepare(request, blocked)
-            if resolved is None:
-                sink.advance("submit")
-                continue
-            batch.append((request, resolved))
-            weight += _weight(request)
-            if len(batch) >= size or (len(batch) >= concurrency and weight >= _CHUNK_ELEMENTS):
-                await run_chunk(batch)
-                batch, weight = [], 0
-        if batch:
-            await run_chunk(batch)
-
-    started = time.perf_counter()
-    flusher = asyncio.create_task(writer.run_flusher())
-    beside: asyncio.Task[None] | None = None
-    try:
-        for phase in PHASES:
-            if phase == "associations":
-                # needs only its entity and contacts (created by now); never waited for by
-                # payment instructions or distributions
-                beside = asyncio.create_task(run_phase(phase))
-            else:
-                await run_phase(phase)
-        if beside is not None:
-            # nothing else waits for a slot now: the associations left may take them all
-            for _ in range(concurrency - max(1, concurrency // 2)):
-                side_gate.release()
-            await beside
-    finally:
-        if beside is not None and not beside.done():
-            beside.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beside
-        flusher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await flusher
-        await writer.flush()
-        writer.close()
-    result.elapsed_s = time.perf_counter() - started
-    return result
+    def record_success(
+        self,
+        request: PlannedRequest,
+        keys: list[str],
+        service_ids: list[str],
+        created: Created | None,
+    ) -> None:
+        """Write a request's success, and the distributions it created (on the writer's
+        thread)."""
+        for key in keys:
+            self.ledger.record_outcome(key, "succeeded", status=201, service_ids=service_ids)
+        if created is not None:
+            self.result.created.update(created.distribution_ids)
+            record_created(self.ledger, request.file_hashes, keys[0], created)
 
 
 async def _counted(step: Awaitable[None], sink: ProgressSink) -> None:

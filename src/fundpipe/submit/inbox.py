@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import socket
@@ -44,8 +45,8 @@ from fundpipe.submit.entries import (
     stable_files,
     survey,
 )
-from fundpipe.validate.issues import FileReport
-from fundpipe.warehouse.integrity import writing
+from fundpipe.validate import FileReport
+from fundpipe.warehouse import writing
 
 __all__ = [
     "SHEET_SUFFIXES",
@@ -65,6 +66,8 @@ __all__ = [
     "stable_files",
     "survey",
 ]
+
+log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_NAME = 120
@@ -155,12 +158,16 @@ class InboxLock:
         """Take the lock, waiting up to ``wait_s``; else raise :class:`InboxBusyError` naming
         the holder."""
         deadline = time.monotonic() + self.wait_s
+        told = False
         while True:
             try:
                 return self._try_acquire()
-            except InboxBusyError:
+            except InboxBusyError as busy:
                 if time.monotonic() >= deadline:
                     raise
+                if not told:  # never a silent wait: who holds it, and for how long we wait
+                    log.warning("%s: %s; waiting up to %g s", self.path, busy, self.wait_s)
+                    told = True
                 time.sleep(0.5)
 
     def _try_acquire(self) -> None:

@@ -27,7 +27,7 @@ from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, 
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode, learned_client
-from fundpipe.submit.execute import SubmitResult, execute, settle
+from fundpipe.submit.execute import SubmitResult, execute
 from fundpipe.submit.inbox import (
     Candidate,
     InboxDirs,
@@ -38,6 +38,7 @@ from fundpipe.submit.inbox import (
 )
 from fundpipe.submit.instructions import with_known_instructions
 from fundpipe.submit.ledger import Ledger, open_ledger, read_ledger
+from fundpipe.submit.settle import settle
 from fundpipe.submit.snapshot import (
     load_snapshot,
     only_organization,
@@ -46,8 +47,8 @@ from fundpipe.submit.snapshot import (
     with_vehicles,
 )
 from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
-from fundpipe.validate.issues import FileReport
-from fundpipe.warehouse.known import read_known
+from fundpipe.validate import FileReport
+from fundpipe.warehouse import read_known
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ __all__ = ["FileOutcome", "FileState", "IngestResult", "ingest", "write_report"]
 
 def write_report(report: FileReport, sheet_path: Path) -> list[Path]:
     """Write ``report``'s issues beside ``sheet_path`` (``<name>.errors.csv`` and ``.xlsx``)."""
-    from fundpipe.reports.rejected import write_error_report
+    from fundpipe.reports import write_error_report
 
     return write_error_report(replace(report, file=str(sheet_path)), sheet_path.parent)
 
@@ -281,7 +282,7 @@ class _Run:
     ) -> tuple[list[Candidate], list[FileInput]]:
         """2. A file with any error is rejected whole (a resumed run reuses the frames of files
         it validated before, kept beside them in processing/). Returns the valid ones."""
-        from fundpipe.validate.files import validate_files
+        from fundpipe.validate import validate_files
 
         enabled = self.in_inbox and not self.dry_run
         cache = ValidationCache(self.dirs.processing / ".validated", enabled=enabled)

@@ -22,8 +22,7 @@ from typing import Any
 import duckdb
 
 from fundpipe.plan import ServiceDistribution, ServicePayment
-from fundpipe.warehouse.file import Warehouse
-from fundpipe.warehouse.integrity import faults_named
+from fundpipe.warehouse import Warehouse, faults_named
 
 log = logging.getLogger(__name__)
 

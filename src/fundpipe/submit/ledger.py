@@ -50,9 +50,14 @@ from fundpipe.plan import (
     instruction_fingerprint,
 )
 from fundpipe.resources import SCHEMAS_DIR
-from fundpipe.warehouse.connection import connect, transaction
-from fundpipe.warehouse.integrity import faults_named, refuse_damaged
-from fundpipe.warehouse.migrations import apply_migrations, load_migrations
+from fundpipe.warehouse import (
+    apply_migrations,
+    connect,
+    faults_named,
+    load_migrations,
+    refuse_damaged,
+    transaction,
+)
 
 Clock = Callable[[], datetime]
 

@@ -20,7 +20,7 @@ from fundpipe.client.models import Contact, Distribution, Entity
 from fundpipe.errors import ConfigurationError
 from fundpipe.plan import FileInput, ServiceDistribution, ServicePayment, ServiceState
 from fundpipe.submit.known import read_distributions
-from fundpipe.warehouse.known import Known
+from fundpipe.warehouse import Known
 
 __all__ = [
     "OPTIONAL_REFUSALS",

@@ -18,7 +18,7 @@ from fundpipe.plan import Plan, PlannedFile
 from fundpipe.plan.preflight import Preflight
 from fundpipe.submit.execute import SubmitResult
 from fundpipe.submit.inbox import LeftAlone
-from fundpipe.validate.issues import FileReport, Issue
+from fundpipe.validate import FileReport, Issue
 
 __all__ = ["FileDecision", "FileOutcome", "FileState", "IngestResult", "verdict"]
 

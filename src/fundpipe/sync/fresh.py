@@ -17,7 +17,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse import Warehouse
 
 __all__ = ["FreshWarehouse"]
 

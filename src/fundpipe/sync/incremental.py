@@ -28,12 +28,12 @@ from datetime import datetime, timedelta
 
 import duckdb
 
-from fundpipe.warehouse.file import Warehouse
-from fundpipe.warehouse.known import (
+from fundpipe.warehouse import (
     OPEN_DISTRIBUTION_STATUSES,
     OPEN_PAYMENT_STATUSES,
     WALKED_LISTS,
     Known,
+    Warehouse,
 )
 
 __all__ = [

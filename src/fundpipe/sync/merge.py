@@ -19,8 +19,7 @@ import duckdb
 from fundpipe.errors import DamagedFileError
 from fundpipe.machine import damage_of
 from fundpipe.resources import SCHEMAS_DIR
-from fundpipe.warehouse.connection import connect, transaction
-from fundpipe.warehouse.file import lock_holder
+from fundpipe.warehouse import connect, lock_holder, transaction
 
 __all__ = ["MERGE_FILE", "copy_ledger", "merge", "merge_statements"]
 

@@ -14,9 +14,8 @@ from datetime import datetime, timedelta
 
 import duckdb
 
-from fundpipe.reconcile.periods import PeriodDecision, record_decision
-from fundpipe.warehouse.connection import transaction
-from fundpipe.warehouse.file import records
+from fundpipe.reconcile import PeriodDecision, record_decision
+from fundpipe.warehouse import records, transaction
 
 __all__ = ["certify_month_ends"]
 

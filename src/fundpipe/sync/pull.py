@@ -41,13 +41,13 @@ from fundpipe.client.errors import MissingScopeError, NotFoundError, OperationUn
 from fundpipe.client.models import one_form
 from fundpipe.config import Settings, require_service
 from fundpipe.progress import ProgressSink
-from fundpipe.submit.binding import check_binding, check_livemode
+from fundpipe.submit import check_binding, check_livemode
 from fundpipe.sync.fresh import FreshWarehouse
 from fundpipe.sync.incremental import WALKED_LISTS, Walks, plan_walks, record_walks
 from fundpipe.sync.merge import copy_ledger, ledger_vehicles, merge
 from fundpipe.sync.monthend import certify_month_ends
 from fundpipe.sync.stage import STAGE_SCHEMAS, Stage
-from fundpipe.warehouse.file import Warehouse
+from fundpipe.warehouse import Warehouse
 
 __all__ = ["SyncResult", "sync", "sync_async"]
 

@@ -4,4 +4,44 @@
 `distribution` the distribution sheet's row checks a slice at a time, `cross_row` its cross-row
 rules, `payments` what they read and the canonical payment frame, `roster` the roster's checks,
 `issues` the row-level `Issue`/`FileReport`.
+
+Other packages import from here, never from a module of this package:
+
+- `validate_files` — read and check sheets → one `FileReport` each
+- `validate_exit_code` — the exit code of `fundpipe validate` for those reports
+- `FileReport` — one file's verdict and its row-level issues
+- `Issue` — one row-level problem
+- `IssueGroup` — one problem as the error report lists it, with all its rows
+- `group_issues` — a report's errors then warnings, each problem once
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fundpipe.faces import lazy_face
+
+if TYPE_CHECKING:
+    from fundpipe.validate.files import validate_exit_code, validate_files
+    from fundpipe.validate.issues import FileReport, Issue, IssueGroup, group_issues
+
+__all__ = [
+    "FileReport",
+    "Issue",
+    "IssueGroup",
+    "group_issues",
+    "validate_exit_code",
+    "validate_files",
+]
+
+#: Where each public name lives: its module is imported when the name is first used.
+_HOMES = {
+    "validate_files": "files",
+    "validate_exit_code": "files",
+    "FileReport": "issues",
+    "Issue": "issues",
+    "IssueGroup": "issues",
+    "group_issues": "issues",
+}
+
+__getattr__ = lazy_face(__name__, _HOMES)

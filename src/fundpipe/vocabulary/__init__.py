@@ -20,7 +20,8 @@ Verdict.NEEDS_A_PERSON.shout                   # "NEEDS A PERSON", as the Prefec
   parent's table), the published night the morning view reads. It has one serialiser with one
   form per output (:data:`JSON_FORMS`), each keeping that output's keys as they were.
 - :class:`Verdict`: what one organization's night asks of a person (`fundpipe.nights`), and the
-  names of the Prefect states that say it (:data:`NEEDS_A_PERSON_STATE`).
+  one Prefect form of "needs a person" (:data:`NEEDS_A_PERSON_STATE`, of
+  :data:`NEEDS_A_PERSON_STATE_TYPE` FAILED) every flow that can end needing a person ends in.
 
 Pure: no I/O, no pandas, no Prefect; it imports only `fundpipe.cents`. One private module per
 idea (`_kinds`, `_record`, `_verdict`); import them from here.
@@ -36,14 +37,18 @@ from fundpipe.vocabulary._kinds import (
     what_to_do,
 )
 from fundpipe.vocabulary._record import JSON_FORMS, ExceptionRecord, ExceptionState, JsonForm
-from fundpipe.vocabulary._verdict import NEEDS_A_PERSON_STATE, NEEDS_REVIEW_STATE, Verdict
+from fundpipe.vocabulary._verdict import (
+    NEEDS_A_PERSON_STATE,
+    NEEDS_A_PERSON_STATE_TYPE,
+    Verdict,
+)
 
 __all__ = [
     "JSON_FORMS",
     "KINDS",
     "LOOK_INTO_IT",
     "NEEDS_A_PERSON_STATE",
-    "NEEDS_REVIEW_STATE",
+    "NEEDS_A_PERSON_STATE_TYPE",
     "ExceptionKind",
     "ExceptionRecord",
     "ExceptionState",

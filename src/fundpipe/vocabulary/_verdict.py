@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["NEEDS_A_PERSON_STATE", "NEEDS_REVIEW_STATE", "Verdict"]
+__all__ = ["NEEDS_A_PERSON_STATE", "NEEDS_A_PERSON_STATE_TYPE", "Verdict"]
 
 
-#: The Prefect state name of a night (`org-night`, `nightly`) whose verdict is NEEDS_A_PERSON
-#: (type FAILED, `fundpipe.app.prefect.verdict_state`), and the label `fundpipe run` shows.
+#: The one Prefect form of "needs a person": the state name of every run that ends needing one —
+#: a night (`org-night`, `nightly`) whose verdict is NEEDS_A_PERSON, a one-step run (`inbox`,
+#: `ingest_file`) that left a file for a person — and the label `fundpipe run` shows. Its state
+#: is made in one place, `fundpipe.app.prefect.verdict_state.needing_a_person`.
 NEEDS_A_PERSON_STATE = "Needs a person"
-#: The Prefect state name of a one-step run (`inbox`, `ingest_file`) that left a file for a
-#: person (type COMPLETED, `fundpipe.app.prefect.steps`).
-NEEDS_REVIEW_STATE = "Needs review"
+#: Its state type: FAILED, so that the UI shows it red, never as green as a clean run (the name
+#: on the badge says it is not an outage).
+NEEDS_A_PERSON_STATE_TYPE = "FAILED"
 
 
 class Verdict(StrEnum):

@@ -58,7 +58,7 @@ def export_command(
     Example: fundpipe audit export --org org_demo --from 2026-11-01 --to 2026-11-30 --out audit/
     """
     with user_errors(data_dir):
-        from fundpipe.reconcile.audit import export_audit, span
+        from fundpipe.reconcile import export_audit, span
 
         first, last = _day(from_, "--from"), _day(to, "--to")
         if first and last and last < first:

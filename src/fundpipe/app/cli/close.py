@@ -1,9 +1,16 @@
-"""`fundpipe close`: close a month (prepare, review), list the periods, verify a closed one;
-over `fundpipe.reconcile.close`."""
+"""`fundpipe close month | review | reject | reopen | list | verify`: close a month (prepare,
+review), list the periods, verify a closed one; over `fundpipe.reconcile.close`.
+
+The spellings before the group (`fundpipe close 2026-11 --prepared-by ana`, `--reviewed-by`,
+`--rejected-by`, `--reopen`, `close --list`, `close --verify`) still work for this release:
+`_CloseGroup` hands any first word that is not a sub-command to the hidden `_OLD` command, which
+says once on stderr which new spelling to use and does the same.
+"""
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -12,50 +19,107 @@ from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
     OrgOption,
+    ReadOrgOption,
     console,
+    err_console,
     local_org_settings,
     reading_scope,
     show_each_org,
     user_errors,
 )
+from fundpipe.app.cli.help_text import SentencesGroup, Typer
 from fundpipe.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
     from fundpipe.config import Settings
+    from fundpipe.reconcile.close import CloseResult
 
-__all__ = ["close_command"]
+__all__ = ["close_app"]
+
+#: The hidden command the spellings before the sub-commands are handed to.
+_OLD = "old-spelling"
 
 
-def close_command(
-    period: Annotated[
-        str | None, typer.Argument(help="The month to close or verify, YYYY-MM (e.g. 2026-11).")
-    ] = None,
+class _CloseGroup(SentencesGroup):
+    """The `close` group: a first word that is no sub-command (a month, `--list`, `--verify`)
+    is the spelling before the group, handed to the hidden `_OLD` command."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Click's parsing, with an old spelling routed to `_OLD`."""
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [_OLD, *args]
+        parsed: list[str] = super().parse_args(ctx, args)
+        return parsed
+
+
+close_app = Typer(
+    cls=_CloseGroup,
+    help="Close a month: its final reconciliation (as of its last day, as known at the close) "
+    "filed in data/reports/<org>/closed/YYYY-MM/ with a manifest.json of SHA-256s, never "
+    "rewritten; then reviewed (or rejected) by another person, reopened, listed, verified.\n\n"
+    "Example: fundpipe close month 2026-11 --prepared-by ana, then fundpipe close review "
+    "2026-11 --by ben; fundpipe close list; fundpipe close verify 2026-11",
+    no_args_is_help=True,
+)
+
+PeriodArgument = Annotated[str, typer.Argument(help="The month, YYYY-MM (e.g. 2026-11).")]
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why, in a few words.")]
+
+
+@contextmanager
+def _closing() -> Iterator[None]:
+    """The close's own refusals (`CloseError`) as usage errors (exit 2), inside `user_errors`."""
+    from fundpipe.reconcile.close import CloseError
+
+    try:
+        yield
+    except CloseError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _act(
+    data_dir: Path | None,
+    org: str | None,
+    json_out: bool,
+    act: Callable[[Settings], CloseResult],
+) -> None:
+    """Run one decision (`act`) on the organization's settings and show what it did."""
+    with user_errors(), _closing():
+        done = act(local_org_settings(data_dir, org))
+        _show(done, json_out)
+
+
+def _show(done: CloseResult, json_out: bool) -> None:
+    """The period's state after a decision, and its folder (or the state as JSON)."""
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    **done.state.as_dict(),
+                    "changed": done.changed,
+                    "open_exceptions": done.open_exceptions,
+                },
+                indent=2,
+            )
+        )
+        return
+    what = "" if done.changed else " (already so; nothing changed)"
+    console.print(
+        f"{done.state.period}: {done.state.describe()}{what}\n{done.folder}",
+        markup=False,
+        highlight=False,
+    )
+
+
+@close_app.command("month")
+def month_command(
+    period: PeriodArgument,
     prepared_by: Annotated[
-        str | None,
-        typer.Option("--prepared-by", help="Close the month: who prepared its final report."),
-    ] = None,
-    reviewed_by: Annotated[
-        str | None,
-        typer.Option(
-            "--reviewed-by", help="Record the review of a closed month (not its preparer)."
-        ),
-    ] = None,
-    rejected_by: Annotated[
-        str | None,
-        typer.Option("--rejected-by", help="Reject a closed month (its reviewer; needs --reason)."),
-    ] = None,
-    reopen: Annotated[
-        bool,
-        typer.Option(
-            "--reopen",
-            help="Open a reviewed or rejected month again (needs --by and --reason); its next "
-            "close is a new version beside the old.",
-        ),
-    ] = False,
-    by: Annotated[str | None, typer.Option("--by", help="Who reopens (with --reopen).")] = None,
-    reason: Annotated[
-        str | None, typer.Option("--reason", help="Why (with --rejected-by or --reopen).")
-    ] = None,
+        str, typer.Option("--prepared-by", help="Who prepared the month's final report.")
+    ],
     with_open_exceptions: Annotated[
         bool,
         typer.Option(
@@ -63,133 +127,261 @@ def close_command(
             help="Close even with exceptions still open; they are listed in the manifest.",
         ),
     ] = False,
-    list_periods_: Annotated[
-        bool,
-        typer.Option(
-            "--list",
-            help="Show each month's state: open or closed (without --org: every organization's).",
-        ),
-    ] = False,
-    verify: Annotated[
-        bool,
-        typer.Option("--verify", help="Re-hash a closed month's files against its manifest."),
-    ] = False,
     data_dir: DataDirOption = None,
     org: OrgOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Close a month: its final reconciliation (as of its last day) filed in
-    data/reports/<org>/closed/YYYY-MM/ with a manifest.json of SHA-256s; never rewritten.
+    """Close a month: its final reconciliation as of its last day, as known now, filed in
+    data/reports/<org>/closed/YYYY-MM/ (a reopened month's next close: closed/YYYY-MM/vN/) with
+    a manifest.json of SHA-256s and the month's events; read-only, never rewritten. Closing it
+    again changes nothing.
 
-    Example: fundpipe close 2026-11 --prepared-by ana (then fundpipe close 2026-11
-    --reviewed-by ben, or --rejected-by ben --reason TEXT; fundpipe close 2026-11 --reopen --by
-    ana --reason TEXT; fundpipe close --list; fundpipe close --verify 2026-11)
+    Example: fundpipe close month 2026-11 --prepared-by ana
     """
+    from fundpipe.reconcile.close import close_period
+
+    _act(
+        data_dir,
+        org,
+        json_out,
+        lambda settings: close_period(
+            settings, period, prepared_by=prepared_by, with_open_exceptions=with_open_exceptions
+        ),
+    )
+
+
+@close_app.command("review")
+def review_command(
+    period: PeriodArgument,
+    by: Annotated[str, typer.Option("--by", help="Who reviewed it (not its preparer).")],
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Record the review of the version of a month closed last, by another person than its
+    preparer (at another login, unless FUNDPIPE_ONE_PERSON_CLOSE=true). The review is its own
+    read-only file beside the package, closed/YYYY-MM.vN.review.json: anyone who may write the
+    organization's data folder can review.
+
+    Example: fundpipe close review 2026-11 --by ben
+    """
+    from fundpipe.reconcile.close import review_period
+
+    _act(
+        data_dir,
+        org,
+        json_out,
+        lambda settings: review_period(settings, period, reviewed_by=by),
+    )
+
+
+@close_app.command("reject")
+def reject_command(
+    period: PeriodArgument,
+    by: Annotated[str, typer.Option("--by", help="Who rejects it (its reviewer).")],
+    reason: ReasonOption,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Reject the version of a month closed last, with the reason: the reviewer's decision,
+    under the same two-person rule as a review, in its own file beside the package.
+
+    Example: fundpipe close reject 2026-11 --by ben --reason "D1 missing"
+    """
+    from fundpipe.reconcile.close import reject_period
+
+    _act(
+        data_dir,
+        org,
+        json_out,
+        lambda settings: reject_period(settings, period, rejected_by=by, reason=reason),
+    )
+
+
+@close_app.command("reopen")
+def reopen_command(
+    period: PeriodArgument,
+    by: Annotated[str, typer.Option("--by", help="Who reopens it.")],
+    reason: ReasonOption,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Open a reviewed or rejected month again, with the reason. Its closed version stays as
+    filed; its next close is a new version beside the old.
+
+    Example: fundpipe close reopen 2026-11 --by ana --reason "redo after D1"
+    """
+    from fundpipe.reconcile.close import reopen_period
+
+    _act(
+        data_dir,
+        org,
+        json_out,
+        lambda settings: reopen_period(settings, period, by=by, reason=reason),
+    )
+
+
+@close_app.command("list")
+def list_command(
+    data_dir: DataDirOption = None, org: ReadOrgOption = None, json_out: JsonOption = False
+) -> None:
+    """Show each month's state: open, or closed with who prepared and reviewed it (without
+    --org: every organization's). Reads only local files.
+
+    Example: fundpipe close list
+    """
+    _list(data_dir, org, json_out)
+
+
+def _list(data_dir: Path | None, org: str | None, json_out: bool) -> None:
     with user_errors():
-        from fundpipe.reconcile.close import (
-            CloseError,
-            close_period,
-            list_periods,
-            reject_period,
-            reopen_period,
-            review_period,
-            verify_period,
-        )
+        from fundpipe.reconcile.close import list_periods
 
-        if list_periods_:
+        def show(settings: Settings) -> tuple[Any, int]:
+            with _closing():
+                periods = list_periods(settings)
+            if not json_out:
+                for p in periods:
+                    console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
+            return [p.as_dict() for p in periods], 0
 
-            def show(settings: Settings) -> tuple[Any, int]:
-                try:
-                    periods = list_periods(settings)
-                except CloseError as exc:
-                    raise InputError(str(exc)) from None
-                if not json_out:
-                    for p in periods:
-                        console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
-                return [p.as_dict() for p in periods], 0
+        show_each_org(reading_scope(data_dir, org), show, json_out=json_out)
 
-            show_each_org(reading_scope(data_dir, org), show, json_out=json_out)
-            return
-        settings = local_org_settings(data_dir, org)
-        try:
-            if period is None:
-                raise InputError("name the month (YYYY-MM), or use --list")
-            if verify:
-                checked = verify_period(settings, period)
-                if json_out:
-                    print(
-                        json.dumps(
-                            {
-                                "period": checked.period,
-                                "ok": checked.ok,
-                                "files": checked.checked,
-                                "problems": checked.problems,
-                            }
-                        )
-                    )
-                elif checked.ok:
-                    console.print(
-                        f"{checked.period}: all {checked.checked} file(s) of "
-                        f"{checked.versions} version(s) match the manifest, and the review "
-                        "matches the one recorded"
-                    )
-                else:
-                    for problem in checked.problems:
-                        console.print(f"{checked.period}: {problem}", markup=False)
-                if not checked.ok:
-                    raise typer.Exit(ExitCode.NEEDS_PERSON)
-                return
-            steps = [
-                o
-                for o, v in (
-                    ("--prepared-by", prepared_by),
-                    ("--reviewed-by", reviewed_by),
-                    ("--rejected-by", rejected_by),
-                    ("--reopen", reopen),
-                )
-                if v
-            ]
-            if len(steps) > 1:
-                raise InputError(f"{' and '.join(steps)} are separate steps: run them apart")
-            if reopen:
-                if not by or not reason:
-                    raise InputError("--reopen needs --by NAME and --reason TEXT")
-                done = reopen_period(settings, period, by=by, reason=reason)
-            elif rejected_by:
-                if not reason:
-                    raise InputError("--rejected-by needs --reason TEXT")
-                done = reject_period(settings, period, rejected_by=rejected_by, reason=reason)
-            elif reviewed_by:
-                done = review_period(settings, period, reviewed_by=reviewed_by)
-            elif prepared_by:
-                done = close_period(
-                    settings,
-                    period,
-                    prepared_by=prepared_by,
-                    with_open_exceptions=with_open_exceptions,
-                )
-            else:
-                raise InputError(
-                    "say --prepared-by NAME (close), --reviewed-by NAME, --rejected-by NAME "
-                    "--reason TEXT, --reopen --by NAME --reason TEXT, or --verify"
-                )
-        except CloseError as exc:
-            raise InputError(str(exc)) from None
+
+@close_app.command("verify")
+def verify_command(
+    period: PeriodArgument,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Re-hash every version of a closed month: its files against its manifest, the manifest
+    and the review against the hashes recorded at the close and the review. Exit 1 when one
+    changed, naming it.
+
+    Example: fundpipe close verify 2026-11
+    """
+    _verify(period, data_dir, org, json_out)
+
+
+def _verify(period: str, data_dir: Path | None, org: str | None, json_out: bool) -> None:
+    with user_errors(), _closing():
+        from fundpipe.reconcile.close import verify_period
+
+        checked = verify_period(local_org_settings(data_dir, org), period)
         if json_out:
             print(
                 json.dumps(
                     {
-                        **done.state.as_dict(),
-                        "changed": done.changed,
-                        "open_exceptions": done.open_exceptions,
-                    },
-                    indent=2,
+                        "period": checked.period,
+                        "ok": checked.ok,
+                        "files": checked.checked,
+                        "problems": checked.problems,
+                    }
                 )
             )
-            return
-        what = "" if done.changed else " (already so; nothing changed)"
-        console.print(
-            f"{done.state.period}: {done.state.describe()}{what}\n{done.folder}",
-            markup=False,
-            highlight=False,
+        elif checked.ok:
+            console.print(
+                f"{checked.period}: all {checked.checked} file(s) of "
+                f"{checked.versions} version(s) match the manifest, and the review "
+                "matches the one recorded"
+            )
+        else:
+            for problem in checked.problems:
+                console.print(f"{checked.period}: {problem}", markup=False)
+        if not checked.ok:
+            raise typer.Exit(ExitCode.NEEDS_PERSON)
+
+
+def _say_new_spelling(new: str) -> None:
+    """The one line an old spelling prints on stderr: the spelling to use instead."""
+    err_console.print(
+        f"note: this spelling of `fundpipe close` goes in a later release; use `fundpipe close "
+        f"{new}`",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@close_app.command(_OLD, hidden=True)
+def old_spelling_command(
+    period: Annotated[str | None, typer.Argument(help="The month, YYYY-MM.")] = None,
+    prepared_by: Annotated[
+        str | None, typer.Option("--prepared-by", help="Now: close month PERIOD --prepared-by.")
+    ] = None,
+    reviewed_by: Annotated[
+        str | None, typer.Option("--reviewed-by", help="Now: close review PERIOD --by.")
+    ] = None,
+    rejected_by: Annotated[
+        str | None, typer.Option("--rejected-by", help="Now: close reject PERIOD --by --reason.")
+    ] = None,
+    reopen: Annotated[
+        bool, typer.Option("--reopen", help="Now: close reopen PERIOD --by --reason.")
+    ] = False,
+    by: Annotated[str | None, typer.Option("--by", help="Who reopens (with --reopen).")] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (with --rejected-by or --reopen).")
+    ] = None,
+    with_open_exceptions: Annotated[
+        bool, typer.Option("--with-open-exceptions", help="With --prepared-by.")
+    ] = False,
+    list_periods_: Annotated[bool, typer.Option("--list", help="Now: close list.")] = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Now: close verify PERIOD.")] = False,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """The spellings of `fundpipe close` before its sub-commands, kept for this release: each
+    says once on stderr which sub-command to use, then does what it did."""
+    month = period or "YYYY-MM"
+    if list_periods_:
+        _say_new_spelling("list")
+        _list(data_dir, org, json_out)
+        return
+    if verify:
+        _say_new_spelling(f"verify {month}")
+    with user_errors():
+        if period is None:
+            raise InputError("name the month (YYYY-MM), or use fundpipe close list")
+    if verify:
+        _verify(period, data_dir, org, json_out)
+        return
+    steps = [
+        o
+        for o, v in (
+            ("--prepared-by", prepared_by),
+            ("--reviewed-by", reviewed_by),
+            ("--rejected-by", rejected_by),
+            ("--reopen", reopen),
         )
+        if v
+    ]
+    with user_errors():
+        if len(steps) > 1:
+            raise InputError(f"{' and '.join(steps)} are separate steps: run them apart")
+        if reopen and (not by or not reason):
+            raise InputError("--reopen needs --by NAME and --reason TEXT")
+        if rejected_by and not reason:
+            raise InputError("--rejected-by needs --reason TEXT")
+        if not steps:
+            raise InputError(
+                f"say what to do: fundpipe close month {month} --prepared-by NAME, close review "
+                f"{month} --by NAME, close reject {month} --by NAME --reason TEXT, close reopen "
+                f"{month} --by NAME --reason TEXT, or close verify {month}"
+            )
+    if reopen and by and reason:
+        _say_new_spelling(f"reopen {period} --by NAME --reason TEXT")
+        reopen_command(period, by, reason, data_dir, org, json_out)
+    elif rejected_by and reason:
+        _say_new_spelling(f"reject {period} --by NAME --reason TEXT")
+        reject_command(period, rejected_by, reason, data_dir, org, json_out)
+    elif reviewed_by:
+        _say_new_spelling(f"review {period} --by NAME")
+        review_command(period, reviewed_by, data_dir, org, json_out)
+    elif prepared_by:
+        extra = " --with-open-exceptions" if with_open_exceptions else ""
+        _say_new_spelling(f"month {period} --prepared-by NAME{extra}")
+        month_command(period, prepared_by, with_open_exceptions, data_dir, org, json_out)

@@ -19,7 +19,7 @@ import typer
 
 from fundpipe.app.cli.alerts import alerts_app
 from fundpipe.app.cli.audit import audit_app
-from fundpipe.app.cli.close import close_command
+from fundpipe.app.cli.close import close_app
 from fundpipe.app.cli.common import (
     DataDirOption,
     JsonOption,
@@ -35,6 +35,7 @@ from fundpipe.app.cli.common import (
 from fundpipe.app.cli.desk import desk_app
 from fundpipe.app.cli.exceptions import exceptions_app
 from fundpipe.app.cli.help_text import Typer
+from fundpipe.app.cli.orchestrate import serve_command, watch_command
 from fundpipe.app.cli.record import backup_command, restore_command, where_the_record_is
 from fundpipe.app.cli.sandbox import sandbox_command
 from fundpipe.errors import EXIT_CODE_MEANINGS, InputError
@@ -55,11 +56,13 @@ app = Typer(
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
 app.add_typer(audit_app, name="audit")
+app.add_typer(close_app, name="close")
 app.add_typer(desk_app, name="desk")
-app.command("close")(close_command)
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
 app.command("sandbox")(sandbox_command)
+app.command("serve")(serve_command)
+app.command("watch")(watch_command)
 
 
 @app.command("config")
@@ -74,7 +77,7 @@ def config_command(json_out: JsonOption = False) -> None:
         values = settings.redacted()
         values["mode"] = "embedded sandbox" if settings.service.embedded else "configured service"
         from fundpipe.orgs import configured_orgs
-        from fundpipe.submit.binding import describe_orgs
+        from fundpipe.submit import describe_orgs
 
         values.update(describe_orgs(settings, **configured_orgs(settings)))
         if json_out:
@@ -111,10 +114,7 @@ def validate_command(
             raise InputError("--format must be table or json")
         from fundpipe.app.cli.render import RichProgress, render_validation
         from fundpipe.app.outcomes import validation_dict
-        from fundpipe.validate.files import (
-            validate_exit_code,
-            validate_files,
-        )
+        from fundpipe.validate import validate_exit_code, validate_files
 
         settings = settings_for(data_dir)
         if not files:
@@ -170,10 +170,10 @@ def ingest_command(
             render_plan,
             render_preflight,
         )
-        from fundpipe.submit.ingest import ingest
+        from fundpipe.submit import ingest
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
-            result = ingest(
+            result = ingest.ingest(
                 live,
                 files or None,
                 dry_run=dry_run,
@@ -217,7 +217,7 @@ def sync_command(
     """
     with user_errors(data_dir):
         from fundpipe.app.cli.render import RichProgress, render_counts
-        from fundpipe.sync.pull import sync
+        from fundpipe.sync import sync
 
         with org_settings_for(data_dir, org) as live, RichProgress(err_console) as progress:
             result = sync(live, progress=progress, full=full)
@@ -263,7 +263,7 @@ def reconcile_command(
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
         from fundpipe.app.cli.render import render_summary
-        from fundpipe.reconcile.views import reconcile
+        from fundpipe.reconcile import reconcile
 
         settings = local_org_settings(data_dir, org)
         known_at = _parse_instant(
@@ -339,43 +339,6 @@ def run_command(
         raise typer.Exit(summary.exit_code)
 
 
-@app.command("serve")
-def serve_command() -> None:
-    """Serve the four deployments from this process and watch every organization's inbox:
-    `nightly` (cron), `inbox` (on file arrival, and every few minutes), `org-night` (one
-    organization's night, started by the nightly run) and `night-check` (at the
-    FUNDPIPE_COMPLETE_BY deadline).
-
-    Uses the Prefect server named by PREFECT_API_URL; without one, starts `prefect server
-    start` on 127.0.0.1:FUNDPIPE_PREFECT_PORT (4200) and stops it on exit. Stop with Ctrl-C.
-
-    Example: fundpipe serve   (for a trial, FUNDPIPE_NIGHTLY_CRON="* * * * *" runs it every
-    minute)
-    """
-    prefect_defaults()
-    with user_errors():
-        from fundpipe.app.prefect.server import serve
-
-        serve(settings_for(), say=err_console.print)
-
-
-@app.command("watch")
-def watch_command(data_dir: DataDirOption = None) -> None:
-    """Watch the inbox and start an `inbox` run as soon as a dropped file settles.
-
-    Emits the Prefect event `fundpipe.inbox.file.settled` to the server named by
-    PREFECT_API_URL; the `inbox` deployment (flows/prefect.yaml) is triggered by it. Run it on
-    the machine whose data directory holds the inbox, beside `prefect worker start`.
-
-    Example: fundpipe watch --data-dir data   (with PREFECT_API_URL=http://127.0.0.1:4200/api)
-    """
-    prefect_defaults()
-    with user_errors(data_dir):
-        from fundpipe.app.prefect.watch import watch_and_announce
-
-        watch_and_announce(settings_for(data_dir), say=err_console.print)
-
-
 def _parse_date(text: str | None) -> date | None:
     if text is None:
         return None
@@ -411,9 +374,10 @@ def _reads_sheets() -> None:
 
 def main() -> None:
     """Entry point of the `fundpipe` console script."""
-    from fundpipe.app.cli.process import leave_objects_at_exit
+    from fundpipe.app.cli.process import leave_objects_at_exit, say_lock_lines
 
     leave_objects_at_exit()  # the process ends with the command: leave its heap to the OS
+    say_lock_lines()  # a wait for a lock, or a takeover, is told whatever Prefect's console shows
     try:
         app()
     except SystemExit as exc:

@@ -53,8 +53,8 @@ def _person_act(
     error (exit 2) saying so."""
     import getpass
 
-    from fundpipe.reconcile.lifecycle import ExceptionNotFoundError
-    from fundpipe.warehouse.file import Warehouse
+    from fundpipe.reconcile import ExceptionNotFoundError
+    from fundpipe.warehouse import Warehouse
 
     what = {"note": "a note saying what was done", "to": "the owner's name"}
     for name, value in fields.items():
@@ -94,8 +94,8 @@ def exceptions_list_command(
     Example: fundpipe exceptions list --state open
     """
     with user_errors():
-        from fundpipe.reconcile.lifecycle import STATES, list_exceptions
-        from fundpipe.warehouse.file import Warehouse
+        from fundpipe.reconcile import STATES, list_exceptions
+        from fundpipe.warehouse import Warehouse
 
         if state is not None and state not in STATES:
             raise InputError(f"--state {state!r} is not one of {', '.join(STATES)}")
@@ -126,7 +126,7 @@ def exceptions_ack_command(
     Example: fundpipe exceptions ack EX-1A2B3C4D5E --note "investor confirmed; paid by wire"
     """
     with user_errors():
-        from fundpipe.reconcile.lifecycle import acknowledge
+        from fundpipe.reconcile import acknowledge
 
         done = _person_act(acknowledge, exception_id, by, data_dir, org, note=note)
         covered = done.acknowledged_amount_cents
@@ -147,8 +147,8 @@ def exceptions_show_command(
     Example: fundpipe exceptions show EX-1A2B3C4D5E
     """
     with user_errors():
-        from fundpipe.reconcile.lifecycle import ExceptionNotFoundError, history
-        from fundpipe.warehouse.file import Warehouse
+        from fundpipe.reconcile import ExceptionNotFoundError, history
+        from fundpipe.warehouse import Warehouse
 
         settings = local_org_settings(data_dir, org)
         try:
@@ -186,7 +186,7 @@ def exceptions_assign_command(
     Example: fundpipe exceptions assign EX-1A2B3C4D5E --to maria
     """
     with user_errors():
-        from fundpipe.reconcile.lifecycle import assign
+        from fundpipe.reconcile import assign
 
         done = _person_act(assign, exception_id, by, data_dir, org, to=to, note=note)
         console.print(f"{done.id} is owned by {done.owner}")

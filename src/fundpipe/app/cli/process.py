@@ -9,10 +9,37 @@ from __future__ import annotations
 
 import atexit
 import gc
+import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["frozen_gc", "leave_objects_at_exit", "paused_gc"]
+__all__ = ["LOCK_LOGGERS", "frozen_gc", "leave_objects_at_exit", "paused_gc", "say_lock_lines"]
+
+#: The loggers whose lines tell who holds a lock a run waits for, or whose lock it took over.
+LOCK_LOGGERS = ("fundpipe.record.lock", "fundpipe.submit.inbox")
+
+
+class _ToStderr(logging.Handler):
+    """Each line as it is, on the standard error the process has when it is told."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:  # logging's own contract: a handler never raises
+            self.handleError(record)
+
+
+def say_lock_lines() -> None:
+    """Print the locks' lines (a wait: who holds the lock and until when; a takeover of a
+    holder that is gone) on standard error whatever Prefect's console shows: `fundpipe run`
+    quiets Prefect's console handlers, and a night waiting for a lock must never be silent.
+    For the `fundpipe` console script (`main`) only; idempotent."""
+    for name in LOCK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _ToStderr) for h in logger.handlers):
+            logger.addHandler(_ToStderr(logging.WARNING))
+        logger.propagate = False
 
 
 def leave_objects_at_exit() -> None:

@@ -24,10 +24,9 @@ if TYPE_CHECKING:  # the types only: a command that reads no sheet never imports
     from fundpipe.nights import Nights
     from fundpipe.plan import Plan
     from fundpipe.plan.preflight import Preflight
-    from fundpipe.reconcile.lifecycle import ExceptionEvent
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.ingest import IngestResult
-    from fundpipe.validate.issues import FileReport
+    from fundpipe.reconcile import ExceptionEvent, ReconcileResult
+    from fundpipe.submit import IngestResult
+    from fundpipe.validate import FileReport
     from fundpipe.vocabulary import ExceptionRecord
 
 __all__ = [
@@ -199,7 +198,7 @@ def render_validation(
     """Print a readable verdict per file and a table of its problems to ``console``: each
     identical problem once with its rows (``2–7, 9``), the column with its Excel letter — the
     lines of the file's error report."""
-    from fundpipe.validate.issues import group_issues
+    from fundpipe.validate import group_issues
 
     for report in reports:
         verdict = (

@@ -50,8 +50,8 @@ FLOWS = ["nightly", "org-night", "inbox", "ingest_file", "sync", "reconcile", "n
 #: as a run (one alert per incident): the night shells emit it for every organization whose
 #: night failed (`tell.tell_night_failed`: the nightly run for its children, an `org-night` run
 #: on its own for itself, a nightly run that failed before any child for "every
-#: organization"); their "Needs a person" runs (FAILED type) are told by the file and exception
-#: alerts.
+#: organization"). A "Needs a person" run (FAILED type, of any flow) is no "run failed": its
+#: event is `prefect.flow-run.Needs a person`, and the file and exception alerts tell it.
 NIGHTS_TOLD_BY_EVENT: list[str] = ["nightly", "org-night"]
 
 

@@ -9,8 +9,8 @@ named by `FUNDPIPE_CLIENT_SECRET_BLOCK`) and no result is persisted.
 
 `serve_all()` serves the `nightly` (cron, explicit timezone), `inbox` (every few minutes, and
 at once when `fundpipe watch` announces a settled file), `org-night` and `night-check` (at the
-`FUNDPIPE_COMPLETE_BY` deadline) deployments in this process; `prefect.yaml` declares the same
-for a Prefect server + work pool.
+`FUNDPIPE_COMPLETE_BY` deadline) deployments in this process, and pauses none of them when it
+stops (`pauses`); `prefect.yaml` declares the same for a Prefect server + work pool.
 
 Each step's outcome is told on the run logger at INFO and as Prefect events (one line per file,
 per step, per exception, and where the reports are; `fundpipe.file.rejected`,
@@ -21,8 +21,8 @@ Every flow ends in a state whose message is fundpipe's plain sentence, never a t
 
 | fundpipe exit code | flow run state |
 |---|---|
-| 0 success, 1 a file rejected or a distribution needs a person | Completed (named Needs review for 1) |
-| `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state`) |
+| 0 success | Completed |
+| 1 a file rejected or a distribution needs a person; `nightly`, `org-night`: a night whose verdict is NEEDS A PERSON | Failed, named Needs a person (`verdict_state.needing_a_person`, one form for every flow) |
 | 2 usage or configuration error, 3 the service failed or refused us | Failed |
 | 5 internal error (a bug; its traceback is in the run's log) | Failed |
 | 4 another fundpipe run holds the inbox or the warehouse (this run did nothing) | Cancelled |
@@ -34,6 +34,7 @@ An exception nobody expected, in any step, child or parent, is exit 5 "internal 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -55,11 +56,7 @@ from fundpipe.app.prefect.steps import (
     sync_step,
 )
 from fundpipe.app.prefect.tell import TELLING_OF
-from fundpipe.app.prefect.uiview import (
-    NEEDS_REVIEW,
-    called,
-    org_tags,
-)
+from fundpipe.app.prefect.uiview import called, org_tags
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
 
@@ -232,13 +229,15 @@ def _inbox_flow(data_dir: str | None, org: str | None) -> State[Any]:
                 TELLING_OF.reset(told)
     if len(states) == 1:
         return states[0]
-    worst = next((st for st in states if not st.is_completed()), None)
+    from fundpipe.app.prefect.verdict_state import needs_a_person_state
+
+    worst = next((st for st in states if not (st.is_completed() or needs_a_person_state(st))), None)
     message = "; ".join(
         f"{called(o.folder, o.name)}: {st.message}" for o, st in zip(chosen, states, strict=True)
     )
     if worst is None:
-        # a completed step is clean (0) or needs review (1): so is the run over every inbox
-        code = ExitCode.NEEDS_PERSON if any(st.name == NEEDS_REVIEW for st in states) else 0
+        # every inbox was clean (0) or left a file for a person (1): so is the run over them all
+        code = ExitCode.NEEDS_PERSON if any(needs_a_person_state(st) for st in states) else 0
         return _finished(ExitCode(code), message, {"exit_code": int(code)})
     final = Cancelled if worst.is_cancelled() else Failed
     return final(message=message, data=worst.data)
@@ -364,10 +363,15 @@ def deployments(settings: Settings | None = None) -> list[Any]:
     ]
 
 
-def serve_all() -> None:
+def serve_all(say: Callable[[str], object] = print) -> None:
     """Serve the `nightly`, `inbox`, `org-night` and `night-check` deployments from this process until
     interrupted, with the inbox watcher announcing settled files (every organization's inbox)
     in a thread beside them.
+
+    Nothing is paused when serving stops (the server goes on scheduling the nights; with nobody
+    serving, they go Late and the missed-night alert fires). A deployment found paused is told
+    through ``say``, one line each, and stays paused — unless an older `fundpipe serve` paused
+    it as it stopped, which is resumed (`fundpipe.app.prefect.pauses`).
 
     Needs a Prefect server with its scheduler (`PREFECT_API_URL`); `fundpipe serve` starts one
     on loopback when none is configured.
@@ -376,9 +380,11 @@ def serve_all() -> None:
 
     from prefect import serve
 
+    from fundpipe.app.prefect.pauses import keep_pauses
     from fundpipe.app.prefect.watch import inbox_finder, prefect_announcer, watch_inboxes
 
     settings = _settings(None)
+    served = keep_pauses(deployments(settings), say)
     # a configuration no night can run with is refused here, not in the watcher's thread
     find = inbox_finder(settings)
     stop = threading.Event()
@@ -391,6 +397,6 @@ def serve_all() -> None:
     )
     watcher.start()
     try:
-        serve(*deployments(settings))
+        serve(*served, pause_on_shutdown=False)
     finally:
         stop.set()

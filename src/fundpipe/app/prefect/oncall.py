@@ -37,9 +37,9 @@ from fundpipe.words import counted, singular
 
 if TYPE_CHECKING:
     from fundpipe.nights import OrgNight
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import FileOutcome, IngestResult
-    from fundpipe.sync.pull import SyncResult
+    from fundpipe.reconcile import ReconcileResult
+    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.sync import SyncResult
     from fundpipe.vocabulary import ExceptionRecord
 
 FILE_REJECTED = "fundpipe.file.rejected"

@@ -40,7 +40,7 @@ from fundpipe.nights import OrgNight
 
 if TYPE_CHECKING:
     from fundpipe.app.prefect.verdict_state import VerdictLine
-    from fundpipe.submit.verdicts import FileOutcome
+    from fundpipe.submit import FileOutcome
 
 __all__ = [
     "ORG_DEPLOYMENT",
@@ -208,6 +208,8 @@ def _org_night(
     org, settings = _org_settings(top, org_id, orgs_on_host, several)
     if who.get("name") and not org.name:  # the name the parent found (the service's)
         org = replace(org, name=who["name"])
+    if org.name and not settings.service.org_name:  # the reports name it too, not its id
+        settings = settings.updated(service={"org_name": org.name})
     who.update(org=org, settings=settings)
     if org.name:  # every event of this night names it (the alerts' subjects)
         NAMED.set(org.name)

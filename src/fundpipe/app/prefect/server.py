@@ -11,6 +11,10 @@ from its first instant: Prefect's serve loop installs its own SIGTERM handler on
 and a SIGTERM before that would kill the process at once, leaving the server it started behind.
 The server is stopped as a process group (its own session), and only once it no longer answers
 does `fundpipe serve` exit.
+
+Stopping pauses no deployment (`fundpipe.app.prefect.pauses`): the nights are the server's, and
+with a configured server (`PREFECT_API_URL`) they fall due, go Late and are alerted without this
+process. A server started here stops with it, and with it everything that would alert.
 """
 
 from __future__ import annotations
@@ -153,4 +157,4 @@ def _serve(settings: Settings, say: Callable[[str], object]) -> None:
         say(f"serving nightly, inbox, org-night and night-check; watching {watched} (Ctrl-C stops)")
         from fundpipe.app.prefect import flows
 
-        flows.serve_all()
+        flows.serve_all(say)

@@ -16,7 +16,7 @@ from fundpipe.config import Organization, Settings
 
 if TYPE_CHECKING:
     from fundpipe.nights import Nights, OrgNight
-    from fundpipe.reports.publish import Published
+    from fundpipe.reports import Published
 
 __all__ = ["MORNING_KEY", "morning", "publish_org"]
 
@@ -28,7 +28,7 @@ def publish_org(org: Organization, night: OrgNight, settings: Settings) -> Publi
     """Publish one organization's night (its reports, error reports and facts); the folder it
     went to and each local file's URL, or None without `FUNDPIPE_REPORTS_URL`."""
     from fundpipe.morning import PublishedNight
-    from fundpipe.reports.publish import publish_night
+    from fundpipe.reports import publish_night
 
     if not settings.local.reports_url or not night.workbook:
         return None

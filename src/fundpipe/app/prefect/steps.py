@@ -22,9 +22,9 @@ from fundpipe.errors import ExitCode
 if TYPE_CHECKING:
     from fundpipe.night import StepRunner
     from fundpipe.nights import OrgNight
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import FileOutcome, IngestResult
-    from fundpipe.sync.pull import SyncResult
+    from fundpipe.reconcile import ReconcileResult
+    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.sync import SyncResult
 
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
 FLOW_LOCK_WAIT_S = 300.0
@@ -36,7 +36,6 @@ _TASK_OPTIONS: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": Fal
 #: fundpipe exit code → the type of the flow run's final state (see the module docstring).
 _STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
     ExitCode.OK: Completed,
-    ExitCode.NEEDS_PERSON: Completed,
     ExitCode.USAGE: Failed,
     ExitCode.SERVICE: Failed,
     ExitCode.LOCKED: Cancelled,
@@ -48,6 +47,10 @@ _STATE_FOR_EXIT: dict[ExitCode, Callable[..., State[Any]]] = {
 def state_for(code: ExitCode) -> Callable[..., State[Any]]:
     """The state (constructor) a run ends in for exit code ``code``; a code without its own
     (one added later) fails the run."""
+    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
+        from fundpipe.app.prefect.verdict_state import needing_a_person
+
+        return needing_a_person
     return _STATE_FOR_EXIT.get(code, Failed)
 
 
@@ -124,12 +127,8 @@ def _guard(work: Callable[..., _R], *args: Any) -> _R | State[Any]:
 
 def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     """The final state of a flow whose steps all ran: Completed, with the night in one line
-    (`_sentence`); exit code 1 (a file rejected, something needs a person) is Completed named
-    Needs review. ``data`` is the flow's result."""
-    from fundpipe.app.prefect.verdict_state import needs_review_state
-
-    if code == ExitCode.NEEDS_PERSON:  # a file rejected or a distribution needs a person
-        return needs_review_state(message, data)
+    (`_sentence`); exit code 1 (a file rejected, something needs a person) is the one "Needs a
+    person" (FAILED type, `verdict_state.needing_a_person`). ``data`` is the flow's result."""
     return state_for(code)(message=message, data=data)
 
 
@@ -205,23 +204,23 @@ def ingest_drop(settings: Settings) -> IngestResult | State[Any]:
     `external_reference` of a roster dropped with it, so the files of a drop are validated and
     planned together. The per-file outcomes are in the result (and the run's artifacts).
     """
-    from fundpipe.submit.ingest import ingest
+    from fundpipe.submit import ingest
 
-    return _guard(lambda: ingest(settings, None))
+    return _guard(lambda: ingest.ingest(settings, None))
 
 
 @task(name="ingest-file", **_TASK_OPTIONS)
 def ingest_one(settings: Settings, path: str) -> IngestResult | State[Any]:
     """Validate, plan and submit one sheet exactly once; returns the typed ingest result."""
-    from fundpipe.submit.ingest import ingest
+    from fundpipe.submit import ingest
 
-    return _guard(lambda: ingest(settings, [Path(path)]))
+    return _guard(lambda: ingest.ingest(settings, [Path(path)]))
 
 
 @task(name="sync", **_TASK_OPTIONS)
 def sync_step(settings: Settings) -> SyncResult | State[Any]:
     """Pull the service's state into the warehouse; returns the typed sync result."""
-    from fundpipe.sync.pull import sync as run_sync
+    from fundpipe.sync import sync as run_sync
 
     return _guard(lambda: run_sync(settings))
 
@@ -229,7 +228,7 @@ def sync_step(settings: Settings) -> SyncResult | State[Any]:
 @task(name="reconcile", **_TASK_OPTIONS)
 def reconcile_step(settings: Settings, as_of: str | None) -> ReconcileResult | State[Any]:
     """Build the reconciliation views and write the reports; returns the typed result."""
-    from fundpipe.reconcile.views import reconcile
+    from fundpipe.reconcile import reconcile
 
     report_date = date.fromisoformat(as_of) if as_of else None
     return _guard(lambda: reconcile(settings, as_of=report_date))

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from fundpipe.app.prefect.links import Where
     from fundpipe.app.prefect.verdict_state import VerdictLine
     from fundpipe.nights import OrgNight
-    from fundpipe.reconcile.views import ReconcileResult
-    from fundpipe.submit.verdicts import FileOutcome, IngestResult
-    from fundpipe.sync.pull import SyncResult
+    from fundpipe.reconcile import ReconcileResult
+    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.sync import SyncResult
     from fundpipe.vocabulary import ExceptionRecord
 
 

@@ -1,10 +1,10 @@
 """What the Prefect UI shows of a night, as plain functions: state names, run names, tags,
 artifact keys and plain column labels.
 
-- A one-step run (`inbox`, `ingest_file`) that leaves a file for a person (exit code 1) ends in
-  a state of type COMPLETED named :data:`NEEDS_REVIEW`; a night (`org-night`, `nightly`) that
-  needs a person ends "Needs a person", of type FAILED — both defined, with why, in
-  `fundpipe.app.prefect.verdict_state`.
+- Every run that needs a person — a one-step run (`inbox`, `ingest_file`) that leaves a file
+  for one (exit code 1), a night (`org-night`, `nightly`) whose verdict says so — ends in the
+  one state "Needs a person", of type FAILED (`fundpipe.vocabulary.NEEDS_A_PERSON_STATE`, made,
+  with why, in `fundpipe.app.prefect.verdict_state`).
 - Runs are named by the night's date and the organization's name (`nightly-2026-11-25-…`,
   `org-night-demo-fund-b-2026-11-25-…`): the night's date is its report date (`as_of`, else the
   scheduled day in the reporting timezone), the one date its artifacts, reports and morning
@@ -24,8 +24,6 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-# the state names of "needs a person" are defined once, with the verdict's states
-from fundpipe.app.prefect.verdict_state import NEEDS_REVIEW
 from fundpipe.vocabulary import Verdict, kind_words
 
 if TYPE_CHECKING:
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXCEPTION_LABELS",
-    "NEEDS_REVIEW",
     "OPEN_EXCEPTIONS_KEY",
     "RUN_NAMES",
     "called",

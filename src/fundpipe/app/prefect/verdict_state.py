@@ -11,17 +11,17 @@ by the shell from the library's per-organization verdict):
 - **FAILED** — why in plain words, on which host, what to do next.
 
 The state (:func:`night_state`). Prefect colours a run by its state *type*, not its name: a
-COMPLETED state named "Needs review" is as green as a clean night, and the dashboard counts it
-nowhere. A night that needs a person gets a **FAILED**-type state named
-:data:`NEEDS_A_PERSON` ("Needs a person"): red in the runs list, the graph and the timeline, and
+COMPLETED state with any name is as green as a clean night, and the dashboard counts it
+nowhere. A run that needs a person gets a **FAILED**-type state named
+:data:`NEEDS_A_PERSON` ("Needs a person", `fundpipe.vocabulary`): red in the runs list, the graph and the timeline, and
 counted by the dashboard's "failed or crashed runs" — read as not fine at a glance, with the name
 on the badge saying it is not an outage. Retries do not fire for it: Prefect retries a Failed run
 only when the flow or deployment sets `retries`, and fundpipe's night flows set none (one retry
 layer: the service client's). The other types were weighed: CANCELLED is grey and reads as
 "someone stopped it"; CRASHED says the process died (and its alert says so); PAUSED is not
 terminal (the run waits to be resumed). A failed night is a plain FAILED state; an OK night
-COMPLETED; a one-step run (`inbox`, `ingest_file`) that leaves a file for a person COMPLETED
-named :data:`NEEDS_REVIEW` (:func:`needs_review_state`): both forms are made here alone. The
+COMPLETED. The same "Needs a person" ends a one-step run (`inbox`, `ingest_file`) that leaves a
+file for a person: one form for every flow, made here alone (:func:`needing_a_person`). The
 run's alerts are the incident's own (`fundpipe.app.prefect.alerts`), not one more for the red run.
 
 Only the shells import this module; it holds no I/O but the artifact calls of `publish_*`.
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from fundpipe.cents import format_cents
 from fundpipe.errors import ExitCode, FundpipeError
-from fundpipe.vocabulary import NEEDS_A_PERSON_STATE, NEEDS_REVIEW_STATE, Verdict
+from fundpipe.vocabulary import NEEDS_A_PERSON_STATE, NEEDS_A_PERSON_STATE_TYPE, Verdict
 
 if TYPE_CHECKING:
     from prefect import State
@@ -48,13 +48,13 @@ if TYPE_CHECKING:
 __all__ = [
     "HEALTH_KEY",
     "NEEDS_A_PERSON",
-    "NEEDS_REVIEW",
     "VERDICT_KEY",
     "NeedsAPerson",
     "VerdictLine",
     "health_rows",
     "line_of",
-    "needs_review_state",
+    "needing_a_person",
+    "needs_a_person_state",
     "next_step_for",
     "night_state",
     "unique_run_name",
@@ -62,10 +62,8 @@ __all__ = [
     "verdict_table",
 ]
 
-#: The state name of a night that needs a person (state type FAILED: see the module docstring).
+#: The state name of a run that needs a person (state type FAILED: see the module docstring).
 NEEDS_A_PERSON = NEEDS_A_PERSON_STATE
-#: The state name of a one-step run that left a file for a person (type COMPLETED).
-NEEDS_REVIEW = NEEDS_REVIEW_STATE
 #: The key of the verdict artifact (the first a run shows) and of the health page.
 VERDICT_KEY = "fundpipe-verdict"
 HEALTH_KEY = "fundpipe-health"
@@ -150,21 +148,24 @@ def night_state(lines: Sequence[VerdictLine], data: Any = None, failed: Any = No
     if Verdict.FAILED in verdicts:
         return Failed(message=message, data=failed)
     if Verdict.NEEDS_A_PERSON in verdicts:
-        carried = NeedsAPerson(message, data) if data is not None else None
-        return Failed(name=NEEDS_A_PERSON, message=message, data=carried)
+        return needing_a_person(message, data)
     return Completed(message=message, data=data)
 
 
+def needing_a_person(message: str, data: Any = None) -> State[Any]:
+    """The state of any run that ends needing a person — a night, a one-step run that left a
+    file for one: FAILED, named :data:`NEEDS_A_PERSON`, ``data`` (the run's result) carried in
+    a :class:`NeedsAPerson`."""
+    from prefect.states import Failed
+
+    carried = NeedsAPerson(message, data) if data is not None else None
+    return Failed(name=NEEDS_A_PERSON, message=message, data=carried)
+
+
 def needs_a_person_state(state: Any) -> bool:
-    """``state`` is a night's "Needs a person" (FAILED type, but the night completed)."""
-    return state is not None and state.name == NEEDS_A_PERSON
-
-
-def needs_review_state(message: str, data: Any = None) -> State[Any]:
-    """A one-step run's state when it left a file for a person: COMPLETED, :data:`NEEDS_REVIEW`."""
-    from prefect.states import Completed
-
-    return Completed(message=message, data=data, name=NEEDS_REVIEW)
+    """``state`` is a run's "Needs a person" (FAILED type, but the run completed its work)."""
+    named = state is not None and state.name == NEEDS_A_PERSON
+    return bool(named and state.type.value == NEEDS_A_PERSON_STATE_TYPE)
 
 
 def next_step_for(exit_code: int, host: str = "") -> str:

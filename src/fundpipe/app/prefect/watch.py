@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fundpipe.config import Settings
 from fundpipe.errors import ConfigurationError
-from fundpipe.submit.inbox import InboxDirs, is_transient_name
+from fundpipe.submit import InboxDirs, is_transient_name
 
 #: The Prefect event a settled inbox file emits; the `inbox` deployment is triggered by it.
 INBOX_EVENT = "fundpipe.inbox.file.settled"
