@@ -26,12 +26,13 @@ typecheck: install
 	$(BIN)/mypy
 
 # `make test` is tests/make_test.sh: lint, mypy, the unit suite, the late-night alert test in the
-# background, then the end-to-end tests. Every part runs whichever failed; the last lines give
+# background, then the browser tests (the desk in Debian's chromium, installed when running as
+# root), then the end-to-end tests. Every part runs whichever failed; the last lines give
 # each part's counts and the total. `make any-day` runs the unit suite a year ahead and a year
 # back under Debian's faketime (installed when running as root): .ci/run runs it after
 # `make test`. `make suite` is the unit suite alone.
 suite: install
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5
+	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e and not browser" --durations=5
 
 test: install ## install, lint, type-check and run the whole suite (every part, every time)
 	BIN=$(BIN) bash tests/make_test.sh

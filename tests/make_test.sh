@@ -9,6 +9,10 @@
 #     (tests/e2e/prefect_processes.py: HOME_TEMPLATE);
 #   - lint (ruff check, ruff format --check) and types (mypy --strict);
 #   - the unit suite;
+#   - the browser tests (marker `browser`: the desk in Debian's chromium, tests/desk), after the
+#     suite so the browser has the CPU; chromium is installed here when running as root and
+#     missing (as faketime is for --any-day). In CI (CI=true) they always run; elsewhere,
+#     without chromium, one line says they did not run and how to run them;
 #   - the end-to-end tests (a real Prefect server each, on the real clock), after the suite
 #     because Prefect's temporary server (SQLite) times out when it fights the parallel suite
 #     for the CPU. They run a file at a time on each of two workers, longest first
@@ -46,7 +50,8 @@ run() {
     sed -E 's/^=+ //; s/ =+$//')
 }
 
-suite=("$BIN/pytest" -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e" --durations=5 -p no:cacheprovider)
+suite=("$BIN/pytest" -n 2 --dist loadfile --no-loadscope-reorder -m "not e2e and not browser" --durations=5 -p no:cacheprovider)
+CHROMIUM=/usr/bin/chromium
 
 if [ "${1:-}" = "--any-day" ]; then
   # faketime: Debian's package; installed here when running as root (as CI does) and missing
@@ -78,6 +83,19 @@ else
   run types "$BIN/mypy"
 
   run suite "${suite[@]}"
+
+  # chromium: Debian's package; installed here when running as root (as CI does) and missing
+  if [ ! -x "$CHROMIUM" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium (the desk's browser tests drive it)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+      >"$logs/apt-chromium.log" 2>&1 || { cat "$logs/apt-chromium.log"; echo "could not install chromium"; }
+  fi
+  if [ -x "$CHROMIUM" ] || [ "${CI:-}" = "true" ]; then
+    run browser "$BIN/pytest" -m browser tests/desk -p no:cacheprovider --durations=3
+  else
+    echo
+    echo "=== browser: did not run ($CHROMIUM is missing): apt-get install chromium, then $BIN/pytest -m browser tests/desk"
+  fi
 
   wait "$waits"
   status[deadline]=$?

@@ -162,6 +162,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("night",),
     ("nights",),
     ("morning",),
+    # the desk sits on the whole library, beside the app in the tree; the app's CLI starts it
+    ("desk",),
     ("app",),
 )
 _LAYER_OF = {unit: n for n, layer in enumerate(LAYERS) for unit in layer}

@@ -10,6 +10,7 @@ Other packages import from here, never from a module of this package:
 - `reconcile` — run the views for an as-of date → Parquet, workbook, exception log
 - `ReconcileResult` — where a reconciliation wrote its reports, and its summary
 - `ReconcileSummary` — the run's facts, totals and exception counts
+- `latest_as_of` — the as-of date of an organization's newest reports (`reports/latest`)
 - `export_views` — stream every view for an as-of date into Parquet files
 - `ExceptionEvent` — one event of an exception's history
 - `ExceptionNotFoundError` — no exception has that id
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         verify_period,
     )
     from fundpipe.reconcile.export import export_views
+    from fundpipe.reconcile.folders import latest_as_of
     from fundpipe.reconcile.lifecycle import (
         STATES,
         ExceptionEvent,
@@ -79,6 +81,7 @@ __all__ = [
     "export_audit",
     "export_views",
     "history",
+    "latest_as_of",
     "list_exceptions",
     "list_periods",
     "reconcile",
@@ -103,6 +106,7 @@ _HOMES = {
     "assign": "lifecycle",
     "history": "lifecycle",
     "list_exceptions": "lifecycle",
+    "latest_as_of": "folders",
     "PeriodDecision": "periods",
     "record_decision": "periods",
     "export_audit": "audit",

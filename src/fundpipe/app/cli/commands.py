@@ -32,6 +32,7 @@ from fundpipe.app.cli.common import (
     settings_for,
     user_errors,
 )
+from fundpipe.app.cli.desk import desk_app
 from fundpipe.app.cli.exceptions import exceptions_app
 from fundpipe.app.cli.help_text import Typer
 from fundpipe.app.cli.orchestrate import serve_command, watch_command
@@ -56,6 +57,7 @@ app.add_typer(alerts_app, name="alerts")
 app.add_typer(exceptions_app, name="exceptions")
 app.add_typer(audit_app, name="audit")
 app.add_typer(close_app, name="close")
+app.add_typer(desk_app, name="desk")
 app.command("restore")(restore_command)
 app.command("backup")(backup_command)
 app.command("sandbox")(sandbox_command)
