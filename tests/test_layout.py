@@ -504,6 +504,7 @@ def test_no_test_patches_a_private_name() -> None:
 #: as a whole.
 FACED = ("client", "submit", "reconcile", "sync", "reports", "validate", "warehouse")
 
+
 def _face(package: str) -> set[str]:
     """The names in `fundpipe.<package>.__all__`, read from its source (nothing imported)."""
     tree = ast.parse((SRC / package / "__init__.py").read_text(encoding="utf-8"))
