@@ -77,6 +77,16 @@ else
   waits=$!
   "$BIN/python" tests/e2e/prefect_processes.py "$E2E_HOME" >"$logs/home.out" 2>&1 &
   home=$!
+  # chromium: Debian's package, for the desk's browser tests; installed here, in the background
+  # while lint, types and the suite run, when running as root (as CI does) and missing
+  (
+    if [ ! -x "$CHROMIUM" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing Debian's chromium (the desk's browser tests drive it)"
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+        >"$logs/apt-chromium.log" 2>&1 || { cat "$logs/apt-chromium.log"; echo "could not install chromium"; }
+    fi
+  ) &
+  chromium=$!
   echo "$BIN/pytest -m e2e ${WAITS[*]} (in the background, its output below after the suite's)"
 
   run lint bash -c "'$BIN/ruff' check src tests flows benchmarks && '$BIN/ruff' format --check src tests flows benchmarks"
@@ -84,12 +94,7 @@ else
 
   run suite "${suite[@]}"
 
-  # chromium: Debian's package; installed here when running as root (as CI does) and missing
-  if [ ! -x "$CHROMIUM" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's chromium (the desk's browser tests drive it)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
-      >"$logs/apt-chromium.log" 2>&1 || { cat "$logs/apt-chromium.log"; echo "could not install chromium"; }
-  fi
+  wait "$chromium"
   if [ -x "$CHROMIUM" ] || [ "${CI:-}" = "true" ]; then
     run browser "$BIN/pytest" -m browser tests/desk -p no:cacheprovider --durations=3
   else
