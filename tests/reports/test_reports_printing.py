@@ -6,6 +6,7 @@ exceptions first."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import openpyxl
@@ -117,6 +118,12 @@ def test_summary_names_the_organization_and_has_a_sign_off_block(
     assert ws["A2"].value == "As of 2026-11-30"
     facts = {r[0]: r[1:3] for r in ws.iter_rows(values_only=True) if r[0]}
     assert facts["Organization"][0] == "org_demo"
+    # times as a person writes them on a signed page, no sync id, no relative path (issue 42)
+    for label in ("Run at",):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", facts[label][0]), facts[label]
+    cells = [str(c) for r in ws.iter_rows(values_only=True) for c in r if c is not None]
+    assert not [c for c in cells if "sync_" in c or re.search(r"T\d\d:\d\d:\d\d", c)]
+    assert Path(facts["Parquet files"][0]).is_absolute()
     # no period close yet: blank lines to sign on, underlined
     assert not any(facts["Prepared by"])
     assert not any(facts["Reviewed by"])

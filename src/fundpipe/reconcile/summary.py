@@ -188,6 +188,11 @@ def summarise(
     )
 
 
+def _written(at: datetime) -> str:
+    """An instant as a person writes it on a signed page: ``2026-12-01 21:35 UTC``."""
+    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
 def workbook_summary(
     summary: ReconcileSummary,
     out_dir: Path,
@@ -198,7 +203,7 @@ def workbook_summary(
     """What the workbook's Summary sheet shows for `summary`; `prepared_by` / `reviewed_by` fill
     its sign-off block (None: the period's, as it stood at the knowledge time; a blank line to
     sign on when nobody did)."""
-    sync_at = summary.last_sync_at.isoformat() if summary.last_sync_at else "never"
+    sync_at = _written(summary.last_sync_at) if summary.last_sync_at else "never"
     named = summary.organization_name or summary.organization
     ids = (
         [("Organization id", summary.organization)]
@@ -206,7 +211,7 @@ def workbook_summary(
         else []
     )
     period = summary.period
-    known = summary.known_at.astimezone(UTC).isoformat() if summary.known_at else "the as-of's end"
+    known = _written(summary.known_at) if summary.known_at else "the end of the as-of date"
     return WorkbookSummary(
         organization=named,
         as_of=summary.as_of.isoformat(),
@@ -238,11 +243,11 @@ def workbook_summary(
                 if summary.historical
                 else "today: this run updated the exception log",
             ),
-            ("Run at (UTC)", summary.run_at.astimezone(UTC).isoformat(timespec="seconds")),
-            ("Known at (UTC)", known),
-            ("Last sync", summary.last_sync_id or "none"),
-            ("Last sync finished (UTC)", sync_at),
-            ("Parquet files", str(out_dir)),
+            ("Run at", _written(summary.run_at)),
+            ("Known at", known),
+            ("Last sync finished", sync_at),
+            # where this page's files are, whole (a relative path means nothing on paper)
+            ("Parquet files", str(out_dir.resolve())),
         ],
         totals_cents=[
             ("Depository available", summary.available_cents),
