@@ -26,6 +26,8 @@ def _tab(wb: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any] | Non
     rows = list(wb[name].iter_rows(values_only=True))
     header = [str(h) for h in rows[0]]
     body = [dict(zip(header, r, strict=True)) for r in rows[1:]]
+    if len(body) == 1 and all(v is None for v in rows[1][1:]):
+        body = []  # the one line of a tab with no rows ("No exceptions: …"), under its header
     first = header[0]
     totals = [r for r in body if r.get(first) == "Total"]
     return [r for r in body if r.get(first) != "Total"], (totals[0] if totals else None)
