@@ -115,6 +115,22 @@ def _pause(api: PrefectApi, name: str) -> None:
     _call(api, "PATCH", f"/deployments/{_deployment(api, name)['id']}", json={"paused": True})
 
 
+def _pause_recorded(api: PrefectApi, name: str) -> bool:
+    """Whether the server holds the event of the deployment's pause (what serve reads)."""
+    body = {
+        "filter": {
+            "event": {"name": ["prefect.deployment.updated"]},
+            "resource": {"id": [f"prefect.deployment.{_deployment(api, f'{name}/{name}')['id']}"]},
+        },
+        "limit": 50,
+    }
+    events = _call(api, "POST", "/events/filter", json=body).json().get("events", [])
+    return any(
+        ((e.get("payload") or {}).get("updates") or {}).get("paused", {}).get("to") is True
+        for e in events
+    )
+
+
 def _stop(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     process.send_signal(sig)  # the serve process alone, as systemctl stop / kill -9 <pid>
     process.wait(timeout=60)
@@ -169,6 +185,8 @@ def test_a_stopped_serve_pauses_nothing_and_the_missed_night_is_still_alerted(
 
         # what an older serve (pause_on_shutdown=True) did on its way out, seconds after its last poll
         _pause(api, "night-check/night-check")
+        # the server stores its events a moment after the change: serve #2 reads this one
+        wait_for("the server to record that pause", lambda: _pause_recorded(api, "night-check"), 60)
 
         # serve #2, the nightly due ~2 minutes ahead and the deadline a minute later; SIGKILL
         now = datetime.now(ZoneInfo(ZONE))
