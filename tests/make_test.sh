@@ -114,7 +114,7 @@ else
     sed -E 's/^=+ //; s/ =+$//')
 
   run e2e env E2E_PREFECT_HOME_TEMPLATE="$PWD/$E2E_HOME" "$BIN/pytest" -m e2e tests/e2e \
-    "${WAITS[@]/#/--deselect=}" -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+    "${WAITS[@]/#/--deselect=}" -n "${E2E_WORKERS:-3}" --dist loadfile --no-loadscope-reorder --durations=10
 fi
 
 echo
