@@ -16,8 +16,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on loopback, for the whole module (test_restore.py keeps its own copy
-    for now: another change is under way there)."""
+    """moto's S3 server on loopback, for the whole module."""
     from moto.server import ThreadedMotoServer
 
     port = _free_port()
