@@ -15,7 +15,8 @@
 #     without chromium, one line says they did not run and how to run them;
 #   - the end-to-end tests (a real Prefect server each, on the real clock), after the suite
 #     because Prefect's temporary server (SQLite) times out when it fights the parallel suite
-#     for the CPU. They run a file at a time on each of two workers, longest first
+#     for the CPU. They run a file at a time on each of three workers (E2E_WORKERS; they mostly
+#     wait on servers and deadlines), longest first
 #     (tests/e2e/conftest.py).
 # Both pytest runs keep xdist's files in the order collected (`--no-loadscope-reorder`): slow
 # files first (tests/conftest.py).
