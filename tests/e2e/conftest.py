@@ -1,7 +1,7 @@
 """How `make test` runs the end-to-end tests: a file at a time on each of two xdist workers,
 the longest files first, and the late-night alert test beside lint, mypy and the unit suite.
 
-`make test` runs this directory with `-n 3 --dist loadfile --no-loadscope-reorder`: each file
+`make test` runs this directory with `-n 2 --dist loadfile --no-loadscope-reorder`: each file
 stays on one worker (its module fixtures — a built wheel, a night, a Prefect test harness — are
 made once), and the files are handed out in the order below, longest first, so neither worker
 is left with a long file while the other has nothing to do.
