@@ -2,7 +2,7 @@
 
 Every answer passes one middleware (`_session_and_headers`): it reads the signed session,
 ends one past its idle or absolute timeout, and writes the cookie and the security headers
-back. Every route runs one dependency first (`_csrf_checked`): a state change without the
+back. Every route runs one dependency first (`fundpipe.desk._web.csrf_checked`): a state change without the
 session's CSRF token is refused (403) before anything else is looked at. A page of an
 organization answers 404 to whoever is not its member, exactly as for an organization that
 does not exist.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import logging
-import secrets
 from datetime import timedelta
 from importlib.resources import files
 from typing import Annotated, Any
@@ -23,146 +22,33 @@ from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import Response as StarletteResponse
 
-from fundpipe.desk._accounts import Accounts, Throttle
+from fundpipe.desk import _queue
 from fundpipe.desk._config import Desk
-from fundpipe.desk._log import DeskLog
-from fundpipe.desk._members import Members, Right
-from fundpipe.desk._oidc import OidcClient
-from fundpipe.desk._reading import (
-    DeskOrg,
-    acknowledge_exception,
-    desk_orgs,
-    open_exceptions,
-    org_morning,
-)
-from fundpipe.desk._session import (
-    COOKIE,
-    CSRF_FIELD,
-    UNSAFE_METHODS,
-    Person,
-    Session,
-    SessionCodec,
-    local_path,
-    security_headers,
+from fundpipe.desk._session import COOKIE, Person, Session, local_path, security_headers
+from fundpipe.desk._web import (
+    PUBLIC,
+    SIGNED_IN,
+    DeskState,
+    NotSignedInError,
+    SignedIn,
+    address,
+    csrf_checked,
+    page,
+    person_or_none,
+    session_of,
 )
 
 __all__ = ["DeskState", "create_app"]
 
 log = logging.getLogger("fundpipe.desk")
 
-PUBLIC = {"x-desk-access": "public"}
-SIGNED_IN = {"x-desk-access": "signed-in"}
-MEMBER = {"x-desk-access": "member"}
+#: The routers of the organizations' pages, each in its own module.
+ROUTERS = [_queue.router]
 
 
-class NotSignedInError(Exception):
-    """A page that needs a signed-in person was asked for without one."""
-
-
-class DeskState:
-    """What the routes share: the desk's configuration, accounts, members, log and templates."""
-
-    def __init__(self, desk: Desk) -> None:
-        self.desk = desk
-        self.log = DeskLog(desk.folder / "desk.log", desk.clock)
-        self.accounts = Accounts(desk.folder / "accounts.json", desk.hasher)
-        self.throttle = Throttle(desk.clock)
-        self.members = Members(desk.members_file, self.log)
-        self.codec = SessionCodec(desk.signing_key())
-        self.oidc = OidcClient.configured(desk)
-        env = Environment(
-            loader=PackageLoader("fundpipe.desk", "templates"),
-            autoescape=select_autoescape(default=True),
-        )
-        self.templates = Jinja2Templates(env=env)
-
-    def orgs_of(self, person: Person) -> list[DeskOrg]:
-        """The organizations of the data folder ``person`` is a member of, by name."""
-        roles = self.members.roles(person.email)
-        known = desk_orgs(self.desk.settings)
-        return sorted((known[o] for o in roles if o in known), key=lambda o: o.name.lower())
-
-
-def _state(request: Request) -> DeskState:
-    state: DeskState = request.app.state.desk
-    return state
-
-
-def _session(request: Request) -> Session:
-    session: Session = request.state.session
-    return session
-
-
-def _address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
-
-
-async def _csrf_checked(request: Request) -> None:
-    """Refuse (403) a state change whose CSRF token is not the session's."""
-    if request.method not in UNSAFE_METHODS:
-        return
-    sent = request.headers.get("x-csrf-token")
-    if sent is None and "form" in request.headers.get("content-type", ""):
-        sent = str((await request.form()).get(CSRF_FIELD) or "")
-    if not sent or not secrets.compare_digest(sent, _session(request).csrf):
-        _state(request).log.event(
-            "refused",
-            path=request.url.path,
-            address=_address(request),
-            detail="a state change without the session's CSRF token",
-            email=_person_or_none(request),
-        )
-        raise HTTPException(403, "This form has expired or did not come from the desk.")
-
-
-def _person_or_none(request: Request) -> str | None:
-    person = _session(request).person
-    return person.email if person else None
-
-
-def signed_in(request: Request) -> Person:
-    """The signed-in person (else: to the sign-in page, or 401 for a non-page)."""
-    person = _session(request).person
-    if person is None:
-        raise NotSignedInError
-    return person
-
-
-SignedIn = Annotated[Person, Depends(signed_in)]
-
-
-def member_org(org_id: str, request: Request, person: SignedIn) -> DeskOrg:
-    """The organization ``org_id`` when ``person`` is its member; else 404, as for one that
-    does not exist (an id guessed tells nothing)."""
-    state = _state(request)
-    org = desk_orgs(state.desk.settings).get(org_id)
-    if org is None or org_id not in state.members.roles(person.email):
-        state.log.event(
-            "refused",
-            email=person.email,
-            org=org_id,
-            path=request.url.path,
-            address=_address(request),
-            detail="not a member of this organization",
-        )
-        raise HTTPException(404, "No such page.")
-    return org
-
-
-MemberOrg = Annotated[DeskOrg, Depends(member_org)]
-
-
-def _page(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-    session = _session(request)
-    context |= {"person": session.person, "csrf": session.csrf, "csrf_field": CSRF_FIELD}
-    return _state(request).templates.TemplateResponse(request, name, context, status_code=status)
-
-
-def _fault_page(request: Request, exc: Exception, state: DeskState) -> StarletteResponse:
+def _faultpage(request: Request, exc: Exception, state: DeskState) -> StarletteResponse:
     """The page for a failure below the desk (a damaged or locked warehouse, a full disk, a
     bug): one line saying what, as the CLI says it (`fundpipe.errors.as_fundpipe_error`)."""
     from fundpipe.errors import InternalError, LockHeld, as_fundpipe_error
@@ -188,7 +74,7 @@ def create_app(desk: Desk) -> FastAPI:
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
-        dependencies=[Depends(_csrf_checked)],
+        dependencies=[Depends(csrf_checked)],
     )
     state = DeskState(desk)
     app.state.desk = state
@@ -211,7 +97,7 @@ def create_app(desk: Desk) -> FastAPI:
         try:
             response: StarletteResponse = await call_next(request)
         except Exception as exc:  # a fault becomes one line on the page, never a traceback
-            response = _fault_page(request, exc, state)
+            response = _faultpage(request, exc, state)
         response.headers.update(security_headers(form_targets=form_targets))
         if request.url.path != "/static/desk.css":
             response.headers["Cache-Control"] = "no-store"
@@ -234,7 +120,7 @@ def create_app(desk: Desk) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, error: HTTPException) -> Response:
         if "text/html" in request.headers.get("accept", ""):
-            return _page(request, "message.html", error.status_code, message=error.detail)
+            return page(request, "message.html", error.status_code, message=error.detail)
         return JSONResponse({"detail": error.detail}, status_code=error.status_code)
 
     @app.get("/openapi.json", openapi_extra=SIGNED_IN, summary="This description")
@@ -251,12 +137,12 @@ def create_app(desk: Desk) -> FastAPI:
     @app.get("/", openapi_extra=PUBLIC, summary="Home")
     def home(request: Request) -> Response:
         """To the morning when signed in, else to the sign-in page."""
-        return RedirectResponse("/morning" if _session(request).person else "/sign-in", 303)
+        return RedirectResponse("/morning" if session_of(request).person else "/sign-in", 303)
 
     @app.get("/sign-in", openapi_extra=PUBLIC, summary="Sign-in page", response_class=HTMLResponse)
-    def sign_in_page(request: Request, next: str = "/morning") -> Response:
+    def sign_inpage(request: Request, next: str = "/morning") -> Response:
         """The sign-in form (a local account, or the identity provider when configured)."""
-        return _page(request, "sign_in.html", next=local_path(next), oidc=state.oidc is not None)
+        return page(request, "sign_in.html", next=local_path(next), oidc=state.oidc is not None)
 
     @app.post("/sign-in", openapi_extra=PUBLIC, summary="Sign in with a local account")
     def sign_in(
@@ -266,12 +152,12 @@ def create_app(desk: Desk) -> FastAPI:
         next: Annotated[str, Form()] = "/morning",
     ) -> Response:
         """Check a local account's password (failures throttled per account and address)."""
-        address = _address(request)
-        if state.throttle.blocked(email, address):
+        client = address(request)
+        if state.throttle.blocked(email, client):
             state.log.event(
-                "sign_in_refused", email=email, address=address, detail="too many failures"
+                "sign_in_refused", email=email, address=client, detail="too many failures"
             )
-            return _page(
+            return page(
                 request,
                 "sign_in.html",
                 429,
@@ -281,11 +167,11 @@ def create_app(desk: Desk) -> FastAPI:
             )
         account = state.accounts.check(email, password)
         if account is None:
-            state.throttle.failed(email, address)
+            state.throttle.failed(email, client)
             state.log.event(
-                "sign_in_refused", email=email, address=address, detail="wrong email or password"
+                "sign_in_refused", email=email, address=client, detail="wrong email or password"
             )
-            return _page(
+            return page(
                 request,
                 "sign_in.html",
                 401,
@@ -294,25 +180,25 @@ def create_app(desk: Desk) -> FastAPI:
                 error="Wrong email or password.",
             )
         person = Person(account.email, account.name, "local")
-        request.state.session = _session(request).signed_in(person, desk.clock())
-        state.log.event("signed_in", email=person.email, address=address, detail="local account")
+        request.state.session = session_of(request).signed_in(person, desk.clock())
+        state.log.event("signed_in", email=person.email, address=client, detail="local account")
         return RedirectResponse(local_path(next), status_code=303)
 
     @app.post("/sign-out", openapi_extra=PUBLIC, summary="Sign out")
     def sign_out(request: Request) -> Response:
         """End the session."""
-        email = _person_or_none(request)
+        email = person_or_none(request)
         request.state.session = Session()
         if email:
-            state.log.event("signed_out", email=email, address=_address(request))
+            state.log.event("signed_out", email=email, address=address(request))
         return RedirectResponse("/sign-in", status_code=303)
 
     @app.get("/first-admin/{token}", openapi_extra=PUBLIC, summary="First admin's page")
-    def first_admin_page(request: Request, token: str) -> Response:
+    def first_adminpage(request: Request, token: str) -> Response:
         """The form that makes the first account, behind the one-time link printed at start."""
         if not state.accounts.token_valid(token):
             raise HTTPException(404, "This link was used already, or is not the one printed.")
-        return _page(request, "first_admin.html", token=token)
+        return page(request, "first_admin.html", token=token)
 
     @app.post("/first-admin/{token}", openapi_extra=PUBLIC, summary="Make the first account")
     def first_admin(
@@ -328,11 +214,11 @@ def create_app(desk: Desk) -> FastAPI:
         try:
             account = state.accounts.redeem(token, email, name, password)
         except InputError as error:
-            return _page(request, "first_admin.html", 400, token=token, error=str(error))
+            return page(request, "first_admin.html", 400, token=token, error=str(error))
         if account is None:
             raise HTTPException(404, "This link was used already, or is not the one printed.")
         state.log.event("account_made", email=account.email, detail="first admin, by the link")
-        return _page(
+        return page(
             request,
             "message.html",
             message=f"The account {account.email} is made. List it in the members file "
@@ -342,61 +228,7 @@ def create_app(desk: Desk) -> FastAPI:
     if state.oidc is not None:
         state.oidc.add_routes(app, state.log, PUBLIC)
 
-    @app.get("/morning", openapi_extra=SIGNED_IN, summary="The morning")
-    def morning(request: Request, person: SignedIn) -> Response:
-        """One page across the person's organizations: last night's verdict, what to do."""
-        mornings = [org_morning(org) for org in state.orgs_of(person)]
-        return _page(request, "morning.html", mornings=mornings)
-
-    @app.get("/orgs/{org_id}/exceptions", openapi_extra=MEMBER, summary="The exception queue")
-    def exception_queue(request: Request, org: MemberOrg, person: SignedIn) -> Response:
-        """The organization's open exceptions: age, amount, what to do; acknowledge each."""
-        return _page(
-            request,
-            "exceptions.html",
-            org=org,
-            exceptions=open_exceptions(org),
-            may_act=state.members.may(person.email, org.id, Right.ACT_ON_EXCEPTIONS),
-            done=request.query_params.get("done"),
-        )
-
-    @app.post(
-        "/orgs/{org_id}/exceptions/{exception_id}/acknowledge",
-        openapi_extra=MEMBER,
-        summary="Acknowledge an exception",
-    )
-    def acknowledge(
-        request: Request,
-        org: MemberOrg,
-        person: SignedIn,
-        exception_id: str,
-        note: Annotated[str, Form()],
-    ) -> Response:
-        """Acknowledge one open exception with a note, as the signed-in person."""
-        if not state.members.may(person.email, org.id, Right.ACT_ON_EXCEPTIONS):
-            state.log.event(
-                "refused",
-                email=person.email,
-                org=org.id,
-                path=request.url.path,
-                address=_address(request),
-                detail="the role may not act on exceptions",
-            )
-            raise HTTPException(403, "Your role here may not acknowledge exceptions.")
-        if not note.strip():
-            raise HTTPException(400, "An acknowledgement needs a note saying what was done.")
-        done = acknowledge_exception(org, exception_id, note=note, person=person, now=desk.clock())
-        if done is None:
-            raise HTTPException(404, "No such open exception.")
-        state.log.event(
-            "acknowledged",
-            email=person.email,
-            org=org.id,
-            path=request.url.path,
-            detail=exception_id,
-        )
-        return RedirectResponse(
-            f"/orgs/{quote(org.id)}/exceptions?done={quote(exception_id)}", status_code=303
-        )
+    for router in ROUTERS:
+        app.include_router(router)
 
     return app
