@@ -63,7 +63,10 @@ def _contents(con: duckdb.DuckDBPyConnection, *, as_of: str) -> dict[str, list[s
         for (n,) in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE NOT internal "
             "AND table_name NOT IN ('_migrations', '_repeatable_migrations') "
-            "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1"
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal "
+            # the layers under `exceptions` are in it: planned each on its own, they took most
+            # of this test's minute
+            "AND view_name NOT LIKE 'exceptions\\_before\\_%' ESCAPE '\\' ORDER BY 1"
         ).fetchall()
     ]
     return {n: sorted(map(repr, con.execute(f'SELECT * FROM "{n}"').fetchall())) for n in names}
