@@ -195,6 +195,35 @@ def test_an_edited_amount_is_a_conflict_and_its_file_sends_nothing() -> None:
     assert [r.file_hashes for r in plan.requests] == [("h2",)]
 
 
+def test_a_conflict_names_the_row_and_the_entity_that_differ_in_dollars() -> None:
+    # the case: the same count and total, one entity typed wrong (a reference the
+    # service does not know) — "sheet 7 payments totalling 44527650 cents" on both sides
+    amounts = [6_360_000, 6_360_000, 6_360_000, 6_360_000, 6_360_000, 6_360_000, 6_367_650]
+    state = replace(DEMO_STATE, distributions_by_ref={"R1": _existing("R1", amounts)})
+    entities = [f"ent_demo{(i % 5) + 1}" for i in range(7)]
+    entities[3] = "ent_dmeo3"  # a typo: not an ent_ id the service has, read as a reference
+    rows = payment_rows("R1", amounts, entities=entities, first_row=8)
+    for row in rows:
+        row["entity_is_ref"] = row["entity"] == "ent_dmeo3"
+    (d,) = build_plan([file_input("h1", rows)], state).distributions
+    assert d.action == "conflict"
+    reason = d.reason or ""
+    assert "row 11" in reason
+    assert "entity: sheet ent_dmeo3" in reason
+    assert "service ent_demo4" in reason
+    assert "$445,276.50" in reason
+    assert "cents" not in reason
+    assert (d.conflict_row, d.conflict_column) == (11, "entity")
+
+
+def test_a_conflict_on_an_amount_says_both_amounts() -> None:
+    state = replace(DEMO_STATE, distributions_by_ref={"R1": _existing("R1", [1000, 2000])})
+    (d,) = build_plan([file_input("h1", payment_rows("R1", [1000, 2001]))], state).distributions
+    assert "row 3" in (d.reason or "")
+    assert "amount: sheet $20.01, service $20.00" in (d.reason or "")
+    assert (d.conflict_row, d.conflict_column) == (3, "amount")
+
+
 def test_one_reference_twice_in_a_drop_is_sent_once_or_flagged() -> None:
     same = build_plan(
         [file_input("h1", payment_rows("R1", [5])), file_input("h2", payment_rows("R1", [5]))],

@@ -81,6 +81,21 @@ def test_redropped_edited_file_is_a_conflict_and_creates_nothing(world: World) -
     report = (rejected / "q4.csv.errors.csv").read_text(encoding="utf-8-sig")
     assert "distribution_conflict" in report
     assert "A-1" in report
+    # the row that differs (the second payment, Excel row 3), the column as written and its
+    # letter, both amounts in dollars
+    import csv
+
+    (row,) = [
+        r for r in csv.DictReader(io.StringIO(report)) if r["check"] == "distribution_conflict"
+    ]
+    assert (row["row"], row["column"], row["letter"], row["value"]) == (
+        "3",
+        "Amount ($)",
+        "G",
+        "$2.01",
+    )
+    assert "amount: sheet $2.01, service $2.00" in row["reason"]
+    assert "cents" not in row["reason"]
     with open_ledger(world.settings.local.ledger_file) as ledger:
         assert ledger.payment_states(outcome.file_hash) == {"conflict": 3}
         assert {f["state"] for f in ledger.files()} == {"processed", "conflict"}

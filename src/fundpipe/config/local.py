@@ -143,6 +143,24 @@ class PipelineSettings(BaseModel):
         description="Seconds a file in the inbox must have been left unchanged before it is "
         "picked up (0 takes every file at once; for tests and scripted drops).",
     )
+    inbox_url: str | None = Field(
+        default=None,
+        description="The inbox on the team's storage: a folder or fsspec URL with {org} for the "
+        "organization, e.g. s3://fund-ops/orgs/{org}/inbox; processing/, processed/, rejected/ "
+        "and claims/ are prefixes beside it. Unset: the local data/orgs/<org>/inbox "
+        "(FUNDPIPE_INBOX_URL).",
+    )
+    inbox_poll_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds between two listings of FUNDPIPE_INBOX_URL by `fundpipe serve`.",
+    )
+    inbox_lease_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="Seconds a worker's claim on a file of FUNDPIPE_INBOX_URL holds; a claim "
+        "whose worker died is taken over by another after it.",
+    )
     inbox_lock_wait_s: float = Field(
         default=0.0,
         ge=0,

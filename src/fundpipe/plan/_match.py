@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from fundpipe.cents import format_cents
 from fundpipe.plan._model import (
     FileInput,
     HeldInvestor,
@@ -17,6 +18,7 @@ from fundpipe.plan._model import (
     PlannedPayment,
     Ref,
     ServiceDistribution,
+    ServicePayment,
     ServiceState,
 )
 from fundpipe.plan._values import (
@@ -191,39 +193,150 @@ def _payment_signature(
 
 def same_content(planned: PlannedDistribution, existing: ServiceDistribution) -> str | None:
     """None when the service's distribution matches the sheet's; else what differs."""
+    found = difference(planned, existing)
+    return None if found is None else found[0]
+
+
+def difference(
+    planned: PlannedDistribution, existing: ServiceDistribution
+) -> tuple[str, int | None, str | None] | None:
+    """None when the service's distribution matches the sheet's; else what differs, the Excel
+    row of the first sheet payment it concerns and its canonical column (``entity``,
+    ``amount``, ``vehicle``…; None when no one column says it)."""
+    first = planned.payments[0].row if planned.payments else None
     if planned.name != existing.name:
-        return f"name differs: sheet {planned.name!r}, service {existing.name!r}"
+        return (
+            f"distribution name differs: sheet {planned.name!r}, service {existing.name!r}",
+            first,
+            "distribution_name",
+        )
     if planned.vehicle != existing.vehicle:
-        return f"vehicle differs: sheet {planned.vehicle}, service {existing.vehicle}"
+        return (
+            f"vehicle differs: sheet {planned.vehicle}, service {existing.vehicle}",
+            first,
+            "vehicle",
+        )
     if _instant(planned.distribution_date) != _instant(existing.distribution_date):
         return (
-            f"distribution_date differs: sheet {planned.distribution_date}, "
-            f"service {existing.distribution_date}"
+            f"distribution date differs: sheet {planned.distribution_date}, "
+            f"service {existing.distribution_date}",
+            first,
+            "distribution_date",
         )
     if planned.distribution_timezone != existing.distribution_timezone:
-        return "distribution_timezone differs"
-    sheet = sorted(
-        _payment_signature(
-            p.entity, p.amount_cents, p.currency, p.distribution_date_override, p.notify
-        )
-        for p in planned.payments
-    )
-    service = sorted(
-        _payment_signature(
-            p.entity, p.amount_cents, p.currency, p.distribution_date_override, p.notify
-        )
-        for p in existing.payments
-    )
-    if [s[:4] for s in sheet] == [s[:4] for s in service] and sheet != service:
-        return "notifications differ: the payments notify other contacts than the sheet names"
-    if sheet != service:
-        sheet_total = sum(s[1] for s in sheet)
-        service_total = sum(s[1] for s in service)
         return (
-            f"payments differ: sheet {len(sheet)} payments totalling {sheet_total} cents, "
-            f"service {len(service)} payments totalling {service_total} cents"
+            f"distribution timezone differs: sheet {planned.distribution_timezone}, "
+            f"service {existing.distribution_timezone}",
+            first,
+            "distribution_timezone",
         )
+    sheet = sorted(_signature(p) for p in planned.payments)
+    service = sorted(_signature(p) for p in existing.payments)
+    if [s[:4] for s in sheet] == [s[:4] for s in service] and sheet != service:
+        only_sheet, _ = _unmatched(planned, existing)
+        return (
+            "notifications differ: the payments notify other contacts than the sheet names",
+            only_sheet[0].row if only_sheet else first,
+            "notify",
+        )
+    if sheet != service:
+        return _payments_differ(planned, existing, first)
     return None
+
+
+def _signature(p: PlannedPayment | ServicePayment) -> tuple[str, int, str, str, tuple[str, ...]]:
+    return _payment_signature(
+        p.entity, p.amount_cents, p.currency, p.distribution_date_override, p.notify
+    )
+
+
+def _unmatched(
+    planned: PlannedDistribution, existing: ServiceDistribution
+) -> tuple[list[PlannedPayment], list[ServicePayment]]:
+    """The sheet's payments the service lacks (in sheet order), and the service's the sheet
+    lacks."""
+    left = list(existing.payments)
+    signatures = [_signature(q) for q in left]
+    only_sheet: list[PlannedPayment] = []
+    for p in planned.payments:
+        mine = _signature(p)
+        if mine in signatures:
+            at = signatures.index(mine)
+            del left[at], signatures[at]
+        else:
+            only_sheet.append(p)
+    return only_sheet, left
+
+
+def _show_entity(entity: str | Ref) -> str:
+    """An entity as the analyst wrote it: a reference placeholder shows its reference."""
+    if isinstance(entity, Ref):
+        return f"{entity.key} (no entity at the service has this reference)"
+    return entity
+
+
+def _payments_differ(
+    planned: PlannedDistribution, existing: ServiceDistribution, first: int | None
+) -> tuple[str, int | None, str | None]:
+    """The first payment of the sheet the service lacks, beside the first the service holds
+    that the sheet lacks: the field that differs on both sides, money in dollars (issue 43: a
+    conflict says what differs, not two equal totals in cents)."""
+    only_sheet, left = _unmatched(planned, existing)
+    ours = sum(p.amount_cents for p in planned.payments)
+    theirs = sum(p.amount_cents for p in existing.payments)
+    counts = (
+        f"sheet {len(planned.payments)} payment(s) totalling {format_cents(ours)}, "
+        f"service {len(existing.payments)} totalling {format_cents(theirs)}"
+    )
+    if not left:
+        extra = only_sheet[0]
+        return (
+            f"payments differ: row {extra.row} pays {_show_entity(extra.entity)} "
+            f"{format_cents(extra.amount_cents)}, which the service's distribution "
+            f"{existing.id} does not hold ({counts})",
+            extra.row,
+            None,
+        )
+    if not only_sheet:
+        missing = left[0]
+        return (
+            f"payments differ: the service's distribution {existing.id} also pays "
+            f"{missing.entity} {format_cents(missing.amount_cents)}, which the sheet does not "
+            f"({counts})",
+            first,
+            None,
+        )
+    ps, sp = only_sheet[0], left[0]
+    fields: list[tuple[str, str]] = []
+    if str(ps.entity) != sp.entity:
+        fields.append(("entity", f"entity: sheet {_show_entity(ps.entity)}, service {sp.entity}"))
+    if ps.amount_cents != sp.amount_cents:
+        fields.append(
+            (
+                "amount",
+                f"amount: sheet {format_cents(ps.amount_cents)}, "
+                f"service {format_cents(sp.amount_cents)}",
+            )
+        )
+    if ps.currency.upper() != sp.currency.upper():
+        fields.append(("currency", f"currency: sheet {ps.currency}, service {sp.currency}"))
+    if _instant(ps.distribution_date_override) != _instant(sp.distribution_date_override):
+        fields.append(
+            (
+                "distribution_date_override",
+                f"date override: sheet {ps.distribution_date_override or 'none'}, "
+                f"service {sp.distribution_date_override or 'none'}",
+            )
+        )
+    if not fields:
+        fields.append(("notify", "the notified contacts differ"))
+    more = f" (and {len(only_sheet) - 1} more row(s))" if len(only_sheet) > 1 else ""
+    return (
+        f"payments differ: row {ps.row}{more} against the service's distribution "
+        f"{existing.id}: {'; '.join(text for _, text in fields)} ({counts})",
+        ps.row,
+        fields[0][0],
+    )
 
 
 def _classify(
@@ -243,11 +356,19 @@ def _classify(
                 "external_reference",
             )
         elif existing is not None:
-            diff = same_content(d, existing)
+            diff = difference(d, existing)
             if diff is None:
                 d = replace(d, action="link", existing_id=existing.id)
             else:
-                d = replace(d, action="conflict", existing_id=existing.id, reason=diff)
+                text, row, column = diff
+                d = replace(
+                    d,
+                    action="conflict",
+                    existing_id=existing.id,
+                    reason=text,
+                    conflict_row=row,
+                    conflict_column=column,
+                )
         elif d.external_reference in seen:
             earlier = seen[d.external_reference]
             if earlier.element() == d.element():

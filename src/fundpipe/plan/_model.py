@@ -207,6 +207,9 @@ class PlannedDistribution:
     action: Action
     existing_id: str | None = None
     reason: str | None = None
+    #: a conflict's Excel row (the first sheet payment the service lacks) and canonical column
+    conflict_row: int | None = None
+    conflict_column: str | None = None
 
     @property
     def total_cents(self) -> int:

@@ -18,15 +18,16 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-from fundpipe.config import Settings, require_service
+from fundpipe.config import DEMO_ORG_ID, Settings, require_service
 from fundpipe.plan import MAX_BATCH, FileInput, Plan, ServiceState, build_plan, references
 from fundpipe.plan.preflight import Preflight, preflight
 from fundpipe.progress import ProgressSink
 from fundpipe.submit.binding import check_binding, check_livemode, learned_client
+from fundpipe.submit.bucket import BucketInbox
 from fundpipe.submit.execute import SubmitResult, execute
 from fundpipe.submit.inbox import (
     Candidate,
@@ -46,11 +47,20 @@ from fundpipe.submit.snapshot import (
     with_distributions,
     with_vehicles,
 )
-from fundpipe.submit.verdicts import FileOutcome, FileState, IngestResult, first_reasons, verdict
+from fundpipe.submit.verdicts import (
+    FileOutcome,
+    FileState,
+    IngestResult,
+    SheetColumns,
+    first_reasons,
+    verdict,
+)
 from fundpipe.validate import FileReport
 from fundpipe.warehouse import read_known
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 __all__ = ["FileOutcome", "FileState", "IngestResult", "ingest", "write_report"]
 
@@ -125,6 +135,9 @@ def ingest(
         else InboxLock(settings.local.data_dir, settings.pipeline.inbox_lock_wait_s)
     )
     with lock:
+        bucket = _bucket(settings) if paths is None and not dry_run else None
+        if bucket is not None:  # the team's storage: its settled files into processing/
+            bucket.pull(settings.local.data_dir, settle_s=settle_s)
         collected = collect_candidates(
             settings.local.data_dir, paths, dry_run=dry_run, settle_s=settle_s
         )
@@ -140,10 +153,22 @@ def ingest(
             steps = run.run(
                 candidates, require_funds=require, transport=transport, batch_size=batch_size
             )
-            return _run_sync(steps)
+            result = _run_sync(steps)
+        if bucket is not None:  # the finished files to processed/ or rejected/ there
+            bucket.push(settings.local.data_dir, result)
+        return result
 
 
-def _run_sync(coro: Coroutine[Any, Any, IngestResult]) -> IngestResult:
+def _bucket(settings: Settings) -> BucketInbox | None:
+    """The organization's inbox on the team's storage (``FUNDPIPE_INBOX_URL``), or None."""
+    pipeline = settings.pipeline
+    if pipeline.inbox_url is None:
+        return None
+    org = settings.service.org_id or DEMO_ORG_ID
+    return BucketInbox.of(pipeline.inbox_url, org, lease_s=pipeline.inbox_lease_s)
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to completion, also when called from a thread with a running loop."""
     try:
         asyncio.get_running_loop()
@@ -177,6 +202,8 @@ class _Run:
         self.around_planning: Callable[[], AbstractContextManager[object]] = nullcontext
         #: a valid roster's counts by file hash (see `FileOutcome.roster`)
         self.rosters: dict[str, dict[str, int]] = {}
+        #: a valid file's headers as written and their letters, by file hash (for conflicts)
+        self.columns: dict[str, SheetColumns] = {}
 
     def finish(self, c: Candidate, outcome: FileOutcome, dest: Path | None) -> None:
         """Record ``outcome``; an inbox file moves to ``dest`` (unless a dry run)."""
@@ -323,6 +350,7 @@ class _Run:
                     )
                 )
                 valid.append(c)
+                self.columns[c.file_hash] = SheetColumns.of(report)
                 held = (report.entities, report.contacts, report.payment_instructions)
                 if any(frame is not None for frame in held):
                     self.rosters[c.file_hash] = {
@@ -446,7 +474,7 @@ class _Run:
         """6. Each file's verdict: recorded, the file moved, its error report written."""
         folders = {"processed": self.dirs.processed, "rejected": self.dirs.rejected}
         for c, f in zip(valid, plan.files, strict=True):
-            v = verdict(f, c.original_name, plan, checked, submitted)
+            v = verdict(f, c.original_name, plan, checked, submitted, self.columns.get(c.file_hash))
             if v.unsent_state is not None:
                 _mark_unsent(ledger, plan, f.file_hash, v.unsent_state)
             elif plan.held_refs(f.file_hash):  # held for a probable duplicate investor

@@ -9,12 +9,14 @@ next run to settle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fundpipe.cents import format_cents
 from fundpipe.errors import exit_code_of
-from fundpipe.plan import Plan, PlannedFile
+from fundpipe.plan import Plan, PlannedDistribution, PlannedFile, Ref
 from fundpipe.plan.preflight import Preflight
 from fundpipe.submit.execute import SubmitResult
 from fundpipe.submit.inbox import LeftAlone
@@ -110,27 +112,19 @@ def verdict(
     plan: Plan,
     checked: Preflight,
     submitted: SubmitResult,
+    sheets: SheetColumns | None = None,
 ) -> FileDecision:
-    """The verdict on ``planned`` (dropped as ``source_file``) once ``plan`` was executed."""
+    """The verdict on ``planned`` (dropped as ``source_file``) once ``plan`` was executed.
+
+    ``sheets``: the file's headers as written and their letters, per sheet (`SheetColumns`),
+    so a conflict names its column as the analyst sees it."""
     file_hash = planned.file_hash
     if planned.conflict:
-        issues = []
-        for d in plan.distributions:
-            if d.file_hash == file_hash and d.action == "conflict":
-                first = d.payments[0] if d.payments else None
-                issues.append(
-                    Issue(
-                        source_file,
-                        first.sheet if first else None,
-                        first.row if first else None,
-                        "external_reference",
-                        d.external_reference,
-                        "distribution_conflict",
-                        f"{d.external_reference} already exists at the service as "
-                        f"{d.existing_id or 'another file of this run'} and does not match "
-                        f"({d.reason}); nothing of this file was sent — resolve it by hand",
-                    )
-                )
+        issues = [
+            conflict_issue(d, source_file, sheets)
+            for d in plan.distributions
+            if d.file_hash == file_hash and d.action == "conflict"
+        ]
         message = f"{len(issues)} distribution(s) in conflict: nothing sent"
         return FileDecision("conflict", "conflict", "rejected", message, issues, "conflict")
     if planned.excluded:
@@ -158,6 +152,64 @@ def verdict(
         return FileDecision("rejected", "rejected", "rejected", message, [issue])
     held = plan.held_reasons(file_hash)
     return FileDecision("processed", "processed", "processed", "; ".join(held) or None)
+
+
+@dataclass(frozen=True)
+class SheetColumns:
+    """A file's columns as the analyst sees them, per sheet ("" for CSV/Parquet): canonical
+    column → the header as written, and → its letter (`FileReport.headers`/`letters`)."""
+
+    headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    letters: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, report: FileReport) -> SheetColumns:
+        """The columns a validated report read."""
+        return cls(report.headers, report.letters)
+
+    def place(self, sheet: str | None, column: str) -> tuple[str, str | None]:
+        """``column``'s header as written on ``sheet`` and its letter (None when not read)."""
+        key = sheet or ""
+        return self.headers.get(key, {}).get(column, column), self.letters.get(key, {}).get(column)
+
+
+def conflict_issue(
+    d: PlannedDistribution, source_file: str, sheets: SheetColumns | None = None
+) -> Issue:
+    """A distribution in conflict as an error row: its own first differing row, the column
+    that differs as written and its letter, what differs on both sides."""
+    columns = sheets or SheetColumns()
+    own = d.payments[0] if d.payments else None
+    sheet = own.sheet if own else None
+    row = d.conflict_row or (own.row if own else None)
+    column = d.conflict_column or "external_reference"
+    written, letter = columns.place(sheet, column)
+    value: str | None = d.external_reference
+    if d.conflict_column is not None and own is not None:
+        at = next((p for p in d.payments if p.row == row), own)
+        shown = {
+            "entity": at.entity.key if isinstance(at.entity, Ref) else at.entity,
+            "amount": format_cents(at.amount_cents),
+            "currency": at.currency,
+            "distribution_date_override": at.distribution_date_override,
+            "distribution_name": d.name,
+            "vehicle": d.vehicle,
+            "distribution_date": d.distribution_date,
+            "distribution_timezone": d.distribution_timezone,
+        }
+        value = shown.get(column, d.external_reference)
+    where = d.existing_id or "another file of this run"
+    return Issue(
+        source_file,
+        sheet,
+        row,
+        written,
+        value,
+        "distribution_conflict",
+        f"distribution {d.external_reference} already exists at the service as {where} and "
+        f"does not match ({d.reason}); nothing of this file was sent — resolve it by hand",
+        letter,
+    )
 
 
 def first_reasons(report: FileReport, limit: int = 3) -> str:

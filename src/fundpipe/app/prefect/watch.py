@@ -271,3 +271,44 @@ def watch_and_announce(settings: Settings, say: Callable[[str], object]) -> None
         announce_and_say,
         settle_s=settings.pipeline.inbox_settle_s,
     )
+
+
+def watch_buckets(
+    settings: Settings,
+    announce: Announce,
+    *,
+    stop: threading.Event,
+    looks: Iterable[object] | None = None,
+) -> None:
+    """Announce each file that settles in every organization's inbox on the team's storage
+    (``FUNDPIPE_INBOX_URL``), listing it every ``FUNDPIPE_INBOX_POLL_S`` seconds until ``stop``
+    is set (``looks``: when to look, for a test); a file unchanged across two listings is
+    announced once. Nothing is claimed here: the `inbox` run does that."""
+    from fundpipe.orgs import configured_organizations
+    from fundpipe.submit import BucketInbox
+
+    template = settings.pipeline.inbox_url
+    if template is None:
+        return
+    listed = [o.id for o in configured_organizations(settings) or [] if o.id is not None]
+    orgs: list[str] = listed or [settings.service.org_id or "org_demo"]
+    boxes = {org: BucketInbox.of(template, org) for org in orgs}
+    before: dict[str, dict[str, tuple[int, str]]] = {org: {} for org in orgs}
+    told: set[tuple[str, str, tuple[int, str]]] = set()
+
+    def ticks() -> Iterable[object]:
+        while not stop.wait(settings.pipeline.inbox_poll_s):
+            yield None
+
+    for _look in [None, *(looks if looks is not None else ticks())]:
+        ready: list[Path] = []
+        for org, box in boxes.items():
+            now = box.listing()
+            for name in BucketInbox.settled(before[org], now):
+                if (org, name, now[name]) not in told:
+                    told.add((org, name, now[name]))
+                    # named as the local inbox's files are, so the event names its organization
+                    ready.append(settings.local.data_dir / "orgs" / org / "inbox" / name)
+            before[org] = now
+        if ready:
+            announce(ready)
