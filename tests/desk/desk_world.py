@@ -30,6 +30,7 @@ PASSWORD = "correct horse battery"
 PEOPLE: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "maria@example.com": ("Maria Lopez", [("org_demo", "preparer")]),
     "victor@example.com": ("Victor Viewer", [("org_demo", "viewer")]),
+    "rita@example.com": ("Rita Reviewer", [("org_demo", "reviewer")]),
     "bea@example.com": ("Bea Other", [("org_demob", "admin")]),
     "nobody@example.com": ("No Body", []),
 }

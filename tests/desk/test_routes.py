@@ -39,7 +39,12 @@ def _routes(world: DeskWorld) -> list[tuple[str, str, str]]:
 
 
 def _filled(path: str, world: DeskWorld, org: str = "org_demo") -> str:
-    values = {"org_id": org, "exception_id": world.open_ids[org][0], "token": "not-the-token"}
+    values = {
+        "org_id": org,
+        "exception_id": world.open_ids[org][0],
+        "token": "not-the-token",
+        "period": "2026-11",
+    }
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
 
 

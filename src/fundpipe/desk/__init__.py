@@ -16,6 +16,8 @@ under ``/orgs/{org_id}/…``. One private module per concern:
 - `_log`: the desk's own log;
 - `_reading`: what the pages read and do, through `fundpipe.reconcile.lifecycle` and
   `fundpipe.orgs`;
+- `_queue`: the morning and the exception queue; `_recon`: the reconciliation's pages and
+  downloads (each an APIRouter in `_app.ROUTERS`);
 - `_app`: the routes.
 
 It sits on top of the library, below `fundpipe.app` (whose CLI starts it).

@@ -47,6 +47,7 @@ class Right(StrEnum):
     ACT_ON_EXCEPTIONS = "acknowledge, assign and comment on exceptions"
     CLOSE = "close a month"
     REVIEW = "review, reject or reopen a month closed by someone else"
+    ACKNOWLEDGE_CHANGES = "acknowledge a closed month's changes after sign-off"
 
 
 _ALL = frozenset(Role)
@@ -57,6 +58,7 @@ RIGHTS: Mapping[Right, frozenset[Role]] = {
     Right.ACT_ON_EXCEPTIONS: frozenset({Role.ANALYST, Role.PREPARER, Role.REVIEWER, Role.ADMIN}),
     Right.CLOSE: frozenset({Role.PREPARER, Role.ADMIN}),
     Right.REVIEW: frozenset({Role.REVIEWER, Role.ADMIN}),
+    Right.ACKNOWLEDGE_CHANGES: frozenset({Role.PREPARER, Role.REVIEWER, Role.ADMIN}),
 }
 
 

@@ -1,35 +1,34 @@
-"""What the desk reads and does, through the library the CLI uses: the organizations of the
-data folder (`fundpipe.orgs`), their exceptions and a person's acknowledgement
-(`fundpipe.reconcile.lifecycle`, written to the durable record as `exceptions ack` writes it),
-and the words of a night (`fundpipe.vocabulary`). No new way into the warehouse.
+"""What the desk reads, through the library the CLI uses: the organizations of the data
+folder (`fundpipe.orgs`), their open exceptions (`fundpipe.reconcile.lifecycle`) and the words
+of a night (`fundpipe.vocabulary`). No new way into the warehouse. (The exception queue's own
+reading and a person's acts are `fundpipe.desk._exceptions_reading`.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
-from fundpipe.desk._session import Person
 from fundpipe.orgs import Among, every_org_settings
 from fundpipe.reconcile import (
-    ExceptionNotFoundError,
-    acknowledge,
+    FiledReport,
+    filed_reports,
+    filed_summary,
     latest_as_of,
     list_exceptions,
 )
-from fundpipe.record import decision_sink
 from fundpipe.vocabulary import ExceptionRecord, ExceptionState, Verdict, kind_words
 from fundpipe.warehouse import Warehouse
 from fundpipe.words import counted
 
 __all__ = [
     "DeskOrg",
+    "Health",
     "OrgMorning",
     "ToDo",
-    "acknowledge_exception",
     "desk_orgs",
     "open_exceptions",
     "org_morning",
@@ -80,11 +79,95 @@ class OrgMorning:
     verdict: Verdict
     to_do: tuple[ToDo, ...]
     open_cents: int
+    health: Health | None = None
+    #: the latest report's Summary figures, each (what, amount in words: never a signed sum)
+    figures: tuple[tuple[str, str], ...] = ()
+    #: the latest report's counts, each (what, how many)
+    counts: tuple[tuple[str, int], ...] = ()
 
     @property
     def open_total(self) -> str:
         """The open exceptions' amount, in dollars."""
         return format_cents(self.open_cents)
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """An organization's nights as its reports tell them: the newest night's as-of day, the
+    last good one (a night's report with no open exception) and the nights since."""
+
+    latest_night: date
+    last_good_night: date | None
+
+    @property
+    def nights_behind(self) -> int | None:
+        """Nights since the last good one (0: the newest was good; None: none good yet)."""
+        if self.last_good_night is None:
+            return None
+        return (self.latest_night - self.last_good_night).days
+
+
+def _nights(reports: list[FiledReport]) -> list[FiledReport]:
+    """Each as-of day's newest night, newest first: a report for its own day (a past as-of
+    or a report as known at an earlier time re-reads; it is no night)."""
+    seen: dict[date, FiledReport] = {}
+    for report in reports:  # newest as-of first, newest knowledge first
+        if report.known_at >= report.run_at and report.as_of not in seen:
+            seen[report.as_of] = report
+    return list(seen.values())
+
+
+def _open_in(report: FiledReport) -> int:
+    """The exceptions still open in a report (acknowledged ones are not)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    states = pq.read_table(report.folder / "exceptions.parquet", columns=["state"]).column(0)
+    return len(states) - int(pc.sum(pc.equal(states, "acknowledged")).as_py() or 0)
+
+
+def health_of(reports: list[FiledReport]) -> Health | None:
+    """The health the filed reports tell (None before the first night)."""
+    nights = _nights(reports)
+    if not nights:
+        return None
+    good = next((n.as_of for n in nights if _open_in(n) == 0), None)
+    return Health(nights[0].as_of, good)
+
+
+def _signed(cents: int, below: str, above: str) -> str:
+    """A signed amount said in words: its size, and which way."""
+    if cents == 0:
+        return format_cents(0)
+    return f"{format_cents(abs(cents))} {below if cents < 0 else above}"
+
+
+def _figures(
+    org: DeskOrg, report: FiledReport
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, int], ...]]:
+    """The Summary's figures and counts of ``report`` (the workbook's Summary figures)."""
+    s = filed_summary(org.settings, report)
+    figures = (
+        ("Depository available", format_cents(s.available_cents)),
+        ("Open obligations", format_cents(s.obligations_cents)),
+        ("Failed payments still owed", format_cents(s.failed_owed_cents)),
+        ("Staged payments past due", format_cents(s.past_due_cents)),
+        ("Shortfall", format_cents(s.shortfall_cents)),
+        (
+            "Unexplained this month",
+            _signed(s.unexplained_cents, "less at the service", "more at the service"),
+        ),
+        (
+            "Reconciling items open",
+            _signed(s.reconciling_cents, "of debits", "of credits"),
+        ),
+    )
+    counts = (
+        ("Vehicles short of funds", s.vehicles_short),
+        ("Distributions not tying out", s.distributions_not_tying),
+        ("Open exceptions", s.open_exceptions),
+    )
+    return figures, counts
 
 
 def open_exceptions(org: DeskOrg) -> list[ExceptionRecord]:
@@ -106,35 +189,19 @@ def _line(e: ExceptionRecord) -> ToDo:
 
 def org_morning(org: DeskOrg) -> OrgMorning:
     """The organization's morning from its warehouse and reports: NEEDS A PERSON while an
-    exception is open, one line per open exception."""
+    exception is open, one line per open exception; its health and the latest night's Summary
+    figures from its filed reports."""
     found = open_exceptions(org)
+    reports = filed_reports(org.settings.local.reports_folder)
+    nights = _nights(reports)
+    figures, counts = _figures(org, nights[0]) if nights else ((), ())
     return OrgMorning(
         org=org,
         as_of=latest_as_of(org.settings.local.reports_folder),
         verdict=Verdict.NEEDS_A_PERSON if found else Verdict.OK,
         to_do=tuple(_line(e) for e in found),
         open_cents=sum(e.amount_cents or 0 for e in found),
+        health=health_of(reports),
+        figures=figures,
+        counts=counts,
     )
-
-
-def acknowledge_exception(
-    org: DeskOrg, exception_id: str, *, note: str, person: Person, now: datetime
-) -> ExceptionRecord | None:
-    """Acknowledge one of the organization's exceptions as ``person`` (the same call and the
-    same durable record as `fundpipe exceptions ack`); None when the organization has no such
-    unresolved exception."""
-    if not org.warehouse_file.exists():
-        return None
-    by, source = person.recorded_as
-    try:
-        return acknowledge(
-            Warehouse(org.warehouse_file),
-            exception_id,
-            note=note,
-            by=by,
-            user=source,
-            now=now,
-            record=decision_sink(org.settings),
-        )
-    except ExceptionNotFoundError:
-        return None

@@ -52,6 +52,15 @@ class Person:
         source = "desk:local" if self.subject == "local" else f"desk:oidc:{self.subject}"
         return f"{self.name} <{self.email}>", source
 
+    @property
+    def identity(self) -> str:
+        """Who this is, whatever name they go by: ``desk:oidc:<subject>``, or
+        ``desk:local:<email>`` for a local account (what a month's preparer and reviewer are
+        told apart by)."""
+        if self.subject == "local":
+            return f"desk:local:{self.email.strip().lower()}"
+        return f"desk:oidc:{self.subject}"
+
 
 @dataclass(frozen=True, slots=True)
 class Session:
