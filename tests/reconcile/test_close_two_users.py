@@ -20,6 +20,7 @@ minor version runs it, with the venv's site-packages.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import grp
 import hashlib
 import os
@@ -255,8 +256,15 @@ def test_another_os_user_of_the_team_reviews_a_month_closed_by_one_and_an_outsid
 
         listed = machine.fundpipe(machine.reviewer, "close", "list")
         assert listed.returncode == 0, listed.stderr
-        assert f"{period}  closed: prepared by Ana Preparer on " in listed.stdout
-        assert "reviewed by Ben Reviewer on " in listed.stdout
+        # who typed each name, and at which login, is part of what is recorded
+        assert (
+            f"{period}  closed: prepared by Ana Preparer (typed at the CLI by OS user "
+            f"{machine.preparer.user or getpass.getuser()}) on "
+        ) in listed.stdout
+        assert (
+            f"reviewed by Ben Reviewer (typed at the CLI by OS user {machine.reviewer.user or getpass.getuser()}) on "
+            in listed.stdout
+        )
         assert "Eve" not in listed.stdout
         verified = machine.fundpipe(machine.preparer, "close", "verify", period)
         assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import getpass
 import json
 from pathlib import Path
 
@@ -16,9 +17,11 @@ from fundpipe.reconcile.lifecycle import (
     ExceptionNotFoundError,
     acknowledge,
     assign,
+    comment,
     history,
     list_exceptions,
 )
+from fundpipe.record import Record, decision_sink, read_decisions, restore, take_snapshot
 from fundpipe.warehouse.file import Warehouse
 
 AS_OF = dt.date(2026, 11, 30)
@@ -104,7 +107,7 @@ def test_cli_lists_and_acknowledges(
         runner.invoke(app, ["exceptions", "list", "--json", "--state", "acknowledged"]).output
     )
     assert [(r["id"], r["acknowledged_by"], r["note"]) for r in again] == [
-        (target, "bo", "dealt with")
+        (target, f"bo (typed at the CLI by OS user {getpass.getuser()})", "dealt with")
     ]
     bad = runner.invoke(app, ["exceptions", "ack", "EX-NOPE", "--note", "x"])
     assert bad.exit_code != 0
@@ -138,3 +141,80 @@ def test_exceptions_and_their_events_are_read_by_column_name(
     monkeypatch.setattr(lifecycle, "EVENT_COLUMNS", reversed_list(lifecycle.EVENT_COLUMNS))
     assert list_exceptions(known_warehouse) == listed
     assert history(known_warehouse, some.id) == shown
+
+
+def test_a_comment_is_an_event_of_the_history_and_changes_nothing_else(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _run(settings, tmp_path, 0)
+    assert first.lifecycle is not None
+    some = first.lifecycle.opened[0]
+    assign(known_warehouse, some.id, to="li", by="ana", now=NOW)
+    (before,) = [e for e in list_exceptions(known_warehouse) if e.id == some.id]
+    later = NOW + dt.timedelta(days=3)  # days after the last night: no sighting of it
+    done = comment(
+        known_warehouse, some.id, note="asked the bank for the trace", by="bo", now=later
+    )
+    assert done == before  # state, owner, amount, last seen and age as they were
+    _, events = history(known_warehouse, some.id)
+    assert (events[-1].event, events[-1].by, events[-1].note) == (
+        "commented",
+        "bo",
+        "asked the bank for the trace",
+    )
+    with pytest.raises(ValueError, match="needs its text"):
+        comment(known_warehouse, some.id, note="  ", by="bo", now=later)
+    with pytest.raises(ExceptionNotFoundError):
+        comment(known_warehouse, "EX-NOPE", note="x", by="bo", now=later)
+
+    # the command line comments too, and `exceptions show` prints both in its history
+    monkeypatch.setenv("FUNDPIPE_WAREHOUSE_PATH", str(known_warehouse.path))
+    runner = CliRunner()
+    said = runner.invoke(
+        app, ["exceptions", "comment", some.id, "--note", "trace received", "--by", "cy"]
+    )
+    assert said.exit_code == 0, said.output
+    assert f"{some.id}: comment recorded" in said.output
+    empty = runner.invoke(app, ["exceptions", "comment", some.id, "--note", " ", "--by", "cy"])
+    assert empty.exit_code == 2
+    assert "this needs a note" in empty.output
+    shown = json.loads(runner.invoke(app, ["exceptions", "show", some.id, "--json"]).output)
+    assert [(e["event"], e["by"], e["note"]) for e in shown["events"]][-2:] == [
+        ("commented", "bo", "asked the bank for the trace"),
+        ("commented", f"cy (typed at the CLI by OS user {getpass.getuser()})", "trace received"),
+    ]
+    table = runner.invoke(app, ["exceptions", "show", some.id])
+    assert table.exit_code == 0, table.output
+    assert "commented" in table.output
+    assert "trace received" in table.output
+
+
+def test_a_comment_in_the_record_comes_back_with_a_restore(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path
+) -> None:
+    first = _run(settings, tmp_path, 0)
+    assert first.lifecycle is not None
+    some = first.lifecycle.opened[0]
+    settings.local.data_dir.mkdir(parents=True, exist_ok=True)
+    assert take_snapshot(settings, clock=lambda: NOW) is not None
+    later = NOW + dt.timedelta(hours=2)
+    comment(
+        known_warehouse,
+        some.id,
+        note="asked the bank for the trace",
+        by="Maria Lopez <maria@example.com>",
+        user="desk:local",
+        now=later,
+        record=decision_sink(settings),
+    )
+    (decision,) = read_decisions(Record(settings.local.record_location))
+    assert decision.decision == "commented"
+    known_warehouse.path.unlink()  # the machine lost its warehouse
+    restore(settings, clock=lambda: later + dt.timedelta(hours=1))
+    _, events = history(Warehouse(known_warehouse.path), some.id)
+    assert (events[-1].event, events[-1].by, events[-1].os_user, events[-1].note) == (
+        "commented",
+        "Maria Lopez <maria@example.com>",
+        "desk:local",
+        "asked the bank for the trace",
+    )

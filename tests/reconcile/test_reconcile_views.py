@@ -191,7 +191,11 @@ def test_reports_default_to_a_folder_named_for_the_as_of_date(
     # as-of date, the run time in the folder's name
     reports = settings.local.data_dir / "reports"
     assert result.out_dir == reports / "2026-12-01" / "20261201T063000Z"
-    again = reconcile(settings, clock=lambda: run_at)
+    # issue 44: nothing changed, nothing written — unless a new report is asked for
+    kept = reconcile(settings, clock=lambda: run_at)
+    assert kept.unchanged
+    assert kept.out_dir == result.out_dir
+    again = reconcile(settings, clock=lambda: run_at, rebuild=True)
     assert again.out_dir == reports / "2026-12-01" / "20261201T063000Z-2"
     latest = reports / "latest"
     assert latest.resolve() == again.out_dir.resolve()

@@ -156,7 +156,7 @@ def test_exceptions_read_id_state_age_owner_what_amount_action_then_details_hash
     assert "Amount differs (sheet vs service)" in kinds
     assert not [k for k in kinds if "_" in str(k)]
     assert all(str(r["Id"]).startswith("EX-") for r in rows)
-    assert {r["State"] for r in rows} == {"open"}
+    assert {r["State"] for r in rows} == {"Open"}  # in words
     assert {r["Age (days)"] for r in rows} == {0}
     # the details after the reading columns are grouped and collapsed (left off the print)
     details = ws.column_dimensions["L"]

@@ -135,4 +135,24 @@ def test_the_views_file_makes_the_very_views_the_migration_log_made(tmp_path: Pa
     split = Warehouse(tmp_path / "split.duckdb")
     split.migrate()
     with logged.read() as con, split.read() as split_con:
-        assert _views_and_macros(con) == _views_and_macros(split_con)
+        before, after = _views_and_macros(con), _views_and_macros(split_con)
+    for name in CHANGED_SINCE_THE_SPLIT:  # each change is there, and only those
+        assert _one(before, name) != _one(after, name), name
+    assert _without(before) == _without(after)
+
+
+#: the views and macros views.sql has changed on purpose since it was split from the log
+CHANGED_SINCE_THE_SPLIT = {
+    "exception_states": "a person's event (acknowledged, assigned, commented) is no sighting",
+}
+
+
+def _one(found: dict[str, object], name: str) -> list[object]:
+    return [row for rows in found.values() for row in rows if row[0] == name]  # type: ignore[attr-defined]
+
+
+def _without(found: dict[str, object]) -> dict[str, object]:
+    return {
+        part: [row for row in rows if row[0] not in CHANGED_SINCE_THE_SPLIT]  # type: ignore[attr-defined]
+        for part, rows in found.items()
+    }

@@ -100,7 +100,7 @@ def assert_summary_is_its_tabs(result: ReconcileResult) -> None:
         for kind, n in kinds.items():
             assert summary[kind] == n, (day, kind)
         assert summary["Total"] == len(exceptions), day
-        acknowledged = sum(1 for r in exceptions if r["State"] == "acknowledged")
+        acknowledged = sum(1 for r in exceptions if r["State"] == "Acknowledged")
         assert summary["Acknowledged"] == acknowledged, day
         assert summary["Open (not acknowledged)"] == len(exceptions) - acknowledged, day
     finally:

@@ -11,12 +11,25 @@ Other packages import from here, never from a module of this package:
 - `ReconcileResult` — where a reconciliation wrote its reports, and its summary
 - `ReconcileSummary` — the run's facts, totals and exception counts
 - `latest_as_of` — the as-of date of an organization's newest reports (`reports/latest`)
+- `FiledReport` — one run's report folder and its `report.json`
+- `filed_reports` — every report filed, newest as-of and knowledge time first
+- `latest_report` — the report `reports/latest` points at (else the newest)
+- `filed_summary` — a filed report's summary, read from its Parquet files
+- `workbook_summary` — what the workbook's Summary sheet shows of a summary
+- `SHEETS` — the workbook's tabs after the Summary, each with its view
+- `SHEET_LAYOUT` — how each tab lays out its view
 - `export_views` — stream every view for an as-of date into Parquet files
 - `ExceptionEvent` — one event of an exception's history
 - `ExceptionNotFoundError` — no exception has that id
 - `STATES` — the exception states a listing may filter on
 - `acknowledge` — acknowledge an exception (its amount at that moment)
 - `assign` — give an exception an owner
+- `comment` — a person's comment on an exception
+- `LOG_COLUMNS` — the exception log's columns (CLI and desk)
+- `log_row` — one exception as a row of the log, in words
+- `HISTORY_COLUMNS` — an exception's history's columns (CLI and desk)
+- `history_row` — one event as a row of the history, in words
+- `RIGHT_ALIGNED` — the columns of either that are figures
 - `history` — an exception's events
 - `list_exceptions` — the exceptions and their states
 - `PeriodDecision` — one decision about a period (closed, reviewed, …)
@@ -31,6 +44,12 @@ Other packages import from here, never from a module of this package:
 - `verify_period` — check a closed package and its review against their hashes
 - `CloseResult` — what a close or a review wrote
 - `CloseError` — a close or review refused, and why
+- `SignOff` — a month's state with its changes after sign-off
+- `signoffs` — each period with its changes after sign-off, as known now
+- `ChangeAfterSignOff` — one payment of a closed month changed after its close
+- `acknowledge_changes` — a person saw a closed month's changes after sign-off
+- `identity_of` — the signed-in identity a decision records (`desk:oidc:…`), else None
+- `person_name` — the name in what a decision records, without who typed it
 """
 
 from __future__ import annotations
@@ -45,52 +64,93 @@ if TYPE_CHECKING:
         CloseError,
         CloseResult,
         close_period,
+        identity_of,
         list_periods,
+        person_name,
         reject_period,
         reopen_period,
         review_period,
         verify_period,
     )
     from fundpipe.reconcile.export import export_views
-    from fundpipe.reconcile.folders import latest_as_of
+    from fundpipe.reconcile.folders import (
+        FiledReport,
+        filed_reports,
+        latest_as_of,
+        latest_report,
+    )
+    from fundpipe.reconcile.history_words import (
+        HISTORY_COLUMNS,
+        LOG_COLUMNS,
+        RIGHT_ALIGNED,
+        history_row,
+        log_row,
+    )
     from fundpipe.reconcile.lifecycle import (
         STATES,
         ExceptionEvent,
         ExceptionNotFoundError,
         acknowledge,
         assign,
+        comment,
         history,
         list_exceptions,
     )
     from fundpipe.reconcile.periods import PeriodDecision, record_decision
     from fundpipe.reconcile.run import ReconcileResult, reconcile
-    from fundpipe.reconcile.summary import ReconcileSummary
+    from fundpipe.reconcile.signoff import (
+        ChangeAfterSignOff,
+        SignOff,
+        acknowledge_changes,
+        signoffs,
+    )
+    from fundpipe.reconcile.summary import ReconcileSummary, filed_summary, workbook_summary
+    from fundpipe.reconcile.tabs import SHEET_LAYOUT, SHEETS
 
 __all__ = [
+    "HISTORY_COLUMNS",
+    "LOG_COLUMNS",
+    "RIGHT_ALIGNED",
+    "SHEETS",
+    "SHEET_LAYOUT",
     "STATES",
+    "ChangeAfterSignOff",
     "CloseError",
     "CloseResult",
     "ExceptionEvent",
     "ExceptionNotFoundError",
+    "FiledReport",
     "PeriodDecision",
     "ReconcileResult",
     "ReconcileSummary",
+    "SignOff",
     "acknowledge",
+    "acknowledge_changes",
     "assign",
     "close_period",
+    "comment",
     "export_audit",
     "export_views",
+    "filed_reports",
+    "filed_summary",
     "history",
+    "history_row",
+    "identity_of",
     "latest_as_of",
+    "latest_report",
     "list_exceptions",
     "list_periods",
+    "log_row",
+    "person_name",
     "reconcile",
     "record_decision",
     "reject_period",
     "reopen_period",
     "review_period",
+    "signoffs",
     "span",
     "verify_period",
+    "workbook_summary",
 ]
 
 #: Where each public name lives: its module is imported when the name is first used.
@@ -104,9 +164,22 @@ _HOMES = {
     "STATES": "lifecycle",
     "acknowledge": "lifecycle",
     "assign": "lifecycle",
+    "comment": "lifecycle",
+    "HISTORY_COLUMNS": "history_words",
+    "LOG_COLUMNS": "history_words",
+    "RIGHT_ALIGNED": "history_words",
+    "history_row": "history_words",
+    "log_row": "history_words",
     "history": "lifecycle",
     "list_exceptions": "lifecycle",
     "latest_as_of": "folders",
+    "FiledReport": "folders",
+    "filed_reports": "folders",
+    "latest_report": "folders",
+    "filed_summary": "summary",
+    "workbook_summary": "summary",
+    "SHEETS": "tabs",
+    "SHEET_LAYOUT": "tabs",
     "PeriodDecision": "periods",
     "record_decision": "periods",
     "export_audit": "audit",
@@ -119,6 +192,12 @@ _HOMES = {
     "reopen_period": "close",
     "review_period": "close",
     "verify_period": "close",
+    "identity_of": "close",
+    "person_name": "close",
+    "SignOff": "signoff",
+    "ChangeAfterSignOff": "signoff",
+    "acknowledge_changes": "signoff",
+    "signoffs": "signoff",
 }
 
 __getattr__ = lazy_face(__name__, _HOMES)

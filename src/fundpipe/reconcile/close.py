@@ -52,6 +52,7 @@ from fundpipe.config import Settings
 from fundpipe.keys import file_hash
 from fundpipe.reconcile.audit import write_events
 from fundpipe.reconcile.export import end_of_day, set_point_in_time
+from fundpipe.reconcile.folders import latest_as_of
 from fundpipe.reconcile.lifecycle import os_user
 from fundpipe.reconcile.periods import (
     PeriodDecision,
@@ -75,9 +76,11 @@ __all__ = [
     "VerifyResult",
     "close_period",
     "closed_folder",
+    "identity_of",
     "list_periods",
     "period_of",
     "period_state",
+    "person_name",
     "reject_period",
     "reopen_period",
     "review_file",
@@ -163,7 +166,8 @@ def review_file(folder: Path, period: str, version: int | None) -> Path:
 def list_periods(
     settings: Settings, *, clock: Callable[[], datetime] | None = None
 ) -> list[PeriodState]:
-    """Every month from the first sync (or first close) to this one, each open or closed."""
+    """Every month from the first sync (or first close, or last night's report) to this one,
+    each open or closed."""
     now = (clock or (lambda: datetime.now(UTC)))()
     today = now.astimezone(ZoneInfo(settings.pipeline.reporting_timezone)).date()
     with Warehouse(settings.local.warehouse_file).read() as con:
@@ -173,6 +177,9 @@ def list_periods(
     zone = ZoneInfo(settings.pipeline.reporting_timezone)
     if row and row[0]:
         known += [row[0].astimezone(zone).date(), row[1].astimezone(zone).date()]
+    reported = latest_as_of(settings.local.reports_folder)
+    if reported is not None:
+        known.append(reported)
     start = min(known, default=today).replace(day=1)
     end = max([*known, today])
     out: list[PeriodState] = []
@@ -511,17 +518,44 @@ def _record_close(settings: Settings, warehouse: Warehouse, package: _Package) -
     return CloseResult(state=state, changed=True, folder=folder, open_exceptions=package.still_open)
 
 
+def identity_of(user: str | None) -> str | None:
+    """A signed-in identity recorded in the user column (``desk:oidc:<subject>``,
+    ``desk:local:<email>``), else None (an operating-system user, or nothing)."""
+    return user if user and user.startswith("desk:") and user.count(":") >= 2 else None
+
+
+def person_name(by: str) -> str:
+    """The name in what a decision records: without the CLI's ``(typed at the CLI by OS user
+    …)`` or the desk's ``<email>``."""
+    name = re.sub(r"\s*\(typed at the CLI by OS user [^)]*\)\s*$", "", by)
+    return re.sub(r"\s*<[^>]*>\s*$", "", name).strip()
+
+
 def _two_people(
     settings: Settings, state: PeriodState, name: str, reviewer_user: str | None
 ) -> bool:
-    """Check the reviewer is not the preparer (names normalized; operating-system users);
-    True when they are one person and the organization allows it (the review says so)."""
-    same_name = normalized_name(name) == normalized_name(state.prepared_by or "")
-    same_user = reviewer_user is not None and reviewer_user == state.prepared_os_user
-    if not (same_name or same_user):
+    """Check the reviewer is not the preparer: by identity when both signed in at the desk,
+    else names normalized and operating-system users; True when they are one person and the
+    organization allows it (the review says so)."""
+    mine, theirs = identity_of(reviewer_user), identity_of(state.prepared_os_user)
+    if mine and theirs:
+        same_identity = mine == theirs
+        same_name = same_user = False
+    else:
+        same_identity = False
+        same_name = normalized_name(person_name(name)) == normalized_name(
+            person_name(state.prepared_by or "")
+        )
+        same_user = reviewer_user is not None and reviewer_user == state.prepared_os_user
+    if not (same_identity or same_name or same_user):
         return False
     if settings.pipeline.one_person_close:
         return True
+    if same_identity:
+        raise CloseError(
+            f"you prepared {state.period} (signed in as {state.prepared_by}): the review must "
+            "be by another signed-in person"
+        )
     if same_name:
         raise CloseError(
             f"{name} prepared {state.period} (as {state.prepared_by}; names are compared "

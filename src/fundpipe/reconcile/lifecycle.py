@@ -19,9 +19,9 @@ Only a reconciliation for today changes the history, with :func:`track`:
   after-close adjustment never leaves the view by itself: it is listed until a person
   acknowledges it — `schemas/warehouse.sql`, migration 027).
 
-A person acts with :func:`acknowledge` (a second acknowledgement is a second event) and
-:func:`assign` (the owner); :func:`history` reads an exception's events and
-:func:`list_exceptions` the states.
+A person acts with :func:`acknowledge` (a second acknowledgement is a second event),
+:func:`assign` (the owner) and :func:`comment` (a note that changes nothing else);
+:func:`history` reads an exception's events and :func:`list_exceptions` the states.
 
 Longer than ~400 lines because the events, the SQL that folds them and every writer of them
 (the reconciliation's and a person's) are one append-only contract kept in one place.
@@ -53,6 +53,7 @@ __all__ = [
     "Lifecycle",
     "acknowledge",
     "assign",
+    "comment",
     "history",
     "list_exceptions",
     "os_user",
@@ -63,7 +64,15 @@ __all__ = [
 STATES: tuple[ExceptionState, ...] = tuple(ExceptionState)
 
 #: The events of an exception's history.
-EVENTS = ("opened", "amount_changed", "acknowledged", "assigned", "reopened", "resolved")
+EVENTS = (
+    "opened",
+    "amount_changed",
+    "acknowledged",
+    "assigned",
+    "commented",
+    "reopened",
+    "resolved",
+)
 
 #: Who the reconciliation's own events are by.
 SYSTEM = "fundpipe"
@@ -432,6 +441,36 @@ def assign(
         now=now,
         note=(note or "").strip() or None,
         assignee=to.strip(),
+        user=user,
+        record=record,
+    )
+
+
+def comment(
+    warehouse: Warehouse,
+    exception_id: str,
+    *,
+    note: str,
+    by: str,
+    now: datetime,
+    user: str | None = None,
+    record: DecisionSink | None = None,
+) -> ExceptionRecord:
+    """Record `by`'s comment `note` on an unresolved exception at `now` (a `commented` event:
+    its state, owner and amount stay as they are). ``record``, when given, also writes it to
+    the durable record. Raises :class:`ExceptionNotFoundError` for an unknown or resolved id,
+    ValueError for an empty note or name."""
+    if not note.strip():
+        raise ValueError("a comment needs its text")
+    if not by.strip():
+        raise ValueError("a comment needs the name of who comments")
+    return _person_event(
+        warehouse,
+        exception_id,
+        "commented",
+        by=by.strip(),
+        now=now,
+        note=note.strip(),
         user=user,
         record=record,
     )

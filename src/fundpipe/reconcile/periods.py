@@ -4,9 +4,11 @@ record it, and :func:`record_decision`, the one place every decision about a per
 
 The events of a period, oldest first: ``closed`` (a version of the package: v1, v2, …),
 ``reviewed`` or ``rejected`` (of the version closed last), ``reopened`` (the period is open
-again; the next close is a new version beside the old one), and ``certified`` (the first sync
-that read the service's month-end balance of a provisional close). A period's state at a moment
-is the fold of the events recorded before it: a past as-of shows the period as it was that day.
+again; the next close is a new version beside the old one), ``certified`` (the first sync
+that read the service's month-end balance of a provisional close), and ``changes_acknowledged``
+(a person saw the figures that changed after the sign-off, up to its ``cutoff``). A period's
+state at a moment is the fold of the events recorded before it: a past as-of shows the period
+as it was that day.
 """
 
 from __future__ import annotations
@@ -31,10 +33,19 @@ __all__ = [
     "record_decision",
 ]
 
-Decision = Literal["closed", "reviewed", "rejected", "reopened", "certified"]
+Decision = Literal[
+    "closed", "reviewed", "rejected", "reopened", "certified", "changes_acknowledged"
+]
 
 #: The events of a period's history.
-DECISIONS: tuple[Decision, ...] = ("closed", "reviewed", "rejected", "reopened", "certified")
+DECISIONS: tuple[Decision, ...] = (
+    "closed",
+    "reviewed",
+    "rejected",
+    "reopened",
+    "certified",
+    "changes_acknowledged",
+)
 
 
 def normalized_name(name: str) -> str:
@@ -130,11 +141,26 @@ class PeriodState:
     certified_by_sync: str | None = None
     #: The review was allowed by the organization's one-person close setting.
     one_person: bool = False
+    #: The close's knowledge time: a change learned from then on is a change after sign-off.
+    cutoff: datetime | None = None
+    #: The last acknowledgement of the changes after sign-off: by whom, and up to when.
+    changes_acknowledged_by: str | None = None
+    changes_acknowledged_to: datetime | None = None
 
     @property
     def closed(self) -> bool:
         """True while the period is closed (a reopened one is open until closed again)."""
         return self.state == "closed"
+
+    @property
+    def signed_off_through(self) -> datetime | None:
+        """What the sign-off covers: the close's knowledge time, or the last acknowledgement of
+        the changes after it (a change learned from then on is a change after sign-off)."""
+        if not self.closed or self.cutoff is None:
+            return None
+        if self.changes_acknowledged_to and self.changes_acknowledged_to > self.cutoff:
+            return self.changes_acknowledged_to
+        return self.cutoff
 
     @property
     def decided(self) -> bool:
@@ -223,6 +249,7 @@ def _fold(period: str, events: list[dict[str, Any]]) -> PeriodState:
                 "sync_id": e["sync_id"],
                 "version": e["version"] or (state.get("version") or 0) + 1,
                 "provisional": bool(e["provisional"]),
+                "cutoff": e["cutoff"],
                 **reopened,
             }
         elif kind == "reviewed" and state["state"] == "closed":
@@ -254,6 +281,8 @@ def _fold(period: str, events: list[dict[str, Any]]) -> PeriodState:
             }
         elif kind == "certified" and state["state"] == "closed":
             state.update(certified_at=e["event_at"], certified_by_sync=e["sync_id"])
+        elif kind == "changes_acknowledged" and state["state"] == "closed":
+            state.update(changes_acknowledged_by=e["by_name"], changes_acknowledged_to=e["cutoff"])
     return PeriodState(**state)
 
 
@@ -263,7 +292,7 @@ def period_states(
     """Every period with a decision recorded (matching `where`), oldest first."""
     rows = records(
         con,
-        "SELECT period, event, event_at, by_name, os_user, manifest_sha256, sync_id, folder, "
+        "SELECT period, event, event_at, by_name, os_user, manifest_sha256, sync_id, folder, cutoff, "
         f"version, reason, review_sha256, one_person, provisional FROM period_events "
         f"WHERE {where} ORDER BY period, seq",
         params,

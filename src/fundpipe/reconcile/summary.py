@@ -2,13 +2,13 @@
 workbook's Summary sheet shows of them.
 
 :func:`summarise` → :class:`ReconcileSummary` (the CLI's table, the flows' artifacts, the
-period close); :func:`workbook_summary` → the Summary sheet's `WorkbookSummary`.
+period close; :func:`filed_summary` for a report filed before, the desk's); :func:`workbook_summary` → the Summary sheet's `WorkbookSummary`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -16,13 +16,22 @@ import duckdb
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.reconcile.export import set_point_in_time, sql_literal
-from fundpipe.reconcile.periods import PeriodState, period_of
+from fundpipe.reconcile.folders import FiledReport
+from fundpipe.reconcile.nightfiles import NightFile
+from fundpipe.reconcile.periods import PeriodState, period_of, period_state
 from fundpipe.reconcile.tabs import tie_out_lines
-from fundpipe.reports import WorkbookSummary
+from fundpipe.reports import RejectedLine, WorkbookSummary
 from fundpipe.vocabulary import kind_words
 from fundpipe.warehouse import connect
 
-__all__ = ["ReconcileSummary", "last_sync_of", "organization_of", "summarise", "workbook_summary"]
+__all__ = [
+    "ReconcileSummary",
+    "filed_summary",
+    "last_sync_of",
+    "organization_of",
+    "summarise",
+    "workbook_summary",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,8 @@ class ReconcileSummary:
     reconciling_cents: int = 0
     #: The zone the as-of date is read in (the books at the end of `as_of` there).
     reporting_timezone: str = "UTC"
+    #: The files rejected (or in conflict) on the as-of date, oldest first.
+    rejected_files: tuple[NightFile, ...] = ()
     #: Reconciling items smaller than this (absolute cents) are listed but open no exception.
     materiality_cents: int = 0
     #: True for an as-of before the run's own date: the run only read (the exception log as of
@@ -297,6 +308,10 @@ def workbook_summary(
         ],
         tie_out=tie_out_lines(summary.tie_out),
         tie_out_title="Distribution tie-out (all distributions)",
+        rejected_files=[
+            RejectedLine(f.title, f.why, f.report_text) for f in summary.rejected_files
+        ],
+        rejected_title=f"Files rejected on {summary.as_of.isoformat()}",
         exception_counts=[
             *((kind_words(kind), n) for kind, n in summary.exception_counts.items()),
             ("Total", summary.exceptions),
@@ -320,3 +335,37 @@ def organization_of(con: duckdb.DuckDBPyConnection, settings: Settings) -> str:
         "GROUP BY organization ORDER BY count(*) DESC, organization LIMIT 1"
     ).fetchone()
     return str(row[0]) if row else ""
+
+
+def filed_summary(settings: Settings, report: FiledReport) -> ReconcileSummary:
+    """The summary of a filed report, read from its own Parquet files as the workbook's was;
+    the last sync and the period's state read from the warehouse at its knowledge time."""
+    from fundpipe.reconcile.export import VIEWS
+    from fundpipe.warehouse import Warehouse
+
+    parquet = {view: report.folder / f"{view}.parquet" for view in VIEWS}
+    last_sync: tuple[str | None, datetime | None] = (None, None)
+    period = None
+    organization = settings.service.org_id or ""
+    if settings.local.warehouse_file.exists():
+        with Warehouse(settings.local.warehouse_file).read() as con:
+            last_sync = last_sync_of(con, report.as_of, report.reporting_timezone, report.known_at)
+            period = period_state(
+                con, period_of(report.as_of), before=report.known_at + timedelta(microseconds=1)
+            )
+            organization = organization or organization_of(con, settings)
+    return replace(
+        summarise(
+            parquet,
+            as_of=report.as_of,
+            run_at=report.run_at,
+            last_sync=last_sync,
+            organization=organization,
+        ),
+        reporting_timezone=report.reporting_timezone,
+        materiality_cents=settings.pipeline.materiality,
+        organization_name=settings.service.org_name,
+        historical=report.known_at < report.run_at,
+        period=period,
+        known_at=report.known_at,
+    )

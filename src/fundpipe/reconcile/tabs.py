@@ -48,7 +48,11 @@ SHEET_LAYOUT: dict[str, dict[str, Any]] = {
         "details_after": 11,
         "last_columns": ("object_type", "object_id", "file_hash"),
         "hidden_columns": ("reason",),
-        "words": {"kind": KIND_WORDS, "object_type": OBJECT_WORDS},
+        "words": {
+            "kind": KIND_WORDS,
+            "object_type": OBJECT_WORDS,
+            "state": {"open": "Open", "acknowledged": "Acknowledged", "resolved": "Resolved"},
+        },
         "wrap": {"what": 60.0, "action": 42.0, "kind": 22.0},
         "empty": "No exceptions: nothing needs a person as of this date.",
     },

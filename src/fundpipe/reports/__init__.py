@@ -4,8 +4,11 @@ Other packages import from here, never from a module of this package:
 
 - `write_workbook` — write reconciliation.xlsx from its sheets' Parquet files
 - `SheetSource` — one sheet of the workbook: its Parquet file and layout
+- `screen_table` — a workbook tab's first rows and Total as text, for a page
+- `ScreenTable` — what `screen_table` returns: headers, kinds, rows, total rows
 - `WorkbookSummary` — what the Summary sheet shows
 - `TieOutLine` — one line of the Summary's distribution tie-out
+- `RejectedLine` — a file rejected that night, as the Summary lists it
 - `export_query` — stream a query's rows into a typed Parquet file
 - `write_error_report` — a rejected file's `<name>.errors.csv` and `.xlsx`
 - `KIND_WORDS` — an exception kind in the workbook's words
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from fundpipe.reports.headers import KIND_WORDS, MATCH_WORDS, OBJECT_WORDS
     from fundpipe.reports.publish import NIGHT, Published, join, publish_night, read_json
     from fundpipe.reports.rejected import write_error_report
+    from fundpipe.reports.screen import ScreenTable, screen_table
+    from fundpipe.reports.summarysheet import RejectedLine
     from fundpipe.reports.workbook import (
         SheetSource,
         TieOutLine,
@@ -42,6 +47,8 @@ __all__ = [
     "NIGHT",
     "OBJECT_WORDS",
     "Published",
+    "RejectedLine",
+    "ScreenTable",
     "SheetSource",
     "TieOutLine",
     "WorkbookSummary",
@@ -49,6 +56,7 @@ __all__ = [
     "join",
     "publish_night",
     "read_json",
+    "screen_table",
     "write_error_report",
     "write_workbook",
 ]
@@ -59,8 +67,11 @@ _HOMES = {
     "SheetSource": "workbook",
     "WorkbookSummary": "workbook",
     "TieOutLine": "workbook",
+    "RejectedLine": "summarysheet",
     "export_query": "workbook",
     "write_error_report": "rejected",
+    "screen_table": "screen",
+    "ScreenTable": "screen",
     "KIND_WORDS": "headers",
     "MATCH_WORDS": "headers",
     "OBJECT_WORDS": "headers",

@@ -26,11 +26,21 @@ from fundpipe.arrowpandas import scalar
 from fundpipe.reports.cells import neutralise
 from fundpipe.reports.layout import Formats, PageHeader, set_page
 
-__all__ = ["CHART_VEHICLES", "ChartData", "TieOutLine", "WorkbookSummary", "chart_data", "write"]
+__all__ = [
+    "CHART_VEHICLES",
+    "ChartData",
+    "RejectedLine",
+    "TieOutLine",
+    "WorkbookSummary",
+    "chart_data",
+    "write",
+]
 
 #: The most vehicles the chart shows (the largest shortfalls first).
 CHART_VEHICLES = 30
 _NOTE_CHARS_PER_LINE = 95
+#: What a line of columns B and C merged (36 characters wide) holds, wrapped.
+_WIDE_CHARS_PER_LINE = 42
 #: The shortfall chart's width in pixels, and in columns' characters (7 pixels each) as printed.
 _CHART_PX = 560
 _CHART_WIDTH = _CHART_PX / 7
@@ -46,6 +56,16 @@ class TieOutLine:
     total: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class RejectedLine:
+    """A file rejected that night, on the Summary: its name (rows, dollars), why, and where its
+    error report is (a whole path)."""
+
+    file: str
+    why: str
+    error_report: str
+
+
 @dataclass(slots=True)
 class WorkbookSummary:
     """What the Summary sheet shows besides the chart."""
@@ -58,6 +78,9 @@ class WorkbookSummary:
     tie_out: Sequence[TieOutLine] = ()
     tie_out_title: str = "Distribution tie-out"
     exception_counts: Sequence[tuple[str, int]] = ()
+    #: The files rejected (or in conflict) that night; the block says "None" when there are none.
+    rejected_files: Sequence[RejectedLine] = ()
+    rejected_title: str = "Files rejected that night"
     #: Who prepared and who reviewed the period (None: a blank line to sign on).
     prepared_by: str | None = None
     reviewed_by: str | None = None
@@ -177,6 +200,20 @@ def write(
         ws.write_string(row, 0, neutralise(kind))
         ws.write_number(row, 1, count, formats.integer)
         row += 1
+    row += 1
+    block(summary.rejected_title, "Why")
+    if not summary.rejected_files:
+        ws.write_string(row, 0, "None")
+        row += 1
+    for rejected in summary.rejected_files:
+        for label, text, fmt in (
+            (rejected.file, rejected.why, formats.wrap),
+            ("  Error report", rejected.error_report, formats.wrap),
+        ):
+            ws.set_row(row, 15 * max(1, -(-len(text) // _WIDE_CHARS_PER_LINE)))
+            ws.write_string(row, 0, neutralise(label), formats.wrap)
+            ws.merge_range(row, 1, row, 2, neutralise(text), fmt)
+            row += 1
     row += 1
     block("Sign-off", "Name", "Date")
     for role, name, on in (

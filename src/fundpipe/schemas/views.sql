@@ -693,7 +693,9 @@ SELECT
                        ELSE 'open' END, seq)
         FILTER (WHERE event IN ('opened', 'reopened', 'acknowledged', 'resolved')) AS state,
     min(as_of) FILTER (WHERE event = 'opened') AS first_seen,
-    max(as_of) FILTER (WHERE event <> 'assigned' AND event <> 'acknowledged') AS last_event_on,
+    -- the reconciliation's own events: a person's (acknowledged, assigned, commented) is no sighting
+    max(as_of) FILTER (WHERE event IN ('opened', 'amount_changed', 'reopened', 'resolved'))
+        AS last_event_on,
     arg_max(as_of, seq) FILTER (WHERE event = 'resolved') AS resolved_on,
     arg_max(assignee, seq) FILTER (WHERE event = 'assigned') AS owner,
     arg_max(by_name, seq) FILTER (WHERE event = 'acknowledged') AS acknowledged_by,
