@@ -140,3 +140,24 @@ def test_the_verdict_says_what_needs_a_person_how_much_and_by_when() -> None:
     # the verdict and why travel with the row's one JSON form
     assert row.as_json()["verdict"] == "needs a person"
     assert down.as_json()["why"][0]["what"] == why.what
+
+
+def test_a_night_with_nothing_new_says_so_and_keeps_its_report(world: World) -> None:
+    """Issue 44: no new file and no change at the service → one line, no new report folder."""
+    import datetime as dt
+
+    write_sheet(world.inbox / "q4.csv", [("A-1", "veh_demo1", [100_00])])
+    settings = world.settings.updated(pipeline={"inbox_settle_s": 0})
+    at = dt.datetime(2026, 12, 1, 9, tzinfo=dt.UTC)
+    first = night(settings, transport=world.transport, clock=lambda: at)
+    assert first.files_processed == 1
+    assert first.nothing_new == ""
+    later = at + dt.timedelta(hours=3)
+    again = night(settings, transport=world.transport, clock=lambda: later)
+    assert again.reconcile.unchanged
+    assert again.reports_dir == first.reports_dir
+    assert again.nothing_new.startswith("nothing new: no new file and no change at the service")
+    assert str(first.reports_dir) in again.nothing_new
+    reports = settings.local.reports_folder
+    assert [p for p in reports.glob("*/*") if p.is_dir()] == [first.reports_dir]
+    assert (reports / "latest").resolve() == first.reports_dir

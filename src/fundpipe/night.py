@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -173,6 +173,17 @@ class NightResult:
         )
 
     @property
+    def nothing_new(self) -> str:
+        """One line when the night found no new file and nothing the report shows changed at
+        the service (today's report stays the latest, no folder written), else ""."""
+        if self.files_processed or not self.reconcile.unchanged:
+            return ""
+        return (
+            "nothing new: no new file and no change at the service since the last sync; "
+            f"{self.reports_dir} stays the latest report"
+        )
+
+    @property
     def files_seen(self) -> int:
         """Every file of the drop."""
         return len(self.files)
@@ -200,6 +211,7 @@ def night(
     around_planning: Callable[[], AbstractContextManager[object]] = nullcontext,
     around_service: Callable[[], AbstractContextManager[object]] = nullcontext,
     step: StepRunner = run_step,
+    clock: Callable[[], datetime] | None = None,
 ) -> NightResult:
     """Run one organization's night: ingest its inbox, sync the service into its warehouse,
     reconcile and write its reports; return what happened.
@@ -210,7 +222,8 @@ def night(
     sending, around an XLSX sheet's cells and around building the plan (see
     ``fundpipe.submit.ingest``; a fan-out of organizations in threads passes none); ``around_service`` is held while
     ingest and sync talk to the service (the flow's slot of the host's concurrency limit);
-    ``step`` runs each of :data:`STEPS` (the flow's makes each a Prefect task).
+    ``step`` runs each of :data:`STEPS` (the flow's makes each a Prefect task); ``clock``
+    is the reconciliation's (its run time and reporting day; tests set it).
     Failures raise the error trees' exceptions (a locked inbox, the service down).
     """
     # imported at each night, through the faces: a test replacing `fundpipe.sync.pull.sync`
@@ -233,5 +246,5 @@ def night(
             ),
         )
         synced = step("sync", lambda: sync(settings, transport=transport, progress=progress))
-    reconciled = step("reconcile", lambda: reconcile(settings, as_of=as_of))
+    reconciled = step("reconcile", lambda: reconcile(settings, as_of=as_of, clock=clock))
     return NightResult.of(settings.service.org_id, ingested, synced, reconciled)

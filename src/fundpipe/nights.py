@@ -190,7 +190,7 @@ class OrgNight:
             exception_counts=dict(summary.exception_counts),
             exceptions=night.exceptions,
             warnings=tuple(warnings),
-            notes=tuple(night.ingest.notes),
+            notes=(*night.ingest.notes, *((night.nothing_new,) if night.nothing_new else ())),
             exit_code=int(night.exit_code),
             accounts_synced=synced.counts.get("financial_accounts", 0),
             distributions_synced=synced.counts.get("distributions", 0),

@@ -4,6 +4,7 @@ once, on stderr, which sub-command to use."""
 
 from __future__ import annotations
 
+import getpass
 import re
 from pathlib import Path
 
@@ -77,8 +78,12 @@ def test_each_old_spelling_does_what_its_sub_command_does_and_names_it_once(data
             f"`fundpipe close {spelled}`"
         ], old
     listed = _close(["list"], "")
-    assert "2026-09  closed v2: prepared by Ana on 2026-11-28, reviewed by Ben on " in listed.stdout
-    assert "2026-10  closed v2: prepared by Ana on 2026-11-28, reviewed by Ben on " in listed.stdout
+    typed = f"(typed at the CLI by OS user {getpass.getuser()})"
+    said = " ".join(listed.stdout.split())  # the console wraps the longer lines
+    for month in ("2026-09", "2026-10"):
+        assert (
+            f"{month} closed v2: prepared by Ana {typed} on 2026-11-28, reviewed by Ben {typed} on "
+        ) in said
     closed = data / "reports" / "closed"
     assert sorted(p.name for p in closed.iterdir()) == [
         "2026-09",

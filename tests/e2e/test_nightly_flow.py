@@ -222,12 +222,13 @@ def _make_run_command() -> list[str]:
     return shlex.split(line.replace("$(BIN)", str(Path(sys.executable).parent)))
 
 
-def test_make_run_twice_creates_nothing_new(prefect_harness: None, tmp_path: Path) -> None:
-    from prefect.settings import PREFECT_API_URL
-
+def test_make_run_twice_creates_nothing_new(tmp_path: Path) -> None:
+    """`make run` twice, as on a fresh clone (no Prefect server: the direct night): both
+    organizations shown, the second run sends nothing."""
     shutil.copytree(SAMPLES, tmp_path / "data" / "samples")
-    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    env = {**os.environ}
     env.pop("FUNDPIPE_BASE_URL", None)
+    env.pop("PREFECT_API_URL", None)
     outputs = []
     for _ in range(2):
         done = subprocess.run(
@@ -351,7 +352,8 @@ def test_quiet_and_verbose_change_the_console_never_the_servers_logs(
         data_dir = tmp_path / option.strip("-")
         (data_dir / "orgs" / "org_demo" / "inbox").mkdir(parents=True)
         shutil.copy2(BROKEN, data_dir / "orgs" / "org_demo" / "inbox" / "q4_typo.csv")
-        result = runner.invoke(app, ["run", option, "--data-dir", str(data_dir)])
+        # the harness's server is this process's Prefect setting, not PREFECT_API_URL: asked
+        result = runner.invoke(app, ["run", "--prefect", option, "--data-dir", str(data_dir)])
         assert result.exit_code == 1, result.output  # the file needs a person, either way
         if option == "--quiet":
             assert "org_demo" not in result.stdout

@@ -18,8 +18,11 @@ organization's settings), with the client secret from the one Prefect Secret-blo
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from fundpipe.config import Organization, Settings
 
@@ -29,6 +32,43 @@ log = logging.getLogger(__name__)
 EMBEDDED_SERVICE_NAME = "embedded sandbox"
 #: Demo organizations a new embedded sandbox is seeded with (`org_demo`, `org_demob`).
 EMBEDDED_DEMO_ORGS = 2
+#: How long a night's ingest waits for another run holding the inbox lock before it gives up.
+NIGHT_LOCK_WAIT_S = 300.0
+
+
+def night_settings(data_dir: str | Path | None) -> Settings:
+    """The settings a night starts from, before any organization is chosen: from the
+    environment, with `data_dir` when given, and a 300 s wait for another run holding the inbox
+    (a nightly run and an inbox run may start together: wait for the other, don't give up)
+    unless FUNDPIPE_INBOX_LOCK_WAIT_S says otherwise. The Prefect flows and the direct
+    `fundpipe run` both start here."""
+    settings = Settings()
+    if "inbox_lock_wait_s" not in settings.pipeline.model_fields_set:
+        settings = settings.updated(pipeline={"inbox_lock_wait_s": NIGHT_LOCK_WAIT_S})
+    if data_dir:
+        settings = settings.updated(local={"data_dir": Path(data_dir)})
+    return settings
+
+
+def limit_name(settings: Settings) -> str:
+    """The name of the service host `settings` talk to, as its concurrency limit is called
+    (`fundpipe-service-<host>`: a Prefect global concurrency limit under the flow, a semaphore
+    of the direct night)."""
+    host = urlsplit(settings.service.base_url or "").hostname or "embedded"
+    return "fundpipe-service-" + re.sub(r"[^a-z0-9-]+", "-", host.lower()).strip("-")
+
+
+def shared_rate(settings: Settings, orgs_on_host: int) -> Settings:
+    """`settings` with the client rate of one of `orgs_on_host` organizations sharing a host:
+    with FUNDPIPE_HOST_RATE_LIMIT_PER_S set, min(FUNDPIPE_RATE_LIMIT_PER_S, host rate /
+    min(FUNDPIPE_ORG_CONCURRENCY, organizations on the host)); unset, unchanged."""
+    if settings.orchestration.host_rate_limit_per_s is None:
+        return settings
+    at_once = max(1, min(settings.orchestration.org_concurrency, orgs_on_host))
+    rate = min(
+        settings.http.rate_limit_per_s, settings.orchestration.host_rate_limit_per_s / at_once
+    )
+    return settings.updated(http={"rate_limit_per_s": rate})
 
 
 def attach(settings: Settings, base_url: str) -> Settings:

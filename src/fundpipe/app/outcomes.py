@@ -78,6 +78,7 @@ def reconcile_dict(result: ReconcileResult) -> dict[str, Any]:
         "workbook": str(result.workbook),
         "parquet": {name: str(path) for name, path in result.parquet.items()},
         "rows": dict(result.rows),
+        "unchanged": result.unchanged,
     }
     exceptions_path = result.parquet.get("exceptions")
     rows: list[dict[str, Any]] = []

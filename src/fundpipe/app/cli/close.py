@@ -5,6 +5,9 @@ The spellings before the group (`fundpipe close 2026-11 --prepared-by ana`, `--r
 `--rejected-by`, `--reopen`, `close --list`, `close --verify`) still work for this release:
 `_CloseGroup` hands any first word that is not a sub-command to the hidden `_OLD` command, which
 says once on stderr which new spelling to use and does the same.
+
+Longer than ~400 lines: the group's six commands, the old spellings and the change after
+sign-off are one vocabulary of the close, and split they would each import the rest.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from fundpipe.app.cli.common import (
     JsonOption,
     OrgOption,
     ReadOrgOption,
+    cli_actor,
     console,
     err_console,
     local_org_settings,
@@ -145,7 +149,10 @@ def month_command(
         org,
         json_out,
         lambda settings: close_period(
-            settings, period, prepared_by=prepared_by, with_open_exceptions=with_open_exceptions
+            settings,
+            period,
+            prepared_by=cli_actor(prepared_by),
+            with_open_exceptions=with_open_exceptions,
         ),
     )
 
@@ -171,7 +178,7 @@ def review_command(
         data_dir,
         org,
         json_out,
-        lambda settings: review_period(settings, period, reviewed_by=by),
+        lambda settings: review_period(settings, period, reviewed_by=cli_actor(by)),
     )
 
 
@@ -195,7 +202,7 @@ def reject_command(
         data_dir,
         org,
         json_out,
-        lambda settings: reject_period(settings, period, rejected_by=by, reason=reason),
+        lambda settings: reject_period(settings, period, rejected_by=cli_actor(by), reason=reason),
     )
 
 
@@ -219,7 +226,7 @@ def reopen_command(
         data_dir,
         org,
         json_out,
-        lambda settings: reopen_period(settings, period, by=by, reason=reason),
+        lambda settings: reopen_period(settings, period, by=cli_actor(by), reason=reason),
     )
 
 
@@ -227,8 +234,9 @@ def reopen_command(
 def list_command(
     data_dir: DataDirOption = None, org: ReadOrgOption = None, json_out: JsonOption = False
 ) -> None:
-    """Show each month's state: open, or closed with who prepared and reviewed it (without
-    --org: every organization's). Reads only local files.
+    """Show each month's state: open, or closed with who prepared and reviewed it, and
+    CHANGED AFTER SIGN-OFF with its adjustments while nobody acknowledged them (without --org:
+    every organization's). Reads only local files.
 
     Example: fundpipe close list
     """
@@ -237,17 +245,62 @@ def list_command(
 
 def _list(data_dir: Path | None, org: str | None, json_out: bool) -> None:
     with user_errors():
-        from fundpipe.reconcile import list_periods
+        from fundpipe.reconcile import list_periods, signoffs
 
         def show(settings: Settings) -> tuple[Any, int]:
             with _closing():
-                periods = list_periods(settings)
+                months = signoffs(settings, list_periods(settings))
             if not json_out:
-                for p in periods:
-                    console.print(f"{p.period}  {p.describe()}", markup=False, highlight=False)
-            return [p.as_dict() for p in periods], 0
+                for m in months:
+                    console.print(
+                        f"{m.state.period}  {m.describe()}", markup=False, highlight=False
+                    )
+            return [
+                {
+                    **m.state.as_dict(),
+                    "changed_after_signoff": m.changed_after_signoff,
+                    "changes_after_signoff": [
+                        {
+                            "payment_id": c.payment_id,
+                            "distribution": c.distribution,
+                            "closed_amount_cents": c.closed_cents,
+                            "amount_cents": c.now_cents,
+                            "change_cents": c.change_cents,
+                            "learned_at": c.learned_at.isoformat(),
+                        }
+                        for c in m.changes
+                    ],
+                }
+                for m in months
+            ], 0
 
         show_each_org(reading_scope(data_dir, org), show, json_out=json_out)
+
+
+@close_app.command("acknowledge-changes")
+def acknowledge_changes_command(
+    period: PeriodArgument,
+    by: Annotated[str, typer.Option("--by", help="Who saw the changes.")],
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+) -> None:
+    """Acknowledge a closed month's changes after sign-off (after-close adjustments learned
+    since its close or the last acknowledgement): it no longer shows as changed after sign-off
+    until another change comes. Recorded in the warehouse and the durable record.
+
+    Example: fundpipe close acknowledge-changes 2026-11 --by ben
+    """
+    from fundpipe.reconcile import acknowledge_changes
+
+    with user_errors(), _closing():
+        if not by.strip():
+            raise InputError("--by needs the name of who saw the changes")
+        _, changes = acknowledge_changes(
+            local_org_settings(data_dir, org), period, by=cli_actor(by)
+        )
+        console.print(
+            f"{period}: {len(changes)} change(s) after sign-off acknowledged", highlight=False
+        )
 
 
 @close_app.command("verify")

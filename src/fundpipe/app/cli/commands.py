@@ -4,11 +4,15 @@ Exit codes are the table in `fundpipe.errors` (`ExitCode`); every failure reache
 one line through `user_errors`, which asks `fundpipe.errors.as_fundpipe_error` for the code.
 Commands build `Settings` here, start the embedded sandbox when no service is configured
 (`fundpipe.app.embedded`) and render with `fundpipe.app.cli.render`.
+
+Longer than ~400 lines: the top-level commands (run, validate, reconcile, sync, …) each parse
+their options here; their work is in the library and `fundpipe.app.cli.direct`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from datetime import date, datetime
 from pathlib import Path
@@ -28,7 +32,6 @@ from fundpipe.app.cli.common import (
     err_console,
     local_org_settings,
     org_settings_for,
-    prefect_defaults,
     settings_for,
     user_errors,
 )
@@ -99,14 +102,24 @@ def validate_command(
     output_format: Annotated[
         str, typer.Option("--format", help="table (default) or json.")
     ] = "table",
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online",
+            help="Also check against the service, read-only: entities, contacts, vehicles "
+            "and references that already exist there with other content. Nothing is sent.",
+        ),
+    ] = False,
 ) -> None:
-    """Validate sheets offline and report every problem by file, sheet, row and column.
+    """Validate sheets and report every problem by file, sheet, row and column.
 
+    Offline by default; with --online the service is read (never written) for what only it
+    knows, so every problem the night would find is in one report.
     Exit 0 when every file is valid, 1 when any is rejected, 2 when an input can't be read.
     Without files: what waits in the organization's inbox (`--org`, needed only when several
     organizations are configured).
 
-    Example: fundpipe validate --format json data/samples/distributions_q4.csv
+    Example: fundpipe validate --online --format json data/samples/distributions_q4.csv
     """
     with user_errors(data_dir):
         _reads_sheets()
@@ -126,13 +139,22 @@ def validate_command(
                 return
         from fundpipe.app.cli.process import paused_gc
 
-        with RichProgress(err_console) as progress:
-            reports = validate_files(
-                files,
-                progress=progress,
-                date_order=settings.pipeline.date_order,
-                around_cells=paused_gc,
-            )
+        if online:
+            from fundpipe.submit import check_online
+
+            with org_settings_for(data_dir, org) as live:
+                checked = check_online(live, files)
+            for warning in checked.warnings:
+                err_console.print(f"[yellow]warning:[/] {warning}", markup=True)
+            reports = checked.reports
+        else:
+            with RichProgress(err_console) as progress:
+                reports = validate_files(
+                    files,
+                    progress=progress,
+                    date_order=settings.pipeline.date_order,
+                    around_cells=paused_gc,
+                )
         if output_format == "json":
             print(json.dumps(validation_dict(reports), indent=2, default=str))
         else:
@@ -251,6 +273,14 @@ def reconcile_command(
             "data/reports/<org>/latest).",
         ),
     ] = None,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Write a new report folder even when nothing it shows changed since today's "
+            "newest report (by default that report stays the latest and nothing is written).",
+        ),
+    ] = False,
     data_dir: DataDirOption = None,
     org: OrgOption = None,
     json_out: JsonOption = False,
@@ -269,13 +299,19 @@ def reconcile_command(
         known_at = _parse_instant(
             as_known_at, settings.pipeline.reporting_timezone, "--as-known-at"
         )
-        result = reconcile(settings, as_of=report_date, out_dir=out, known_at=known_at)
+        result = reconcile(
+            settings, as_of=report_date, out_dir=out, known_at=known_at, rebuild=rebuild
+        )
         if json_out:
             from fundpipe.app.outcomes import reconcile_dict
 
             payload = reconcile_dict(result)
             payload.pop("exceptions_rows", None)
             print(json.dumps(payload, indent=2, default=str))
+        elif result.unchanged:  # nothing new, nothing done: one line
+            from rich.markup import escape
+
+            console.print(escape(result.kept), highlight=False, soft_wrap=True)
         else:
             render_summary(result, console)
 
@@ -296,8 +332,8 @@ def run_command(
         typer.Option(
             "--verbose",
             "-v",
-            help="Show Prefect's own logs (and tracebacks) on the console; what reaches the "
-            "Prefect server is the same either way.",
+            help="Show the run's log lines (as the flow: Prefect's own logs, and tracebacks) on "
+            "the console; what reaches the Prefect server is the same either way.",
         ),
     ] = False,
     quiet: Annotated[
@@ -309,26 +345,35 @@ def run_command(
             "the Prefect server as always.",
         ),
     ] = False,
+    prefect: Annotated[
+        bool,
+        typer.Option(
+            "--prefect",
+            help="Run as the Prefect flow even with no PREFECT_API_URL (then on a temporary "
+            "Prefect server, started and stopped with the run).",
+        ),
+    ] = False,
 ) -> None:
     """Run the nightly job once for every organization (ingest the inbox → sync → reconcile,
-    one child flow run each) as a Prefect flow.
+    one organization per thread).
+
+    With PREFECT_API_URL set, --prefect, a Prefect Secret block configured or
+    FUNDPIPE_FAN_OUT=deployments it runs as the Prefect `nightly` flow (one child flow run per
+    organization, its artifacts and events on the server); otherwise directly in this process,
+    with the same table, reports, exit code and run-log lines (--verbose shows them), and no
+    temporary Prefect server.
 
     Example: fundpipe run --samples
     """
-    prefect_defaults(verbose)
     with user_errors(data_dir):
         report_date = _parse_date(as_of)
-        from fundpipe.app.prefect import flows
+        from fundpipe.app.cli import direct
 
-        state = flows.nightly(
-            samples=samples,
-            as_of=report_date.isoformat() if report_date else None,
-            data_dir=str(data_dir) if data_dir else None,
-            return_state=True,
-        )
-        from fundpipe.app.prefect.nightsummary import summary_of_run
-
-        summary = summary_of_run(state)
+        if direct.needs_the_flow(settings_for(data_dir), prefect, dict(os.environ)):
+            summary = direct.flow_night(samples, report_date, data_dir, verbose)
+        else:
+            _reads_sheets()
+            summary = direct.night_here(samples, report_date, data_dir, verbose)
         if json_out:
             print(json.dumps(summary.as_json(), indent=2, default=str))
         elif not quiet:

@@ -24,6 +24,23 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def cli_actor(typed: str, os_user: str | None = None) -> str:
+    """What a decision made at the CLI records as its person: the name typed (``--by``), who
+    typed it and on which operating-system user, e.g. ``Pat Preparer (typed at the CLI by OS
+    user alice)``; `os_user`: the login running this process when not given."""
+    import getpass
+
+    name = " ".join(typed.split())
+    if not name:
+        return name  # the command refuses an empty name itself
+    if os_user is None:
+        try:
+            os_user = getpass.getuser()
+        except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+            os_user = "unknown"
+    return f"{name} (typed at the CLI by OS user {os_user})"
+
+
 def prefect_defaults(verbose: bool = False) -> None:
     """Sensible Prefect defaults for a local run (each overridable by the environment).
 

@@ -1,4 +1,4 @@
-"""`fundpipe exceptions list | show | ack | assign`: the exception history, over
+"""`fundpipe exceptions list | show | ack | assign | comment`: the exception history, over
 `fundpipe.reconcile.lifecycle`."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from fundpipe.app.cli.common import (
     JsonOption,
     OrgOption,
     ReadOrgOption,
+    cli_actor,
     console,
     local_org_settings,
     reading_scope,
@@ -35,7 +36,7 @@ __all__ = ["exceptions_app"]
 
 exceptions_app = Typer(
     help="The exception history: list exceptions and their states, show one's events, "
-    "acknowledge what was dealt with, assign an owner.",
+    "acknowledge what was dealt with, assign an owner, comment.",
     no_args_is_help=True,
 )
 
@@ -48,8 +49,9 @@ def _person_act(
     org: str | None,
     **fields: Any,
 ) -> ExceptionRecord:
-    """A person's event (`acknowledge`, `assign`) on the organization's warehouse, now, by `by`
-    (default: the login name); an unknown or resolved id, or an empty name or note, is a usage
+    """A person's event (`acknowledge`, `assign`, `comment`) on the organization's warehouse,
+    now, by `by` (recorded with who typed it: `cli_actor`; default: the login name); an unknown
+    or resolved id, or an empty name or note, is a usage
     error (exit 2) saying so."""
     import getpass
 
@@ -67,7 +69,7 @@ def _person_act(
         return act(
             Warehouse(settings.local.warehouse_file),
             exception_id,
-            by=by or getpass.getuser(),
+            by=cli_actor(by) if by else getpass.getuser(),
             now=datetime.now(UTC),
             record=decision_sink(settings),
             **fields,
@@ -142,7 +144,7 @@ def exceptions_show_command(
     json_out: JsonOption = False,
 ) -> None:
     """Show one exception and its whole history: opened, amount changed, acknowledged, assigned,
-    reopened, resolved — when, by whom (name and operating-system user), amount and note.
+    commented, reopened, resolved — when, by whom (name and operating-system user), amount and note.
 
     Example: fundpipe exceptions show EX-1A2B3C4D5E
     """
@@ -190,3 +192,25 @@ def exceptions_assign_command(
 
         done = _person_act(assign, exception_id, by, data_dir, org, to=to, note=note)
         console.print(f"{done.id} is owned by {done.owner}")
+
+
+@exceptions_app.command("comment")
+def exceptions_comment_command(
+    exception_id: Annotated[str, typer.Argument(help="The exception's id, e.g. EX-1A2B3C4D5E.")],
+    note: Annotated[str, typer.Option("--note", help="The comment (required).")],
+    by: Annotated[
+        str | None, typer.Option("--by", help="Who comments (default: your login name).")
+    ] = None,
+    data_dir: DataDirOption = None,
+    org: OrgOption = None,
+) -> None:
+    """Comment on an unresolved exception: an event of its history (shown by `exceptions show`)
+    that changes neither its state nor its owner.
+
+    Example: fundpipe exceptions comment EX-1A2B3C4D5E --note "asked the bank for the trace"
+    """
+    with user_errors():
+        from fundpipe.reconcile import comment
+
+        done = _person_act(comment, exception_id, by, data_dir, org, note=note)
+        console.print(f"{done.id}: comment recorded")

@@ -14,7 +14,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["LOCK_LOGGERS", "frozen_gc", "leave_objects_at_exit", "paused_gc", "say_lock_lines"]
+__all__ = [
+    "LOCK_LOGGERS",
+    "frozen_gc",
+    "leave_objects_at_exit",
+    "paused_gc",
+    "say_lock_lines",
+    "say_on_stderr",
+]
 
 #: The loggers whose lines tell who holds a lock a run waits for, or whose lock it took over.
 LOCK_LOGGERS = ("fundpipe.record.lock", "fundpipe.submit.inbox")
@@ -36,10 +43,18 @@ def say_lock_lines() -> None:
     quiets Prefect's console handlers, and a night waiting for a lock must never be silent.
     For the `fundpipe` console script (`main`) only; idempotent."""
     for name in LOCK_LOGGERS:
-        logger = logging.getLogger(name)
-        if not any(isinstance(h, _ToStderr) for h in logger.handlers):
-            logger.addHandler(_ToStderr(logging.WARNING))
-        logger.propagate = False
+        say_on_stderr(name, logging.WARNING)
+        logging.getLogger(name).propagate = False
+
+
+def say_on_stderr(name: str, level: int) -> None:
+    """Print the lines of the logger `name` at `level` and above on standard error, each as it
+    is (the direct `fundpipe run --verbose` shows its run-log lines this way). Idempotent."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(h, _ToStderr) for h in logger.handlers):
+        logger.addHandler(_ToStderr(level))
+    if logger.getEffectiveLevel() > level:
+        logger.setLevel(level)
 
 
 def leave_objects_at_exit() -> None:

@@ -360,21 +360,22 @@ def render_config(values: dict[str, Any], console: Console) -> None:
 
 
 def render_exception_log(found: Sequence[ExceptionRecord], console: Console) -> None:
-    """The exception log as a table: id, state, owner, age, what, amount, what to do."""
+    """The exception log as a table: id, state, owner, age, what, amount, what to do (the
+    words of `fundpipe.reconcile.log_row`, which the desk shows too)."""
+    from fundpipe.reconcile import LOG_COLUMNS, RIGHT_ALIGNED, log_row
+
     if not found:
         console.print("[green]no exceptions[/]")
         return
     table = Table(show_header=True, title="Exceptions")
-    table.add_column("Id", no_wrap=True)
-    for column in ("State", "Owner", "Age (days)", "What", "Amount (USD)", "What to do"):
+    for column in LOG_COLUMNS:
         table.add_column(
-            column, justify="right" if column in ("Age (days)", "Amount (USD)") else "left"
+            column,
+            justify="right" if column in RIGHT_ALIGNED else "left",
+            no_wrap=column == "Id",
         )
     for t in found:
-        state = t.state + (
-            f" by {t.acknowledged_by}: {t.note}" if t.state == "acknowledged" else ""
-        )
-        table.add_row(t.id, state, t.owner or "", str(t.age_days), t.what, t.amount, t.action or "")
+        table.add_row(*log_row(t))
     console.print(table)
 
 
@@ -382,24 +383,14 @@ def render_exception_history(
     found: ExceptionRecord, events: Sequence[ExceptionEvent], console: Console
 ) -> None:
     """One exception as the log shows it, then its history: when (UTC), as of, event, by whom
-    (name and operating-system user), amount and note (an assignment names the owner)."""
-    from datetime import UTC
+    (name and operating-system user), amount and note (an assignment names the owner) — the
+    words of `fundpipe.reconcile.history_row`, which the desk's exception page shows too."""
+    from fundpipe.reconcile import HISTORY_COLUMNS, RIGHT_ALIGNED, history_row
 
     render_exception_log([found], console)
     table = Table(show_header=True, title=f"History of {found.id}")
-    for column in ("When (UTC)", "As of", "Event", "By", "OS user", "Amount (USD)", "Note"):
-        table.add_column(column, justify="right" if column == "Amount (USD)" else "left")
+    for column in HISTORY_COLUMNS:
+        table.add_column(column, justify="right" if column in RIGHT_ALIGNED else "left")
     for e in events:
-        note = e.note or ""
-        if e.assignee:
-            note = f"owner: {e.assignee}" + (f"; {note}" if note else "")
-        table.add_row(
-            e.at.astimezone(UTC).isoformat(timespec="seconds"),
-            e.as_of.isoformat(),
-            e.event,
-            e.by or "",
-            e.os_user or "",
-            "" if e.amount_cents is None else format_cents(e.amount_cents),
-            note,
-        )
+        table.add_row(*history_row(e))
     console.print(table)

@@ -381,7 +381,12 @@ def serve_all(say: Callable[[str], object] = print) -> None:
     from prefect import serve
 
     from fundpipe.app.prefect.pauses import keep_pauses
-    from fundpipe.app.prefect.watch import inbox_finder, prefect_announcer, watch_inboxes
+    from fundpipe.app.prefect.watch import (
+        inbox_finder,
+        prefect_announcer,
+        watch_buckets,
+        watch_inboxes,
+    )
 
     settings = _settings(None)
     served = keep_pauses(deployments(settings), say)
@@ -396,6 +401,14 @@ def serve_all(say: Callable[[str], object] = print) -> None:
         daemon=True,
     )
     watcher.start()
+    bucket_watcher = threading.Thread(  # FUNDPIPE_INBOX_URL: listed every FUNDPIPE_INBOX_POLL_S
+        target=watch_buckets,
+        args=(settings, prefect_announcer(settings.local.data_dir)),
+        kwargs={"stop": stop},
+        name="fundpipe-bucket-watch",
+        daemon=True,
+    )
+    bucket_watcher.start()
     try:
         serve(*served, pause_on_shutdown=False)
     finally:

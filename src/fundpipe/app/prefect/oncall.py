@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -387,3 +387,24 @@ def safe_event(
     name, resource, payload = event
     labels = {k: plain(v, known, words=False) for k, v in resource.items()}
     return name, labels, scrub(payload)
+
+
+def night_sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
+    """One plain line for the state message: files, distributions, and what needs a person
+    (``exceptions``: how many to review, when the step reconciled); each count agrees with its
+    noun (``1 file``, ``2 files``)."""
+    states = Counter(f.state for f in files)
+    parts = [f"{counted(len(files), 'file')} seen"] if files or what != "reconcile" else []
+    parts += [f"{n} {state}" for state, n in sorted(states.items())]
+    created = sum(f.distributions for f in files if f.state == "processed")
+    if created:
+        parts.append(f"{counted(created, 'distribution')} submitted")
+    if exceptions is not None:
+        parts.append(f"{counted(exceptions, 'exception')} to review")
+    rejected = [f for f in files if f.state in {"rejected", "conflict", "refused"}]
+    needs = "; ".join(
+        f"{Path(f.source_file).name} {f.state}: {f.message or 'see its error report'}"
+        for f in rejected[:3]
+    )
+    line = f"{what}: " + (", ".join(parts) or "nothing to do")
+    return f"{line} — needs a person: {needs}" if needs else line

@@ -21,7 +21,6 @@ child only: it publishes its FAILED verdict and leaves its exit code for the par
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -32,6 +31,7 @@ from urllib.parse import urlsplit
 from prefect import State, flow, get_run_logger
 from prefect.states import Completed
 
+from fundpipe.app.embedded import limit_name, shared_rate
 from fundpipe.app.prefect.handoff import leave_exit_code as _leave_exit_code
 from fundpipe.app.prefect.handoff import leave_row as _leave_row
 from fundpipe.app.prefect.nightsummary import org_row
@@ -55,24 +55,6 @@ __all__ = [
 #: The per-organization flow, and its deployment (flows/prefect.yaml, `fundpipe serve`).
 ORG_FLOW = "org-night"
 ORG_DEPLOYMENT = f"{ORG_FLOW}/{ORG_FLOW}"
-
-
-def limit_name(settings: Settings) -> str:
-    """The global concurrency limit of the service host `settings` talk to."""
-    host = urlsplit(settings.service.base_url or "").hostname or "embedded"
-    return "fundpipe-service-" + re.sub(r"[^a-z0-9-]+", "-", host.lower()).strip("-")
-
-
-def shared_rate(settings: Settings, orgs_on_host: int) -> Settings:
-    """`settings` with the client rate of one of `orgs_on_host` organizations sharing a host
-    (the rule in the module docstring)."""
-    if settings.orchestration.host_rate_limit_per_s is None:
-        return settings
-    at_once = max(1, min(settings.orchestration.org_concurrency, orgs_on_host))
-    rate = min(
-        settings.http.rate_limit_per_s, settings.orchestration.host_rate_limit_per_s / at_once
-    )
-    return settings.updated(http={"rate_limit_per_s": rate})
 
 
 def ensure_limit(name: str, limit: int) -> None:

@@ -6,8 +6,7 @@ table of exit codes and states). Shared by `fundpipe.app.prefect.flows` and `fun
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,6 +15,8 @@ from prefect import State, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed
 
+from fundpipe.app.embedded import NIGHT_LOCK_WAIT_S, night_settings
+from fundpipe.app.prefect.oncall import night_sentence
 from fundpipe.config import Settings
 from fundpipe.errors import ExitCode
 
@@ -23,11 +24,14 @@ if TYPE_CHECKING:
     from fundpipe.night import StepRunner
     from fundpipe.nights import OrgNight
     from fundpipe.reconcile import ReconcileResult
-    from fundpipe.submit import FileOutcome, IngestResult
+    from fundpipe.submit import IngestResult
     from fundpipe.sync import SyncResult
 
 #: How long a flow's ingest waits for another run holding the inbox lock before it is Cancelled.
-FLOW_LOCK_WAIT_S = 300.0
+FLOW_LOCK_WAIT_S = NIGHT_LOCK_WAIT_S
+#: One plain line for a state message (`oncall.night_sentence`, Prefect-free: the direct
+#: `fundpipe run` says it too).
+_sentence = night_sentence
 
 _R = TypeVar("_R")
 
@@ -132,29 +136,6 @@ def _finished(code: ExitCode, message: str, data: Any = None) -> State[Any]:
     return state_for(code)(message=message, data=data)
 
 
-def _sentence(what: str, files: Sequence[FileOutcome], exceptions: int | None = None) -> str:
-    """One plain line for the state message: files, distributions, and what needs a person
-    (``exceptions``: how many to review, when the step reconciled); each count agrees with its
-    noun (``1 file``, ``2 files``)."""
-    from fundpipe.words import counted
-
-    states = Counter(f.state for f in files)
-    parts = [f"{counted(len(files), 'file')} seen"] if files or what != "reconcile" else []
-    parts += [f"{n} {state}" for state, n in sorted(states.items())]
-    created = sum(f.distributions for f in files if f.state == "processed")
-    if created:
-        parts.append(f"{counted(created, 'distribution')} submitted")
-    if exceptions is not None:
-        parts.append(f"{counted(exceptions, 'exception')} to review")
-    rejected = [f for f in files if f.state in {"rejected", "conflict", "refused"}]
-    needs = "; ".join(
-        f"{Path(f.source_file).name} {f.state}: {f.message or 'see its error report'}"
-        for f in rejected[:3]
-    )
-    line = f"{what}: " + (", ".join(parts) or "nothing to do")
-    return f"{line} — needs a person: {needs}" if needs else line
-
-
 def _outcome(step: State[Any]) -> tuple[Any, State[Any] | None]:
     """A step's result, or the state the flow must end in because the step did not complete."""
     if step.is_completed():
@@ -183,12 +164,7 @@ def _settings(data_dir: str | None) -> Settings:
     use_system_allocator()
     quiet_fastexcel()
 
-    settings = Settings()
-    if "inbox_lock_wait_s" not in settings.pipeline.model_fields_set:
-        # a nightly run and an inbox run may start together: wait for the other, don't give up
-        settings = settings.updated(pipeline={"inbox_lock_wait_s": FLOW_LOCK_WAIT_S})
-    if data_dir:
-        settings = settings.updated(local={"data_dir": Path(data_dir)})
+    settings = night_settings(data_dir)  # the 300 s inbox-lock wait, shared with `fundpipe run`
     name_run(settings)
     return settings
 
