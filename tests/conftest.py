@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import select
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -124,6 +125,33 @@ def _world_clock(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     with time_machine.travel(WORLD_START, tick=True):
         yield
+
+
+#: The width the CLI's tables are drawn at in every test (a person's terminal decides it).
+CLI_WIDTH = 250
+
+
+@pytest.fixture(autouse=True)
+def _cli_width() -> Iterator[None]:
+    """The CLI's consoles draw at `CLI_WIDTH` whatever terminal ran pytest.
+
+    Rich fixes a console's width when it is created with COLUMNS set, and pytest's workers
+    inherit COLUMNS=80 from the terminal or CI: a table cell's words would then wrap onto two
+    lines and a test reading them would depend on who ran it. Put back exactly what was there.
+    """
+    common = sys.modules.get("fundpipe.app.cli.common")
+    if common is None:  # a test that runs no command
+        yield
+        return
+    consoles = (common.console, common.err_console)
+    was = [c._width for c in consoles]
+    for c in consoles:
+        c.width = CLI_WIDTH
+    try:
+        yield
+    finally:
+        for c, width in zip(consoles, was, strict=True):
+            c._width = width
 
 
 @pytest.fixture(autouse=True)
