@@ -44,6 +44,7 @@ def _filled(path: str, world: DeskWorld, org: str = "org_demo") -> str:
         "exception_id": world.open_ids[org][0],
         "token": "not-the-token",
         "period": "2026-11",
+        "upload_id": "0123456789ab",
     }
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
 

@@ -24,7 +24,7 @@ from fastapi import Depends, FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.responses import Response as StarletteResponse
 
-from fundpipe.desk import _close, _queue, _recon
+from fundpipe.desk import _close, _queue, _recon, _upload
 from fundpipe.desk._config import Desk
 from fundpipe.desk._session import COOKIE, Person, Session, local_path, security_headers
 from fundpipe.desk._web import (
@@ -45,7 +45,7 @@ __all__ = ["DeskState", "create_app"]
 log = logging.getLogger("fundpipe.desk")
 
 #: The routers of the organizations' pages, each in its own module.
-ROUTERS = [_queue.router, _recon.router, _close.router]
+ROUTERS = [_queue.router, _recon.router, _close.router, _upload.router]
 
 
 def _faultpage(request: Request, exc: Exception, state: DeskState) -> StarletteResponse:

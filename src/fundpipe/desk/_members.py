@@ -48,6 +48,7 @@ class Right(StrEnum):
     CLOSE = "close a month"
     REVIEW = "review, reject or reopen a month closed by someone else"
     ACKNOWLEDGE_CHANGES = "acknowledge a closed month's changes after sign-off"
+    UPLOAD = "upload a sheet: checked at once, then dropped in the inbox"
 
 
 _ALL = frozenset(Role)
@@ -59,6 +60,7 @@ RIGHTS: Mapping[Right, frozenset[Role]] = {
     Right.CLOSE: frozenset({Role.PREPARER, Role.ADMIN}),
     Right.REVIEW: frozenset({Role.REVIEWER, Role.ADMIN}),
     Right.ACKNOWLEDGE_CHANGES: frozenset({Role.PREPARER, Role.REVIEWER, Role.ADMIN}),
+    Right.UPLOAD: _ALL - {Role.VIEWER},
 }
 
 

@@ -23,7 +23,7 @@ from fundpipe.submit import InboxDirs
 from fundpipe.warehouse import scratch
 from fundpipe.words import counted
 
-__all__ = ["NightFile", "note_rejected_files", "rejected_files"]
+__all__ = ["NightFile", "note_rejected_files", "rejected_files", "report_problems"]
 
 #: The problems of a file said on the page (the rest are in its error report).
 FIRST_PROBLEMS = 3
@@ -70,7 +70,7 @@ class NightFile:
         return str(self.error_report) if self.error_report else "no error report written"
 
 
-def _problems(report: Path) -> tuple[tuple[str, ...], int]:
+def report_problems(report: Path) -> tuple[tuple[str, ...], int]:
     """The first problems of an error report CSV, each as a person reads it, and how many more."""
     with open(report, newline="", encoding="utf-8-sig") as fh:
         lines = list(csv.DictReader(fh))
@@ -116,7 +116,7 @@ def rejected_files(
     for source, file_hash, state, count, cents, received, settled in rows:
         name = Path(str(source).replace("\\", "/")).name
         report = folder / f"{name}.errors.csv"
-        problems, more = _problems(report) if report.is_file() else ((), 0)
+        problems, more = report_problems(report) if report.is_file() else ((), 0)
         xlsx = report.with_suffix(".xlsx")
         found.append(
             NightFile(

@@ -11,9 +11,11 @@ upload and ``fundpipe validate --online`` show every problem in one pass, before
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -78,6 +80,16 @@ async def _check(
             known_entity_refs=set(snap.state.entities_by_ref),
             date_order=settings.pipeline.date_order,
         )
+        roster = {
+            str(ref)
+            for r in reports
+            if r.valid and r.entities is not None
+            for ref in r.entities["external_reference"].dropna()
+        }
+        for report, path in zip(reports, paths, strict=True):
+            if not report.valid and not report.unreadable:
+                _unknown_entities(report, path, snap.state, roster)
+                report.errors.sort(key=lambda i: (i.sheet or "", i.row or 0))
         valid = [r for r in reports if r.valid]
         inputs = [
             FileInput(
@@ -141,3 +153,40 @@ def _preflight_issue(file: str, finding: PreflightIssue, columns: SheetColumns) 
         finding.message,
         letter,
     )
+
+
+def _unknown_entities(report: FileReport, path: Path, state: Any, roster: set[str]) -> None:
+    """Add to a file already rejected offline the entities the service does not know, so the
+    analyst hears of a typo such as ``ent_dmeo3`` in the same pass as the rest (a valid file
+    hears of them from the pre-flight). A cell already in error is left as it is said."""
+    from fundpipe.sheets.readers import read_file
+    from fundpipe.validate.models import ENTITY_ID
+
+    said = {(i.sheet, i.row, i.letter) for i in report.errors}
+    service_id = re.compile(ENTITY_ID)
+    for raw in read_file(path).sheets:
+        key = raw.name or ""
+        written = report.headers.get(key, {}).get("entity")
+        letter = report.letters.get(key, {}).get("entity")
+        if written is None or written not in raw.header:
+            continue
+        column = raw.body[f"c{raw.header.index(written)}"]
+        for excel_row, value in zip(column.index.tolist(), column.tolist(), strict=True):
+            row = int(excel_row)
+            text = "" if value is None or value != value else str(value).strip()
+            if not text or (raw.name, row, letter) in said:
+                continue
+            if service_id.fullmatch(text):
+                if text in state.entity_ids:
+                    continue
+                reason = "the service has no entity with this id"
+            elif text in state.entities_by_ref or text in roster:
+                continue
+            else:
+                reason = (
+                    "no entity has this external reference, neither in this drop's roster "
+                    "nor at the service"
+                )
+            report.add_error(
+                Issue(report.file, raw.name, row, written, text, "entity_exists", reason, letter)
+            )
