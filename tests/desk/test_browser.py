@@ -9,6 +9,8 @@ root, and Playwright's own browser download is never used.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import socket
 import subprocess
@@ -19,7 +21,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from desk_world import PASSWORD, DeskWorld
+import time_machine
+from desk_world import PASSWORD, PEOPLE, QUICK_HASHER, DeskWorld, members_toml
+
+from fundpipe.desk import Accounts
 
 pytestmark = pytest.mark.browser
 
@@ -42,10 +47,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: An admin of org_demo: an admin may close and review, so only identity keeps her from
+#: reviewing the month she closed.
+ADA = ("ada@example.com", "Ada Admin")
+
+
 @pytest.fixture(scope="module")
-def desk_url(desk_world: DeskWorld, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`fundpipe desk` serving a copy of the data folder, until the module ends."""
+def served_world(desk_world: DeskWorld, tmp_path_factory: pytest.TempPathFactory) -> DeskWorld:
+    """The copy of the data folder the module's desk serves, with Ada, an admin, added."""
     world = desk_world.copy(tmp_path_factory.mktemp("browser") / "data")
+    Accounts(world.data / "desk" / "accounts.json", QUICK_HASHER).add(*ADA, PASSWORD)
+    people = PEOPLE | {ADA[0]: (ADA[1], [("org_demo", "admin")])}
+    world.members.write_text(members_toml(people), encoding="utf-8")
+    return world
+
+
+@pytest.fixture(scope="module")
+def desk_url(served_world: DeskWorld) -> Iterator[str]:
+    """`fundpipe desk` serving `served_world`, until the module ends."""
+    world = served_world
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FUNDPIPE_DESK_")}
     env["FUNDPIPE_DESK_MEMBERS"] = str(world.members)
@@ -180,3 +200,153 @@ def test_an_analyst_uploads_sees_every_bad_cell_at_once_fixes_it_and_follows_it(
             shot("7-upload-dropped-waiting")
         finally:
             browser.close()
+
+
+def _learned_after_the_close(world: DeskWorld) -> dt.datetime:
+    """The service's answer changes a November payment after the month was closed: dpmt_1,
+    $300.00 in the closed report, is now $325.00, learned when the month was reviewed (after
+    its close, and already past on the desk's clock, which is the machine's)."""
+    from fundpipe.warehouse import Warehouse
+
+    with Warehouse(world.org_settings("org_demo").local.warehouse_file).write() as con:
+        row = con.execute(
+            "SELECT max(event_at) FROM period_events WHERE event = 'reviewed' AND period = '2026-11'"
+        ).fetchone()
+        assert row is not None
+        assert row[0] is not None, "November was not reviewed"
+        at = row[0]
+        con.execute(
+            "INSERT INTO distribution_payment_history "
+            "SELECT *, ?, 'sync_late' FROM distribution_payments WHERE id = 'dpmt_1'",
+            [at],
+        )
+        con.execute(
+            "UPDATE distribution_payments SET amount_cents = 32500, last_seen_at = ? "
+            "WHERE id = 'dpmt_1'",
+            [at],
+        )
+    return at  # type: ignore[no-any-return]
+
+
+def test_the_walk_act_close_review_refuse_and_see_the_change_after_sign_off(
+    desk_url: str, served_world: DeskWorld
+) -> None:
+    """Issue 42's walk. A preparer acknowledges one exception and assigns another; an admin
+    closes November and cannot review it (the same person, by identity); a reviewer reviews
+    it; a viewer cannot act; a member of org_demob gets 404 for org_demo's pages and download,
+    the ids guessed or not; a change learned after the close shows as changed after sign-off;
+    and the CLI's `exceptions show` and `close list` name the same people."""
+    from playwright.sync_api import expect, sync_playwright
+    from typer.testing import CliRunner
+
+    from fundpipe.app.cli import app as cli
+
+    acked, assigned = served_world.open_ids["org_demo"][1:3]
+    november = f"{desk_url}/orgs/org_demo/close/2026-11"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            shot = lambda name: page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=True)  # noqa: E731
+
+            def sign_in(email: str) -> None:
+                page.goto(f"{desk_url}/morning")
+                page.get_by_label("Email").fill(email)
+                page.get_by_label("Password").fill(PASSWORD)
+                page.get_by_role("button", name="Sign in", exact=True).click()
+                expect(page.get_by_role("heading", name="The morning")).to_be_visible()
+
+            def sign_out() -> None:
+                page.get_by_role("button", name="Sign out").click()
+
+            # 1. the preparer acknowledges one exception and assigns another
+            sign_in("maria@example.com")
+            page.goto(f"{desk_url}/orgs/org_demo/exceptions")
+            row = page.locator(f"tr#{acked}")
+            row.get_by_placeholder("What was done").fill("bank confirmed the return")
+            row.get_by_role("button", name="Acknowledge").click()
+            expect(page.get_by_text(f"{acked} acknowledged.")).to_be_visible()
+            row = page.locator(f"tr#{assigned}")
+            row.get_by_label(f"Owner for {assigned}").select_option(label="Rita Reviewer")
+            row.get_by_role("button", name="Assign", exact=True).click()
+            expect(page.locator(f"tr#{assigned}")).to_contain_text("Rita Reviewer")
+            shot("8-walk-acknowledged-and-assigned")
+            sign_out()
+
+            # 2. an admin closes November over its open exceptions, and cannot review it
+            sign_in(ADA[0])
+            page.goto(november)
+            page.get_by_label("still open").check()
+            page.get_by_role("button", name="Close 2026-11").click()
+            expect(page.get_by_text("Done: closed.")).to_be_visible()
+            page.get_by_role("button", name="Review 2026-11").click()
+            expect(page.get_by_role("alert")).to_contain_text("Refused")
+            shot("9-walk-closer-cannot-review")
+            sign_out()
+
+            # 3. a reviewer, another person, reviews it
+            sign_in("rita@example.com")
+            page.goto(november)
+            page.get_by_role("button", name="Review 2026-11").click()
+            expect(page.get_by_text("Done: reviewed.")).to_be_visible()
+            expect(page.locator("table").first).to_contain_text("Rita Reviewer")
+            shot("10-walk-reviewed")
+            sign_out()
+
+            # 4. a viewer cannot act
+            sign_in("victor@example.com")
+            page.goto(november)
+            expect(page.get_by_text("may look but not act")).to_be_visible()
+            expect(page.get_by_role("button", name="Reopen")).to_have_count(0)
+            page.goto(f"{desk_url}/orgs/org_demo/exceptions")
+            expect(page.get_by_role("button", name="Assign")).to_have_count(0)
+            shot("11-walk-viewer")
+            sign_out()
+
+            # 5. org_demob's member: every org_demo page and download is not found
+            sign_in("bea@example.com")
+            for path in (
+                "/exceptions",
+                f"/exceptions/{assigned}",
+                "/exceptions/EX-GUESSED0000",
+                "/reconciliation",
+                "/reconciliation/download?file=reconciliation.xlsx",
+                "/reconciliation/download?file=payments.parquet",
+                "/close",
+                "/close/2026-11",
+                "/upload",
+            ):
+                answer = page.goto(f"{desk_url}/orgs/org_demo{path}")
+                assert answer is not None
+                assert answer.status == 404, (path, answer.status)
+            shot("12-walk-other-org-404")
+            sign_out()
+
+            # 6. a change learned after the close shows as changed after sign-off
+            learned = _learned_after_the_close(served_world)
+            sign_in("rita@example.com")
+            page.goto(f"{desk_url}/orgs/org_demo/close")
+            expect(page.locator("#month-2026-11")).to_contain_text("changed after sign-off")
+            page.goto(november)
+            expect(page.locator("#changed")).to_contain_text("+$25.00")
+            shot("13-walk-changed-after-sign-off")
+        finally:
+            browser.close()
+
+    # 7. the CLI shows the same people, on a clock just after the change (this module's own
+    # clock is still the morning every test starts at, before any of this happened)
+    env = {"FUNDPIPE_DATA_DIR": str(served_world.data)}
+    runner = CliRunner()
+    with time_machine.travel(learned + dt.timedelta(minutes=1), tick=False):
+        shown = runner.invoke(
+            cli, ["exceptions", "show", acked, "--org", "org_demo", "--json"], env=env
+        )
+        listed = runner.invoke(cli, ["close", "list", "--org", "org_demo"], env=env)
+    assert shown.exit_code == 0, shown.output
+    by = [e["by"] for e in json.loads(shown.output)["events"]]
+    assert "Maria Lopez <maria@example.com>" in by
+    assert listed.exit_code == 0, listed.output
+    said = " ".join(listed.stdout.split())
+    assert "prepared by Ada Admin <ada@example.com>" in said
+    assert "Rita Reviewer <rita@example.com>" in said
+    assert "CHANGED AFTER SIGN-OFF: 1 adjustment(s), +$25.00" in said
