@@ -124,7 +124,9 @@ def sign_in(client: TestClient, email: str, password: str = PASSWORD) -> str:
 def desk_over(world: DeskWorld, **desk: object) -> Desk:
     """The desk's configuration over ``world``'s data folder (`desk`: DeskSettings fields,
     `host`/`clock`, or `orgs`: FUNDPIPE_ORGS, the configured organizations and their names)."""
-    extra: dict[str, object] = {"hasher": QUICK_HASHER}
+    from fundpipe.app.embedded import quiet_org_service
+
+    extra: dict[str, object] = {"hasher": QUICK_HASHER, "service": quiet_org_service}
     extra |= {k: desk.pop(k) for k in ("host", "clock") if k in desk}
     fields: dict[str, object] = {"data_dir": world.data}
     if "orgs" in desk:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -144,3 +144,9 @@ def one_org(
             load_secret=with_secret_block,
             say=say,
         ).settings
+
+
+def quiet_org_service(settings: Settings, org: str) -> AbstractContextManager[Settings]:
+    """`one_org` for a reader that prints nothing (the desk's upload checks): the settings of
+    ``org`` pointed at the configured service, else at an embedded sandbox started for it."""
+    return one_org(settings, org, lambda _: None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,10 +19,21 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from fundpipe.config import Settings
 
-__all__ = ["HASHER", "Clock", "Desk", "DeskSettings", "is_loopback", "system_clock"]
+__all__ = [
+    "HASHER",
+    "Clock",
+    "Desk",
+    "DeskSettings",
+    "ServiceOf",
+    "is_loopback",
+    "system_clock",
+]
 
 #: Where anything that depends on time asks for it (tests pass their own).
 Clock = Callable[[], datetime]
+#: (fundpipe's settings, an organization's id) → a context giving that organization's
+#: settings pointed at a running service
+ServiceOf = Callable[[Settings, str], AbstractContextManager[Settings]]
 
 
 #: argon2id with RFC 9106's low-memory parameters (64 MiB, 3 passes): the desk's hasher.
@@ -76,6 +88,10 @@ class Desk:
     clock: Clock = system_clock
     #: how passwords are hashed (argon2id; tests pass cheaper parameters of it)
     hasher: PasswordHasher = field(default_factory=lambda: HASHER, repr=False)
+    #: the running service for one organization's settings (the entry point passes
+    #: `fundpipe.app.embedded.one_org`'s: the configured service, else the embedded sandbox),
+    #: read by the upload's online checks; None: the upload checks offline and says so
+    service: ServiceOf | None = field(default=None, repr=False)
 
     @property
     def folder(self) -> Path:

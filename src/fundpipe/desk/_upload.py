@@ -1,5 +1,8 @@
 """The analyst's upload (issue 43): a sheet checked at once, every problem shown in one pass.
 
+Longer than ~400 lines: the upload's routes, its checks, the grid and the follow through the
+night are one feature over one journal; split, each part would reach into the others' state.
+
 ``POST /orgs/{org}/upload`` takes one sheet (CSV, XLSX or Parquet) from a member whose role may
 upload (analyst and above). It is read with the inbox's limits (size first, while it arrives;
 then the readers' zip-bomb ratio and row bounds, formulas never evaluated) into a scratch folder
@@ -40,14 +43,12 @@ from fundpipe.desk._members import Right
 from fundpipe.desk._reading import DeskOrg
 from fundpipe.desk._session import Person
 from fundpipe.desk._web import MEMBER, MemberOrg, SignedIn, page, require, state_of
-from fundpipe.errors import InternalError, as_fundpipe_error
+from fundpipe.errors import ConfigurationError, InternalError, as_fundpipe_error
 from fundpipe.keys import file_hash
-from fundpipe.reconcile.nightfiles import report_problems
+from fundpipe.reconcile import report_problems
 from fundpipe.sheets.frames import MiB, ReadLimits
-from fundpipe.submit.entries import SHEET_SUFFIXES
-from fundpipe.submit.inbox import InboxDirs, sanitize_name
-from fundpipe.validate import FileReport, Issue
-from fundpipe.validate.issues import column_letter
+from fundpipe.submit import SHEET_SUFFIXES, InboxDirs, sanitize_name
+from fundpipe.validate import FileReport, Issue, column_letter
 
 __all__ = ["router"]
 
@@ -149,7 +150,7 @@ def _names_taken(org: DeskOrg) -> dict[str, str]:
     taken: dict[str, str] = {}
     url = _inbox_url(org)
     if url is not None:
-        from fundpipe.submit.bucket import BucketInbox
+        from fundpipe.submit import BucketInbox
 
         bucket = BucketInbox(url)
         for where in ("rejected", "processed", "processing"):
@@ -207,12 +208,13 @@ def _receive(sheet: UploadFile, into: Path, limit: int) -> int:
 def _checked(request: Request, org: DeskOrg, path: Path) -> tuple[FileReport, list[str], bool]:
     """The night's checks on ``path``, online (the service read, never written) when it can
     be read; else offline, with a warning saying what was not checked."""
-    from fundpipe.app.embedded import one_org
     from fundpipe.submit import check_online
 
-    settings = state_of(request).desk.settings
+    desk = state_of(request).desk
     try:
-        with one_org(settings, org.id, lambda _: None) as live:
+        if desk.service is None:
+            raise ConfigurationError("the desk was started without a service to read")
+        with desk.service(desk.settings, org.id) as live:
             checked = check_online(live, [path])
         return checked.reports[0], list(checked.warnings), True
     except Exception as exc:  # the service unreachable or refusing: say so, check offline
@@ -267,7 +269,7 @@ def _into_inbox(org: DeskOrg, path: Path, name: str) -> str:
     the name was checked free); returns where, as the night will find it."""
     url = _inbox_url(org)
     if url is not None:
-        from fundpipe.submit.bucket import BucketInbox
+        from fundpipe.submit import BucketInbox
 
         bucket = BucketInbox(url)
         target = f"{bucket.inbox}/{name}"
@@ -446,7 +448,7 @@ def _rejected_problems(org: DeskOrg, name: str) -> tuple[tuple[str, ...], int]:
     url = _inbox_url(org)
     if url is None:
         return (), 0
-    from fundpipe.submit.bucket import BucketInbox
+    from fundpipe.submit import BucketInbox
 
     bucket = BucketInbox(url)
     with tempfile.TemporaryDirectory(prefix="fundpipe-report-") as scratch:

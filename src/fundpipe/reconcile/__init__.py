@@ -50,6 +50,7 @@ Other packages import from here, never from a module of this package:
 - `acknowledge_changes` — a person saw a closed month's changes after sign-off
 - `identity_of` — the signed-in identity a decision records (`desk:oidc:…`), else None
 - `person_name` — the name in what a decision records, without who typed it
+- `report_problems` — the first problems of a rejected file's error report, in words
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         history,
         list_exceptions,
     )
+    from fundpipe.reconcile.nightfiles import report_problems
     from fundpipe.reconcile.periods import PeriodDecision, record_decision
     from fundpipe.reconcile.run import ReconcileResult, reconcile
     from fundpipe.reconcile.signoff import (
@@ -146,6 +148,7 @@ __all__ = [
     "record_decision",
     "reject_period",
     "reopen_period",
+    "report_problems",
     "review_period",
     "signoffs",
     "span",
@@ -198,6 +201,7 @@ _HOMES = {
     "ChangeAfterSignOff": "signoff",
     "acknowledge_changes": "signoff",
     "signoffs": "signoff",
+    "report_problems": "nightfiles",
 }
 
 __getattr__ = lazy_face(__name__, _HOMES)

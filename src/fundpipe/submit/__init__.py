@@ -9,6 +9,7 @@ Other packages import from here, never from a module of this package:
 - `FileOutcome` — what happened to one file
 - `BucketInbox` — an organization's inbox on the team's storage (`FUNDPIPE_INBOX_URL`)
 - `InboxDirs` — an organization's inbox and the folders beside it
+- `sanitize_name` — a dropped file's name made safe for the inbox
 - `SHEET_SUFFIXES` — the file suffixes read as sheets
 - `is_transient_name` — a file still being written, or not a sheet
 - `stable_files` — the inbox's sheets that have stopped changing
@@ -32,7 +33,13 @@ if TYPE_CHECKING:
     from fundpipe.submit import ingest
     from fundpipe.submit.binding import binding_file, check_binding, check_livemode, describe_orgs
     from fundpipe.submit.bucket import BucketInbox
-    from fundpipe.submit.inbox import SHEET_SUFFIXES, InboxDirs, is_transient_name, stable_files
+    from fundpipe.submit.inbox import (
+        SHEET_SUFFIXES,
+        InboxDirs,
+        is_transient_name,
+        sanitize_name,
+        stable_files,
+    )
     from fundpipe.submit.ledger import SCHEMA_FILE, read_ledger
     from fundpipe.submit.online import OnlineCheck, check_online
     from fundpipe.submit.verdicts import FileOutcome, IngestResult
@@ -53,6 +60,7 @@ __all__ = [
     "ingest",
     "is_transient_name",
     "read_ledger",
+    "sanitize_name",
     "stable_files",
 ]
 
@@ -66,6 +74,7 @@ _HOMES = {
     "SHEET_SUFFIXES": "inbox",
     "is_transient_name": "inbox",
     "stable_files": "inbox",
+    "sanitize_name": "inbox",
     "binding_file": "binding",
     "check_binding": "binding",
     "check_livemode": "binding",

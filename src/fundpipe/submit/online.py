@@ -160,7 +160,7 @@ def _unknown_entities(report: FileReport, path: Path, state: Any, roster: set[st
     analyst hears of a typo such as ``ent_dmeo3`` in the same pass as the rest (a valid file
     hears of them from the pre-flight). A cell already in error is left as it is said."""
     from fundpipe.sheets.readers import read_file
-    from fundpipe.validate.models import ENTITY_ID
+    from fundpipe.validate import ENTITY_ID
 
     said = {(i.sheet, i.row, i.letter) for i in report.errors}
     service_id = re.compile(ENTITY_ID)

@@ -13,6 +13,8 @@ Other packages import from here, never from a module of this package:
 - `Issue` — one row-level problem
 - `IssueGroup` — one problem as the error report lists it, with all its rows
 - `group_issues` — a report's errors then warnings, each problem once
+- `column_letter` — a column's letter as Excel shows it (0 → A)
+- `ENTITY_ID` — the pattern of a service entity id (`ent_…`)
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from fundpipe.faces import lazy_face
 
 if TYPE_CHECKING:
     from fundpipe.validate.files import validate_exit_code, validate_files
-    from fundpipe.validate.issues import FileReport, Issue, IssueGroup, group_issues
+    from fundpipe.validate.issues import FileReport, Issue, IssueGroup, column_letter, group_issues
+    from fundpipe.validate.models import ENTITY_ID
 
 __all__ = [
+    "ENTITY_ID",
     "FileReport",
     "Issue",
     "IssueGroup",
+    "column_letter",
     "group_issues",
     "validate_exit_code",
     "validate_files",
@@ -42,6 +47,8 @@ _HOMES = {
     "Issue": "issues",
     "IssueGroup": "issues",
     "group_issues": "issues",
+    "column_letter": "issues",
+    "ENTITY_ID": "models",
 }
 
 __getattr__ = lazy_face(__name__, _HOMES)

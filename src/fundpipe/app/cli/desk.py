@@ -43,9 +43,10 @@ def desk_command(
     with user_errors(data_dir):
         import uvicorn
 
+        from fundpipe.app.embedded import quiet_org_service
         from fundpipe.desk import Accounts, Desk, DeskSettings, create_app
 
-        desk = Desk(settings_for(data_dir), DeskSettings(), host=host)
+        desk = Desk(settings_for(data_dir), DeskSettings(), host=host, service=quiet_org_service)
         app = create_app(desk)
         token = Accounts(desk.folder / "accounts.json").first_admin_token()
         base = (desk.desk.url or f"http://{host}:{port}").rstrip("/")
