@@ -203,29 +203,23 @@ def test_an_analyst_uploads_sees_every_bad_cell_at_once_fixes_it_and_follows_it(
 
 
 def _learned_after_the_close(world: DeskWorld) -> dt.datetime:
-    """The service's answer changes a November payment after the month was closed: dpmt_1,
-    $300.00 in the closed report, is now $325.00, learned when the month was reviewed (after
-    its close, and already past on the desk's clock, which is the machine's)."""
+    """The service's answer changes a November payment after the month was closed
+    (test_desk_close's change: dpmt_1, $300.00 in the closed report, now $325.00), learned
+    when the month was reviewed — after its close, and already past on the desk's clock,
+    which is the machine's."""
+    from test_desk_close import _payment_changes
+
     from fundpipe.warehouse import Warehouse
 
-    with Warehouse(world.org_settings("org_demo").local.warehouse_file).write() as con:
+    with Warehouse(world.org_settings("org_demo").local.warehouse_file).read() as con:
         row = con.execute(
             "SELECT max(event_at) FROM period_events WHERE event = 'reviewed' AND period = '2026-11'"
         ).fetchone()
-        assert row is not None
-        assert row[0] is not None, "November was not reviewed"
-        at = row[0]
-        con.execute(
-            "INSERT INTO distribution_payment_history "
-            "SELECT *, ?, 'sync_late' FROM distribution_payments WHERE id = 'dpmt_1'",
-            [at],
-        )
-        con.execute(
-            "UPDATE distribution_payments SET amount_cents = 32500, last_seen_at = ? "
-            "WHERE id = 'dpmt_1'",
-            [at],
-        )
-    return at  # type: ignore[no-any-return]
+    assert row is not None
+    assert row[0] is not None, "November was not reviewed"
+    at: dt.datetime = row[0]
+    _payment_changes(world, at)
+    return at
 
 
 def test_the_walk_act_close_review_refuse_and_see_the_change_after_sign_off(
@@ -279,8 +273,8 @@ def test_the_walk_act_close_review_refuse_and_see_the_change_after_sign_off(
             page.get_by_label("still open").check()
             page.get_by_role("button", name="Close 2026-11").click()
             expect(page.get_by_text("Done: closed.")).to_be_visible()
-            page.get_by_role("button", name="Review 2026-11").click()
-            expect(page.get_by_role("alert")).to_contain_text("Refused")
+            expect(page.get_by_role("button", name="Review 2026-11")).to_have_count(0)
+            expect(page.locator("#prepared-it")).to_contain_text("review is by another")
             shot("9-walk-closer-cannot-review")
             sign_out()
 
