@@ -92,6 +92,9 @@ def test_the_preparer_cannot_review_and_another_person_can(
         encoding="utf-8",
     )
     maria, token = _client(client_of, own_world, "maria@example.com")
+    offered = maria.get(NOVEMBER, headers=HTML).text
+    assert 'action="/orgs/org_demo/close/2026-11/review"' not in offered
+    assert "You closed this month: its review is by another signed-in person." in offered
     refused = _post(maria, f"{NOVEMBER}/review", token)
     assert refused.status_code == 409
     assert "the review must be by another signed-in person" in refused.text

@@ -26,6 +26,7 @@ from fundpipe.reconcile import (
     SignOff,
     acknowledge_changes,
     close_period,
+    identity_of,
     list_periods,
     reject_period,
     reopen_period,
@@ -78,6 +79,11 @@ def _month_page(
 ) -> Response:
     members = state_of(request).members
     month = _month(request, org, period)
+    # the person who closed it is offered no review of it (the library refuses one anyway)
+    prepared_it = (
+        identity_of(month.state.prepared_os_user) == person.identity
+        and not org.settings.pipeline.one_person_close
+    )
     return page(
         request,
         "close_month.html",
@@ -86,7 +92,8 @@ def _month_page(
         month=month,
         exceptions=open_exceptions(org),
         may_close=members.may(person.email, org.id, Right.CLOSE),
-        may_review=members.may(person.email, org.id, Right.REVIEW),
+        may_review=members.may(person.email, org.id, Right.REVIEW) and not prepared_it,
+        prepared_it=prepared_it,
         may_acknowledge=members.may(person.email, org.id, Right.ACKNOWLEDGE_CHANGES),
         done=request.query_params.get("done"),
         refusal=refusal,
