@@ -517,6 +517,15 @@ class Totals:
         """Every organization's processed files together, in dollars."""
         return format_cents(self.total_cents)
 
+    def line(self) -> str:
+        """The night's run-log line: ``2 organizations, 3 files, 4 distributions ($1.00), 0
+        open exceptions`` (the direct night and the Prefect flow log the same words)."""
+        return (
+            f"{counted(self.organizations, 'organization')}, {counted(self.files, 'file')}, "
+            f"{counted(self.distributions, 'distribution')} ({self.total}), "
+            f"{counted(self.open_exceptions, 'open exception')}"
+        )
+
     def as_json(self) -> dict[str, Any]:
         """Its JSON form."""
         return {

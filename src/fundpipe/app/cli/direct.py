@@ -254,7 +254,6 @@ def direct_night(
     from fundpipe.app.embedded import every_org
     from fundpipe.app.samples import copy_samples
     from fundpipe.orgs import org_settings
-    from fundpipe.words import counted
 
     settings = night_settings(data_dir)
     with every_org(settings, say) as (live, orgs):
@@ -284,15 +283,7 @@ def direct_night(
 
         summary = nights(orgs, run_one, as_of=as_of.isoformat() if as_of else None)
     summary = replace(summary, morning=_morning(settings, summary))
-    t = summary.totals
-    log.info(
-        "nightly: %s, %s, %s (%s), %s",
-        counted(t.organizations, "organization"),
-        counted(t.files, "file"),
-        counted(t.distributions, "distribution"),
-        t.total,
-        counted(t.open_exceptions, "open exception"),
-    )
+    log.info("nightly: %s", summary.totals.line())
     return summary
 
 

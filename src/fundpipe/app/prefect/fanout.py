@@ -278,7 +278,6 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
         publish_verdict,
     )
     from fundpipe.vocabulary import Verdict
-    from fundpipe.words import counted
 
     logger = get_run_logger()
     # the night's date, one for its run's name and its artifacts: the report date
@@ -304,15 +303,7 @@ def _the_night_told(settings: Settings, summary: Nights) -> State[Any]:
         description="fundpipe: every organization's night, in numbers",
     )
     open_exceptions_table(summary.rows)
-    t = summary.totals
-    logger.info(
-        "nightly: %s, %s, %s (%s), %s",
-        counted(t.organizations, "organization"),
-        counted(t.files, "file"),
-        counted(t.distributions, "distribution"),
-        t.total,
-        counted(t.open_exceptions, "open exception"),
-    )
+    logger.info("nightly: %s", summary.totals.line())
     for sentence in needs_a_person(summary.rows):
         logger.warning("needs a person: %s", sentence)
     # the flow's result is the typed summary (`summary_of_run`; `as_json` for `--json`); a
