@@ -8,7 +8,7 @@ from typing import Any
 import fsspec
 import pytest
 
-from record.conftest import s3_endpoint  # the record's moto server on loopback, reused
+from record.conftest import point_at_s3, s3_endpoint  # the record's moto server, reused
 
 __all__ = ["s3_endpoint"]
 
@@ -17,13 +17,7 @@ __all__ = ["s3_endpoint"]
 def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """An empty bucket on the loopback S3 server; fsspec is pointed at it as an operator does
     with ``FSSPEC_S3_ENDPOINT_URL`` and the usual AWS variables."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": s3_endpoint})
+    point_at_s3(s3_endpoint, monkeypatch)
     name = f"fund-ops-{uuid.uuid4().hex[:10]}"
     s3(s3_endpoint).mkdir(name)
     return name

@@ -31,6 +31,7 @@ from fundpipe.night import night
 from fundpipe.record import Record, list_snapshots
 from fundpipe.record.lock import LOCK
 from fundpipe.sandbox import SandboxConfig, SandboxServer
+from record.conftest import AWS, point_at_s3
 from worlds.submit import write_sheet
 
 pytestmark = pytest.mark.slow
@@ -203,20 +204,13 @@ def test_on_s3_a_night_killed_at_any_step_never_blocks_the_next(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The lease held in the record on an S3-compatible server."""
-    aws = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    for name, value in aws.items():
-        monkeypatch.setenv(name, value)
     # the night process: FSSPEC_S3_ENDPOINT_URL, as an operator sets it; this one: fsspec's config
-    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": s3_endpoint})
+    point_at_s3(s3_endpoint, monkeypatch)
     bucket = f"killed-{tmp_path.name.lower().replace('_', '-')[-40:]}"
     fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
     env = {
         **_env(sandbox, tmp_path / "data", f"s3://{bucket}/fundpipe", pycache),
-        **aws,
+        **AWS,
         "FSSPEC_S3_ENDPOINT_URL": s3_endpoint,
     }
     settings = _settings(env, monkeypatch)

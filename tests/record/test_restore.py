@@ -29,6 +29,7 @@ from fundpipe.record import (
     read_decisions,
 )
 from fundpipe.warehouse.file import Warehouse
+from record.conftest import point_at_s3
 from worlds.submit import World, write_sheet
 
 #: Among the longest files: `make test` hands them out first (tests/conftest.py).
@@ -40,14 +41,7 @@ runner = CliRunner()
 @pytest.fixture
 def s3_record(s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A bucket of the S3-compatible server, as FUNDPIPE_RECORD_URL names it."""
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    # what FSSPEC_S3_ENDPOINT_URL sets for an operator (read when fsspec is imported)
-    monkeypatch.setitem(fsspec.config.conf, "s3", {"endpoint_url": s3_endpoint})
+    point_at_s3(s3_endpoint, monkeypatch)
     bucket = f"record-{tmp_path.name.lower().replace('_', '-')[-40:]}"
     fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
     return f"s3://{bucket}/fundpipe"
