@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## create .venv and install fundpipe with its test tools
 
 run: install ## run the nightly job on the embedded sandbox with the sample files
-	$(BIN)/fundpipe run --samples
+	@$(BIN)/fundpipe run --samples; rc=$$?; \
+	echo "the finance desk: $(BIN)/fundpipe desk, then open http://127.0.0.1:8765/ (its first start prints a one-time link for the first admin; README: The finance desk)"; \
+	exit $$rc
 
 lint: install
 	$(BIN)/ruff check src tests flows benchmarks
