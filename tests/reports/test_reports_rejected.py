@@ -4,6 +4,7 @@ problem with its rows and the column's letter, printable."""
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -99,8 +100,10 @@ def test_error_report_names_where_the_file_is_now_and_its_rows_are_numbers(tmp_p
     assert sheet.cell(2, row).data_type == "n"
     assert sheet.cell(3, row).value in (None, "")
     assert sheet.cell(2, where).value == str(moved)
-    # and the printed page says so on every page
+    # and the printed page says so on every page, with when it was written, year first
     assert str(moved) in sheet.oddHeader.left.text
+    # (the module's clock starts at tests/conftest.py's WORLD_START, 2026-11-28 09:00 UTC)
+    assert re.fullmatch(r"written 2026-11-28 09:\d{2} UTC", sheet.oddHeader.right.text)
 
 
 def test_rows_are_listed_as_compact_runs() -> None:

@@ -18,6 +18,7 @@ masked (`Issue.value` never holds a full account number).
 from __future__ import annotations
 
 import csv
+from datetime import UTC, datetime
 from pathlib import Path
 
 import xlsxwriter
@@ -148,7 +149,10 @@ def _write_xlsx(report: FileReport, lines: list[list[str | int | None]], path: P
         sheet.fit_to_pages(1, 0)
         sheet.repeat_rows(0)
         sheet.set_margins(left=0.4, right=0.4, top=0.6, bottom=0.6)
-        sheet.set_header(f"&L&B{_header_text('Errors in ' + report.file)}&R&D")
+        # the date as a person writes it, year first (Excel's &D prints the reader's locale:
+        # 12/05/2026 in New York, 05/12/2026 in London)
+        written = f"written {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        sheet.set_header(f"&L&B{_header_text('Errors in ' + report.file)}&R{written}")
         sheet.set_footer("&CPage &P of &N")
     finally:
         workbook.close()
