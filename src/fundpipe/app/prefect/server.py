@@ -117,11 +117,32 @@ def _stop_group(process: subprocess.Popen[bytes], port: int, timeout_s: float = 
         process.wait()
 
 
+#: Set once the stop a signal asked for is under way (the serve's contexts are unwinding).
+_STOP_TAKEN = threading.Event()
+#: Seconds before a signal whose stop has not begun is delivered again.
+_REDELIVER_S = 3.0
+
+
+def _deliver_again(signum: int) -> None:
+    if not _STOP_TAKEN.is_set():
+        os.kill(os.getpid(), signum)
+
+
 def _sigterm_stops_like_ctrl_c() -> None:
     """Until Prefect's serve loop installs its own handler, SIGTERM raises KeyboardInterrupt in
-    the main thread (the way Ctrl-C stops `fundpipe serve`, cleanly)."""
+    the main thread (the way Ctrl-C stops `fundpipe serve`, cleanly).
+
+    A KeyboardInterrupt raised while the main thread is in a finalizer (an asyncio transport's
+    ``__del__``, say) is printed as "Exception ignored" and lost, and the serve went on
+    serving. So each signal is delivered again every few seconds until the stop has begun:
+    `_serve` sets `_STOP_TAKEN` first thing as its contexts unwind, so the Prefect server's
+    own shutdown is never interrupted by a second one."""
 
     def interrupt(signum: int, frame: object) -> None:
+        if not _STOP_TAKEN.is_set():
+            again = threading.Timer(_REDELIVER_S, _deliver_again, args=(signum,))
+            again.daemon = True
+            again.start()
         raise KeyboardInterrupt(f"signal {signum}")
 
     if threading.current_thread() is threading.main_thread():
@@ -157,4 +178,6 @@ def _serve(settings: Settings, say: Callable[[str], object]) -> None:
         say(f"serving nightly, inbox, org-night and night-check; watching {watched} (Ctrl-C stops)")
         from fundpipe.app.prefect import flows
 
+        # the last context entered is the first to leave: a stop under way is not re-signalled
+        stack.callback(_STOP_TAKEN.set)
         flows.serve_all(say)
