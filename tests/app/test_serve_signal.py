@@ -14,22 +14,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from fundpipe.app.prefect import server
+from fundpipe.app.prefect.server import SignalledStop
 
 
 @pytest.fixture
-def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def stop() -> Iterator[SignalledStop]:
     was = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setattr(server, "_REDELIVER_S", 0.2)
-    server._STOP_TAKEN.clear()
-    server._sigterm_stops_like_ctrl_c()
+    stop = SignalledStop(again_after_s=0.2)
+    stop.install()
     try:
-        yield
+        yield stop
     finally:
-        server._STOP_TAKEN.set()  # no timer left to fire into another test
-        time.sleep(0.3)
+        stop.begun()  # no delivery left to fire into another test
+        time.sleep(0.5)
         signal.signal(signal.SIGTERM, was)
-        server._STOP_TAKEN.clear()
 
 
 def _interrupted_within(seconds: float, *, send: bool = False) -> bool:
@@ -44,8 +42,8 @@ def _interrupted_within(seconds: float, *, send: bool = False) -> bool:
     return False
 
 
-def test_a_lost_stop_is_asked_for_again_until_it_begins(handler: None) -> None:
+def test_a_lost_stop_is_asked_for_again_until_it_begins(stop: SignalledStop) -> None:
     assert _interrupted_within(1.0, send=True)  # the first delivery, which a finalizer may swallow
     assert _interrupted_within(1.0), "a stop whose first interrupt was lost is asked again"
-    server._STOP_TAKEN.set()  # the serve's contexts unwind: its shutdown is left alone
+    stop.begun()  # the serve's contexts unwind: its shutdown is left alone
     assert not _interrupted_within(0.8)

@@ -117,51 +117,59 @@ def _stop_group(process: subprocess.Popen[bytes], port: int, timeout_s: float = 
         process.wait()
 
 
-#: Set once the stop a signal asked for is under way (the serve's contexts are unwinding).
-_STOP_TAKEN = threading.Event()
-#: Seconds before a signal whose stop has not begun is delivered again.
-_REDELIVER_S = 3.0
+class SignalledStop:
+    """SIGTERM stops `fundpipe serve` the way Ctrl-C does, and a lost stop is asked for again.
 
+    Until Prefect's serve loop installs its own handler, SIGTERM raises KeyboardInterrupt in
+    the main thread. A KeyboardInterrupt raised while the main thread is in a finalizer (an
+    asyncio transport's ``__del__``, say) is printed as "Exception ignored" and lost, and the
+    serve went on serving. So each signal is delivered again every ``again_after_s`` seconds
+    until `begun` is called as the serve's contexts unwind; the Prefect server's own shutdown
+    is never interrupted by a second one.
 
-def _deliver_again(signum: int) -> None:
-    if not _STOP_TAKEN.is_set():
-        os.kill(os.getpid(), signum)
+    The wait between deliveries is a plain sleep in a daemon thread, not a timed lock wait:
+    libfaketime (the suite's any-day runs) shifts the absolute deadlines of the latter."""
 
+    def __init__(self, again_after_s: float = 3.0) -> None:
+        self.again_after_s = again_after_s
+        self._begun = threading.Event()
 
-def _sigterm_stops_like_ctrl_c() -> None:
-    """Until Prefect's serve loop installs its own handler, SIGTERM raises KeyboardInterrupt in
-    the main thread (the way Ctrl-C stops `fundpipe serve`, cleanly).
+    def install(self) -> None:
+        """Take SIGTERM over in this process (only the main thread may)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._interrupt)
 
-    A KeyboardInterrupt raised while the main thread is in a finalizer (an asyncio transport's
-    ``__del__``, say) is printed as "Exception ignored" and lost, and the serve went on
-    serving. So each signal is delivered again every few seconds until the stop has begun:
-    `_serve` sets `_STOP_TAKEN` first thing as its contexts unwind, so the Prefect server's
-    own shutdown is never interrupted by a second one."""
+    def begun(self) -> None:
+        """The stop is under way: no signal is delivered again after this."""
+        self._begun.set()
 
-    def interrupt(signum: int, frame: object) -> None:
-        if not _STOP_TAKEN.is_set():
-            again = threading.Timer(_REDELIVER_S, _deliver_again, args=(signum,))
-            again.daemon = True
-            again.start()
+    def _interrupt(self, signum: int, frame: object) -> None:
+        if not self._begun.is_set():
+            threading.Thread(
+                target=self._deliver_again, args=(signum,), name="stop-again", daemon=True
+            ).start()
         raise KeyboardInterrupt(f"signal {signum}")
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    def _deliver_again(self, signum: int) -> None:
+        time.sleep(self.again_after_s)
+        if not self._begun.is_set():
+            os.kill(os.getpid(), signum)
 
 
 def serve(settings: Settings, say: Callable[[str], object]) -> None:
     """`fundpipe serve`: the deployments and the inbox watcher, on the configured Prefect
     server or on one started here (stopped when serving ends)."""
-    _sigterm_stops_like_ctrl_c()
+    stop = SignalledStop()
+    stop.install()
     # how often the served deployments look for runs to start (Prefect's default is 10 s)
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     try:
-        _serve(settings, say)
+        _serve(settings, say, stop)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM before the serve loop took it over
         say("stopped")
 
 
-def _serve(settings: Settings, say: Callable[[str], object]) -> None:
+def _serve(settings: Settings, say: Callable[[str], object], stop: SignalledStop) -> None:
     with ExitStack() as stack:
         if not os.environ.get("PREFECT_API_URL"):
             log = settings.local.data_dir / "prefect-server.log"
@@ -179,5 +187,5 @@ def _serve(settings: Settings, say: Callable[[str], object]) -> None:
         from fundpipe.app.prefect import flows
 
         # the last context entered is the first to leave: a stop under way is not re-signalled
-        stack.callback(_STOP_TAKEN.set)
+        stack.callback(stop.begun)
         flows.serve_all(say)
