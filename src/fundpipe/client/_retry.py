@@ -256,7 +256,7 @@ class _Attempts:
             self.timer.waited(self._wait)
         self.number = number
 
-    def backoff(self, exc: Exception) -> bool | float:
+    def backoff(self, exc: BaseException) -> bool | float:
         """stamina's backoff hook: False to give up on `exc`, else the seconds to wait."""
         now = self.timer.now()
         self.failed_at = now
