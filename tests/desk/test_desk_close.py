@@ -11,12 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import openpyxl
 import time_machine
 from desk_world import DeskWorld, sign_in
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app as cli
+from fundpipe.reconcile import reconcile
 from fundpipe.warehouse import Warehouse
 
 HTML = {"accept": "text/html"}
@@ -229,3 +231,46 @@ def test_the_cli_lists_the_same_people_and_the_change_and_acknowledges_it(
     assert "CHANGED AFTER SIGN-OFF" not in again.stdout
     acknowledged = _events(own_world)[-1]
     assert acknowledged["by"] == f"Pat (typed at the CLI by OS user {getpass.getuser()})"
+
+
+def _summary_text(workbook: Path) -> str:
+    """The Summary sheet's cells, row by row, as a reviewer reads the printout."""
+    book = openpyxl.load_workbook(workbook, read_only=True)
+    rows = book["Summary"].iter_rows(values_only=True)
+    return "\n".join(" | ".join(str(v) for v in row if v) for row in rows)
+
+
+def test_the_workbook_says_changed_after_sign_off_as_the_desk_does(
+    client_of: Callable[..., TestClient], own_world: DeskWorld
+) -> None:
+    settings = own_world.org_settings("org_demo")
+    _closed_by_maria(client_of, own_world)
+    closed = _summary_text(
+        reconcile(settings, clock=lambda: DEC_2 + dt.timedelta(hours=1)).workbook
+    )
+    assert "Closed months changed after sign-off\nNone: every closed month is as it was signed" in (
+        closed
+    )
+    _payment_changes(own_world, dt.datetime(2026, 12, 3, 12, tzinfo=dt.UTC))
+    later = dt.datetime(2026, 12, 4, 9, tzinfo=dt.UTC)
+    changed = _summary_text(reconcile(settings, clock=lambda: later).workbook)
+    assert (
+        "2026-11: CHANGED AFTER SIGN-OFF | 1 adjustment(s), +$25.00, since it was prepared by "
+        "Maria Lopez <maria@example.com>" in changed
+    )
+    assert "payment dpmt_1: $300.00 → $325.00 (+$25.00), learned 2026-12-03 12:00 UTC" in changed
+    # the report as issued before the change (known at the close) still says nothing changed
+    before = reconcile(
+        settings,
+        as_of=dt.date(2026, 12, 2),
+        known_at=DEC_2 + dt.timedelta(hours=1),
+        out_dir=own_world.data / "as-issued",
+        clock=lambda: later,
+    )
+    assert "None: every closed month is as it was signed" in _summary_text(before.workbook)
+    rita, token = _client(client_of, own_world, "rita@example.com", at=later)
+    assert _post(rita, f"{NOVEMBER}/acknowledge-changes", token).status_code == 303
+    seen = later + dt.timedelta(hours=1)
+    after = _summary_text(reconcile(settings, clock=lambda: seen, rebuild=True).workbook)
+    assert "CHANGED AFTER SIGN-OFF" not in after
+    assert "None: every closed month is as it was signed" in after

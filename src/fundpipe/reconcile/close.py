@@ -55,6 +55,7 @@ from fundpipe.reconcile.export import end_of_day, set_point_in_time
 from fundpipe.reconcile.folders import latest_as_of
 from fundpipe.reconcile.lifecycle import os_user
 from fundpipe.reconcile.periods import (
+    CloseError,
     PeriodDecision,
     PeriodState,
     normalized_name,
@@ -101,10 +102,6 @@ REVIEW = "review.json"
 _READ_ONLY_DIR = (
     stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
 )
-
-
-class CloseError(ValueError):
-    """The close (or review, or verification) cannot be done as asked; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from fundpipe.warehouse import records
 
 __all__ = [
     "DECISIONS",
+    "CloseError",
     "PeriodDecision",
     "PeriodState",
     "normalized_name",
@@ -32,6 +33,11 @@ __all__ = [
     "period_states",
     "record_decision",
 ]
+
+
+class CloseError(ValueError):
+    """The close (or review, or verification) cannot be done as asked; the message says why."""
+
 
 Decision = Literal[
     "closed", "reviewed", "rejected", "reopened", "certified", "changes_acknowledged"

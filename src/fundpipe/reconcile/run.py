@@ -27,6 +27,7 @@ from fundpipe.reconcile.folders import latest_as_of, point_latest, run_folder
 from fundpipe.reconcile.lifecycle import Lifecycle, list_exceptions, track
 from fundpipe.reconcile.nightfiles import note_rejected_files, rejected_files
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
+from fundpipe.reconcile.signoff import signed_months
 from fundpipe.reconcile.summary import (
     ReconcileSummary,
     last_sync_of,
@@ -155,6 +156,8 @@ def reconcile(
             before=known_at + timedelta(microseconds=1) if known_at else end_of_day(as_of, zone),
         )
         organization = organization or organization_of(con, settings)
+        # last: it moves the connection's point in time through each month since a close
+        signed = signed_months(con, zone=zone, known_at=knowledge)
     parquet = {view: out_dir / f"{view}.parquet" for view in VIEWS}
     lifecycle: Lifecycle | None = None
     if historical:  # a past as-of (or a report as issued) only reads
@@ -183,6 +186,7 @@ def reconcile(
         period=closing if closing is not None else period,
         known_at=knowledge,
         rejected_files=tuple(night_files),
+        signed_months=tuple(signed),
     )
     (out_dir / "report.json").write_text(
         json.dumps(

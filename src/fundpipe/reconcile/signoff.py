@@ -12,17 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import duckdb
 
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
-from fundpipe.reconcile.close import CloseError
 from fundpipe.reconcile.export import set_point_in_time
 from fundpipe.reconcile.lifecycle import os_user
-from fundpipe.reconcile.periods import PeriodDecision, PeriodState, period_state, record_decision
+from fundpipe.reconcile.periods import (
+    CloseError,
+    PeriodDecision,
+    PeriodState,
+    period_state,
+    period_states,
+    record_decision,
+)
 from fundpipe.record import record_decision as keep_in_record
 from fundpipe.warehouse import Warehouse, records
 
@@ -31,6 +37,7 @@ __all__ = [
     "SignOff",
     "acknowledge_changes",
     "changes_after_signoff",
+    "signed_months",
     "signoffs",
 ]
 
@@ -200,3 +207,17 @@ def signoffs(
         return [
             SignOff(p, tuple(changes_after_signoff(con, p, zone=zone, now=now))) for p in periods
         ]
+
+
+def signed_months(
+    con: duckdb.DuckDBPyConnection, *, zone: str, known_at: datetime
+) -> list[SignOff]:
+    """Every month closed as `known_at` knew it, oldest first, each with its changes after
+    sign-off as known then (what a report issued at `known_at` says of the closed months).
+
+    It moves `con`'s point in time: read the views before calling it."""
+    before = known_at + timedelta(microseconds=1)
+    closed = [p for p in period_states(con, "event_at < ?", [before]) if p.closed]
+    return [
+        SignOff(p, tuple(changes_after_signoff(con, p, zone=zone, now=known_at))) for p in closed
+    ]

@@ -19,6 +19,7 @@ from fundpipe.reconcile.export import set_point_in_time, sql_literal
 from fundpipe.reconcile.folders import FiledReport
 from fundpipe.reconcile.nightfiles import NightFile
 from fundpipe.reconcile.periods import PeriodState, period_of, period_state
+from fundpipe.reconcile.signoff import SignOff, signed_months
 from fundpipe.reconcile.tabs import tie_out_lines
 from fundpipe.reports import RejectedLine, WorkbookSummary
 from fundpipe.vocabulary import kind_words
@@ -88,6 +89,9 @@ class ReconcileSummary:
     #: The knowledge time: the report shows what fundpipe knew at this instant (a run for today:
     #: its own clock; a past as-of: the end of that day; `--as-known-at`: the time given).
     known_at: datetime | None = None
+    #: Every month closed as the knowledge time knew it, each with its changes after sign-off
+    #: (after-close adjustments nobody acknowledged), as known then.
+    signed_months: tuple[SignOff, ...] = ()
 
     @property
     def exceptions(self) -> int:
@@ -312,6 +316,9 @@ def workbook_summary(
             RejectedLine(f.title, f.why, f.report_text) for f in summary.rejected_files
         ],
         rejected_title=f"Files rejected on {summary.as_of.isoformat()}",
+        changed_after_signoff=_changed_after_signoff(summary.signed_months)
+        if summary.signed_months
+        else None,
         exception_counts=[
             *((kind_words(kind), n) for kind, n in summary.exception_counts.items()),
             ("Total", summary.exceptions),
@@ -319,6 +326,42 @@ def workbook_summary(
             ("Acknowledged", summary.acknowledged_exceptions),
         ],
     )
+
+
+#: The adjustments listed per month on the Summary (the desk's close page lists them all).
+_CHANGES_LISTED = 10
+
+
+def _changed_after_signoff(months: tuple[SignOff, ...]) -> list[tuple[str, str]]:
+    """The Summary's "changed after sign-off" lines: per closed month that changed, its count
+    and sum, then its adjustments (payment, distribution, closed amount → now, when learned)."""
+    lines: list[tuple[str, str]] = []
+    for month in months:
+        if not month.changed_after_signoff:
+            continue
+        state = month.state
+        lines.append(
+            (
+                f"{state.period}: CHANGED AFTER SIGN-OFF",
+                f"{len(month.changes)} adjustment(s), {month.change_total}, since it was "
+                f"prepared by {state.prepared_by}"
+                + (f" and reviewed by {state.reviewed_by}" if state.reviewed_by else "")
+                + "; until a person acknowledges them (the desk's Close page) or reopens it",
+            )
+        )
+        for change in month.changes[:_CHANGES_LISTED]:
+            lines.append(
+                (
+                    f"  {change.distribution}",
+                    f"payment {change.payment_id}: {change.closed_amount} → {change.now_amount} "
+                    f"({change.change}), learned {_written(change.learned_at)}",
+                )
+            )
+        if len(month.changes) > _CHANGES_LISTED:
+            lines.append(
+                ("", f"and {len(month.changes) - _CHANGES_LISTED} more (the desk's Close page)")
+            )
+    return lines
 
 
 def _on(at: datetime | None) -> str | None:
@@ -346,6 +389,7 @@ def filed_summary(settings: Settings, report: FiledReport) -> ReconcileSummary:
     parquet = {view: report.folder / f"{view}.parquet" for view in VIEWS}
     last_sync: tuple[str | None, datetime | None] = (None, None)
     period = None
+    signed: list[SignOff] = []
     organization = settings.service.org_id or ""
     if settings.local.warehouse_file.exists():
         with Warehouse(settings.local.warehouse_file).read() as con:
@@ -354,6 +398,7 @@ def filed_summary(settings: Settings, report: FiledReport) -> ReconcileSummary:
                 con, period_of(report.as_of), before=report.known_at + timedelta(microseconds=1)
             )
             organization = organization or organization_of(con, settings)
+            signed = signed_months(con, zone=report.reporting_timezone, known_at=report.known_at)
     return replace(
         summarise(
             parquet,
@@ -368,4 +413,5 @@ def filed_summary(settings: Settings, report: FiledReport) -> ReconcileSummary:
         historical=report.known_at < report.run_at,
         period=period,
         known_at=report.known_at,
+        signed_months=tuple(signed),
     )

@@ -81,6 +81,9 @@ class WorkbookSummary:
     #: The files rejected (or in conflict) that night; the block says "None" when there are none.
     rejected_files: Sequence[RejectedLine] = ()
     rejected_title: str = "Files rejected that night"
+    #: Closed months changed after sign-off: (label, text) lines; [] says none changed; None
+    #: (no month closed yet) prints no block.
+    changed_after_signoff: Sequence[tuple[str, str]] | None = None
     #: Who prepared and who reviewed the period (None: a blank line to sign on).
     prepared_by: str | None = None
     reviewed_by: str | None = None
@@ -215,6 +218,17 @@ def write(
             ws.merge_range(row, 1, row, 2, neutralise(text), fmt)
             row += 1
     row += 1
+    if summary.changed_after_signoff is not None:
+        block("Closed months changed after sign-off")
+        if not summary.changed_after_signoff:
+            ws.write_string(row, 0, "None: every closed month is as it was signed")
+            row += 1
+        for label, text in summary.changed_after_signoff:
+            ws.set_row(row, 15 * max(1, -(-len(text) // _WIDE_CHARS_PER_LINE)))
+            ws.write_string(row, 0, neutralise(label), formats.wrap)
+            ws.merge_range(row, 1, row, 2, neutralise(text), formats.wrap)
+            row += 1
+        row += 1
     block("Sign-off", "Name", "Date")
     for role, name, on in (
         ("Prepared by", summary.prepared_by, summary.prepared_on),
