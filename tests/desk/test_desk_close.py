@@ -269,6 +269,10 @@ def test_the_workbook_says_changed_after_sign_off_as_the_desk_does(
     )
     assert "None: every closed month is as it was signed" in _summary_text(before.workbook)
     rita, token = _client(client_of, own_world, "rita@example.com", at=later)
+    # the desk's Summary of the same report says the same
+    page = rita.get("/orgs/org_demo/reconciliation", headers=HTML).text
+    assert "Closed months changed after sign-off" in page
+    assert "payment dpmt_1: $300.00 → $325.00 (+$25.00)" in page
     assert _post(rita, f"{NOVEMBER}/acknowledge-changes", token).status_code == 303
     seen = later + dt.timedelta(hours=1)
     after = _summary_text(reconcile(settings, clock=lambda: seen, rebuild=True).workbook)
