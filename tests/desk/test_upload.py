@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,6 +124,8 @@ def test_a_clean_sheet_goes_to_the_inbox_as_the_persons_and_is_never_written_ove
     assert one.status_code == 200
     assert "waiting" in re.search(r'<td id="progress"[^>]*>(.*?)</td>', one.text, re.S)[1]  # type: ignore[index]
     assert "Maria Lopez (maria@example.com)" in one.text
+    # a page left open on a waiting file looks again by itself (no script: a meta refresh)
+    assert '<meta http-equiv="refresh" content="30">' in one.text
     assert "$15,000.00" in one.text
 
     # the same name again is refused, whatever it holds: nothing is written over
@@ -211,6 +214,7 @@ def test_the_upload_is_followed_through_the_night_to_the_distributions_it_create
     progress = re.search(r'<td id="progress"[^>]*>(.*?)</td>', one.text, re.S)
     assert progress, one.text[:2000]
     assert "processed" in progress[1], progress[1]
+    assert 'http-equiv="refresh"' not in one.text  # nothing more to wait for
     created = re.search(r'<table id="created">(.*?)</table>', one.text, re.S)
     assert created, one.text[:3000]
     assert "Q4 2026 Income Fund II Distribution" in created[1]
@@ -222,3 +226,40 @@ def test_the_upload_is_followed_through_the_night_to_the_distributions_it_create
     twice = _post(client, "org_demo", csrf, _sheet(renamed / "q4_again.csv", CLEAN))
     assert twice.status_code == 409  # type: ignore[attr-defined]
     assert "submitted already, as q4_upload.csv (processed)" in twice.text  # type: ignore[attr-defined]
+
+
+def test_a_hostile_workbook_is_refused_as_the_inbox_refuses_it_and_nothing_is_dropped(
+    own_world: DeskWorld, client_of: Callable[..., TestClient], tmp_path: Path
+) -> None:
+    """A zip bomb posing as a workbook is refused by its directory, before anything expands;
+    a formula in a cell is shown as the text it is, never evaluated."""
+    client = client_of(own_world)
+    csrf = sign_in(client, "maria@example.com")
+    bomb = tmp_path / "q4_bomb.xlsx"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("xl/worksheets/sheet1.xml", b"\0" * (64 * 1024 * 1024))
+    assert bomb.stat().st_size < 1024 * 1024  # small on the wire
+    with open(bomb, "rb") as fh:
+        answer = client.post(
+            "/orgs/org_demo/upload",
+            data={"csrf_token": csrf},
+            files={"sheet": (bomb.name, fh, "application/octet-stream")},
+            headers={"accept": "text/html"},
+            follow_redirects=False,
+        )
+    assert answer.status_code == 422, answer.text
+    assert "compression ratio" in answer.text
+    assert "Traceback" not in answer.text
+
+    rows = [dict(r) for r in CLEAN]
+    rows[1]["entity"] = "=cmd|' /C calc'!A0"
+    formula = _post(client, "org_demo", csrf, _sheet(tmp_path / "q4_formula.csv", rows))
+    assert formula.status_code == 422  # type: ignore[attr-defined]
+    text = formula.text  # type: ignore[attr-defined]
+    # the cell is named as the text it is (escaped), the formula never run
+    listed = re.search(r'<table id="problem-list">(.*?)</table>', text, re.S)
+    assert listed, text[:3000]
+    assert "=cmd|&#39; /C calc&#39;!A0" in listed[1], listed[1]
+    assert _inbox(own_world) == []
+    assert not list((own_world.data / "desk").glob("uploads/*.jsonl"))
