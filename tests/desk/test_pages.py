@@ -3,14 +3,19 @@ acknowledgement on the desk is the one `fundpipe exceptions show` prints."""
 
 from __future__ import annotations
 
+import datetime as dt
+import html
 import json
+import re
 from collections.abc import Callable
 
-from desk_world import DeskWorld, csrf_of, sign_in
+from desk_world import KNOWN_AS_OF, WORLD_START, DeskWorld, csrf_of, sign_in
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from fundpipe.app.cli import app as cli
+from fundpipe.reconcile import list_exceptions, reconcile
+from fundpipe.warehouse import Warehouse
 
 HTML = {"accept": "text/html"}
 
@@ -27,7 +32,7 @@ def test_the_morning_names_each_organization_with_a_line_per_thing_to_do(
     ids = desk_world.open_ids["org_demo"]
     assert ids
     for exception_id in ids:  # each line links to where it is dealt with
-        assert f'href="/orgs/org_demo/exceptions#{exception_id}"' in page.text
+        assert f'href="/orgs/org_demo/exceptions/{exception_id}"' in page.text
     assert page.text.count("<li>") == len(ids)
     assert "org_demob" not in page.text  # maria is not its member
 
@@ -135,3 +140,64 @@ def test_a_damaged_warehouse_is_one_line_naming_it(
     assert "Traceback" not in page.text
     assert page.headers["cache-control"] == "no-store"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def _many_open(world: DeskWorld, extra: int) -> int:
+    """`extra` more sheet rows whose payments the service does not have, reconciled: each an
+    open exception. Returns how many are open now."""
+    settings = world.org_settings("org_demo")
+    wh = Warehouse(settings.local.warehouse_file)
+    with wh.write() as con:
+        con.execute(
+            "INSERT INTO ledger_payments SELECT one.* REPLACE ('dpmt_gone_' || i AS payment_id, "
+            '10000 + i AS "row", 100 + i AS amount_cents) '
+            "FROM (SELECT * FROM ledger_payments WHERE payment_id IS NOT NULL LIMIT 1) one, "
+            "range(?) t(i)",
+            [extra],
+        )
+    reconcile(settings, as_of=KNOWN_AS_OF, clock=lambda: WORLD_START + dt.timedelta(days=2))
+    return len(list_exceptions(wh, state="open"))
+
+
+def test_a_night_of_many_exceptions_is_a_morning_to_read_and_a_queue_in_pages(
+    client_of: Callable[..., TestClient], own_world: DeskWorld
+) -> None:
+    """A bad night (here 130 more open exceptions) lists the first 20 on the morning and counts
+    the rest by kind, each count a link to the queue of that kind; the queue shows 100 a page,
+    its filters kept from page to page."""
+    total = _many_open(own_world, 130)
+    assert total > 130
+    client = client_of(own_world)
+    sign_in(client, "maria@example.com")
+    morning = client.get("/morning", headers=HTML).text
+    assert morning.count("<li>") == 20
+    more = re.search(r'<li class="more">(.*?)</li>', morning, re.S)
+    assert more, morning[:3000]
+    assert f"and {total - 20:,} more in the queue" in more[1]
+    counts = re.findall(r'href="/orgs/org_demo/exceptions\?kind=(\w+)">([\d,]+) ', more[1])
+    assert sum(int(n.replace(",", "")) for _, n in counts) == total - 20
+    assert f"{total:,} open exceptions" in morning
+
+    first = client.get("/orgs/org_demo/exceptions", headers=HTML).text
+    assert first.count('<tr id="EX-') == 100
+    assert f"1–100 of {total:,} open exceptions" in first
+    assert 'rel="prev"' not in first
+    nxt = re.search(r'href="\?([^"]*)" rel="next"', first)
+    assert nxt
+    assert nxt[1] == "page=2"
+    second = client.get(f"/orgs/org_demo/exceptions?{nxt[1]}", headers=HTML).text
+    assert second.count('<tr id="EX-') == total - 100
+    assert 'rel="next"' not in second
+    first_ids = set(re.findall(r'<tr id="(EX-\w+)"', first))
+    assert not first_ids & set(re.findall(r'<tr id="(EX-\w+)"', second))
+    # a filter and an order are kept on the next page's link
+    kind, _ = counts[0]
+    sorted_pages = client.get(
+        f"/orgs/org_demo/exceptions?kind={kind}&sort=amount", headers=HTML
+    ).text
+    link = re.search(r'href="\?([^"]*)" rel="next"', sorted_pages)
+    assert link, "the 130 sheet rows the service lacks are more than a page of one kind"
+    assert html.unescape(link[1]) == f"kind={kind}&sort=amount&page=2"
+    assert client.get("/orgs/org_demo/exceptions?page=0", headers=HTML).status_code == 400
+    past = client.get("/orgs/org_demo/exceptions?page=9", headers=HTML).text
+    assert "past the last of the" in past

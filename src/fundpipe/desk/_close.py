@@ -37,6 +37,8 @@ from fundpipe.reconcile import (
 __all__ = ["router"]
 
 router = APIRouter()
+#: The open exceptions a month's page lists before the close (the queue has every one).
+OPEN_LISTED = 50
 
 
 def when(at: datetime | None) -> str:
@@ -91,6 +93,7 @@ def _month_page(
         org=org,
         month=month,
         exceptions=open_exceptions(org),
+        listed=OPEN_LISTED,
         may_close=members.may(person.email, org.id, Right.CLOSE),
         may_review=members.may(person.email, org.id, Right.REVIEW) and not prepared_it,
         prepared_it=prepared_it,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from urllib.parse import urlencode
 
 from fundpipe.desk._members import Member, Members
 from fundpipe.desk._reading import DeskOrg, open_exceptions
@@ -31,6 +32,7 @@ from fundpipe.warehouse import Warehouse
 
 __all__ = [
     "AGES",
+    "QUEUE_PAGE",
     "UNASSIGNED",
     "ExceptionPage",
     "Queue",
@@ -46,6 +48,8 @@ __all__ = [
     "unresolved_ids",
 ]
 
+#: Exceptions a page of the queue shows (the rest are on the next pages, filters kept).
+QUEUE_PAGE = 100
 #: The owner filter's value for the exceptions nobody owns.
 UNASSIGNED = "unassigned"
 #: The age filter's choices: at least this many days open, and how the page says it.
@@ -78,6 +82,8 @@ class QueueView:
     owner: str | None = None
     min_age: int | None = None
     sort: Sort = Sort.AGE
+    #: Which page of QUEUE_PAGE exceptions (1 is the first).
+    page: int = 1
 
     def keeps(self, e: ExceptionRecord) -> bool:
         """Whether ``e`` passes the filters."""
@@ -94,22 +100,37 @@ class QueueView:
         """Whether any filter is set."""
         return (self.kind, self.owner, self.min_age) != (None, None, None)
 
+    def query(self, page: int) -> str:
+        """The query string of this view's `page` (what a page link keeps)."""
+        picked = {
+            "kind": self.kind,
+            "owner": self.owner,
+            "age": None if self.min_age is None else str(self.min_age),
+            "sort": None if self.sort is Sort.AGE else self.sort.value,
+            "page": None if page == 1 else str(page),
+        }
+        return urlencode({k: v for k, v in picked.items() if v is not None})
+
 
 def queue_view(query: Mapping[str, str]) -> QueueView:
-    """The view a page's query asks for (``kind``, ``owner``, ``age``, ``sort``; an empty value
-    is no filter); a ValueError saying which parameter is wrong and what it may be."""
-    picked = {k: query.get(k, "").strip() for k in ("kind", "owner", "age", "sort")}
+    """The view a page's query asks for (``kind``, ``owner``, ``age``, ``sort``, ``page``; an
+    empty value is no filter); a ValueError saying which parameter is wrong and what it may be."""
+    picked = {k: query.get(k, "").strip() for k in ("kind", "owner", "age", "sort", "page")}
     sort = picked["sort"] or Sort.AGE
     if sort not in set(Sort):
         raise ValueError(f"sort={sort!r} is not one of {', '.join(Sort)}")
     age = picked["age"]
     if age and (not age.isdigit() or int(age) not in AGES):
         raise ValueError(f"age={age!r} is not one of {', '.join(map(str, AGES))} (days)")
+    number = picked["page"] or "1"
+    if not number.isdigit() or int(number) < 1:
+        raise ValueError(f"page={number!r} is not a page number (1, 2, …)")
     return QueueView(
         kind=picked["kind"] or None,
         owner=picked["owner"] or None,
         min_age=int(age) if age else None,
         sort=Sort(sort),
+        page=int(number),
     )
 
 
@@ -125,10 +146,13 @@ def _ordered(found: Sequence[ExceptionRecord], sort: Sort) -> list[ExceptionReco
 
 @dataclass(frozen=True, slots=True)
 class Queue:
-    """The open exceptions a view shows, and the choices of its filters."""
+    """The open exceptions a view shows (its page of them), and the choices of its filters."""
 
     shown: tuple[ExceptionRecord, ...]
     open_count: int
+    #: how many the filters keep (on every page), and where this page starts (0-based)
+    matching: int
+    first: int
     #: (kind, its words) of every open exception's kind
     kinds: tuple[tuple[str, str], ...]
     #: every owner of an open exception
@@ -139,9 +163,13 @@ def queue(org: DeskOrg, view: QueueView) -> Queue:
     """The organization's open exceptions that ``view`` keeps, in its order."""
     found = open_exceptions(org)
     kinds = sorted({e.kind for e in found}, key=lambda k: kind_words(k).lower())
+    kept = _ordered([e for e in found if view.keeps(e)], view.sort)
+    first = (view.page - 1) * QUEUE_PAGE
     return Queue(
-        shown=tuple(_ordered([e for e in found if view.keeps(e)], view.sort)),
+        shown=tuple(kept[first : first + QUEUE_PAGE]),
         open_count=len(found),
+        matching=len(kept),
+        first=first,
         kinds=tuple((k, kind_words(k)) for k in kinds),
         owners=tuple(sorted({e.owner for e in found if e.owner}, key=str.lower)),
     )

@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from fundpipe.desk._exceptions_reading import (
     AGES,
+    QUEUE_PAGE,
     UNASSIGNED,
     Sort,
     act_on,
@@ -78,6 +79,7 @@ def exception_queue(request: Request, org: MemberOrg, person: SignedIn) -> Respo
         org=org,
         view=view,
         queue=queue(org, view),
+        page_size=QUEUE_PAGE,
         sorts=list(Sort),
         ages=AGES,
         unassigned=UNASSIGNED,

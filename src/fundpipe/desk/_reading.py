@@ -6,6 +6,7 @@ reading and a person's acts are `fundpipe.desk._exceptions_reading`.)
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -77,9 +78,13 @@ class OrgMorning:
     org: DeskOrg
     as_of: date | None
     verdict: Verdict
+    #: the first MORNING_LINES things to do, oldest first
     to_do: tuple[ToDo, ...]
     open_cents: int
     health: Health | None = None
+    #: every open exception, and those past the first MORNING_LINES by kind: (kind, words, n)
+    open_count: int = 0
+    more: tuple[tuple[str, str, int], ...] = ()
     #: the latest report's Summary figures, each (what, amount in words: never a signed sum)
     figures: tuple[tuple[str, str], ...] = ()
     #: the latest report's counts, each (what, how many)
@@ -187,6 +192,19 @@ def _line(e: ExceptionRecord) -> ToDo:
     return ToDo(f"{what} — {e.what_to_do}", e.amount, when, e.id)
 
 
+#: The things to do the morning lists one a line; the rest are counted by kind, each count a
+#: link to the queue filtered to that kind (a bad night's 1,700 lines are no list to read).
+MORNING_LINES = 20
+
+
+def _more_by_kind(rest: list[ExceptionRecord]) -> tuple[tuple[str, str, int], ...]:
+    counts = Counter(e.kind for e in rest)
+    return tuple(
+        (kind, kind_words(kind), n)
+        for kind, n in sorted(counts.items(), key=lambda kn: (-kn[1], kind_words(kn[0])))
+    )
+
+
 def org_morning(org: DeskOrg) -> OrgMorning:
     """The organization's morning from its warehouse and reports: NEEDS A PERSON while an
     exception is open, one line per open exception; its health and the latest night's Summary
@@ -199,8 +217,10 @@ def org_morning(org: DeskOrg) -> OrgMorning:
         org=org,
         as_of=latest_as_of(org.settings.local.reports_folder),
         verdict=Verdict.NEEDS_A_PERSON if found else Verdict.OK,
-        to_do=tuple(_line(e) for e in found),
+        to_do=tuple(_line(e) for e in found[:MORNING_LINES]),
         open_cents=sum(e.amount_cents or 0 for e in found),
+        open_count=len(found),
+        more=_more_by_kind(found[MORNING_LINES:]),
         health=health_of(reports),
         figures=figures,
         counts=counts,
