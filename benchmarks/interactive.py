@@ -56,7 +56,8 @@ def one():
     night = direct_night(samples=False, as_of=date.fromisoformat({as_of!r}), data_dir=data_dir,
                          say=lambda line: None)
     took = time.perf_counter() - start
-    assert night.exit_code == 0, night.as_json()
+    # 1: a night that needs a person (new distributions short of funds), not a failure
+    assert night.exit_code in (0, 1), night.as_json()
     return took
 one()
 print(json.dumps(min(one() for _ in range(repeat))))
@@ -95,8 +96,10 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _timed(command: list[str], env: dict[str, str], cwd: Path, repeat: int) -> float:
-    """The fastest of `repeat` runs of `command` (each must exit 0), in seconds."""
+def _timed(
+    command: list[str], env: dict[str, str], cwd: Path, repeat: int, ok: tuple[int, ...] = (0,)
+) -> float:
+    """The fastest of `repeat` runs of `command` (each must exit with one of `ok`), in seconds."""
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
@@ -104,7 +107,7 @@ def _timed(command: list[str], env: dict[str, str], cwd: Path, repeat: int) -> f
             command, env=env, cwd=cwd, capture_output=True, text=True, check=False
         )
         took = time.perf_counter() - start
-        if done.returncode != 0:
+        if done.returncode not in ok:
             raise SystemExit(f"{' '.join(command)}: exit {done.returncode}\n{done.stderr[-2000:]}")
         best = min(best, took)
     return best
@@ -123,6 +126,7 @@ def _nights(data_dir: Path, env: dict[str, str], repeat: int, drop: int) -> tupl
                 env,
                 data_dir.parent,
                 1,
+                ok=(0, 1),  # 1: a night that needs a person, not a failure
             ),
         )
     code = WARM.format(
