@@ -37,8 +37,9 @@ from pathlib import Path
 
 import duckdb
 import httpx
-import reconcile as reconcile_bench
 import targets
+
+import reconcile as reconcile_bench
 
 PAYMENTS = 300_000
 ORG = "org_bench"
@@ -191,7 +192,7 @@ def reads(files: dict[str, Path], exception_id: str) -> dict[str, Callable[[], o
         log = files["uploads"]
         lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
         inbox = files["inbox"]
-        return lines, sorted(os.listdir(inbox)) if inbox.is_dir() else []
+        return lines, sorted(p.name for p in inbox.iterdir()) if inbox.is_dir() else []
 
     return {
         "morning": read(*summary_sql, open_log),
