@@ -346,7 +346,7 @@ def _changed_after_signoff(months: tuple[SignOff, ...]) -> list[tuple[str, str]]
                 f"{len(month.changes)} adjustment(s), {month.change_total}, since it was "
                 f"prepared by {state.prepared_by}"
                 + (f" and reviewed by {state.reviewed_by}" if state.reviewed_by else "")
-                + "; until a person acknowledges them (the desk's Close page) or reopens it",
+                + "; shown until acknowledged (the desk's Close page) or the month reopened",
             )
         )
         for change in month.changes[:_CHANGES_LISTED]:

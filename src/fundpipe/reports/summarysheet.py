@@ -12,6 +12,7 @@ tie-out, dollars in C), so a new line is one more tuple.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -224,7 +225,9 @@ def write(
             ws.write_string(row, 0, "None: every closed month is as it was signed")
             row += 1
         for label, text in summary.changed_after_signoff:
-            ws.set_row(row, 15 * max(1, -(-len(text) // _WIDE_CHARS_PER_LINE)))
+            # word-wrapped as printed (an email does not break): one more line than a split
+            lines = len(textwrap.wrap(text, _WIDE_CHARS_PER_LINE - 4)) or 1
+            ws.set_row(row, 15 * lines)
             ws.write_string(row, 0, neutralise(label), formats.wrap)
             ws.merge_range(row, 1, row, 2, neutralise(text), formats.wrap)
             row += 1
