@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 
@@ -19,7 +20,7 @@ from fundpipe.app.prefect.server import SignalledStop
 
 @pytest.fixture
 def stop() -> Iterator[SignalledStop]:
-    was = signal.getsignal(signal.SIGTERM)
+    was, hook = signal.getsignal(signal.SIGTERM), sys.unraisablehook
     stop = SignalledStop(again_after_s=0.2)
     stop.install()
     try:
@@ -28,6 +29,7 @@ def stop() -> Iterator[SignalledStop]:
         stop.begun()  # no delivery left to fire into another test
         time.sleep(0.5)
         signal.signal(signal.SIGTERM, was)
+        sys.unraisablehook = hook
 
 
 def _interrupted_within(seconds: float, *, send: bool = False) -> bool:
@@ -47,3 +49,38 @@ def test_a_lost_stop_is_asked_for_again_until_it_begins(stop: SignalledStop) -> 
     assert _interrupted_within(1.0), "a stop whose first interrupt was lost is asked again"
     stop.begun()  # the serve's contexts unwind: its shutdown is left alone
     assert not _interrupted_within(0.8)
+
+
+class _Dropped:
+    """An object whose finalizer is where the signal lands (as an asyncio transport's did)."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler runs here, inside the finalizer: Python drops its raise
+
+
+def test_prefects_stop_lost_in_a_finalizer_is_one_line_and_asked_again(
+    stop: SignalledStop, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once Prefect's serve loop has its own SIGTERM handler (raising TerminationSignal), a
+    stop lost in a finalizer printed a traceback and was lost; now it is one line and the
+    signal comes again."""
+    from prefect.exceptions import TerminationSignal
+
+    def prefects(signum: int, frame: object) -> None:
+        raise TerminationSignal(signal=signum)
+
+    signal.signal(signal.SIGTERM, prefects)
+    try:
+        _Dropped()
+    except TerminationSignal:
+        pytest.fail("the finalizer's raise reached the caller: nothing was lost")
+    said = capsys.readouterr().err
+    assert "Traceback" not in said
+    assert "the stop arrived while Python was tidying an object away" in said
+    try:
+        time.sleep(1.0)
+    except TerminationSignal:
+        pass
+    else:
+        pytest.fail("the lost stop was not asked for again")

@@ -122,6 +122,9 @@ def test_sign_in_see_the_morning_act_and_be_refused(desk_url: str, desk_world: D
             expect(page.get_by_role("heading", name="The morning")).to_be_visible()
             expect(page.get_by_text("NEEDS A PERSON")).to_be_visible()
             page.get_by_role("link", name=exception_id).first.click()
+            # each line of the morning opens its exception's own page; the queue is a link away
+            expect(page.get_by_role("heading", name=exception_id, exact=True)).to_be_visible()
+            page.get_by_role("link", name="open exceptions").first.click()
             expect(page.locator(f"tr#{exception_id}")).to_be_visible()
             shot("2-exception-queue")
             row = page.locator(f"tr#{exception_id}")

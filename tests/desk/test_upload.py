@@ -139,6 +139,13 @@ def test_a_clean_sheet_goes_to_the_inbox_as_the_persons_and_is_never_written_ove
     listing = client.get("/orgs/org_demo/upload", headers={"accept": "text/html"})
     assert "q4_upload.csv" in listing.text
     assert "Maria Lopez" in listing.text
+    assert '<td class="state-waiting">waiting</td>' in listing.text
+    morning = client.get("/morning", headers={"accept": "text/html"}).text
+    assert "q4_upload.csv</a>: <strong>waiting</strong>" in morning
+    # another member's morning does not list Maria's uploads as theirs
+    rita = client_of(own_world)
+    sign_in(rita, "rita@example.com")
+    assert "q4_upload.csv" not in rita.get("/morning", headers={"accept": "text/html"}).text
 
 
 def test_the_upload_is_for_analysts_and_above_and_refuses_what_is_not_a_sheet(
@@ -215,6 +222,13 @@ def test_the_upload_is_followed_through_the_night_to_the_distributions_it_create
     assert progress, one.text[:2000]
     assert "processed" in progress[1], progress[1]
     assert 'http-equiv="refresh"' not in one.text  # nothing more to wait for
+    # the analyst's morning says where her upload went, and the upload list too
+    morning = client.get("/morning", headers={"accept": "text/html"}).text
+    mine = re.search(r'<ul class="uploads" id="uploads-org_demo">(.*?)</ul>', morning, re.S)
+    assert mine, morning[:3000]
+    assert "q4_upload.csv</a>: <strong>processed</strong>" in mine[1]
+    listing = client.get("/orgs/org_demo/upload", headers={"accept": "text/html"}).text
+    assert '<td class="state-processed">processed</td>' in listing
     created = re.search(r'<table id="created">(.*?)</table>', one.text, re.S)
     assert created, one.text[:3000]
     assert "Q4 2026 Income Fund II Distribution" in created[1]

@@ -34,6 +34,7 @@ from fundpipe.desk._exceptions_reading import (
 from fundpipe.desk._members import Right
 from fundpipe.desk._reading import DeskOrg, org_morning
 from fundpipe.desk._session import Person
+from fundpipe.desk._upload import RECENT_DAYS, recent_uploads_of
 from fundpipe.desk._web import MEMBER, SIGNED_IN, MemberOrg, SignedIn, page, require, state_of
 from fundpipe.reconcile import acknowledge, assign, comment
 from fundpipe.vocabulary import ExceptionRecord
@@ -51,8 +52,12 @@ BACKS = ("queue", "exception")
 @router.get("/morning", openapi_extra=SIGNED_IN, summary="The morning")
 def morning(request: Request, person: SignedIn) -> Response:
     """One page across the person's organizations: last night's verdict, what to do."""
-    mornings = [org_morning(org) for org in state_of(request).orgs_of(person)]
-    return page(request, "morning.html", mornings=mornings)
+    orgs = state_of(request).orgs_of(person)
+    mornings = [org_morning(org) for org in orgs]
+    uploads = {org.id: recent_uploads_of(request, org, person.email) for org in orgs}
+    return page(
+        request, "morning.html", mornings=mornings, uploads=uploads, recent_days=RECENT_DAYS
+    )
 
 
 def _done(request: Request) -> str | None:

@@ -29,7 +29,7 @@ import tempfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -50,10 +50,12 @@ from fundpipe.sheets.frames import MiB, ReadLimits
 from fundpipe.submit import SHEET_SUFFIXES, InboxDirs, sanitize_name
 from fundpipe.validate import FileReport, Issue, column_letter
 
-__all__ = ["router"]
+__all__ = ["RECENT_DAYS", "recent_uploads_of", "router"]
 
 router = APIRouter()
 
+#: How far back the morning lists a person's own uploads, with where each one is.
+RECENT_DAYS = 3
 #: rows of the sheet drawn in the grid (every problem is listed above it whatever the row)
 GRID_ROWS = 200
 _CHUNK = 1 * MiB
@@ -138,6 +140,14 @@ def _uploads(request: Request, org: DeskOrg) -> list[Upload]:
         return []
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     return [Upload.from_json(line) for line in reversed(lines)]
+
+
+def recent_uploads_of(request: Request, org: DeskOrg, email: str) -> list[tuple[Upload, Progress]]:
+    """The uploads `email` made to `org` in the last RECENT_DAYS days (the desk's clock), newest
+    first, each with where it is in the night: what the morning shows an analyst."""
+    since = state_of(request).desk.clock() - timedelta(days=RECENT_DAYS)
+    mine = [u for u in _uploads(request, org) if u.by_email == email and u.at >= since]
+    return [(u, progress_of(org, u)) for u in mine]
 
 
 def _inbox_url(org: DeskOrg) -> str | None:
@@ -298,7 +308,7 @@ def _page(
         "upload.html",
         status,
         org=org,
-        uploads=_uploads(request, org)[:20],
+        uploads=[(u, progress_of(org, u)) for u in _uploads(request, org)[:20]],
         when=when,
         format_cents=format_cents,
         **context,

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from fundpipe.config import Settings
 from fundpipe.errors import InputError
@@ -133,11 +134,39 @@ class SignalledStop:
     def __init__(self, again_after_s: float = 3.0) -> None:
         self.again_after_s = again_after_s
         self._begun = threading.Event()
+        self._before: Callable[[Any], object] = sys.unraisablehook
 
     def install(self) -> None:
-        """Take SIGTERM over in this process (only the main thread may)."""
+        """Take SIGTERM over in this process (only the main thread may), and catch a stop lost
+        in a finalizer whoever's handler raised it (Prefect's serve loop raises its
+        TerminationSignal): it is said in one line, not a traceback, and the signal delivered
+        again."""
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._interrupt)
+            self._before = sys.unraisablehook
+            sys.unraisablehook = self._lost_in_a_finalizer
+
+    def _lost_in_a_finalizer(self, unraisable: Any) -> None:
+        lost = unraisable.exc_value
+        if not isinstance(lost, BaseException) or isinstance(lost, Exception):
+            self._before(unraisable)  # an error of the object's own, as Python reports it
+            return
+        if not isinstance(lost, KeyboardInterrupt) and type(lost).__name__ != "TerminationSignal":
+            self._before(unraisable)
+            return
+        print(
+            "fundpipe serve: the stop arrived while Python was tidying an object away; "
+            "it is asked for again",
+            file=sys.stderr,
+            flush=True,
+        )
+        if not self._begun.is_set():
+            threading.Thread(
+                target=self._deliver_again,
+                args=(signal.SIGTERM,),
+                name="stop-again",
+                daemon=True,
+            ).start()
 
     def begun(self) -> None:
         """The stop is under way: no signal is delivered again after this."""
