@@ -208,9 +208,13 @@ def reads(files: dict[str, Path], exception_id: str) -> dict[str, Callable[[], o
             params=[exception_id],
         ),
         "close": read("SELECT * FROM period_events ORDER BY period, seq"),
+        # the month's events and the open exceptions its page lists (the first 50 and the
+        # count; a kind count of the report's exceptions was read here before: not what the
+        # page shows)
         "close_month": read(
             "SELECT * FROM period_events WHERE period = ? ORDER BY seq",
-            f"SELECT kind, count(*) FROM {parquet('exceptions')} GROUP BY kind",
+            f"SELECT * FROM {STATES} WHERE state = 'open' ORDER BY first_seen, id LIMIT 50",
+            f"SELECT count(*) FROM {STATES} WHERE state = 'open'",
             params=["2026-11"],
         ),
         "upload": upload,

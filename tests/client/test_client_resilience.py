@@ -21,10 +21,12 @@ from fundclient_helpers import (
     token_response,
 )
 
-import fundpipe.app  # noqa: F401 - the process's retry hooks, as fundpipe runs them
+from fundpipe.app import quiet_retries
 from fundpipe.client import FundClient, errors, idempotency_key
 from fundpipe.client._ratelimit import GUARD_MARGIN_S, RateGate
 from fundpipe.keys import CanonicalBody, canonical_json
+
+quiet_retries()  # the process's retry hooks, as fundpipe runs them
 
 DIST = {
     "name": "Q4 2026",

@@ -218,3 +218,54 @@ def test_a_comment_in_the_record_comes_back_with_a_restore(
         "desk:local",
         "asked the bank for the trace",
     )
+
+
+def test_a_tally_is_every_exception_folded_then_filtered_ordered_and_cut_to_its_page(
+    settings: Settings, known_warehouse: Warehouse, tmp_path: Path
+) -> None:
+    """The desk's queue, morning and month read a page of the open exceptions computed in the
+    warehouse: it is what folding every one, filtering, ordering and cutting gives."""
+    from collections import Counter
+
+    from fundpipe.reconcile import tally_exceptions
+    from fundpipe.vocabulary import kind_words
+
+    _run(settings, tmp_path, 0)
+    every = list_exceptions(known_warehouse, state="open")
+    assert len(every) >= 4, "the known world has too few exceptions to page through"
+    assign(known_warehouse, every[0].id, to="Ana <ana@example.com>", by="ana", now=NOW)
+    acked = every[1].id
+    acknowledge(known_warehouse, acked, note="seen", by="ana", now=NOW)
+    _run(settings, tmp_path, 3)  # three days on: ages of 3 days, and one new at 0 if any
+    every = list_exceptions(known_warehouse, state="open")
+    orders = {
+        "age": lambda e: (-e.age_days, e.id),
+        "amount": lambda e: (e.amount_cents is None, -abs(e.amount_cents or 0), e.id),
+        "kind": lambda e: (kind_words(e.kind).lower(), -e.age_days, e.id),
+    }
+    filters = [
+        ({}, lambda e: True),
+        ({"kind": every[-1].kind}, lambda e: e.kind == every[-1].kind),
+        ({"owner": "Ana <ana@example.com>"}, lambda e: e.owner == "Ana <ana@example.com>"),
+        ({"unowned": True}, lambda e: not e.owner),
+        ({"min_age": 1}, lambda e: e.age_days >= 1),
+    ]
+    for order, key in orders.items():
+        for asked, keeps in filters:
+            kept = sorted((e for e in every if keeps(e)), key=key)
+            for offset in (0, 2):
+                found = tally_exceptions(
+                    known_warehouse, order=order, offset=offset, limit=2, **asked
+                )
+                where = f"{order} {asked} from {offset}"
+                assert found.shown == tuple(kept[offset : offset + 2]), where
+                assert found.matching == len(kept), where
+                assert found.count == len(every), where
+                assert found.total_cents == sum(e.amount_cents or 0 for e in every), where
+                assert set(found.kinds) == {e.kind for e in every}, where
+                assert set(found.owners) == {e.owner for e in every if e.owner}, where
+                rest = Counter(e.kind for e in kept[offset + 2 :])
+                assert dict(found.after_by_kind) == dict(rest), where
+    acknowledged = tally_exceptions(known_warehouse, state="acknowledged")
+    assert [(e.id, e.state) for e in acknowledged.shown] == [(acked, "acknowledged")]
+    assert acked not in {e.id for e in every}

@@ -138,3 +138,41 @@ def test_a_ledger_read_only_is_none_until_one_was_written(tmp_path: Path) -> Non
     with read_ledger(path) as ledger:
         assert ledger is not None
         assert ledger.file_state("abc") == "processed"
+
+
+def test_shared_reads_are_one_connection_closed_after_so_a_writer_gets_the_file(
+    tmp_path: Path,
+) -> None:
+    """A desk page's reads share one connection (a cursor each, its variables its own, usable
+    from two threads at once) and close it when the page is done: the night can write."""
+    import contextvars
+    import threading
+
+    from fundpipe.warehouse import shared_reads
+
+    warehouse = Warehouse(tmp_path / "warehouse.duckdb")
+    warehouse.migrate()
+    with shared_reads():
+        with warehouse.read() as one:
+            one.execute("SET VARIABLE as_of = DATE '2026-11-30'")
+            with warehouse.read() as two:
+                assert two.execute("SELECT getvariable('as_of')").fetchone() == (None,)
+                assert two.execute("SELECT current_setting('TimeZone')").fetchone() == ("UTC",)
+        seen: list[object] = []
+
+        def count() -> None:
+            with warehouse.read() as con:
+                seen.append(con.execute("SELECT count(*) FROM syncs").fetchone())
+
+        threads = [
+            threading.Thread(target=contextvars.copy_context().run, args=(count,)) for _ in range(2)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [(0,), (0,)]
+    with warehouse.transaction() as con:  # nothing of the page holds the file any more
+        con.execute("CREATE TABLE written_after (x INTEGER)")
+    with warehouse.read() as con:
+        assert con.execute("SELECT count(*) FROM written_after").fetchone() == (0,)

@@ -13,6 +13,7 @@ Each route says who may open it in its OpenAPI description (``x-desk-access``: `
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
 from datetime import timedelta
@@ -39,6 +40,7 @@ from fundpipe.desk._web import (
     person_or_none,
     session_of,
 )
+from fundpipe.warehouse import shared_reads
 
 __all__ = ["DeskState", "create_app"]
 
@@ -94,8 +96,12 @@ def create_app(desk: Desk) -> FastAPI:
             )
             session = Session()
         request.state.session = session.touched(now)
+        # a page's figures come from one read-only connection per warehouse (a GET writes
+        # nothing; an act's POST opens its own, for writing)
+        reads = shared_reads() if request.method == "GET" else contextlib.nullcontext()
         try:
-            response: StarletteResponse = await call_next(request)
+            with reads:
+                response: StarletteResponse = await call_next(request)
         except Exception as exc:  # a fault becomes one line on the page, never a traceback
             response = _faultpage(request, exc, state)
         response.headers.update(security_headers(form_targets=form_targets))

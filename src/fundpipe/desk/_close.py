@@ -9,7 +9,9 @@ the library (the same person reviewing, a month not yet ended) is shown on the m
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -18,7 +20,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from fundpipe.desk._members import Right
-from fundpipe.desk._reading import DeskOrg, open_exceptions
+from fundpipe.desk._reading import DeskOrg, open_tally
 from fundpipe.desk._session import Person
 from fundpipe.desk._web import MEMBER, MemberOrg, SignedIn, page, require, state_of
 from fundpipe.reconcile import (
@@ -80,7 +82,14 @@ def _month_page(
     status: int = 200,
 ) -> Response:
     members = state_of(request).members
-    month = _month(request, org, period)
+    # the open exceptions are read beside the month, in a thread (a cursor each, inside the
+    # page's `fundpipe.warehouse.shared_reads`)
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        open_now = beside.submit(
+            contextvars.copy_context().run, open_tally, org, order="age", limit=OPEN_LISTED
+        )
+        month = _month(request, org, period)
+        listed = open_now.result()
     # the person who closed it is offered no review of it (the library refuses one anyway)
     prepared_it = (
         identity_of(month.state.prepared_os_user) == person.identity
@@ -92,8 +101,7 @@ def _month_page(
         status,
         org=org,
         month=month,
-        exceptions=open_exceptions(org),
-        listed=OPEN_LISTED,
+        open_now=listed,
         may_close=members.may(person.email, org.id, Right.CLOSE),
         may_review=members.may(person.email, org.id, Right.REVIEW) and not prepared_it,
         prepared_it=prepared_it,

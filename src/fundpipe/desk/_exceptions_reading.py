@@ -7,14 +7,14 @@ the warehouse and the durable record as the CLI writes it, by the signed-in pers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from urllib.parse import urlencode
 
 from fundpipe.desk._members import Member, Members
-from fundpipe.desk._reading import DeskOrg, open_exceptions
+from fundpipe.desk._reading import DeskOrg, open_tally
 from fundpipe.desk._session import Person
 from fundpipe.reconcile import (
     HISTORY_COLUMNS,
@@ -85,16 +85,6 @@ class QueueView:
     #: Which page of QUEUE_PAGE exceptions (1 is the first).
     page: int = 1
 
-    def keeps(self, e: ExceptionRecord) -> bool:
-        """Whether ``e`` passes the filters."""
-        if self.kind is not None and e.kind != self.kind:
-            return False
-        if self.owner == UNASSIGNED and e.owner:
-            return False
-        if self.owner not in (None, UNASSIGNED) and e.owner != self.owner:
-            return False
-        return self.min_age is None or e.age_days >= self.min_age
-
     @property
     def filtered(self) -> bool:
         """Whether any filter is set."""
@@ -134,16 +124,6 @@ def queue_view(query: Mapping[str, str]) -> QueueView:
     )
 
 
-def _ordered(found: Sequence[ExceptionRecord], sort: Sort) -> list[ExceptionRecord]:
-    if sort is Sort.AMOUNT:  # the largest first, whichever its sign; one without an amount last
-        return sorted(
-            found, key=lambda e: (e.amount_cents is None, -abs(e.amount_cents or 0), e.id)
-        )
-    if sort is Sort.KIND:
-        return sorted(found, key=lambda e: (kind_words(e.kind).lower(), -e.age_days, e.id))
-    return sorted(found, key=lambda e: (-e.age_days, e.id))
-
-
 @dataclass(frozen=True, slots=True)
 class Queue:
     """The open exceptions a view shows (its page of them), and the choices of its filters."""
@@ -160,18 +140,27 @@ class Queue:
 
 
 def queue(org: DeskOrg, view: QueueView) -> Queue:
-    """The organization's open exceptions that ``view`` keeps, in its order."""
-    found = open_exceptions(org)
-    kinds = sorted({e.kind for e in found}, key=lambda k: kind_words(k).lower())
-    kept = _ordered([e for e in found if view.keeps(e)], view.sort)
+    """The organization's open exceptions that ``view`` keeps, in its order: its page of them
+    (the filtering, ordering and paging are the warehouse's, not a fold of every one)."""
     first = (view.page - 1) * QUEUE_PAGE
+    found = open_tally(
+        org,
+        kind=view.kind,
+        owner=None if view.owner == UNASSIGNED else view.owner,
+        unowned=view.owner == UNASSIGNED,
+        min_age=view.min_age,
+        order=view.sort.value,
+        offset=first,
+        limit=QUEUE_PAGE,
+    )
+    kinds = sorted(found.kinds, key=lambda k: kind_words(k).lower())
     return Queue(
-        shown=tuple(kept[first : first + QUEUE_PAGE]),
-        open_count=len(found),
-        matching=len(kept),
+        shown=found.shown,
+        open_count=found.count,
+        matching=found.matching,
         first=first,
         kinds=tuple((k, kind_words(k)) for k in kinds),
-        owners=tuple(sorted({e.owner for e in found if e.owner}, key=str.lower)),
+        owners=tuple(sorted(found.owners, key=str.lower)),
     )
 
 

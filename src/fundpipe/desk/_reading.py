@@ -6,20 +6,23 @@ reading and a person's acts are `fundpipe.desk._exceptions_reading`.)
 
 from __future__ import annotations
 
-from collections import Counter
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
 from fundpipe.orgs import Among, every_org_settings
 from fundpipe.reconcile import (
+    ExceptionTally,
     FiledReport,
     filed_reports,
     filed_summary,
     latest_as_of,
-    list_exceptions,
+    tally_exceptions,
 )
 from fundpipe.vocabulary import ExceptionRecord, ExceptionState, Verdict, kind_words
 from fundpipe.warehouse import Warehouse
@@ -31,7 +34,7 @@ __all__ = [
     "OrgMorning",
     "ToDo",
     "desk_orgs",
-    "open_exceptions",
+    "open_tally",
     "org_morning",
 ]
 
@@ -175,12 +178,12 @@ def _figures(
     return figures, counts
 
 
-def open_exceptions(org: DeskOrg) -> list[ExceptionRecord]:
-    """The organization's open exceptions, oldest first (none before its first night)."""
+def open_tally(org: DeskOrg, **asked: Any) -> ExceptionTally:
+    """The organization's open exceptions as ``asked`` (`fundpipe.reconcile.tally_exceptions`:
+    filters, order, the page); none before its first night."""
     if not org.warehouse_file.exists():
-        return []
-    found = list_exceptions(Warehouse(org.warehouse_file), state=ExceptionState.OPEN)
-    return sorted(found, key=lambda e: (-e.age_days, e.id))
+        return ExceptionTally((), 0, 0, (), (), 0, ())
+    return tally_exceptions(Warehouse(org.warehouse_file), state=ExceptionState.OPEN, **asked)
 
 
 def _line(e: ExceptionRecord) -> ToDo:
@@ -197,30 +200,36 @@ def _line(e: ExceptionRecord) -> ToDo:
 MORNING_LINES = 20
 
 
-def _more_by_kind(rest: list[ExceptionRecord]) -> tuple[tuple[str, str, int], ...]:
-    counts = Counter(e.kind for e in rest)
+def _more_by_kind(rest: tuple[tuple[str, int], ...]) -> tuple[tuple[str, str, int], ...]:
     return tuple(
         (kind, kind_words(kind), n)
-        for kind, n in sorted(counts.items(), key=lambda kn: (-kn[1], kind_words(kn[0])))
+        for kind, n in sorted(rest, key=lambda kn: (-kn[1], kind_words(kn[0])))
     )
 
 
 def org_morning(org: DeskOrg) -> OrgMorning:
     """The organization's morning from its warehouse and reports: NEEDS A PERSON while an
     exception is open, one line per open exception; its health and the latest night's Summary
-    figures from its filed reports."""
-    found = open_exceptions(org)
+    figures from its filed reports. The figures are read beside the exceptions, in a thread
+    (inside `fundpipe.warehouse.shared_reads`, each has its own cursor of one connection)."""
     reports = filed_reports(org.settings.local.reports_folder)
     nights = _nights(reports)
-    figures, counts = _figures(org, nights[0]) if nights else ((), ())
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        read = (
+            beside.submit(contextvars.copy_context().run, _figures, org, nights[0])
+            if nights
+            else None
+        )
+        found = open_tally(org, order="age", limit=MORNING_LINES)
+        figures, counts = read.result() if read is not None else ((), ())
     return OrgMorning(
         org=org,
         as_of=latest_as_of(org.settings.local.reports_folder),
-        verdict=Verdict.NEEDS_A_PERSON if found else Verdict.OK,
-        to_do=tuple(_line(e) for e in found[:MORNING_LINES]),
-        open_cents=sum(e.amount_cents or 0 for e in found),
-        open_count=len(found),
-        more=_more_by_kind(found[MORNING_LINES:]),
+        verdict=Verdict.NEEDS_A_PERSON if found.count else Verdict.OK,
+        to_do=tuple(_line(e) for e in found.shown),
+        open_cents=found.total_cents,
+        open_count=found.count,
+        more=_more_by_kind(found.after_by_kind),
         health=health_of(reports),
         figures=figures,
         counts=counts,

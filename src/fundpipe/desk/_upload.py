@@ -27,7 +27,7 @@ import json
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -147,7 +147,7 @@ def recent_uploads_of(request: Request, org: DeskOrg, email: str) -> list[tuple[
     first, each with where it is in the night: what the morning shows an analyst."""
     since = state_of(request).desk.clock() - timedelta(days=RECENT_DAYS)
     mine = [u for u in _uploads(request, org) if u.by_email == email and u.at >= since]
-    return [(u, progress_of(org, u)) for u in mine]
+    return list(zip(mine, progresses_of(org, mine), strict=True))
 
 
 def _inbox_url(org: DeskOrg) -> str | None:
@@ -303,12 +303,13 @@ def _record(request: Request, org: DeskOrg, upload: Upload) -> None:
 def _page(
     request: Request, org: DeskOrg, person: Person, status: int = 200, **context: Any
 ) -> Response:
+    listed = _uploads(request, org)[:20]
     return page(
         request,
         "upload.html",
         status,
         org=org,
-        uploads=[(u, progress_of(org, u)) for u in _uploads(request, org)[:20]],
+        uploads=list(zip(listed, progresses_of(org, listed), strict=True)),
         when=when,
         format_cents=format_cents,
         **context,
@@ -428,7 +429,29 @@ def taken_words(where: str) -> str:
 def progress_of(org: DeskOrg, upload: Upload) -> Progress:
     """Where ``upload`` is now: the warehouse's ledger says processed, rejected or in
     conflict; else the inbox says whether it still waits or a worker took it."""
-    known = _ledger_rows(org, [upload.file_hash]).get(upload.file_hash)
+    return progresses_of(org, [upload])[0]
+
+
+def progresses_of(org: DeskOrg, uploads: Sequence[Upload]) -> list[Progress]:
+    """Where each of ``uploads`` is now, as :func:`progress_of` says it: the ledger read once
+    for them all, and the inbox and the folders beside it listed once, when one is needed."""
+    ledger = _ledger_rows(org, [u.file_hash for u in uploads])
+    taken: dict[str, str] | None = None
+    found = []
+    for upload in uploads:
+        known = ledger.get(upload.file_hash)
+        if known is None or known[0] not in {"rejected", "conflict", "processed"}:
+            taken = _names_taken(org) if taken is None else taken
+        found.append(_progress(org, upload, known, taken))
+    return found
+
+
+def _progress(
+    org: DeskOrg,
+    upload: Upload,
+    known: tuple[str, str] | None,
+    taken: Mapping[str, str] | None,
+) -> Progress:
     if known is not None and known[0] in {"rejected", "conflict"}:
         problems, more = _rejected_problems(org, upload.name)
         tail = (f"and {more} more in its error report",) if more else ()
@@ -441,7 +464,7 @@ def progress_of(org: DeskOrg, upload: Upload) -> Progress:
         return Progress(known[0], words, problems=problems + tail)
     if known is not None and known[0] == "processed":
         return Progress("processed", "Processed by the night.", _distributions(org, upload))
-    where = _names_taken(org).get(upload.name)
+    where = (taken or {}).get(upload.name)
     if where == "inbox":
         return Progress("waiting", "Waiting in the inbox for the next night (or the watcher).")
     if where == "processing" or known is not None:

@@ -32,6 +32,8 @@ Other packages import from here, never from a module of this package:
 - `RIGHT_ALIGNED` — the columns of either that are figures
 - `history` — an exception's events
 - `list_exceptions` — the exceptions and their states
+- `tally_exceptions` — one page of them, filtered and ordered, with the counts around it
+- `ExceptionTally` — what `tally_exceptions` returns: the page and the counts around it
 - `PeriodDecision` — one decision about a period (closed, reviewed, …)
 - `record_decision` — record a period decision as an event
 - `export_audit` — an auditor's export of a span's exception and period events and syncs
@@ -91,11 +93,13 @@ if TYPE_CHECKING:
         STATES,
         ExceptionEvent,
         ExceptionNotFoundError,
+        ExceptionTally,
         acknowledge,
         assign,
         comment,
         history,
         list_exceptions,
+        tally_exceptions,
     )
     from fundpipe.reconcile.nightfiles import report_problems
     from fundpipe.reconcile.periods import PeriodDecision, record_decision
@@ -121,6 +125,7 @@ __all__ = [
     "CloseResult",
     "ExceptionEvent",
     "ExceptionNotFoundError",
+    "ExceptionTally",
     "FiledReport",
     "PeriodDecision",
     "ReconcileResult",
@@ -152,6 +157,7 @@ __all__ = [
     "review_period",
     "signoffs",
     "span",
+    "tally_exceptions",
     "verify_period",
     "workbook_summary",
 ]
@@ -175,6 +181,8 @@ _HOMES = {
     "log_row": "history_words",
     "history": "lifecycle",
     "list_exceptions": "lifecycle",
+    "tally_exceptions": "lifecycle",
+    "ExceptionTally": "lifecycle",
     "latest_as_of": "folders",
     "FiledReport": "folders",
     "filed_reports": "folders",

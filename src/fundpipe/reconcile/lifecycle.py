@@ -30,6 +30,8 @@ Longer than ~400 lines because the events, the SQL that folds them and every wri
 from __future__ import annotations
 
 import getpass
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from fundpipe.vocabulary import ExceptionRecord, ExceptionState, what_to_do
+from fundpipe.vocabulary import KINDS, ExceptionRecord, ExceptionState, kind_words, what_to_do
 from fundpipe.warehouse import Warehouse, records, transaction
 
 if TYPE_CHECKING:
@@ -47,9 +49,11 @@ __all__ = [
     "EVENTS",
     "EVENT_COLUMNS",
     "EXCEPTION_COLUMNS",
+    "ORDERS",
     "STATES",
     "ExceptionEvent",
     "ExceptionNotFoundError",
+    "ExceptionTally",
     "Lifecycle",
     "acknowledge",
     "assign",
@@ -57,6 +61,7 @@ __all__ = [
     "history",
     "list_exceptions",
     "os_user",
+    "tally_exceptions",
     "track",
 ]
 
@@ -154,8 +159,9 @@ class Lifecycle:
         return len(self.opened) + len(self.still_open)
 
 
-def _states_sql(cutoff: str) -> str:
-    """The states as of `cutoff` (SQL), with last seen: the last run that saw an unresolved one."""
+def _states_sql(cutoff: str, ids: str = "CAST(NULL AS VARCHAR[])") -> str:
+    """The states as of `cutoff` (SQL), with last seen: the last run that saw an unresolved one;
+    of the exceptions `ids` only (SQL: a list, or a parameter of one) when given."""
     return f"""
         SELECT s.id, s.kind, s.state, s.first_seen,
                CASE WHEN s.state = 'resolved' THEN s.resolved_on
@@ -166,7 +172,7 @@ def _states_sql(cutoff: str) -> str:
                s.acknowledged_by, s.acknowledged_at, s.note, s.vehicle, s.object_type,
                s.object_id, s.source_file, s."row", s.amount_cents, s.what, s.action, s.owner,
                s.acknowledged_amount_cents
-        FROM exception_states({cutoff}) s
+        FROM exception_states_of({cutoff}, {ids}) s
     """
 
 
@@ -177,10 +183,11 @@ def _rows(
     as_of: date,
     *,
     cutoff: str = _ALL,
+    ids: str = "CAST(NULL AS VARCHAR[])",
 ) -> list[ExceptionRecord]:
     rows = records(
         con,
-        f"SELECT {EXCEPTION_COLUMNS} FROM ({_states_sql(cutoff)}) WHERE {where} "
+        f"SELECT {EXCEPTION_COLUMNS} FROM ({_states_sql(cutoff, ids)}) WHERE {where} "
         "ORDER BY kind, vehicle NULLS FIRST, id",
         params,
     )
@@ -339,6 +346,117 @@ def list_exceptions(
         return _rows(con, where, params, as_of)
 
 
+#: The orders :func:`tally_exceptions` can list in (each ends with the id, so it is total).
+ORDERS = ("age", "amount", "kind")
+_ORDER_SQL = {
+    "age": "_age DESC, id",
+    # the largest first, whichever its sign; one without an amount last
+    "amount": "amount_cents IS NULL, abs(amount_cents) DESC, id",
+    "kind": "coalesce(list_extract($kind_words, list_position($kind_keys, kind)), "
+    "lower(trim(replace(kind, '_', ' ')))), _age DESC, id",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionTally:
+    """One page of the exceptions in a state that a filter keeps, with the counts around it:
+    what a queue, a morning or a month's page shows without folding every exception."""
+
+    #: the page asked for, in its order
+    shown: tuple[ExceptionRecord, ...]
+    #: every exception in the state (unfiltered), and their amounts summed
+    count: int
+    total_cents: int
+    #: the kinds and the owners among them
+    kinds: tuple[str, ...]
+    owners: tuple[str, ...]
+    #: how many the filter keeps, and those past the page, by kind (most first)
+    matching: int
+    after_by_kind: tuple[tuple[str, int], ...]
+
+
+def _used(sql: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The named parameters ``sql`` uses (DuckDB refuses one it does not)."""
+    return {k: v for k, v in params.items() if re.search(rf"\${k}\b", sql)}
+
+
+def tally_exceptions(
+    warehouse: Warehouse,
+    *,
+    state: str = ExceptionState.OPEN,
+    kind: str | None = None,
+    owner: str | None = None,
+    unowned: bool = False,
+    min_age: int | None = None,
+    order: str = "age",
+    offset: int = 0,
+    limit: int = 100,
+) -> ExceptionTally:
+    """The exceptions in ``state`` that the filters keep (a kind, an owner or none, a least
+    age in days), the ``limit`` of them from ``offset`` in ``order`` (``ORDERS``; ``kind``
+    lists the kinds by their words), aged to the last run's date, as
+    :func:`list_exceptions` ages them. Computed in the warehouse: only the page is read out."""
+    if state not in STATES:
+        raise ValueError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    kept = ["true"]
+    params: dict[str, Any] = {"state": str(state)}
+    if kind is not None:
+        kept.append("kind = $kind")
+        params["kind"] = kind
+    if unowned:
+        kept.append("coalesce(owner, '') = ''")
+    elif owner is not None:
+        kept.append("owner = $owner")
+        params["owner"] = owner
+    if min_age is not None:
+        kept.append("_age >= $min_age")
+        params["min_age"] = min_age
+    where = " AND ".join(kept)
+    params.update(first=offset, end=offset + limit)
+    if order == "kind":  # by the kind's words, as `kind_words` says them (an unknown one too)
+        known = sorted(KINDS, key=lambda k: kind_words(k).lower())
+        params["kind_keys"] = [str(k) for k in known]
+        params["kind_words"] = [kind_words(k).lower() for k in known]
+    # one pass over the state's exceptions, folded on the columns a filter, an order or a count
+    # reads: the counts, the page's ids and the kinds of those past it; then the page's own
+    # rows, every column of them
+    ordered = _ORDER_SQL[order]
+    sql = f"""
+        SELECT count(*), coalesce(sum(amount_cents), 0),
+               coalesce(list(DISTINCT kind) FILTER (WHERE kind IS NOT NULL), []),
+               coalesce(list(DISTINCT owner) FILTER (WHERE coalesce(owner, '') <> ''), []),
+               count(*) FILTER (WHERE {where}),
+               coalesce((list(id ORDER BY {ordered}) FILTER (WHERE {where}))[$first + 1:$end], []),
+               coalesce((list(coalesce(kind, '') ORDER BY {ordered})
+                         FILTER (WHERE {where}))[$end + 1:], [])
+        FROM (
+            SELECT id, kind, owner, amount_cents,
+                   greatest(date_diff('day', coalesce(first_seen, $as_of),
+                                      coalesce(resolved_on, $as_of)), 0) AS _age
+            FROM exception_states({_ALL}) WHERE state = $state
+        )
+    """
+    with warehouse.read() as con:
+        as_of = _last_run(con) or datetime.now(UTC).date()
+        params["as_of"] = as_of
+        head = con.execute(sql, _used(sql, params)).fetchone()
+        assert head is not None
+        count, total, kinds, owners, matching, ids, past = head
+        rows = _rows(con, "true", [ids], as_of, ids="?::VARCHAR[]") if ids else []
+    at = {exception_id: i for i, exception_id in enumerate(ids)}
+    return ExceptionTally(
+        shown=tuple(sorted(rows, key=lambda e: at[e.id])),
+        count=int(count),
+        total_cents=int(total),
+        kinds=tuple(kinds),
+        owners=tuple(owners),
+        matching=int(matching),
+        after_by_kind=tuple(sorted(Counter(past).items(), key=lambda kn: (-kn[1], kn[0]))),
+    )
+
+
 def _current_state(con: duckdb.DuckDBPyConnection, exception_id: str) -> tuple[str, int | None]:
     found = con.execute(
         f"SELECT state, amount_cents FROM exception_states({_ALL}) WHERE id = ?", [exception_id]
@@ -382,7 +500,7 @@ def _person_event(
         if record is not None:  # the durable record (fundpipe.record.record_decision)
             record(event, {"exception_events": [row]}, now)
         as_of = _last_run(con) or now.astimezone(UTC).date()
-        return _rows(con, "id = ?", [exception_id], as_of)[0]
+        return _rows(con, "true", [[exception_id]], as_of, ids="?::VARCHAR[]")[0]
 
 
 def acknowledge(
@@ -485,7 +603,7 @@ def history(
     """
     with warehouse.read() as con:
         as_of = _last_run(con) or datetime.now(UTC).date()
-        found = _rows(con, "id = ?", [exception_id], as_of)
+        found = _rows(con, "true", [[exception_id]], as_of, ids="?::VARCHAR[]")
         if not found:
             raise ExceptionNotFoundError(f"no exception {exception_id}")
         rows = records(

@@ -7,6 +7,7 @@ period close; :func:`filed_summary` for a report filed before, the desk's); :fun
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from fundpipe.reconcile.signoff import SignOff, signed_months
 from fundpipe.reconcile.tabs import tie_out_lines
 from fundpipe.reports import RejectedLine, WorkbookSummary
 from fundpipe.vocabulary import kind_words
-from fundpipe.warehouse import connect
+from fundpipe.warehouse import scratch
 
 __all__ = [
     "ReconcileSummary",
@@ -118,10 +119,11 @@ def summarise(
     run_at: datetime,
     last_sync: tuple[str | None, datetime | None],
     organization: str = "",
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> ReconcileSummary:
-    """Totals and exception counts, computed from the exported Parquet files."""
-    con = connect()  # in-memory: a query over the exported Parquet files
-    try:
+    """Totals and exception counts, computed from the exported Parquet files (on ``con``, an
+    open connection, when given; else on an in-memory one)."""
+    with scratch() if con is None else nullcontext(con) as con:
 
         def one(sql: str) -> tuple[int, ...]:
             row = con.execute(sql).fetchone()
@@ -172,8 +174,6 @@ def summarise(
                 f"read_parquet('{sql_literal(str(parquet['exceptions']))}') GROUP BY kind ORDER BY kind"
             ).fetchall()
         }
-    finally:
-        con.close()
     return ReconcileSummary(
         as_of=as_of,
         run_at=run_at,
@@ -391,22 +391,25 @@ def filed_summary(settings: Settings, report: FiledReport) -> ReconcileSummary:
     period = None
     signed: list[SignOff] = []
     organization = settings.service.org_id or ""
-    if settings.local.warehouse_file.exists():
-        with Warehouse(settings.local.warehouse_file).read() as con:
+    exists = settings.local.warehouse_file.exists()
+    with Warehouse(settings.local.warehouse_file).read() if exists else nullcontext() as con:
+        if con is not None:
             last_sync = last_sync_of(con, report.as_of, report.reporting_timezone, report.known_at)
             period = period_state(
                 con, period_of(report.as_of), before=report.known_at + timedelta(microseconds=1)
             )
             organization = organization or organization_of(con, settings)
             signed = signed_months(con, zone=report.reporting_timezone, known_at=report.known_at)
-    return replace(
-        summarise(
+        summary = summarise(
             parquet,
             as_of=report.as_of,
             run_at=report.run_at,
             last_sync=last_sync,
             organization=organization,
-        ),
+            con=con,
+        )
+    return replace(
+        summary,
         reporting_timezone=report.reporting_timezone,
         materiality_cents=settings.pipeline.materiality,
         organization_name=settings.service.org_name,

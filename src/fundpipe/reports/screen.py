@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fundpipe.cents import format_cents
@@ -60,6 +62,23 @@ def _text(value: Any, kind: str) -> str:
     return str(value)
 
 
+def _lines(
+    rows: pa.Table | pa.RecordBatch, names: list[str], kinds: list[str], source: SheetSource
+) -> list[tuple[str, ...]]:
+    """Each of ``rows`` as the page shows it: words for codes, money in dollars."""
+    if isinstance(rows, pa.Table):
+        batches = rows.combine_chunks().to_batches()
+        if not batches:
+            return []
+        rows = batches[0]
+    shown = _in_words(rows, source.words)
+    columns = [shown.column(n).to_pylist() for n in names]
+    return [
+        tuple(_text(c[i], k) for c, k in zip(columns, kinds, strict=True))
+        for i in range(shown.num_rows)
+    ]
+
+
 def screen_table(source: SheetSource, limit: int = 500) -> ScreenTable:
     """The first ``limit`` rows of ``source`` as its tab shows them (the columns before its
     details, less the ids its names stand for), and its Total row(s)."""
@@ -72,23 +91,25 @@ def screen_table(source: SheetSource, limit: int = 500) -> ScreenTable:
     kinds = [_column_kind(pf.schema_arrow.field(n)) for n in names]
     flag = source.total_rows if source.total_rows in pf.schema_arrow.names else None
     read = [*names, flag] if flag else names
-    rows: list[tuple[str, ...]] = []
-    totals: list[tuple[str, ...]] = []
     count = pf.metadata.num_rows
-    for batch in pf.iter_batches(batch_size=min(max(limit, 1), 65_536), columns=read):
-        shown = _in_words(batch, source.words)
-        flags = shown.column(flag).to_pylist() if flag else [False] * shown.num_rows
-        columns = [shown.column(n).to_pylist() for n in names]
-        for i, is_total in enumerate(flags):
-            line = tuple(_text(c[i], k) for c, k in zip(columns, kinds, strict=True))
-            if is_total:
-                totals.append(line)
-            elif len(rows) < limit:
-                rows.append(line)
-        if len(rows) >= limit and not flag:
-            break
     if flag:
+        # a tab with total rows (Tie-out: one per vehicle and the grand total) marks them in a
+        # column: its rows are cut in Arrow and only those shown become text
+        table = pf.read(columns=read)
+        marked = pc.fill_null(table.column(flag), False)
+        picked = table.filter(pc.invert(marked)).slice(0, max(limit, 0))
+        rows, totals = (
+            _lines(picked, names, kinds, source),
+            _lines(table.filter(marked), names, kinds, source),
+        )
         count -= len(totals)
+    else:
+        rows = []
+        totals = []
+        for batch in pf.iter_batches(batch_size=min(max(limit, 1), 65_536), columns=read):
+            rows += _lines(batch.slice(0, limit - len(rows)), names, kinds, source)
+            if len(rows) >= limit:
+                break
     if source.totals and count:
         batch = totals_batch(pf, names, kinds, flag)
         totals.append(

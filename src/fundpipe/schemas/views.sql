@@ -685,8 +685,13 @@ FROM raw r
 LEFT JOIN vehicles v ON v.id = r.vehicle
 LEFT JOIN entities e ON e.id = r.entity;
 
-CREATE MACRO exception_states(cutoff) AS TABLE
-WITH e AS (SELECT * FROM exception_events WHERE event_at < cutoff)
+-- `exception_states_of(cutoff, ids)`: the same fold for the exceptions `ids` only (a page of
+-- them: the events of other exceptions are never read), every one when `ids` is NULL.
+CREATE MACRO exception_states_of(cutoff, ids) AS TABLE
+WITH e AS (
+    SELECT * FROM exception_events
+    WHERE event_at < cutoff AND (ids IS NULL OR list_contains(ids, exception_id))
+)
 SELECT
     exception_id AS id,
     arg_max(CASE event WHEN 'acknowledged' THEN 'acknowledged' WHEN 'resolved' THEN 'resolved'
@@ -714,6 +719,9 @@ SELECT
     arg_max(action, seq) FILTER (WHERE kind IS NOT NULL) AS action
 FROM e
 GROUP BY exception_id;
+
+CREATE MACRO exception_states(cutoff) AS TABLE
+SELECT * FROM exception_states_of(cutoff, CAST(NULL AS VARCHAR[]));
 
 -- The months closed as known at the knowledge time: the last close or reopening is a close.
 -- `cutoff` is that close's knowledge time (what its report read).

@@ -8,6 +8,7 @@ Other packages import from here, never from a module of this package:
 - `SCHEMA_FILE` — the warehouse's versioned migrations (`schemas/warehouse.sql`)
 - `lock_holder` — who holds a DuckDB file's lock, for the error that names them
 - `records` — a query's rows as dicts keyed by column
+- `shared_reads` — one read-only connection per file for every `read()` inside the block
 - `connect` — every DuckDB connection: a file (read-only when asked) or in memory
 - `scratch` — a throw-away in-memory connection, closed after the block
 - `transaction` — BEGIN … COMMIT, ROLLBACK on any error: the one hand-written block
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         WarehouseLockedError,
         lock_holder,
         records,
+        shared_reads,
     )
     from fundpipe.warehouse.integrity import faults_named, refuse_damaged, writing
     from fundpipe.warehouse.known import (
@@ -77,6 +79,7 @@ __all__ = [
     "records",
     "refuse_damaged",
     "scratch",
+    "shared_reads",
     "transaction",
     "writing",
 ]
@@ -88,6 +91,7 @@ _HOMES = {
     "SCHEMA_FILE": "file",
     "lock_holder": "file",
     "records": "file",
+    "shared_reads": "file",
     "connect": "connection",
     "scratch": "connection",
     "transaction": "connection",

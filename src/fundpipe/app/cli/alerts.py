@@ -21,7 +21,6 @@ from fundpipe.app.cli.common import (
     user_errors,
 )
 from fundpipe.app.cli.help_text import Typer
-from fundpipe.config.orchestration import hh_mm
 from fundpipe.errors import ConfigurationError, InputError
 
 alerts_app = Typer(
@@ -66,6 +65,8 @@ def install_command(
             raise InputError("--webhook must be an http:// or https:// URL")
         settings = settings_for()
         complete_by = complete_by or settings.orchestration.complete_by
+        from fundpipe.config.orchestration import hh_mm
+
         try:  # the option follows the rule of FUNDPIPE_COMPLETE_BY
             deadline = time.fromisoformat(hh_mm(complete_by))
         except ValueError as exc:

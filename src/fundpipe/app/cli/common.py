@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from fundpipe.config import Settings
 from fundpipe.errors import ExitCode, InternalError, as_fundpipe_error
 
 if TYPE_CHECKING:
+    from fundpipe.config import Settings
     from fundpipe.orgs import OrgSettings
 
 console = Console()
@@ -60,6 +60,8 @@ def prefect_defaults(verbose: bool = False) -> None:
 
 def settings_for(data_dir: Path | None = None) -> Settings:
     """Settings from the environment, with `--data-dir` when given."""
+    from fundpipe.config import Settings
+
     settings = Settings()
     if data_dir is not None:
         settings = settings.updated(local={"data_dir": data_dir})
@@ -114,7 +116,7 @@ def reading_scope(
 
 #: What a reading command shows of one organization: its JSON payload (used with --json; the
 #: text is printed by the function itself) and its exit code.
-OrgReading = Callable[[Settings], tuple[Any, int]]
+OrgReading = Callable[["Settings"], tuple[Any, int]]
 
 
 def show_each_org(scope: Sequence[OrgSettings], show: OrgReading, *, json_out: bool) -> None:
@@ -199,6 +201,9 @@ def user_errors(data_dir: Path | None = None) -> Iterator[None]:
     An unexpected exception is a bug (exit 5): its traceback goes to the run's log file
     (`run_log_file(data_dir)`) and the message says where.
     """
+    from fundpipe.app import quiet_retries
+
+    quiet_retries()  # the client says each retry once; stamina's own hooks stay quiet
     try:
         yield
     except typer.Exit:

@@ -26,7 +26,6 @@ from fundpipe.app.cli.common import (
 from fundpipe.app.cli.help_text import Typer
 from fundpipe.cents import format_cents
 from fundpipe.errors import InputError
-from fundpipe.record import decision_sink  # each person's act goes to the durable record too
 
 if TYPE_CHECKING:
     from fundpipe.config import Settings
@@ -64,6 +63,8 @@ def _person_act(
             raise InputError(f"this needs {what[name]}")
     if by is not None and not by.strip():
         raise InputError("--by needs the name of who acts")
+    from fundpipe.record import decision_sink  # each person's act goes to the durable record too
+
     settings = local_org_settings(data_dir, org)
     try:
         return act(

@@ -5,3 +5,7 @@ and events (`oncall`, `tell`), artifacts, alerts, and the one Prefect Secret-blo
 
 Only this package (and the CLI commands that start flows) imports Prefect.
 """
+
+from fundpipe.app import quiet_retries
+
+quiet_retries()  # a flow's retries are said once, by the client
