@@ -5,7 +5,6 @@ prints, starts the embedded sandbox or reads settings from the environment.
 """
 
 
-
 def quiet_retries() -> None:
     """Turn stamina's own retry hooks off for the process (each way to run fundpipe does, as
     it starts its work: a CLI command as its body begins, the Prefect shell as it is
