@@ -43,7 +43,7 @@ import reconcile as reconcile_bench
 
 PAYMENTS = 300_000
 ORG = "org_bench"
-REPEATS = 9
+REPEATS = 15
 PAGE_ROWS = 500
 #: Goals (issue 42): each page ≤ 1.5× its floor, and the slowest under 300 ms.
 VS_READ = 1.5

@@ -137,11 +137,14 @@ def summarise(
             "count(*) FILTER (WHERE available_cents IS NULL), sum(failed_owed_cents), "
             f"sum(past_due_cents) FROM read_parquet('{sql_literal(funding)}')"
         )
-        open_, acknowledged = one(
-            "SELECT count(*) FILTER (WHERE state IS DISTINCT FROM 'acknowledged'), "
-            "count(*) FILTER (WHERE state = 'acknowledged') "
-            f"FROM read_parquet('{sql_literal(str(parquet['exceptions']))}')"
-        )
+        # each kind's count, and how many of them are acknowledged (the rest are open)
+        by_kind = con.execute(
+            "SELECT kind, count(*), count(*) FILTER (WHERE state = 'acknowledged') FROM "
+            f"read_parquet('{sql_literal(str(parquet['exceptions']))}') GROUP BY kind ORDER BY kind"
+        ).fetchall()
+        counts = {str(kind): int(n) for kind, n, _ in by_kind}
+        acknowledged = sum(int(a) for _, _, a in by_kind)
+        open_ = sum(counts.values()) - acknowledged
         # the Roll-forward's own totals: this month's unexplained (only depository accounts
         # have any: brokerage moves with the market) and the reconciling items open, carried
         # ones included — the figures of its Total row, and the items it lists
@@ -158,22 +161,18 @@ def summarise(
         )
         tieout = f"read_parquet('{sql_literal(str(parquet['distribution_tieout']))}')"
         parts = ("sheet", "service", "disbursed", "failed", "cancelled", "outstanding")
-        total = one(
+        # the Total row's figures and the distributions' counts, in one pass over the tab
+        *total, distributions, not_tying = one(
             "SELECT "
-            + ", ".join(f"{p}_payments, {p}_cents" for p in parts)
-            + f" FROM {tieout} WHERE is_total"
+            + ", ".join(
+                f"first({p}_{x}) FILTER (WHERE is_total)"
+                for p in parts
+                for x in ("payments", "cents")
+            )
+            + ", count(*) FILTER (WHERE NOT is_total), "
+            + f"count(*) FILTER (WHERE NOT is_total AND NOT ties) FROM {tieout}"
         )
         tie_out = {p: (total[2 * i], total[2 * i + 1]) for i, p in enumerate(parts)}
-        distributions, not_tying = one(
-            f"SELECT count(*), count(*) FILTER (WHERE NOT ties) FROM {tieout} WHERE NOT is_total"
-        )
-        counts = {
-            str(kind): int(n)
-            for kind, n in con.execute(
-                "SELECT kind, count(*) FROM "
-                f"read_parquet('{sql_literal(str(parquet['exceptions']))}') GROUP BY kind ORDER BY kind"
-            ).fetchall()
-        }
     return ReconcileSummary(
         as_of=as_of,
         run_at=run_at,
