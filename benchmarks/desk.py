@@ -9,8 +9,9 @@ exceptions: ~300 amount mismatches and the missing and extra rows). One admin wi
 account. `fundpipe desk` is started as a subprocess on loopback, as a person runs it, and
 signed in to over HTTP with httpx.
 
-Each page is asked for 2 times to warm up, then REPEATS times; its time is the median
-round-trip. Its baseline, measured in the same run from this (warmed) process: the round-trip
+Each page is asked for 2 times to warm up, then REPEATS times, taking turns with its
+baseline's two parts (so a change of the shared machine's load falls on both); its time is the
+median round-trip. Its baseline, measured in the same run from this (warmed) process: the round-trip
 of the desk's style sheet from the same server (what any page costs: the connection, the
 session, the headers) plus a plain DuckDB read of the same figures the page shows — a fresh
 read-only connection to the organization's warehouse, the page's rows (its first 500, as the
@@ -139,16 +140,20 @@ def signed_in(url: str) -> httpx.Client:
     return client
 
 
-def timed(fn: Callable[[], object]) -> float:
-    """The median seconds of REPEATS calls of `fn`, after 2 to warm up."""
+def timed(*fns: Callable[[], object]) -> list[float]:
+    """Each of `fns`' median seconds over REPEATS calls, after 2 to warm up; the calls take
+    turns (one of each, then again), so that a change of the shared machine's load falls on
+    a page and its baseline alike."""
     for _ in range(2):
-        fn()
-    runs = []
+        for fn in fns:
+            fn()
+    runs: list[list[float]] = [[] for _ in fns]
     for _ in range(REPEATS):
-        started = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs)
+        for fn, times in zip(fns, runs, strict=True):
+            started = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - started)
+    return [statistics.median(times) for times in runs]
 
 
 def reads(files: dict[str, Path], exception_id: str) -> dict[str, Callable[[], object]]:
@@ -255,17 +260,24 @@ def main() -> None:
                 answer = client.get(path)
                 assert answer.status_code == 200, f"{path}: {answer.status_code}"
                 print(f"  {name:<15} {path}  {len(answer.content) / 1024:,.0f} KiB")
-            floor = timed(lambda: client.get("/static/desk.css"))
             figures = reads(files, exception_id)
             measured = {}
+            floors = []
             for name, path in pages.items():
-                page_s = timed(lambda path=path: client.get(path))
-                read_s = timed(figures[name])
+                page_s, floor, read_s = timed(
+                    lambda path=path: client.get(path),
+                    lambda: client.get("/static/desk.css"),
+                    figures[name],
+                )
                 measured[name] = (page_s, floor + read_s)
+                floors.append(floor)
         finally:
             process.terminate()
             process.wait(timeout=10)
-    print(f"the style sheet's round-trip (every baseline's floor): {floor * 1000:.1f} ms")
+    print(
+        "the style sheet's round-trip (every baseline's floor), median over the pages: "
+        f"{statistics.median(floors) * 1000:.1f} ms"
+    )
     print(json.dumps({k: [round(v * 1000, 2) for v in t] for k, t in measured.items()}))
     for name, (page_s, base_s) in measured.items():
         print(

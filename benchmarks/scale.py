@@ -30,8 +30,9 @@ rate limit: where its CPU goes by package, and its top functions beyond httpx's 
 Targets (one `target` line each, every one a ratio to a baseline of the same run, both figures
 printed): each scenario's first night (ingest + sync + reconcile, start-ups included) ≤ 1.5 ×
 its replay floor, with where the rest goes (start-ups, the ingest's and the sync's time beyond
-their requests, reconcile; the ingest's stages: validation, snapshot, planning, submission); re-run with nothing new over 300k payments ≤ 3 × (three CLI start-ups + its requests /
-R); peak RSS at 300k ≤ 3 × (a CLI start-up + the files as Arrow); client CPU per request (the
+their requests, reconcile; the ingest's stages: validation, snapshot, planning, submission); re-run with nothing new over 300k payments ≤ 3 × (three CLI start-ups + its reads made
+by a bare httpx client against the same world, `bare_rereads`: the distribution list's pages
+carry every payment, which requests / R, printed beside it, does not count); peak RSS at 300k ≤ 3 × (a CLI start-up + the files as Arrow); client CPU per request (the
 ingest's, above one start-up) ≤ 1.5 × bare httpx's sending the same requests under the same R
 (the replay; small unthrottled GETs' CPU is printed beside it). Absolute seconds stay in the table as
 information. The history scenario (100k executed distributions, then a night of 1k) is
@@ -359,6 +360,54 @@ def _bare_client(base_url: str, count: int) -> None:
     asyncio.run(go())
 
 
+def _bare_rereads(base_url: str, distribution_pages: int) -> None:
+    """Child: what a re-run's sync reads, by a bare httpx client: a token, `distribution_pages`
+    pages of the distribution list (100 a page, one cursor after the other, each answer
+    parsed), each demo vehicle's accounts and the first page of contacts (beside them)."""
+    import asyncio
+
+    async def go() -> None:
+        async with httpx.AsyncClient(base_url=base_url, timeout=120) as http:
+            token = await http.post(
+                "/oauth/token",
+                data={"grant_type": "client_credentials"},
+                auth=("demo-client", "demo-secret"),
+            )
+            headers = {
+                "Authorization": f"Bearer {token.json()['access_token']}",
+                "X-Organization-Id": ORG,
+            }
+
+            async def get(url: str) -> Any:
+                answer = await http.get(url, headers=headers)
+                answer.raise_for_status()
+                return answer.json()
+
+            async def distributions() -> None:
+                url: str | None = "/v1/distributions?limit=100"
+                for _ in range(distribution_pages):
+                    if url is None:
+                        break
+                    url = (await get(url))["next_page_url"]
+
+            side = [get(f"/v1/vehicles/{v}/financial_accounts?limit=100") for v in VEHICLES]
+            await asyncio.gather(distributions(), get("/v1/contacts?limit=100"), *side)
+
+    asyncio.run(go())
+
+
+def bare_rereads(sandbox: Sandbox, rerun: Sequence[Phase]) -> float:
+    """Wall seconds a bare httpx client takes to read what the re-run's sync read (its
+    distribution pages, accounts and contacts), in a process of its own, start-up excluded."""
+    sync = next((p for p in rerun if p.name.endswith("sync")), None)
+    pages = 0 if sync is None else sync.by_operation.get("GET /v1/distributions", 0)
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import scale"
+    run = f"{code}; import time; t = time.perf_counter(); "
+    run += f"scale._bare_rereads({sandbox.base_url!r}, {pages}); print(time.perf_counter() - t)"
+    done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 @dataclass
 class Baselines:
     """What the same machine costs for nothing (start-up) and for a bare request."""
@@ -436,6 +485,8 @@ class Result:
     arrow_mb: float = 0.0
     recording: replay.Recording | None = None
     floor: replay.Replay | None = None
+    #: a bare httpx client reading what the re-run's sync read (`bare_rereads`)
+    rereads_s: float = 0.0
 
     def total(self, phases: list[Phase], attr: str) -> float:
         """Sum of `attr` over `phases`."""
@@ -465,6 +516,8 @@ def run_scenario(label: str, sandbox: Sandbox, work: Path, *, rerun: bool = True
     again = night("re-run", files, folder / "data", env, sandbox) if rerun else []
     investors = max(100, payments // 10)
     result = Result(label, payments, investors, rate, first, again, arrow_mb(files))
+    if again:  # the same reads by a bare client, against the same world, under the same R
+        result.rereads_s = bare_rereads(sandbox, again)
     # the replay floor: the same night's requests, recorded without a rate limit, then sent
     # again by a bare httpx client under the same R
     sandbox.reset(10_000_000)
@@ -614,17 +667,22 @@ def print_targets(results: dict[str, Result], base: Baselines) -> None:
             print("  (a phase failed: the line above does not count)")
     if (r := results.get("300k@1000")) is not None:
         again = r.total(r.rerun, "seconds")
-        floor = 3 * base.startup_s + r.total(r.rerun, "requests") / r.rate
+        asked = r.total(r.rerun, "requests")
+        # its floor: three start-ups and its reads, as a bare httpx client makes them (the
+        # service's answers are 3,000 distributions with their 300,000 payments: requests / R
+        # alone, printed beside it, would count none of that)
+        floor = 3 * base.startup_s + max(r.rereads_s, asked / r.rate)
         print(
             targets.ratio(
                 "rerun_nothing_new_300k",
                 again,
                 floor,
                 3.0,
-                against="three CLI start-ups + its requests / R",
+                against="three CLI start-ups + its reads by a bare httpx client",
                 unit=" s",
                 spec=".1f",
-                note=f"{r.total(r.rerun, 'requests'):.0f} requests",
+                note=f"{asked:.0f} requests; the bare reads {r.rereads_s:.1f} s, "
+                f"requests / R {asked / r.rate:.2f} s",
             )
         )
         peak = max(p.peak_rss_mb for p in r.first + r.rerun)
