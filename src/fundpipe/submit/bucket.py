@@ -36,6 +36,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,10 @@ log = logging.getLogger(__name__)
 Listing = dict[str, tuple[int, str]]
 _DONE = frozenset({"processed", "rejected"})
 _MAP = ".bucket-claims.json"
+#: Files claimed, moved and fetched at once on an object store, and fetched per round (their
+#: bytes are held until written).
+_CONCURRENCY = 8
+_FETCHED_AT_ONCE = 32
 
 
 class InboxStorageError(MachineFault):
@@ -100,6 +105,10 @@ class BucketInbox:
         self.clock = clock
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._local = "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,))
+        # files are claimed, moved and fetched side by side on an object store (its fsspec
+        # filesystem is asynchronous and safe from threads); one at a time on a folder or a
+        # share (an SFTP session is one channel)
+        self.concurrency = _CONCURRENCY if getattr(fs, "async_impl", False) else 1
 
     #: the names seen unchanged in two listings (:func:`settled`)
     settled = staticmethod(settled)
@@ -236,7 +245,7 @@ class BucketInbox:
     def _copy_verified(self, src: str, dest: str, size: int) -> None:
         """Copy ``src`` to ``dest`` and check the copy's size; a failed copy is removed."""
         try:
-            self.fs.copy(src, dest)
+            self.fs.cp_file(src, dest)  # one file: no listing to expand it
             copied = int(self.fs.info(dest, refresh=True).get("size") or 0)
         except OSError as error:
             raise self._fault(f"copied ({src} → {dest})", error) from None
@@ -272,26 +281,37 @@ class BucketInbox:
         dirs = InboxDirs(data_dir)
         dirs.create()
         pulled = _read_map(data_dir)
-        taken = [(c, self.move_in(c)) for c in self._claim_all(now, settled(before, now))]
-        mine = {c.key for c, _ in taken} | {str(e["key"]) for e in pulled.values()}
-        for claim, remote in taken + self._orphans(mine):
-            local = _unused(dirs.processing, claim.body["name"])
-            try:
-                local.write_bytes(self.fs.cat_file(remote))  # one GET
-            except OSError as error:
-                raise self._fault(f"read ({remote})", error) from None
-            pulled[local.name] = {
-                "key": claim.key,
-                "generation": claim.generation,
-                "remote": remote,
-                "deleted": bool(claim.body.get("deleted")),
-            }
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            moved = pool.map(lambda name: self._take(name, now[name]), settled(before, now))
+            taken = [t for t in moved if t is not None]
+            mine = {c.key for c, _ in taken} | {str(e["key"]) for e in pulled.values()}
+            every = taken + self._orphans(mine)
+            for start in range(0, len(every), _FETCHED_AT_ONCE):
+                some = every[start : start + _FETCHED_AT_ONCE]
+                for (claim, remote), data in zip(some, pool.map(self._fetch, some), strict=True):
+                    local = _unused(dirs.processing, claim.body["name"])
+                    local.write_bytes(data)
+                    pulled[local.name] = {
+                        "key": claim.key,
+                        "generation": claim.generation,
+                        "remote": remote,
+                        "deleted": bool(claim.body.get("deleted")),
+                    }
         _write_map(data_dir, pulled)
         return now
 
-    def _claim_all(self, now: Listing, names: list[str]) -> list[_Claim]:
-        found = (self.claim(name, now[name]) for name in names)
-        return [c for c in found if c is not None]
+    def _take(self, name: str, seen: tuple[int, str]) -> tuple[_Claim, str] | None:
+        """Claim ``name`` and move it to ``processing/``; None when it is not this worker's."""
+        claim = self.claim(name, seen)
+        return None if claim is None else (claim, self.move_in(claim))
+
+    def _fetch(self, taken: tuple[_Claim, str]) -> bytes:
+        """The moved file's bytes (one GET)."""
+        remote = taken[1]
+        try:
+            return bytes(self.fs.cat_file(remote))
+        except OSError as error:
+            raise self._fault(f"read ({remote})", error) from None
 
     def _orphans(self, mine: set[str]) -> list[tuple[_Claim, str]]:
         """Files a dead worker left in ``processing/`` on the storage, once its lease ran out,
