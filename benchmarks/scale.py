@@ -334,21 +334,23 @@ def night(
 # --- baselines ---------------------------------------------------------------------------------
 
 
+async def _bare_headers(http: httpx.AsyncClient) -> dict[str, str]:
+    """A bare client's headers: the demo client's token and the organization."""
+    token = await http.post(
+        "/oauth/token",
+        data={"grant_type": "client_credentials"},
+        auth=("demo-client", "demo-secret"),
+    )
+    return {"Authorization": f"Bearer {token.json()['access_token']}", "X-Organization-Id": ORG}
+
+
 def _bare_client(base_url: str, count: int) -> None:
     """Child: `count` GETs of one page of distributions with a bare httpx client (8 at a time)."""
     import asyncio
 
     async def go() -> None:
         async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
-            token = await http.post(
-                "/oauth/token",
-                data={"grant_type": "client_credentials"},
-                auth=("demo-client", "demo-secret"),
-            )
-            headers = {
-                "Authorization": f"Bearer {token.json()['access_token']}",
-                "X-Organization-Id": ORG,
-            }
+            headers = await _bare_headers(http)
             gate = asyncio.Semaphore(8)
 
             async def one() -> None:
@@ -368,15 +370,7 @@ def _bare_rereads(base_url: str, distribution_pages: int) -> None:
 
     async def go() -> None:
         async with httpx.AsyncClient(base_url=base_url, timeout=120) as http:
-            token = await http.post(
-                "/oauth/token",
-                data={"grant_type": "client_credentials"},
-                auth=("demo-client", "demo-secret"),
-            )
-            headers = {
-                "Authorization": f"Bearer {token.json()['access_token']}",
-                "X-Organization-Id": ORG,
-            }
+            headers = await _bare_headers(http)
 
             async def get(url: str) -> Any:
                 answer = await http.get(url, headers=headers)

@@ -9,9 +9,7 @@ the library (the same person reviewing, a month not yet ended) is shown on the m
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -20,7 +18,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from fundpipe.desk._members import Right
-from fundpipe.desk._reading import DeskOrg, open_tally
+from fundpipe.desk._reading import DeskOrg, beside, open_tally
 from fundpipe.desk._session import Person
 from fundpipe.desk._web import MEMBER, MemberOrg, SignedIn, page, require, state_of
 from fundpipe.reconcile import (
@@ -82,12 +80,7 @@ def _month_page(
     status: int = 200,
 ) -> Response:
     members = state_of(request).members
-    # the open exceptions are read beside the month, in a thread (a cursor each, inside the
-    # page's `fundpipe.warehouse.shared_reads`)
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        open_now = beside.submit(
-            contextvars.copy_context().run, open_tally, org, order="age", limit=OPEN_LISTED
-        )
+    with beside(open_tally, org, order="age", limit=OPEN_LISTED) as open_now:
         month = _month(request, org, period)
         listed = open_now.result()
     # the person who closed it is offered no review of it (the library refuses one anyway)

@@ -7,11 +7,13 @@ reading and a person's acts are `fundpipe.desk._exceptions_reading`.)
 from __future__ import annotations
 
 import contextvars
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fundpipe.cents import format_cents
 from fundpipe.config import Settings
@@ -28,11 +30,14 @@ from fundpipe.vocabulary import ExceptionRecord, ExceptionState, Verdict, kind_w
 from fundpipe.warehouse import Warehouse
 from fundpipe.words import counted
 
+T = TypeVar("T")
+
 __all__ = [
     "DeskOrg",
     "Health",
     "OrgMorning",
     "ToDo",
+    "beside",
     "desk_orgs",
     "open_tally",
     "org_morning",
@@ -178,6 +183,15 @@ def _figures(
     return figures, counts
 
 
+@contextmanager
+def beside(read: Callable[..., T], *args: Any, **kwargs: Any) -> Iterator[Future[T]]:
+    """``read(*args, **kwargs)`` run in a thread during the block, with this context (inside
+    `fundpipe.warehouse.shared_reads`, its own cursor of the page's connection); the block
+    takes its result from the future."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(contextvars.copy_context().run, read, *args, **kwargs)
+
+
 def open_tally(org: DeskOrg, **asked: Any) -> ExceptionTally:
     """The organization's open exceptions as ``asked`` (`fundpipe.reconcile.tally_exceptions`:
     filters, order, the page); none before its first night."""
@@ -214,14 +228,13 @@ def org_morning(org: DeskOrg) -> OrgMorning:
     (inside `fundpipe.warehouse.shared_reads`, each has its own cursor of one connection)."""
     reports = filed_reports(org.settings.local.reports_folder)
     nights = _nights(reports)
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        read = (
-            beside.submit(contextvars.copy_context().run, _figures, org, nights[0])
-            if nights
-            else None
-        )
+    if nights:
+        with beside(_figures, org, nights[0]) as read:
+            found = open_tally(org, order="age", limit=MORNING_LINES)
+            figures, counts = read.result()
+    else:
         found = open_tally(org, order="age", limit=MORNING_LINES)
-        figures, counts = read.result() if read is not None else ((), ())
+        figures, counts = (), ()
     return OrgMorning(
         org=org,
         as_of=latest_as_of(org.settings.local.reports_folder),

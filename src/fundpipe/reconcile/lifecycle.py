@@ -30,7 +30,6 @@ Longer than ~400 lines because the events, the SQL that folds them and every wri
 from __future__ import annotations
 
 import getpass
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -159,7 +158,11 @@ class Lifecycle:
         return len(self.opened) + len(self.still_open)
 
 
-def _states_sql(cutoff: str, ids: str = "CAST(NULL AS VARCHAR[])") -> str:
+#: No list of ids: every exception (`exception_states_of`'s `ids`).
+_EVERY = "CAST(NULL AS VARCHAR[])"
+
+
+def _states_sql(cutoff: str, ids: str = _EVERY) -> str:
     """The states as of `cutoff` (SQL), with last seen: the last run that saw an unresolved one;
     of the exceptions `ids` only (SQL: a list, or a parameter of one) when given."""
     return f"""
@@ -183,7 +186,7 @@ def _rows(
     as_of: date,
     *,
     cutoff: str = _ALL,
-    ids: str = "CAST(NULL AS VARCHAR[])",
+    ids: str = _EVERY,
 ) -> list[ExceptionRecord]:
     rows = records(
         con,
@@ -192,6 +195,13 @@ def _rows(
         params,
     )
     return [_tracked(r, as_of) for r in rows]
+
+
+def _rows_of(
+    con: duckdb.DuckDBPyConnection, ids: Sequence[str], as_of: date
+) -> list[ExceptionRecord]:
+    """The exceptions ``ids`` (only their events are folded)."""
+    return _rows(con, "true", [list(ids)], as_of, ids="?::VARCHAR[]")
 
 
 def _tracked(row: dict[str, Any], as_of: date) -> ExceptionRecord:
@@ -375,11 +385,6 @@ class ExceptionTally:
     after_by_kind: tuple[tuple[str, int], ...]
 
 
-def _used(sql: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The named parameters ``sql`` uses (DuckDB refuses one it does not)."""
-    return {k: v for k, v in params.items() if re.search(rf"\${k}\b", sql)}
-
-
 def tally_exceptions(
     warehouse: Warehouse,
     *,
@@ -441,10 +446,10 @@ def tally_exceptions(
     with warehouse.read() as con:
         as_of = _last_run(con) or datetime.now(UTC).date()
         params["as_of"] = as_of
-        head = con.execute(sql, _used(sql, params)).fetchone()
+        head = con.execute(sql, params).fetchone()  # each parameter set is used
         assert head is not None
         count, total, kinds, owners, matching, ids, past = head
-        rows = _rows(con, "true", [ids], as_of, ids="?::VARCHAR[]") if ids else []
+        rows = _rows_of(con, ids, as_of) if ids else []
     at = {exception_id: i for i, exception_id in enumerate(ids)}
     return ExceptionTally(
         shown=tuple(sorted(rows, key=lambda e: at[e.id])),
@@ -500,7 +505,7 @@ def _person_event(
         if record is not None:  # the durable record (fundpipe.record.record_decision)
             record(event, {"exception_events": [row]}, now)
         as_of = _last_run(con) or now.astimezone(UTC).date()
-        return _rows(con, "true", [[exception_id]], as_of, ids="?::VARCHAR[]")[0]
+        return _rows_of(con, [exception_id], as_of)[0]
 
 
 def acknowledge(
@@ -603,7 +608,7 @@ def history(
     """
     with warehouse.read() as con:
         as_of = _last_run(con) or datetime.now(UTC).date()
-        found = _rows(con, "true", [[exception_id]], as_of, ids="?::VARCHAR[]")
+        found = _rows_of(con, [exception_id], as_of)
         if not found:
             raise ExceptionNotFoundError(f"no exception {exception_id}")
         rows = records(

@@ -93,8 +93,8 @@ def screen_table(source: SheetSource, limit: int = 500) -> ScreenTable:
     read = [*names, flag] if flag else names
     count = pf.metadata.num_rows
     if flag:
-        # a tab with total rows (Tie-out: one per vehicle and the grand total) marks them in a
-        # column: its rows are cut in Arrow and only those shown become text
+        # a tab with total rows (the Tie-out's Total) marks them in a column: its rows are cut
+        # in Arrow, and only those shown become text
         table = pf.read(columns=read)
         marked = pc.fill_null(table.column(flag), False)
         picked = table.filter(pc.invert(marked)).slice(0, max(limit, 0))

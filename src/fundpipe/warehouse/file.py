@@ -78,10 +78,9 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (
 
 #: Files seen current (migrated, views as this code has them), by path and schema text, with
 #: the stamp the file had then (`Warehouse._stamp`).
-_SEEN_CURRENT: dict[tuple[Path, str, str | None], tuple[int, ...] | None] = {}
+_SEEN_CURRENT: dict[tuple[Path, str, str | None], tuple[int, ...]] = {}
 
 
-#: The connections of the innermost `shared_reads` block, by file (None outside one).
 class _Shared:
     """The connections of one `shared_reads` block, by file, and the lock its threads open
     them under."""
@@ -91,6 +90,7 @@ class _Shared:
         self.opening = threading.Lock()
 
 
+#: The connections of the innermost `shared_reads` block (None outside one).
 _SHARED_READS: ContextVar[_Shared | None] = ContextVar("fundpipe_shared_reads", default=None)
 
 
@@ -243,7 +243,7 @@ class Warehouse:
         with self.write() as con, transaction(con):
             yield con
 
-    def _stamp(self) -> tuple[int, ...] | None:
+    def _stamp(self) -> tuple[int, ...]:
         """What changes when anyone writes the file: its and its WAL's inode, size and mtime."""
         stamp: list[int] = []
         for one in (self.path, self.path.with_name(self.path.name + ".wal")):
